@@ -1,0 +1,44 @@
+package app
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/adrg/xdg"
+)
+
+// Config is every setting Deltafin has, filled once by main.go from flags and
+// environment variables. Packages below app receive the parts they need as
+// options; nothing below reads the environment.
+type Config struct {
+	// DataDir holds the model mirror, presence maps, heat histogram and app
+	// state. Default: $XDG_DATA_HOME/deltafin (~/Library/Application
+	// Support/deltafin on macOS); DELTAFIN_HOME or --data-dir override it.
+	DataDir string
+}
+
+// Getenv is the shape of os.Getenv, so tests can pass a map lookup.
+type Getenv func(string) string
+
+// DefaultConfig returns the configuration before flags, with the environment
+// applied.
+func DefaultConfig(getenv Getenv) Config {
+	c := Config{DataDir: filepath.Join(xdg.DataHome, "deltafin")}
+	if v := getenv("DELTAFIN_HOME"); v != "" {
+		c.DataDir = v
+	}
+	return c
+}
+
+// Validate normalises paths and rejects settings that cannot work.
+func (c *Config) Validate() error {
+	if c.DataDir == "" {
+		return fmt.Errorf("app: empty data directory")
+	}
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return fmt.Errorf("app: data directory %q: %w", c.DataDir, err)
+	}
+	c.DataDir = abs
+	return nil
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func runArgs(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), args, &out, &errOut, func(k string) string { return env[k] })
+	return code, out.String(), errOut.String()
+}
+
+func TestHelp(t *testing.T) {
+	code, out, _ := runArgs(t, nil, "--help")
+	require.Equal(t, 0, code)
+	for _, c := range commands {
+		require.Contains(t, out, c.name)
+	}
+}
+
+func TestEveryCommandHasHelp(t *testing.T) {
+	for _, c := range commands {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, _ := runArgs(t, nil, c.name, "--help")
+			require.Equal(t, 0, code)
+		})
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	code, _, errOut := runArgs(t, nil, "frobnicate")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, `unknown command "frobnicate"`)
+}
+
+func TestBadFlag(t *testing.T) {
+	code, _, _ := runArgs(t, nil, "doctor", "--no-such-flag")
+	require.Equal(t, 2, code)
+}
+
+func TestDoctorUsesDataDir(t *testing.T) {
+	dir := t.TempDir()
+	code, _, errOut := runArgs(t, map[string]string{"DELTAFIN_HOME": "/nonexistent/elsewhere"}, "doctor", "--data-dir", dir)
+	require.Equal(t, 0, code, errOut)
+}
