@@ -6,4 +6,4 @@ import (
 )
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
-func itoa(i int) string    { return strconv.Itoa(i) }
+func itoa(i int) string   { return strconv.Itoa(i) }
