@@ -2,7 +2,10 @@ module github.com/deltafin/deltafin
 
 go 1.26.0
 
-require github.com/stretchr/testify v1.12.1
+require (
+	github.com/dlclark/regexp2 v1.12.0
+	github.com/stretchr/testify v1.12.1
+)
 
 require (
 	github.com/adrg/xdg v0.5.3 // indirect
