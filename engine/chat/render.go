@@ -469,6 +469,16 @@ func Tokenize(t *tokenizer.Tokenizer, segs []Segment) []int {
 	return ids
 }
 
+// Prompt renders msgs and tokenizes the segments: the prompt ids to feed
+// the engine.
+func Prompt(t *tokenizer.Tokenizer, msgs []Message, opts Options) ([]int, error) {
+	segs, err := Render(msgs, opts)
+	if err != nil {
+		return nil, err
+	}
+	return Tokenize(t, segs), nil
+}
+
 // StopTokens are the ids that end an assistant turn: <|end_of_msg|> (K3's
 // eos_token_id) and [EOS] where the vocabulary has them.
 func StopTokens(t *tokenizer.Tokenizer) []int {
