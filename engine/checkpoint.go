@@ -45,30 +45,36 @@ func (r *tensorRef) errorf(format string, args ...any) error {
 type checkpoint struct {
 	shards  []*shard
 	tensors map[string]*tensorRef
+	prefix  string // textPrefix when the checkpoint uses it, for error messages
 }
 
 // openCheckpoint opens the shards named by model.safetensors.index.json, or
 // the single model.safetensors, and parses their headers.
-func openCheckpoint(ctx context.Context, dir string, open OpenSource) (ck *checkpoint, err error) {
+func openCheckpoint(ctx context.Context, dir string, open OpenSource) (*checkpoint, error) {
 	files, index, err := shardFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	ck = &checkpoint{tensors: make(map[string]*tensorRef)}
-	defer func() {
-		if err != nil {
-			ck.close()
-		}
-	}()
+	ck := &checkpoint{tensors: make(map[string]*tensorRef)}
+	if err := ck.index(ctx, dir, files, index, open); err != nil {
+		ck.close()
+		return nil, err
+	}
+	return ck, nil
+}
+
+// index opens the shards, parses their headers and indexes the text
+// model's tensors.
+func (ck *checkpoint) index(ctx context.Context, dir string, files []string, index map[string]string, open OpenSource) error {
 	for _, f := range files {
 		src, err := open(ctx, filepath.Join(dir, f))
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrCheckpoint, f, err)
+			return fmt.Errorf("%w: %s: %v", ErrCheckpoint, f, err)
 		}
 		s := &shard{name: f, src: src}
 		ck.shards = append(ck.shards, s)
 		if s.hdr, err = safetensors.Read(readerAt{ctx, src}, src.Size()); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrCheckpoint, f, err)
+			return fmt.Errorf("%w: %s: %v", ErrCheckpoint, f, err)
 		}
 	}
 	prefixed := false
@@ -78,6 +84,9 @@ func openCheckpoint(ctx context.Context, dir string, open OpenSource) (ck *check
 				prefixed = true
 			}
 		}
+	}
+	if prefixed {
+		ck.prefix = textPrefix
 	}
 	for _, s := range ck.shards {
 		for _, t := range s.hdr.Tensors {
@@ -91,10 +100,10 @@ func openCheckpoint(ctx context.Context, dir string, open OpenSource) (ck *check
 				name = strings.TrimPrefix(name, textPrefix)
 			}
 			if prev, dup := ck.tensors[name]; dup {
-				return nil, fmt.Errorf("%w: tensor %q is in both %s and %s", ErrCheckpoint, t.Name, prev.shard.name, s.name)
+				return fmt.Errorf("%w: tensor %q is in both %s and %s", ErrCheckpoint, t.Name, prev.shard.name, s.name)
 			}
 			if index != nil && index[t.Name] != s.name {
-				return nil, fmt.Errorf("%w: %s: tensor %q is not mapped to this file by %s (maps to %q)", ErrCheckpoint, s.name, t.Name, indexFile, index[t.Name])
+				return fmt.Errorf("%w: %s: tensor %q is not mapped to this file by %s (maps to %q)", ErrCheckpoint, s.name, t.Name, indexFile, index[t.Name])
 			}
 			ck.tensors[name] = &tensorRef{full: t.Name, shard: s, t: t}
 		}
@@ -107,10 +116,10 @@ func openCheckpoint(ctx context.Context, dir string, open OpenSource) (ck *check
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("%w: %s: tensor %q listed in %s is not in the file", ErrCheckpoint, f, name, indexFile)
+			return fmt.Errorf("%w: %s: tensor %q listed in %s is not in the file", ErrCheckpoint, f, name, indexFile)
 		}
 	}
-	return ck, nil
+	return nil
 }
 
 // shardFiles lists the checkpoint's files and, when sharded, the index.
@@ -149,6 +158,10 @@ func shardFiles(dir string) ([]string, map[string]string, error) {
 	return files, idx.WeightMap, nil
 }
 
+func (ck *checkpoint) missing(name string) error {
+	return fmt.Errorf("%w: tensor %q is missing (in no shard)", ErrCheckpoint, ck.prefix+name)
+}
+
 func (ck *checkpoint) close() error {
 	var first error
 	for _, s := range ck.shards {
@@ -165,7 +178,7 @@ func (ck *checkpoint) close() error {
 func (ck *checkpoint) read(ctx context.Context, name string) ([]byte, *tensorRef, error) {
 	r := ck.tensors[name]
 	if r == nil {
-		return nil, nil, fmt.Errorf("%w: tensor %q is missing", ErrCheckpoint, name)
+		return nil, nil, ck.missing(name)
 	}
 	b := make([]byte, r.t.Size)
 	if err := r.shard.src.ReadAt(ctx, b, r.t.Offset); err != nil {

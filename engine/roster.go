@@ -178,7 +178,7 @@ func (ck *checkpoint) validate(c *Config) error {
 		want[s.name] = true
 		r := ck.tensors[s.name]
 		if r == nil {
-			return fmt.Errorf("%w: tensor %q is missing", ErrCheckpoint, s.name)
+			return ck.missing(s.name)
 		}
 		if !s.class.allows(r.t.DType) {
 			return r.errorf("dtype %s, want %s", r.t.DType, s.class)

@@ -82,4 +82,3 @@ func (s *Session) forward(ctx context.Context, ids []int, every bool, trace trac
 	}
 	return rows, nil
 }
-
