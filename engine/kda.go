@@ -82,8 +82,13 @@ func (m *Model) kdaForward(out, x []float32, T int, w *kdaWeights, st *kdaState)
 		kdaGate(g[t*P:(t+1)*P], w.aLog, w.dtBias, c.GateLowerBound, nh, d)
 	}
 
+	// The delta rule: chunked for a prompt, one step for a decoded token.
 	o := make([]float32, T*P)
-	kdaRecurrent(o, q, k, v, g, b, st.s, T, nh, d)
+	if T > 1 {
+		kdaChunked(o, q, k, v, g, b, st.s, T, nh, d, kdaChunkSize)
+	} else {
+		kdaRecurrent(o, q, k, v, g, b, st.s, T, nh, d)
+	}
 
 	// Gated per-head RMSNorm: o_h ← RMSNorm_{o_norm}(o_h) ⊙ σ(gate_h).
 	for i := 0; i < T*nh; i++ {
