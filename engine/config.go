@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -157,28 +158,37 @@ func LoadConfig(dir string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	c, err := ParseConfig(b)
+	c, err := parseConfig(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%w: %s: %s", ErrConfig, path, err)
 	}
 	return c, nil
 }
 
 // ParseConfig parses a config.json body.
 func ParseConfig(b []byte) (*Config, error) {
+	c, err := parseConfig(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrConfig, err)
+	}
+	return c, nil
+}
+
+// parseConfig's errors are plain text; the callers add ErrConfig and where.
+func parseConfig(b []byte) (*Config, error) {
 	var root rawRoot
 	if err := json.Unmarshal(b, &root); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, err
 	}
 	t := &root.rawText
 	switch root.ModelType {
 	case "kimi_k3":
 		if root.TextConfig == nil {
-			return nil, fmt.Errorf("%w: model_type kimi_k3 without text_config", ErrConfig)
+			return nil, errors.New("model_type kimi_k3 without text_config")
 		}
 		t = root.TextConfig
 		if t.ModelType != "kimi_linear" {
-			return nil, fmt.Errorf("%w: text_config.model_type %q, want kimi_linear", ErrConfig, t.ModelType)
+			return nil, fmt.Errorf("text_config.model_type %q, want kimi_linear", t.ModelType)
 		}
 		// The root repeats the special ids; the text config's win when set.
 		if t.BOS == nil {
@@ -192,7 +202,7 @@ func ParseConfig(b []byte) (*Config, error) {
 		}
 	case "kimi_linear":
 	default:
-		return nil, fmt.Errorf("%w: model_type %q (want kimi_k3 or kimi_linear)", ErrConfig, root.ModelType)
+		return nil, fmt.Errorf("model_type %q (want kimi_k3 or kimi_linear)", root.ModelType)
 	}
 	c, err := t.config()
 	if err != nil {
@@ -369,7 +379,7 @@ func (t *rawText) config() (*Config, error) {
 		errs = append(errs, "rms_norm_eps must be positive")
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrConfig, joinErrs(errs))
+		return nil, errors.New(joinErrs(errs))
 	}
 	return c, nil
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"sync/atomic"
 
@@ -60,12 +59,12 @@ func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
 	}
 	ck, err := openCheckpoint(ctx, dir, opts.OpenSource)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
+		return nil, err
 	}
 	m := &Model{cfg: cfg, ck: ck, backend: opts.Backend}
 	if err := m.load(ctx, dir); err != nil {
 		ck.close()
-		return nil, fmt.Errorf("%s: %w", dir, err)
+		return nil, err
 	}
 	return m, nil
 }
@@ -97,9 +96,6 @@ func (m *Model) load(ctx context.Context, dir string) error {
 
 // Info returns the model's description.
 func (m *Model) Info() Info { return m.info }
-
-// Config returns the model's parsed config.
-func (m *Model) Config() Config { return *m.cfg }
 
 // Close releases the checkpoint files. Sessions must not be used afterwards.
 func (m *Model) Close() error {
