@@ -83,6 +83,12 @@ func (c *Config) ExpertDim() int {
 	return c.Hidden
 }
 
+// maxDim bounds every size in config.json (K3's largest is the 1M context).
+const maxDim = 1 << 24
+
+// maxLayers bounds num_hidden_layers.
+const maxLayers = 1 << 12
+
 // rawText mirrors the fields of a kimi_linear text config that the engine reads.
 type rawText struct {
 	ModelType          string   `json:"model_type"`
@@ -222,6 +228,10 @@ func (t *rawText) config() (*Config, error) {
 			errs = append(errs, name+" is missing")
 		case *p < min:
 			errs = append(errs, fmt.Sprintf("%s = %d, want ≥ %d", name, *p, min))
+		case *p > maxDim:
+			// config.json comes from a download: bound it before anything
+			// is sized from it.
+			errs = append(errs, fmt.Sprintf("%s = %d exceeds %d", name, *p, maxDim))
 		default:
 			return *p
 		}
@@ -274,9 +284,17 @@ func (t *rawText) config() (*Config, error) {
 	if t.RoutedScaling != nil {
 		c.RoutedScaling = float32(*t.RoutedScaling)
 	}
+	if c.Layers > maxLayers {
+		errs = append(errs, fmt.Sprintf("num_hidden_layers = %d exceeds %d", c.Layers, maxLayers))
+		c.Layers = 1
+	}
 	c.ContextLen = opt("max_position_embeddings", t.MaxPositions, 0, 1)
 	if c.ContextLen == 0 {
 		c.ContextLen = opt("model_max_length", t.ModelMaxLength, 0, 1)
+	}
+	if c.Layers > maxLayers {
+		errs = append(errs, fmt.Sprintf("num_hidden_layers = %d exceeds %d", c.Layers, maxLayers))
+		c.Layers = 1
 	}
 	if t.KVHeads != nil && *t.KVHeads != c.Heads {
 		errs = append(errs, fmt.Sprintf("num_key_value_heads %d ≠ num_attention_heads %d (MLA has no GQA)", *t.KVHeads, c.Heads))

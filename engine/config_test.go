@@ -75,3 +75,28 @@ func TestConfigErrors(t *testing.T) {
 	_, err = ParseConfig([]byte("{"))
 	require.ErrorIs(t, err, ErrConfig)
 }
+
+// FuzzParseConfig: any config.json body gives a Config or an ErrConfig,
+// never a panic or a huge allocation.
+func FuzzParseConfig(f *testing.F) {
+	for _, p := range []string{"k3-tiny/config.json", "kimi-linear-tiny/hf/config.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", p))
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	f.Add([]byte(`{"model_type":"kimi_linear","vocab_size":8,"hidden_size":4,"num_hidden_layers":100000000000}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ParseConfig(b)
+		if err != nil {
+			require.ErrorIs(t, err, ErrConfig)
+			return
+		}
+		require.Len(t, c.Kinds, c.Layers)
+		n := 0
+		for range c.roster() {
+			if n++; n == 10000 {
+				break
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"sort"
 )
@@ -49,16 +50,27 @@ func expertPrefix(layer, e int) string {
 	return fmt.Sprintf("%sblock_sparse_moe.experts.%d.", layerPrefix(layer), e)
 }
 
-// roster lists every tensor of the text model in a fixed order: globals,
-// then each layer's spine, then its routed experts.
-func (c *Config) roster() []tensorSpec {
-	var out []tensorSpec
+// roster yields every tensor of the text model in a fixed order: globals,
+// then each layer's spine, then its routed experts. It is lazy because a
+// hostile config can describe billions of tensors; validation stops at the
+// first one the checkpoint lacks.
+func (c *Config) roster() iter.Seq[tensorSpec] {
+	return func(yield func(tensorSpec) bool) { c.eachTensor(yield) }
+}
+
+func (c *Config) eachTensor(yield func(tensorSpec) bool) {
+	ok := true
+	emit := func(s tensorSpec) {
+		if ok {
+			ok = yield(s)
+		}
+	}
 	add := func(name string, shape ...int) {
 		s := make([]int64, len(shape))
 		for i, d := range shape {
 			s[i] = int64(d)
 		}
-		out = append(out, tensorSpec{name, floatTensor, s})
+		emit(tensorSpec{name, floatTensor, s})
 	}
 	H := c.Hidden
 	add("model.embed_tokens.weight", c.Vocab, H)
@@ -70,7 +82,7 @@ func (c *Config) roster() []tensorSpec {
 		add("model.output_attn_res_norm.weight", H)
 		add("model.output_attn_res_proj.weight", 1, H)
 	}
-	for i := 0; i < c.Layers; i++ {
+	for i := 0; i < c.Layers && ok; i++ {
 		p := layerPrefix(i)
 		add(p+"input_layernorm.weight", H)
 		add(p+"post_attention_layernorm.weight", H)
@@ -146,17 +158,16 @@ func (c *Config) roster() []tensorSpec {
 			add(m+"shared_experts.down_proj.weight", H, s)
 		}
 		D, I := int64(c.ExpertDim()), int64(c.MoEIntermediate)
-		for e := 0; e < c.Experts; e++ {
+		for e := 0; e < c.Experts && ok; e++ {
 			ep := expertPrefix(i, e)
 			if c.ExpertsMXFP4 {
 				const g = 32
-				out = append(out,
-					tensorSpec{ep + "w1.weight_packed", u8Tensor, []int64{I, D / 2}},
-					tensorSpec{ep + "w1.weight_scale", u8Tensor, []int64{I, D / g}},
-					tensorSpec{ep + "w2.weight_packed", u8Tensor, []int64{D, I / 2}},
-					tensorSpec{ep + "w2.weight_scale", u8Tensor, []int64{D, I / g}},
-					tensorSpec{ep + "w3.weight_packed", u8Tensor, []int64{I, D / 2}},
-					tensorSpec{ep + "w3.weight_scale", u8Tensor, []int64{I, D / g}})
+				emit(tensorSpec{ep + "w1.weight_packed", u8Tensor, []int64{I, D / 2}})
+				emit(tensorSpec{ep + "w1.weight_scale", u8Tensor, []int64{I, D / g}})
+				emit(tensorSpec{ep + "w2.weight_packed", u8Tensor, []int64{D, I / 2}})
+				emit(tensorSpec{ep + "w2.weight_scale", u8Tensor, []int64{D, I / g}})
+				emit(tensorSpec{ep + "w3.weight_packed", u8Tensor, []int64{I, D / 2}})
+				emit(tensorSpec{ep + "w3.weight_scale", u8Tensor, []int64{I, D / g}})
 			} else {
 				add(ep+"w1.weight", int(I), int(D))
 				add(ep+"w2.weight", int(D), int(I))
@@ -164,7 +175,6 @@ func (c *Config) roster() []tensorSpec {
 			}
 		}
 	}
-	return out
 }
 
 // validate checks the checkpoint against the config and returns the first
@@ -172,9 +182,8 @@ func (c *Config) roster() []tensorSpec {
 // an unexpected tensor (by name), then an MXFP4 expert whose six tensors are
 // not back to back.
 func (ck *checkpoint) validate(c *Config) error {
-	specs := c.roster()
-	want := make(map[string]bool, len(specs))
-	for _, s := range specs {
+	want := make(map[string]bool, len(ck.tensors))
+	for s := range c.roster() {
 		want[s.name] = true
 		r := ck.tensors[s.name]
 		if r == nil {
