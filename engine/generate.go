@@ -8,7 +8,7 @@ import (
 
 // GenerateOptions controls one Generate call.
 type GenerateOptions struct {
-	// MaxNew bounds the generated tokens (≥ 1).
+	// MaxNew bounds the generated tokens; at least one is always generated.
 	MaxNew int
 	// StopTokens end the turn; the stop token is not emitted (it stays in
 	// the session's history). Nil means a raw completion that runs to MaxNew.
@@ -34,60 +34,61 @@ type Result struct {
 // other error is returned.
 func (s *Session) Generate(ctx context.Context, prompt []int, opts GenerateOptions, emit func(tok int) error) (Result, error) {
 	res := Result{PromptTokens: len(prompt)}
-	if opts.MaxNew < 1 {
-		opts.MaxNew = 1
-	}
-	stop := make(map[int]bool, len(opts.StopTokens))
-	for _, t := range opts.StopTokens {
-		stop[t] = true
-	}
 	start := time.Now()
-	rows, err := s.Forward(ctx, prompt, opts.Logits != nil)
+	// Every prompt row is only computed when asked for (lm_head per position).
+	rows, err := s.Forward(ctx, prompt, opts.Logits != nil && len(prompt) > 0)
 	if err != nil {
 		return res, err
 	}
 	res.Prefill = time.Since(start)
-	for _, r := range rows {
-		if opts.Logits != nil {
+	if opts.Logits != nil {
+		for _, r := range rows {
 			if err := opts.Logits(r); err != nil {
 				return res, err
 			}
 		}
 	}
-	last := rows[len(rows)-1]
 	start = time.Now()
+	res.FinishReason, err = s.decode(ctx, rows[len(rows)-1], opts, emit, &res.Tokens)
+	res.Decode = time.Since(start)
+	return res, err
+}
+
+// decode picks tokens greedily from last onwards and returns the finish
+// reason; n counts the emitted tokens.
+func (s *Session) decode(ctx context.Context, last []float32, opts GenerateOptions, emit func(int) error, n *int) (string, error) {
+	stop := make(map[int]bool, len(opts.StopTokens))
+	for _, t := range opts.StopTokens {
+		stop[t] = true
+	}
+	ctxLen := s.m.cfg.ContextLen
 	for {
 		tok := argmax(last)
-		// The token is part of the conversation whether or not we go on.
+		// The token is part of the conversation whether or not we go on; it
+		// runs at the start of the next pass.
 		s.pending = append(s.pending, tok)
 		if stop[tok] {
-			res.FinishReason = "stop"
-			res.Decode = time.Since(start)
-			return res, nil
+			return "stop", nil
 		}
 		if err := emit(tok); err != nil {
-			res.Decode = time.Since(start)
 			if errors.Is(err, ErrStopped) {
-				res.Tokens++
-				res.FinishReason = "stop"
-				return res, nil
+				*n++
+				return "stop", nil
 			}
-			return res, err
+			return "", err
 		}
-		res.Tokens++
-		if res.Tokens >= opts.MaxNew {
-			res.FinishReason = "length"
-			res.Decode = time.Since(start)
-			return res, nil
+		*n++
+		if *n >= opts.MaxNew || (ctxLen > 0 && s.Len() >= ctxLen) {
+			return "length", nil
 		}
 		step, err := s.Forward(ctx, nil, false)
 		if err != nil {
-			return res, err
+			return "", err
 		}
 		last = step[0]
 		if opts.Logits != nil {
 			if err := opts.Logits(last); err != nil {
-				return res, err
+				return "", err
 			}
 		}
 	}

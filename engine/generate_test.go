@@ -71,6 +71,32 @@ func TestGenerate(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, greedy[:4], first)
 		require.Equal(t, greedy[6:9], second)
+
+		// A turn with no new input continues from the pending token.
+		var third []int
+		_, err = s.Generate(t.Context(), nil, GenerateOptions{MaxNew: 2, Logits: func([]float32) error { return nil }}, collect(&third))
+		require.NoError(t, err)
+		require.Equal(t, greedy[9:11], third)
+	})
+
+	t.Run("sessions run concurrently on one model", func(t *testing.T) {
+		results := make([][]int, 3)
+		done := make(chan struct{})
+		for i := range results {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				_, err := m.NewSession().Generate(t.Context(), prompt, GenerateOptions{MaxNew: 8}, collect(&results[i]))
+				if err != nil {
+					results[i] = nil
+				}
+			}()
+		}
+		for range results {
+			<-done
+		}
+		for _, r := range results {
+			require.Equal(t, greedy[:8], r)
+		}
 	})
 
 	t.Run("cancelled context", func(t *testing.T) {
