@@ -82,9 +82,13 @@ func (m *Model) kdaForward(out, x []float32, T int, w *kdaWeights, st *kdaState)
 		kdaGate(g[t*P:(t+1)*P], w.aLog, w.dtBias, c.GateLowerBound, nh, d)
 	}
 
-	// The delta rule: chunked for a prompt, one step for a decoded token.
+	// The delta rule, in the operation order of each model's reference: K3
+	// (Deltafin, validated on the real weights) runs the per-token
+	// recurrence for every T; Kimi-Linear's FLA code runs the chunked form
+	// for prompts longer than one chunk. Both are the same function of the
+	// inputs (kda_test.go).
 	o := make([]float32, T*P)
-	if T > 1 {
+	if c.GateLowerBound == nil && T > kdaChunkSize {
 		kdaChunked(o, q, k, v, g, b, st.s, T, nh, d, kdaChunkSize)
 	} else {
 		kdaRecurrent(o, q, k, v, g, b, st.s, T, nh, d)

@@ -2,7 +2,7 @@ package engine
 
 import "math"
 
-// kdaChunkSize is the chunk length of the chunked KDA prefill.
+// kdaChunkSize is the chunk length of the chunked KDA prefill (FLA's 64).
 const kdaChunkSize = 64
 
 // kdaChunked computes the same outputs and final state as kdaRecurrent, a
