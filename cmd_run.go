@@ -14,8 +14,10 @@ func runRun(ctx context.Context, cfg app.Config, args []string) error {
 	ids := fs.String("ids", "", "prompt as comma-separated token ids, e.g. 1,2,3")
 	fs.StringVar(&r.Prompt, "prompt", r.Prompt, "prompt text (needs the tokenizer)")
 	fs.BoolVar(&r.Chat, "chat", r.Chat, "send --prompt as a chat turn and stop at the end-of-turn token")
+	fs.BoolVar(&r.Thinking, "thinking", r.Thinking, "with --chat: think before answering (--thinking=false answers directly)")
+	fs.StringVar(&r.Effort, "effort", r.Effort, "with --chat and thinking: thinking effort low, high or max")
 	fs.IntVar(&r.MaxNew, "max-new", r.MaxNew, "tokens to generate (a raw completion always runs to this)")
-	fs.BoolVar(&r.JSON, "json", r.JSON, `print one JSON object: {"prompt_ids","ids","text","stats"}`)
+	fs.BoolVar(&r.JSON, "json", r.JSON, `print one JSON object: {"prompt_ids","ids","text","reasoning","content","stats"}`)
 	fs.StringVar(&r.LogitsOut, "logits-out", r.LogitsOut, "write float32 little-endian logits rows (prompt positions, then each step) to this file")
 	if err := parse(fs, args, &cfg); err != nil {
 		return err

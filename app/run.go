@@ -11,10 +11,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/engine/tokenizer"
 )
 
 // RunConfig is `deltafin run`: one generation from the command line.
@@ -23,6 +26,8 @@ type RunConfig struct {
 	IDs       []int  // prompt as token ids (no tokenizer needed)
 	Prompt    string // prompt as text (needs the tokenizer)
 	Chat      bool   // wrap Prompt as a chat turn; stops at eos_token_id
+	Thinking  bool   // --chat: think before answering (default true)
+	Effort    string // --chat with thinking: low, high or max (default max)
 	MaxNew    int    // tokens to generate
 	JSON      bool   // print one JSON object at the end
 	LogitsOut string // file for little-endian float32 logits rows
@@ -31,8 +36,8 @@ type RunConfig struct {
 // DefaultMaxNew is --max-new's default.
 const DefaultMaxNew = 16
 
-// ErrNoTokenizer is returned for --prompt while this build has no tokenizer.
-var ErrNoTokenizer = errors.New("app: --prompt needs the tokenizer, which is not in this build yet; pass token ids with --ids")
+// DefaultEffort is --effort's default.
+const DefaultEffort = "max"
 
 // ParseIDs parses "1,2,3" into token ids.
 func ParseIDs(s string) ([]int, error) {
@@ -58,6 +63,8 @@ func (r RunConfig) validate() error {
 		return errors.New("app: run needs --ids or --prompt")
 	case r.Chat && r.Prompt == "":
 		return errors.New("app: --chat needs --prompt")
+	case chat.CheckEffort(r.Effort) != nil:
+		return fmt.Errorf("app: --effort: %w", chat.CheckEffort(r.Effort))
 	case r.MaxNew < 1:
 		return fmt.Errorf("app: --max-new %d, want at least 1", r.MaxNew)
 	}
@@ -81,19 +88,35 @@ type RunStats struct {
 type RunOutput struct {
 	PromptIDs []int    `json:"prompt_ids"`
 	IDs       []int    `json:"ids"`
-	Text      *string  `json:"text,omitempty"` // once a tokenizer is in the build
+	Text      *string  `json:"text,omitempty"`      // when the model directory has a tokenizer
+	Reasoning *string  `json:"reasoning,omitempty"` // --chat: the think channel
+	Content   *string  `json:"content,omitempty"`   // --chat: the answer
 	Stats     RunStats `json:"stats"`
 }
 
 // Run generates greedily from cfg.Run's prompt. Without --json it prints
-// each generated id as it is decoded, then a stats line on stderr.
+// the text as it is generated for --prompt (the reasoning dimmed on a
+// terminal) and each generated id for --ids, then a stats line on stderr.
+// Ctrl-C (ctx cancelled) stops generation, keeps what was printed, prints
+// the stats with finish reason "interrupted" and returns an error wrapping
+// context.Canceled.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	rc := cfg.Run
 	if err := rc.validate(); err != nil {
 		return err
 	}
+	// The tokenizer is needed for --prompt and adds "text" to --ids runs
+	// when the model directory has one.
+	tok, err := tokenizer.Load(rc.Model)
+	if err != nil && (rc.Prompt != "" || !errors.Is(err, tokenizer.ErrMissing)) {
+		return fmt.Errorf("app: --prompt needs the model's tokenizer: %w", err)
+	}
+	chatOpts := chat.Options{Thinking: rc.Thinking, Effort: rc.Effort}
+	prompt := rc.IDs
 	if rc.Prompt != "" {
-		return ErrNoTokenizer
+		if prompt, err = textPrompt(tok, rc.Prompt, rc.Chat, chatOpts); err != nil {
+			return err
+		}
 	}
 	m, err := engine.Open(ctx, rc.Model, engine.Options{})
 	if err != nil {
@@ -103,8 +126,19 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	info := m.Info()
 
 	opts := engine.GenerateOptions{MaxNew: rc.MaxNew}
-	if rc.Chat && info.EOS >= 0 {
-		opts.StopTokens = []int{info.EOS}
+	if rc.Chat {
+		opts.StopTokens = chat.StopTokens(tok)
+		if info.EOS >= 0 && !slices.Contains(opts.StopTokens, info.EOS) {
+			opts.StopTokens = append(opts.StopTokens, info.EOS)
+		}
+	}
+	var printer *textPrinter
+	if tok != nil {
+		w := io.Discard // --json and --ids runs only collect the text
+		if rc.Prompt != "" && !rc.JSON {
+			w = stdout
+		}
+		printer = newTextPrinter(w, isTerminal(w), tok, rc.Chat, chatOpts)
 	}
 	var logits *logitsFile
 	if rc.LogitsOut != "" {
@@ -115,10 +149,15 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		opts.Logits = logits.write
 	}
 
-	out := RunOutput{PromptIDs: rc.IDs, IDs: []int{}}
-	res, err := m.NewSession().Generate(ctx, rc.IDs, opts, func(tok int) error {
+	out := RunOutput{PromptIDs: prompt, IDs: []int{}}
+	res, err := m.NewSession().Generate(ctx, prompt, opts, func(tok int) error {
 		out.IDs = append(out.IDs, tok)
-		if !rc.JSON {
+		if printer != nil {
+			if err := printer.add(tok); err != nil {
+				return err
+			}
+		}
+		if !rc.JSON && rc.Prompt == "" {
 			sep := " "
 			if len(out.IDs) == 1 {
 				sep = ""
@@ -128,8 +167,19 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		}
 		return nil
 	})
-	if err != nil {
+	interrupted := err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
+	if err != nil && !interrupted {
 		return err
+	}
+	if interrupted {
+		res.FinishReason = "interrupted"
+	}
+	if printer != nil {
+		if err := printer.finish(res.FinishReason != "stop"); err != nil {
+			return err
+		}
+		text, reasoning, content := printer.result()
+		out.Text, out.Reasoning, out.Content = &text, reasoning, content
 	}
 	out.Stats = RunStats{
 		Model: info.ID, Backend: info.Backend,
@@ -139,19 +189,26 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if res.Tokens > 1 && res.Decode > 0 {
 		out.Stats.DecodeTokPerS = math.Round(float64(res.Tokens-1)/res.Decode.Seconds()*100) / 100
 	}
-	if logits != nil {
+	if logits != nil && !interrupted {
 		if out.Stats.LogitsRows, err = logits.commit(); err != nil {
 			return err
 		}
 	}
 	if rc.JSON {
 		enc := json.NewEncoder(stdout)
-		return enc.Encode(out)
+		enc.SetEscapeHTML(false) // keep "<|open|>" readable in "text"
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(stdout)
+		s := out.Stats
+		fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s\n",
+			s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason)
 	}
-	fmt.Fprintln(stdout)
-	s := out.Stats
-	fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s\n",
-		s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason)
+	if interrupted {
+		return fmt.Errorf("app: interrupted after %d tokens: %w", res.Tokens, ctx.Err())
+	}
 	return nil
 }
 

@@ -101,7 +101,7 @@ func TestRunErrors(t *testing.T) {
 		{"max-new 0", RunConfig{Model: model, IDs: []int{1}}, "--max-new 0"},
 		{"id outside the vocabulary", RunConfig{Model: model, IDs: []int{5000}, MaxNew: 1}, "token id 5000 outside the vocabulary"},
 		{"not a model", RunConfig{Model: t.TempDir(), IDs: []int{1}, MaxNew: 1}, "config.json"},
-		{"prompt without tokenizer", RunConfig{Model: model, Prompt: "hello", MaxNew: 1}, "tokenizer"},
+		{"prompt without tokenizer", RunConfig{Model: modelWithoutTokenizer(t), Prompt: "hello", MaxNew: 1}, "tiktoken.model"},
 		{"logits file in a missing directory", RunConfig{Model: model, IDs: []int{1}, MaxNew: 1, LogitsOut: filepath.Join(t.TempDir(), "no", "x")}, "--logits-out"},
 	}
 	for _, tt := range tests {
