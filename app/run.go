@@ -109,7 +109,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	// when the model directory has one.
 	tok, err := tokenizer.Load(rc.Model)
 	if err != nil && (rc.Prompt != "" || !errors.Is(err, tokenizer.ErrMissing)) {
-		return fmt.Errorf("app: --prompt needs the model's tokenizer: %w", err)
+		return fmt.Errorf("app: the model's tokenizer (needed for --prompt): %w", err)
 	}
 	chatOpts := chat.Options{Thinking: rc.Thinking, Effort: rc.Effort}
 	prompt := rc.IDs
