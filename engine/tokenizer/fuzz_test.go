@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,5 +119,34 @@ func BenchmarkDecode(b *testing.B) {
 	b.SetBytes(1 << 20)
 	for b.Loop() {
 		tok.Decode(ids)
+	}
+}
+
+// BenchmarkLongPiece merges one 25,000-byte piece (the longest the input
+// splitting lets through, for a one-byte character) of spaces and of
+// letters. "scaling" is the time per byte relative to a piece 16 times
+// shorter, measured in the same run: about 1 for the heap merge, where
+// tiktoken's scan would be about 16.
+func BenchmarkLongPiece(b *testing.B) {
+	tok := loadFixture(b)
+	for _, c := range []string{" ", "x", "ab"} {
+		b.Run(fmt.Sprintf("%q", c), func(b *testing.B) {
+			piece := strings.Repeat(c, 25_000/len(c))
+			short := piece[:len(piece)/16]
+			var m bpe
+			m.encode(nil, short, tok.ranks)
+			start := time.Now()
+			for range 16 {
+				m.encode(nil, short, tok.ranks)
+			}
+			shortPerByte := float64(time.Since(start)) / float64(16*len(short))
+			b.SetBytes(int64(len(piece)))
+			b.ResetTimer()
+			for b.Loop() {
+				m.encode(nil, piece, tok.ranks)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(len(piece))/shortPerByte, "scaling")
+		})
 	}
 }
