@@ -1,0 +1,186 @@
+package downloader
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func setup(t *testing.T, ctx context.Context, opts Options, mode Mode) (*Mirror, *Plan) {
+	t.Helper()
+	m, err := Open(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	p, err := m.Plan(ctx)
+	require.NoError(t, err)
+	require.NoError(t, m.Fetch(ctx, p, p.Work(mode)))
+	return m, p
+}
+
+func TestStreamThenFull(t *testing.T) {
+	ctx := t.Context()
+	h := newFakeHub(t)
+	dir := t.TempDir()
+	m, p := setup(t, ctx, h.options(dir), Stream)
+
+	// The plan: 4 shards, experts in layers 1..9 with 32 experts each, and
+	// the metadata files, without code.
+	var shards, meta int
+	for _, f := range p.Files {
+		if f.Kind == Shard {
+			shards++
+		} else {
+			meta++
+		}
+	}
+	require.Equal(t, 4, shards)
+	require.Equal(t, 5, meta) // config, generation_config, index, tokenizer_config, tiktoken.model
+	experts := p.Experts()
+	require.Len(t, experts, 9*32)
+	require.Equal(t, ExpertID{1, 0}, experts[0].ExpertID)
+
+	// Stream: spine and metadata present and identical, no expert byte.
+	for _, f := range p.Files {
+		src := h.files[f.Path].data
+		for _, w := range p.Work(Stream) {
+			if w.File != f.Path {
+				continue
+			}
+			got := make([]byte, w.Len())
+			require.NoError(t, m.ReadAt(ctx, f.Path, got, w.Start))
+			require.True(t, bytes.Equal(src[w.Start:w.End], got))
+		}
+		for _, e := range f.Experts {
+			n, err := m.Present(f.Path, e.Start, e.Len())
+			require.NoError(t, err)
+			require.Zero(t, n, "expert %v fetched in stream mode", e.ExpertID)
+		}
+	}
+	stream, err := m.Totals(p.Work(Stream))
+	require.NoError(t, err)
+	require.Equal(t, stream.Total, stream.Present)
+	full, err := m.Totals(p.Work(Full))
+	require.NoError(t, err)
+	require.Less(t, full.Present, full.Total)
+
+	// On demand: one expert is one range request.
+	e := experts[40]
+	before := h.requests.Load()
+	require.NoError(t, m.Ensure(ctx, e.File, e.Start, e.Len()))
+	require.Equal(t, before+1, h.requests.Load())
+	n, err := m.Present(e.File, e.Start, e.Len())
+	require.NoError(t, err)
+	require.Equal(t, e.Len(), n)
+
+	// Upgrade to full, in a new process (a new Mirror on the same directory).
+	require.NoError(t, m.Close())
+	lists := h.lists.Load()
+	setup(t, ctx, h.options(dir), Full)
+	require.Equal(t, lists, h.lists.Load(), "the saved listing is reused")
+	h.requireIdentical(t, dir)
+}
+
+func TestEnsureCoalescesConcurrentCallers(t *testing.T) {
+	ctx := t.Context()
+	h := newFakeHub(t)
+	m, p := setup(t, ctx, h.options(t.TempDir()), Stream)
+	e := p.Experts()[7]
+	h.setFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
+		time.Sleep(100 * time.Millisecond) // keep the first request in flight
+		return false
+	})
+	before := h.requests.Load()
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { errs[i] = m.Ensure(ctx, e.File, e.Start, e.Len()) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, before+1, h.requests.Load(), "8 callers, one request")
+	got := make([]byte, e.Len())
+	require.NoError(t, m.ReadAt(ctx, e.File, got, e.Start))
+	require.True(t, bytes.Equal(h.files[e.File].data[e.Start:e.End], got))
+}
+
+func TestEnsureRejectsBadRanges(t *testing.T) {
+	ctx := t.Context()
+	h := newFakeHub(t)
+	m, p := setup(t, ctx, h.options(t.TempDir()), Stream)
+	f := p.Files[len(p.Files)-1]
+	for _, tc := range []struct {
+		name   string
+		file   string
+		off, n int64
+		want   error
+	}{
+		{"past the end", f.Path, f.Size - 1, 2, ErrProtocol},
+		{"negative offset", f.Path, -1, 2, ErrProtocol},
+		{"unknown file", "nope.safetensors", 0, 1, ErrNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.ErrorIs(t, m.Ensure(ctx, tc.file, tc.off, tc.n), tc.want)
+		})
+	}
+}
+
+func TestHubErrorsAreExplained(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		setup   func(h *fakeHub, o *Options)
+		want    error
+		message string
+	}{
+		{"no token for a private repository", func(h *fakeHub, o *Options) { h.token = "secret"; o.Token = "" }, ErrAuth, "this repository needs HF_TOKEN"},
+		{"wrong token", func(h *fakeHub, o *Options) { h.token = "secret"; o.Token = "wrong" }, ErrAuth, "the hub rejected HF_TOKEN"},
+		{"gated repository", func(h *fakeHub, o *Options) { h.token, h.gated = "secret", true; o.Token = "other" }, ErrAuth, "is gated"},
+		{"unknown revision", func(h *fakeHub, o *Options) { o.Revision = "0123456789abcdef0123456789abcdef01234567" }, ErrNotFound, "revision 0123456789abcdef0123456789abcdef01234567 does not exist"},
+		{"unknown repository", func(h *fakeHub, o *Options) { o.Repo = "moonshotai/Nope" }, ErrNotFound, "check --repo and --revision"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newFakeHub(t)
+			opts := h.options(t.TempDir())
+			tc.setup(h, &opts)
+			m, err := Open(opts)
+			require.NoError(t, err)
+			defer m.Close()
+			_, err = m.Plan(t.Context())
+			require.ErrorIs(t, err, tc.want)
+			require.Contains(t, err.Error(), tc.message)
+			require.Equal(t, int64(0), h.requests.Load())
+		})
+	}
+}
+
+func TestTokenReachesHubNotCDN(t *testing.T) {
+	h := newFakeHub(t)
+	h.token = "secret"
+	dir := t.TempDir()
+	setup(t, t.Context(), h.options(dir), Full)
+	h.requireIdentical(t, dir)
+}
+
+func TestEntryNotFoundIsPermanent(t *testing.T) {
+	ctx := t.Context()
+	h := newFakeHub(t)
+	m, p := setup(t, ctx, h.options(t.TempDir()), Stream)
+	f := p.Files[0]
+	delete(h.files, f.Path)
+	require.NoError(t, m.forget(mustFile(t, m, f.Path)))
+	err := m.Ensure(ctx, f.Path, 0, f.Size)
+	require.ErrorIs(t, err, ErrNotFound)
+	require.Contains(t, err.Error(), "not in this revision")
+}
+
+func mustFile(t *testing.T, m *Mirror, name string) *fileState {
+	fs, err := m.file(name)
+	require.NoError(t, err)
+	return fs
+}
