@@ -159,7 +159,9 @@ func (h *fakeHub) serveHub(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !f.lfs {
-		http.ServeContent(w, r, name, time.Time{}, strings.NewReader(string(f.data)))
+		cw := &countingWriter{ResponseWriter: w}
+		http.ServeContent(cw, r, name, time.Time{}, strings.NewReader(string(f.data)))
+		h.served.Add(cw.n)
 		return
 	}
 	sum := sha256.Sum256(f.data)
@@ -260,4 +262,16 @@ func (h *fakeHub) requireIdentical(t *testing.T, dir string) {
 		require.NoError(t, err)
 		require.True(t, string(got) == string(h.files[p].data), "%s differs from the source", p)
 	}
+}
+
+// countingWriter counts the body bytes of an answer.
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n += int64(n)
+	return n, err
 }

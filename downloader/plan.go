@@ -2,6 +2,7 @@ package downloader
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -134,7 +135,31 @@ func (m *Mirror) Plan(ctx context.Context) (*Plan, error) {
 	return p, nil
 }
 
+// planShard reads the shard's header. A header that does not parse may have
+// been damaged in transit (the file's digest can only be checked when it is
+// complete), so its bytes are fetched once more before the shard is refused.
 func (m *Mirror) planShard(ctx context.Context, f *File) error {
+	err := m.readShardHeader(ctx, f)
+	if err == nil || !errors.Is(err, safetensors.ErrFormat) {
+		return err
+	}
+	fs, ferr := m.file(f.Path)
+	if ferr != nil {
+		return ferr
+	}
+	fs.mu.Lock()
+	verified := fs.pres.Verified != ""
+	fs.mu.Unlock()
+	if verified {
+		return err
+	}
+	if err := m.forget(fs); err != nil {
+		return err
+	}
+	return m.readShardHeader(ctx, f)
+}
+
+func (m *Mirror) readShardHeader(ctx context.Context, f *File) error {
 	if f.Size < 8 {
 		return fmt.Errorf("%w: %s: %d bytes is too short for a safetensors file", ErrLayout, f.Path, f.Size)
 	}
