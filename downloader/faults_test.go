@@ -13,11 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafin/deltafin/downloader/hubtest"
 	"github.com/stretchr/testify/require"
 )
 
 // once returns a fault that applies f to the first request matching match.
-func once(match func(f *fakeFile, start, end int64) bool, f fault) fault {
+func once(match func(f *fakeFile, start, end int64) bool, f hubtest.Fault) hubtest.Fault {
 	var mu sync.Mutex
 	done := false
 	return func(w http.ResponseWriter, r *http.Request, ff *fakeFile, start, end int64) bool {
@@ -32,27 +33,27 @@ func once(match func(f *fakeFile, start, end int64) bool, f fault) fault {
 }
 
 func corrupt(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
-	b := append([]byte(nil), f.data[start:end]...)
+	b := append([]byte(nil), f.Data[start:end]...)
 	b[len(b)/2] ^= 0x40
-	w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, len(f.data)))
+	w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, len(f.Data)))
 	w.WriteHeader(http.StatusPartialContent)
 	w.Write(b)
 	return true
 }
 
-func anyShard(f *fakeFile, start, end int64) bool { return isShard(f.path) && end-start > 1000 }
+func anyShard(f *fakeFile, start, end int64) bool { return isShard(f.Path) && end-start > 1000 }
 
 func TestFaultsEndIdentical(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		fault fault
+		fault hubtest.Fault
 		opts  func(o *Options)
 	}{
 		{"connection dropped mid-range", once(anyShard, func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
-			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, len(f.data)))
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, len(f.Data)))
 			w.Header().Set("Content-Length", fmt.Sprint(end-start))
 			w.WriteHeader(http.StatusPartialContent)
-			w.Write(f.data[start : start+(end-start)/2])
+			w.Write(f.Data[start : start+(end-start)/2])
 			conn, _, err := http.NewResponseController(w).Hijack()
 			if err == nil {
 				conn.Close()
@@ -63,7 +64,7 @@ func TestFaultsEndIdentical(t *testing.T) {
 			http.Error(w, "internal error", http.StatusInternalServerError)
 			return true
 		}), nil},
-		{"503 several times", func() fault {
+		{"503 several times", func() hubtest.Fault {
 			var mu sync.Mutex
 			n := 0
 			return func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
@@ -78,9 +79,9 @@ func TestFaultsEndIdentical(t *testing.T) {
 			}
 		}(), nil},
 		{"slow server stalls one request", once(anyShard, func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
-			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, len(f.data)))
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, len(f.Data)))
 			w.WriteHeader(http.StatusPartialContent)
-			w.Write(f.data[start : start+10])
+			w.Write(f.Data[start : start+10])
 			http.NewResponseController(w).Flush()
 			select {
 			case <-r.Context().Done():
@@ -93,40 +94,40 @@ func TestFaultsEndIdentical(t *testing.T) {
 			return false
 		}, nil},
 		{"corrupted byte in one data chunk", once(func(f *fakeFile, start, end int64) bool {
-			return f.path == "model-00002-of-000004.safetensors" && start >= 256<<10
+			return f.Path == "model-00002-of-000004.safetensors" && start >= 256<<10
 		}, corrupt), nil},
 		{"corrupted byte in a shard header", once(func(f *fakeFile, start, end int64) bool {
-			return f.path == "model-00002-of-000004.safetensors" && start == 8
+			return f.Path == "model-00002-of-000004.safetensors" && start == 8
 		}, corrupt), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newFakeHub(t)
-			h.setFault(tc.fault)
+			h.SetFault(tc.fault)
 			dir := t.TempDir()
-			opts := h.options(dir)
+			opts := options(h, dir)
 			if tc.opts != nil {
 				tc.opts(&opts)
 			}
 			setup(t, t.Context(), opts, Full)
-			h.requireIdentical(t, dir)
+			h.RequireIdentical(t, dir)
 		})
 	}
 }
 
 func TestCorruptionEveryTimeIsRefused(t *testing.T) {
 	h := newFakeHub(t)
-	h.setFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
-		if f.path != "model-00003-of-000004.safetensors" || end < int64(len(f.data)) {
+	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
+		if f.Path != "model-00003-of-000004.safetensors" || end < int64(len(f.Data)) {
 			return false
 		}
-		b := append([]byte(nil), f.data[start:end]...)
+		b := append([]byte(nil), f.Data[start:end]...)
 		b[len(b)-1] ^= 1
-		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, len(f.data)))
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, len(f.Data)))
 		w.WriteHeader(http.StatusPartialContent)
 		w.Write(b)
 		return true
 	})
-	m, err := Open(h.options(t.TempDir()))
+	m, err := Open(options(h, t.TempDir()))
 	require.NoError(t, err)
 	defer m.Close()
 	p, err := m.Plan(t.Context())
@@ -134,18 +135,18 @@ func TestCorruptionEveryTimeIsRefused(t *testing.T) {
 	err = m.Fetch(t.Context(), p, p.Work(Full))
 	require.ErrorIs(t, err, ErrChecksum)
 	require.Contains(t, err.Error(), "model-00003-of-000004.safetensors")
-	n, err := m.Present("model-00003-of-000004.safetensors", 0, int64(len(h.files["model-00003-of-000004.safetensors"].data)))
+	n, err := m.Present("model-00003-of-000004.safetensors", 0, int64(len(h.Files["model-00003-of-000004.safetensors"].Data)))
 	require.NoError(t, err)
 	require.Zero(t, n, "a file that failed its checksum is not kept as present")
 }
 
 func TestPersistentServerErrorGivesUp(t *testing.T) {
 	h := newFakeHub(t)
-	h.setFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
+	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
 		http.Error(w, "down", http.StatusBadGateway)
 		return true
 	})
-	m, err := Open(h.options(t.TempDir()))
+	m, err := Open(options(h, t.TempDir()))
 	require.NoError(t, err)
 	defer m.Close()
 	_, err = m.Plan(t.Context())
@@ -158,7 +159,7 @@ func TestPersistentServerErrorGivesUp(t *testing.T) {
 // that was complete before.
 func TestCancelAtRandomPointsResumes(t *testing.T) {
 	h := newFakeHub(t)
-	h.setFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
+	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
 		time.Sleep(time.Millisecond)
 		return false
 	})
@@ -166,7 +167,7 @@ func TestCancelAtRandomPointsResumes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for i := range 6 {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Duration(20+rng.IntN(150))*time.Millisecond)
-		m, err := Open(h.options(dir))
+		m, err := Open(options(h, dir))
 		require.NoError(t, err)
 		p, err := m.Plan(ctx)
 		if err == nil {
@@ -182,24 +183,24 @@ func TestCancelAtRandomPointsResumes(t *testing.T) {
 		}
 		m.Close()
 	}
-	m, err := Open(h.options(dir))
+	m, err := Open(options(h, dir))
 	require.NoError(t, err)
 	defer m.Close()
 	p, err := m.Plan(t.Context())
 	require.NoError(t, err)
 	before, err := m.Totals(p.Work(Full))
 	require.NoError(t, err)
-	served := h.served.Load()
+	served := h.Served.Load()
 	require.NoError(t, m.Fetch(t.Context(), p, p.Work(Full)))
-	require.Equal(t, before.Missing(), h.served.Load()-served, "exactly the missing bytes are fetched")
-	h.requireIdentical(t, dir)
+	require.Equal(t, before.Missing(), h.Served.Load()-served, "exactly the missing bytes are fetched")
+	h.RequireIdentical(t, dir)
 }
 
 // TestKill9Resumes runs a full transfer in a child process (this test
 // binary, re-executed), kills it with SIGKILL while it writes, and resumes.
 func TestKill9Resumes(t *testing.T) {
 	h := newFakeHub(t)
-	h.setFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
+	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
 		time.Sleep(5 * time.Millisecond)
 		return false
 	})
@@ -208,14 +209,14 @@ func TestKill9Resumes(t *testing.T) {
 	require.NoError(t, err)
 	for _, delay := range []time.Duration{150 * time.Millisecond, 400 * time.Millisecond} {
 		cmd := exec.Command(exe, "-test.run=^TestKill9Child$")
-		cmd.Env = append(os.Environ(), "DELTAFIN_TEST_CHILD_HUB="+h.hub.URL, "DELTAFIN_TEST_CHILD_DIR="+dir)
+		cmd.Env = append(os.Environ(), "DELTAFIN_TEST_CHILD_HUB="+h.URL(), "DELTAFIN_TEST_CHILD_DIR="+dir)
 		require.NoError(t, cmd.Start())
 		time.Sleep(delay)
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		err := cmd.Wait()
 		require.Error(t, err, "the child finished before it was killed; the test proves nothing")
 	}
-	m, err := Open(h.options(dir))
+	m, err := Open(options(h, dir))
 	require.NoError(t, err)
 	defer m.Close()
 	p, err := m.Plan(t.Context())
@@ -223,10 +224,10 @@ func TestKill9Resumes(t *testing.T) {
 	before, err := m.Totals(p.Work(Full))
 	require.NoError(t, err)
 	require.Positive(t, before.Present, "the killed runs left completed chunks")
-	served := h.served.Load()
+	served := h.Served.Load()
 	require.NoError(t, m.Fetch(t.Context(), p, p.Work(Full)))
-	require.Equal(t, before.Missing(), h.served.Load()-served, "no completed chunk is fetched again")
-	h.requireIdentical(t, dir)
+	require.Equal(t, before.Missing(), h.Served.Load()-served, "no completed chunk is fetched again")
+	h.RequireIdentical(t, dir)
 }
 
 // TestKill9Child is the child of TestKill9Resumes; run alone it checks
@@ -237,9 +238,7 @@ func TestKill9Child(t *testing.T) {
 	if hubURL == "" {
 		return
 	}
-	h := &fakeHub{}
-	opts := h.options(dir)
-	opts.Endpoint = hubURL
+	opts := testOptions(hubURL, "", dir)
 	opts.Jobs = 2
 	m, err := Open(opts)
 	require.NoError(t, err)
@@ -250,14 +249,14 @@ func TestKill9Child(t *testing.T) {
 
 func TestPauseAndResume(t *testing.T) {
 	h := newFakeHub(t)
-	h.setFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
+	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
 		time.Sleep(2 * time.Millisecond)
 		return false
 	})
 	dir := t.TempDir()
 	var mu sync.Mutex
 	var phases []Phase
-	opts := h.options(dir)
+	opts := options(h, dir)
 	opts.Progress = func(ev Event) {
 		mu.Lock()
 		phases = append(phases, ev.Phase)
@@ -274,9 +273,9 @@ func TestPauseAndResume(t *testing.T) {
 	m.Pause()
 	require.True(t, m.Paused())
 	time.Sleep(50 * time.Millisecond) // cancelled requests wind down
-	reqs := h.requests.Load()
+	reqs := h.Requests.Load()
 	time.Sleep(200 * time.Millisecond)
-	require.Equal(t, reqs, h.requests.Load(), "no request while paused")
+	require.Equal(t, reqs, h.Requests.Load(), "no request while paused")
 	select {
 	case err := <-done:
 		t.Fatalf("Fetch returned while paused: %v", err)
@@ -284,7 +283,7 @@ func TestPauseAndResume(t *testing.T) {
 	}
 	m.Resume()
 	require.NoError(t, <-done)
-	h.requireIdentical(t, dir)
+	h.RequireIdentical(t, dir)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Contains(t, phases, PhasePaused)
@@ -300,7 +299,7 @@ func TestDiskFull(t *testing.T) {
 	require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"), "the disk-full test mounts a 2 MiB tmpfs and needs root (CAP_SYS_ADMIN)")
 	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
 	dir := filepath.Join(mnt, "mirror")
-	m, err := Open(h.options(dir))
+	m, err := Open(options(h, dir))
 	require.NoError(t, err)
 	p, err := m.Plan(t.Context())
 	require.NoError(t, err)
@@ -313,13 +312,13 @@ func TestDiskFull(t *testing.T) {
 	m.Close()
 
 	require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_REMOUNT, "size=32m"))
-	m, err = Open(h.options(dir))
+	m, err = Open(options(h, dir))
 	require.NoError(t, err)
 	defer m.Close()
 	p, err = m.Plan(t.Context())
 	require.NoError(t, err)
-	served := h.served.Load()
+	served := h.Served.Load()
 	require.NoError(t, m.Fetch(t.Context(), p, p.Work(Full)))
-	require.Equal(t, kept.Missing(), h.served.Load()-served, "nothing written before the disk filled is fetched again")
-	h.requireIdentical(t, dir)
+	require.Equal(t, kept.Missing(), h.Served.Load()-served, "nothing written before the disk filled is fetched again")
+	h.RequireIdentical(t, dir)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafin/deltafin/downloader/hubtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,7 +27,7 @@ func TestStreamThenFull(t *testing.T) {
 	ctx := t.Context()
 	h := newFakeHub(t)
 	dir := t.TempDir()
-	m, p := setup(t, ctx, h.options(dir), Stream)
+	m, p := setup(t, ctx, options(h, dir), Stream)
 
 	// The plan: 4 shards, experts in layers 1..9 with 32 experts each, and
 	// the metadata files, without code.
@@ -46,7 +47,7 @@ func TestStreamThenFull(t *testing.T) {
 
 	// Stream: spine and metadata present and identical, no expert byte.
 	for _, f := range p.Files {
-		src := h.files[f.Path].data
+		src := h.Files[f.Path].Data
 		for _, w := range p.Work(Stream) {
 			if w.File != f.Path {
 				continue
@@ -70,31 +71,31 @@ func TestStreamThenFull(t *testing.T) {
 
 	// On demand: one expert is one range request.
 	e := experts[40]
-	before := h.requests.Load()
+	before := h.Requests.Load()
 	require.NoError(t, m.Ensure(ctx, e.File, e.Start, e.Len()))
-	require.Equal(t, before+1, h.requests.Load())
+	require.Equal(t, before+1, h.Requests.Load())
 	n, err := m.Present(e.File, e.Start, e.Len())
 	require.NoError(t, err)
 	require.Equal(t, e.Len(), n)
 
 	// Upgrade to full, in a new process (a new Mirror on the same directory).
 	require.NoError(t, m.Close())
-	lists := h.lists.Load()
-	setup(t, ctx, h.options(dir), Full)
-	require.Equal(t, lists, h.lists.Load(), "the saved listing is reused")
-	h.requireIdentical(t, dir)
+	lists := h.Lists.Load()
+	setup(t, ctx, options(h, dir), Full)
+	require.Equal(t, lists, h.Lists.Load(), "the saved listing is reused")
+	h.RequireIdentical(t, dir)
 }
 
 func TestEnsureCoalescesConcurrentCallers(t *testing.T) {
 	ctx := t.Context()
 	h := newFakeHub(t)
-	m, p := setup(t, ctx, h.options(t.TempDir()), Stream)
+	m, p := setup(t, ctx, options(h, t.TempDir()), Stream)
 	e := p.Experts()[7]
-	h.setFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
+	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
 		time.Sleep(100 * time.Millisecond) // keep the first request in flight
 		return false
 	})
-	before := h.requests.Load()
+	before := h.Requests.Load()
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
@@ -104,16 +105,16 @@ func TestEnsureCoalescesConcurrentCallers(t *testing.T) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	require.Equal(t, before+1, h.requests.Load(), "8 callers, one request")
+	require.Equal(t, before+1, h.Requests.Load(), "8 callers, one request")
 	got := make([]byte, e.Len())
 	require.NoError(t, m.ReadAt(ctx, e.File, got, e.Start))
-	require.True(t, bytes.Equal(h.files[e.File].data[e.Start:e.End], got))
+	require.True(t, bytes.Equal(h.Files[e.File].Data[e.Start:e.End], got))
 }
 
 func TestEnsureRejectsBadRanges(t *testing.T) {
 	ctx := t.Context()
 	h := newFakeHub(t)
-	m, p := setup(t, ctx, h.options(t.TempDir()), Stream)
+	m, p := setup(t, ctx, options(h, t.TempDir()), Stream)
 	f := p.Files[len(p.Files)-1]
 	for _, tc := range []struct {
 		name   string
@@ -134,19 +135,19 @@ func TestEnsureRejectsBadRanges(t *testing.T) {
 func TestHubErrorsAreExplained(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		setup   func(h *fakeHub, o *Options)
+		setup   func(h *hubtest.Hub, o *Options)
 		want    error
 		message string
 	}{
-		{"no token for a private repository", func(h *fakeHub, o *Options) { h.token = "secret"; o.Token = "" }, ErrAuth, "this repository needs HF_TOKEN"},
-		{"wrong token", func(h *fakeHub, o *Options) { h.token = "secret"; o.Token = "wrong" }, ErrAuth, "the hub rejected HF_TOKEN"},
-		{"gated repository", func(h *fakeHub, o *Options) { h.token, h.gated = "secret", true; o.Token = "other" }, ErrAuth, "is gated"},
-		{"unknown revision", func(h *fakeHub, o *Options) { o.Revision = "0123456789abcdef0123456789abcdef01234567" }, ErrNotFound, "revision 0123456789abcdef0123456789abcdef01234567 does not exist"},
-		{"unknown repository", func(h *fakeHub, o *Options) { o.Repo = "moonshotai/Nope" }, ErrNotFound, "check --repo and --revision"},
+		{"no token for a private repository", func(h *hubtest.Hub, o *Options) { h.Token = "secret"; o.Token = "" }, ErrAuth, "this repository needs HF_TOKEN"},
+		{"wrong token", func(h *hubtest.Hub, o *Options) { h.Token = "secret"; o.Token = "wrong" }, ErrAuth, "the hub rejected HF_TOKEN"},
+		{"gated repository", func(h *hubtest.Hub, o *Options) { h.Token, h.Gated = "secret", true; o.Token = "other" }, ErrAuth, "is gated"},
+		{"unknown revision", func(h *hubtest.Hub, o *Options) { o.Revision = "0123456789abcdef0123456789abcdef01234567" }, ErrNotFound, "revision 0123456789abcdef0123456789abcdef01234567 does not exist"},
+		{"unknown repository", func(h *hubtest.Hub, o *Options) { o.Repo = "moonshotai/Nope" }, ErrNotFound, "check --repo and --revision"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newFakeHub(t)
-			opts := h.options(t.TempDir())
+			opts := options(h, t.TempDir())
 			tc.setup(h, &opts)
 			m, err := Open(opts)
 			require.NoError(t, err)
@@ -154,25 +155,25 @@ func TestHubErrorsAreExplained(t *testing.T) {
 			_, err = m.Plan(t.Context())
 			require.ErrorIs(t, err, tc.want)
 			require.Contains(t, err.Error(), tc.message)
-			require.Equal(t, int64(0), h.requests.Load())
+			require.Equal(t, int64(0), h.Requests.Load())
 		})
 	}
 }
 
 func TestTokenReachesHubNotCDN(t *testing.T) {
 	h := newFakeHub(t)
-	h.token = "secret"
+	h.Token = "secret"
 	dir := t.TempDir()
-	setup(t, t.Context(), h.options(dir), Full)
-	h.requireIdentical(t, dir)
+	setup(t, t.Context(), options(h, dir), Full)
+	h.RequireIdentical(t, dir)
 }
 
 func TestEntryNotFoundIsPermanent(t *testing.T) {
 	ctx := t.Context()
 	h := newFakeHub(t)
-	m, p := setup(t, ctx, h.options(t.TempDir()), Stream)
+	m, p := setup(t, ctx, options(h, t.TempDir()), Stream)
 	f := p.Files[0]
-	delete(h.files, f.Path)
+	delete(h.Files, f.Path)
 	require.NoError(t, m.forget(mustFile(t, m, f.Path)))
 	err := m.Ensure(ctx, f.Path, 0, f.Size)
 	require.ErrorIs(t, err, ErrNotFound)

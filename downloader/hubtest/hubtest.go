@@ -1,4 +1,9 @@
-package downloader
+// Package hubtest is a fake Hugging Face hub for tests: it serves a model
+// directory from testdata through the hub's real API shapes (paginated tree
+// listing with LFS sha256, /resolve/ URLs redirecting large files to a CDN
+// host that answers Range requests), with hooks to inject faults. It sits
+// beside the downloader in the data flow, on the network side.
+package hubtest
 
 import (
 	"crypto/sha1"
@@ -20,47 +25,50 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// The repository and revision the fake hub serves.
 const (
-	testRepo = "moonshotai/Kimi-K3"
-	testRev  = "c5d1dd4c428bd1ce8b88c5044f3b6ccde9e3b721"
+	Repo     = "moonshotai/Kimi-K3"
+	Revision = "c5d1dd4c428bd1ce8b88c5044f3b6ccde9e3b721"
 )
 
-// fakeFile is one file of the fake repository.
-type fakeFile struct {
-	path string
-	data []byte
-	lfs  bool
+// File is one file of the fake repository.
+type File struct {
+	Path string
+	Data []byte
+	LFS  bool
 }
 
-// fault lets a test change how the CDN answers one range request. It returns
+// A Fault lets a test change how the CDN answers one range request. It returns
 // true when it has written the whole answer itself.
-type fault func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool
+type Fault func(w http.ResponseWriter, r *http.Request, f *File, start, end int64) bool
 
-// fakeHub serves testdata/k3-tiny as the Hugging Face hub does: the tree
+// Hub serves a model directory as the Hugging Face hub does: the tree
 // API (paginated, LFS sha256 for large files, git blob ids for small ones),
 // /resolve/ URLs that answer small files directly and redirect LFS files to
 // a CDN on another host, and a CDN that serves Range requests.
-type fakeHub struct {
+type Hub struct {
 	t        *testing.T
 	hub, cdn *httptest.Server
-	files    map[string]*fakeFile
-	order    []string
-	token    string // required when set
-	gated    bool
-	pageSize int
+	Files    map[string]*File // by path
+	Order    []string         // listing order
+	Token    string           // required by the hub when set
+	Gated    bool             // a wrong token gets 403 GatedRepo
+	PageSize int              // entries per tree page
 
 	mu    sync.Mutex
-	fault fault
+	fault Fault
 
-	requests atomic.Int64 // CDN range requests
-	served   atomic.Int64 // bytes the CDN sent
-	lists    atomic.Int64
+	Requests atomic.Int64 // CDN range requests
+	Served   atomic.Int64 // file bytes sent (CDN and hub)
+	Lists    atomic.Int64 // tree listing requests
 }
 
-func newFakeHub(t *testing.T) *fakeHub {
+// New serves dir (a model directory such as ../testdata/k3-tiny) as Repo at
+// Revision. Files named reference.* are left out (test oracles), and a code
+// file and a nested document are added, which a downloader must not fetch.
+func New(t *testing.T, dir string) *Hub {
 	t.Helper()
-	h := &fakeHub{t: t, files: map[string]*fakeFile{}, pageSize: 4}
-	dir := filepath.Join("..", "testdata", "k3-tiny")
+	h := &Hub{t: t, Files: map[string]*File{}, PageSize: 4}
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	for _, e := range ents {
@@ -70,11 +78,11 @@ func newFakeHub(t *testing.T) *fakeHub {
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		require.NoError(t, err)
 		lfs := strings.HasSuffix(e.Name(), ".safetensors") || strings.HasSuffix(e.Name(), ".model")
-		h.add(&fakeFile{path: e.Name(), data: b, lfs: lfs})
+		h.add(&File{Path: e.Name(), Data: b, LFS: lfs})
 	}
 	// Code in the repository that the downloader must not fetch.
-	h.add(&fakeFile{path: "modeling_kimi_k3.py", data: []byte("import torch\n")})
-	h.add(&fakeFile{path: "docs/notes.md", data: []byte("# notes\n")})
+	h.add(&File{Path: "modeling_kimi_k3.py", Data: []byte("import torch\n")})
+	h.add(&File{Path: "docs/notes.md", Data: []byte("# notes\n")})
 	h.hub = httptest.NewServer(http.HandlerFunc(h.serveHub))
 	h.cdn = httptest.NewServer(http.HandlerFunc(h.serveCDN))
 	t.Cleanup(h.hub.Close)
@@ -82,37 +90,27 @@ func newFakeHub(t *testing.T) *fakeHub {
 	return h
 }
 
-func (h *fakeHub) add(f *fakeFile) {
-	h.files[f.path] = f
-	h.order = append(h.order, f.path)
+func (h *Hub) add(f *File) {
+	h.Files[f.Path] = f
+	h.Order = append(h.Order, f.Path)
 }
 
-func (h *fakeHub) setFault(f fault) {
+func (h *Hub) SetFault(f Fault) {
 	h.mu.Lock()
 	h.fault = f
 	h.mu.Unlock()
 }
 
-func (h *fakeHub) options(dir string) Options {
-	return Options{
-		HubOptions:   HubOptions{Endpoint: h.hub.URL, Repo: testRepo, Revision: testRev, Token: h.token},
-		Dir:          dir,
-		Jobs:         4,
-		ChunkSize:    64 << 10,
-		Attempts:     6,
-		BackoffBase:  time.Millisecond,
-		BackoffMax:   20 * time.Millisecond,
-		StallTimeout: 5 * time.Second,
-	}
-}
+// URL is the hub endpoint (HF_ENDPOINT).
+func (h *Hub) URL() string { return h.hub.URL }
 
-func (h *fakeHub) authorized(w http.ResponseWriter, r *http.Request) bool {
-	if h.token == "" || r.Header.Get("Authorization") == "Bearer "+h.token {
+func (h *Hub) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if h.Token == "" || r.Header.Get("Authorization") == "Bearer "+h.Token {
 		return true
 	}
-	if h.gated && r.Header.Get("Authorization") != "" {
+	if h.Gated && r.Header.Get("Authorization") != "" {
 		w.Header().Set("X-Error-Code", "GatedRepo")
-		w.Header().Set("X-Error-Message", "Access to model "+testRepo+" is restricted and you are not in the authorized list.")
+		w.Header().Set("X-Error-Message", "Access to model "+Repo+" is restricted and you are not in the authorized list.")
 		http.Error(w, `{"error":"gated"}`, http.StatusForbidden)
 		return false
 	}
@@ -122,9 +120,9 @@ func (h *fakeHub) authorized(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-func (h *fakeHub) serveHub(w http.ResponseWriter, r *http.Request) {
-	treePrefix := "/api/models/" + testRepo + "/tree/"
-	resolvePrefix := "/" + testRepo + "/resolve/"
+func (h *Hub) serveHub(w http.ResponseWriter, r *http.Request) {
+	treePrefix := "/api/models/" + Repo + "/tree/"
+	resolvePrefix := "/" + Repo + "/resolve/"
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/api/models/") && !strings.HasPrefix(r.URL.Path, treePrefix),
 		!strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, resolvePrefix):
@@ -136,8 +134,8 @@ func (h *fakeHub) serveHub(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if rest, ok := strings.CutPrefix(r.URL.Path, treePrefix); ok {
-		h.lists.Add(1)
-		if rest != testRev || r.URL.Query().Get("recursive") != "true" {
+		h.Lists.Add(1)
+		if rest != Revision || r.URL.Query().Get("recursive") != "true" {
 			w.Header().Set("X-Error-Code", "RevisionNotFound")
 			http.Error(w, `{"error":"Invalid rev id"}`, http.StatusNotFound)
 			return
@@ -147,30 +145,30 @@ func (h *fakeHub) serveHub(w http.ResponseWriter, r *http.Request) {
 	}
 	rest := strings.TrimPrefix(r.URL.Path, resolvePrefix)
 	rev, name, _ := strings.Cut(rest, "/")
-	if rev != testRev {
+	if rev != Revision {
 		w.Header().Set("X-Error-Code", "RevisionNotFound")
 		http.Error(w, `{"error":"Invalid rev id"}`, http.StatusNotFound)
 		return
 	}
-	f, ok := h.files[name]
+	f, ok := h.Files[name]
 	if !ok {
 		w.Header().Set("X-Error-Code", "EntryNotFound")
 		http.Error(w, `{"error":"Entry not found"}`, http.StatusNotFound)
 		return
 	}
-	if !f.lfs {
+	if !f.LFS {
 		cw := &countingWriter{ResponseWriter: w}
-		http.ServeContent(cw, r, name, time.Time{}, strings.NewReader(string(f.data)))
-		h.served.Add(cw.n)
+		http.ServeContent(cw, r, name, time.Time{}, strings.NewReader(string(f.Data)))
+		h.Served.Add(cw.n)
 		return
 	}
-	sum := sha256.Sum256(f.data)
+	sum := sha256.Sum256(f.Data)
 	w.Header().Set("X-Linked-Etag", `"`+hex.EncodeToString(sum[:])+`"`)
-	w.Header().Set("X-Linked-Size", strconv.Itoa(len(f.data)))
+	w.Header().Set("X-Linked-Size", strconv.Itoa(len(f.Data)))
 	http.Redirect(w, r, h.cdn.URL+"/xet/"+hex.EncodeToString(sum[:])+"?name="+name+"&sig=ok", http.StatusFound)
 }
 
-type fakeTreeEntry struct {
+type treeEntry struct {
 	Type string `json:"type"`
 	OID  string `json:"oid"`
 	Size int64  `json:"size"`
@@ -182,27 +180,27 @@ type fakeTreeEntry struct {
 	} `json:"lfs,omitempty"`
 }
 
-func (h *fakeHub) serveTree(w http.ResponseWriter, r *http.Request) {
-	var all []fakeTreeEntry
-	all = append(all, fakeTreeEntry{Type: "directory", OID: strings.Repeat("d", 40), Path: "docs"})
-	for _, p := range h.order {
-		f := h.files[p]
+func (h *Hub) serveTree(w http.ResponseWriter, r *http.Request) {
+	var all []treeEntry
+	all = append(all, treeEntry{Type: "directory", OID: strings.Repeat("d", 40), Path: "docs"})
+	for _, p := range h.Order {
+		f := h.Files[p]
 		blob := sha1.New()
-		fmt.Fprintf(blob, "blob %d\x00", len(f.data))
-		blob.Write(f.data)
-		e := fakeTreeEntry{Type: "file", OID: hex.EncodeToString(blob.Sum(nil)), Size: int64(len(f.data)), Path: p}
-		if f.lfs {
-			sum := sha256.Sum256(f.data)
+		fmt.Fprintf(blob, "blob %d\x00", len(f.Data))
+		blob.Write(f.Data)
+		e := treeEntry{Type: "file", OID: hex.EncodeToString(blob.Sum(nil)), Size: int64(len(f.Data)), Path: p}
+		if f.LFS {
+			sum := sha256.Sum256(f.Data)
 			e.LFS = &struct {
 				OID         string `json:"oid"`
 				Size        int64  `json:"size"`
 				PointerSize int    `json:"pointerSize"`
-			}{hex.EncodeToString(sum[:]), int64(len(f.data)), 134}
+			}{hex.EncodeToString(sum[:]), int64(len(f.Data)), 134}
 		}
 		all = append(all, e)
 	}
 	start, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
-	end := min(start+h.pageSize, len(all))
+	end := min(start+h.PageSize, len(all))
 	if end < len(all) {
 		q := r.URL.Query()
 		q.Set("cursor", strconv.Itoa(end))
@@ -212,17 +210,17 @@ func (h *fakeHub) serveTree(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(all[start:end])
 }
 
-func (h *fakeHub) serveCDN(w http.ResponseWriter, r *http.Request) {
+func (h *Hub) serveCDN(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Authorization") != "" {
 		http.Error(w, "the CDN must not receive the hub token", http.StatusBadRequest)
 		return
 	}
-	f, ok := h.files[r.URL.Query().Get("name")]
+	f, ok := h.Files[r.URL.Query().Get("name")]
 	if !ok || r.URL.Query().Get("sig") != "ok" {
 		http.Error(w, "AccessDenied", http.StatusForbidden)
 		return
 	}
-	size := int64(len(f.data))
+	size := int64(len(f.Data))
 	var start, last int64
 	if _, err := fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-%d", &start, &last); err != nil || start > last || last >= size {
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
@@ -230,37 +228,40 @@ func (h *fakeHub) serveCDN(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	end := last + 1
-	h.requests.Add(1)
+	h.Requests.Add(1)
 	h.mu.Lock()
 	fl := h.fault
 	h.mu.Unlock()
 	if fl != nil && fl(w, r, f, start, end) {
 		return
 	}
-	writeRange(w, f, start, end, size)
-	h.served.Add(end - start)
+	WriteRange(w, f, start, end, size)
+	h.Served.Add(end - start)
 }
 
-func writeRange(w http.ResponseWriter, f *fakeFile, start, end, size int64) {
+// WriteRange answers a range request correctly (for faults that pass some requests on).
+func WriteRange(w http.ResponseWriter, f *File, start, end, size int64) {
 	w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, size))
 	w.Header().Set("Content-Length", strconv.FormatInt(end-start, 10))
 	w.WriteHeader(http.StatusPartialContent)
-	w.Write(f.data[start:end])
+	w.Write(f.Data[start:end])
 }
 
-// requireIdentical checks that every file the mirror should hold equals the
-// source byte for byte.
-func (h *fakeHub) requireIdentical(t *testing.T, dir string) {
+// RequireIdentical checks that every configuration, tokenizer and
+// safetensors file in dir equals the source byte for byte, and that code and
+// nested files were not fetched.
+func (h *Hub) RequireIdentical(t *testing.T, dir string) {
 	t.Helper()
-	for _, p := range h.order {
-		if !isMetadata(p) && !isShard(p) {
+	for _, p := range h.Order {
+		ext := filepath.Ext(p)
+		if strings.Contains(p, "/") || (ext != ".json" && ext != ".model" && ext != ".safetensors") {
 			_, err := os.Stat(filepath.Join(dir, p))
 			require.True(t, os.IsNotExist(err), "%s must not be fetched", p)
 			continue
 		}
 		got, err := os.ReadFile(filepath.Join(dir, p))
 		require.NoError(t, err)
-		require.True(t, string(got) == string(h.files[p].data), "%s differs from the source", p)
+		require.True(t, string(got) == string(h.Files[p].Data), "%s differs from the source", p)
 	}
 }
 
