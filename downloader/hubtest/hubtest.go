@@ -83,8 +83,12 @@ func New(t *testing.T, dir string) *Hub {
 	// Code in the repository that the downloader must not fetch.
 	h.add(&File{Path: "modeling_kimi_k3.py", Data: []byte("import torch\n")})
 	h.add(&File{Path: "docs/notes.md", Data: []byte("# notes\n")})
-	h.hub = httptest.NewServer(http.HandlerFunc(h.serveHub))
-	h.cdn = httptest.NewServer(http.HandlerFunc(h.serveCDN))
+	// Both fields are set before either server starts, so handlers read them
+	// after the write (the race detector cannot see through the sockets).
+	h.hub = httptest.NewUnstartedServer(http.HandlerFunc(h.serveHub))
+	h.cdn = httptest.NewUnstartedServer(http.HandlerFunc(h.serveCDN))
+	h.hub.Start()
+	h.cdn.Start()
 	t.Cleanup(h.hub.Close)
 	t.Cleanup(h.cdn.Close)
 	return h
