@@ -196,24 +196,46 @@ func TestCancelAtRandomPointsResumes(t *testing.T) {
 }
 
 // TestKill9Resumes runs a full transfer in a child process (this test
-// binary, re-executed), kills it with SIGKILL while it writes, and resumes.
+// binary, re-executed), kills it with SIGKILL at a random point of the
+// transfer, twice, and resumes in this process.
 func TestKill9Resumes(t *testing.T) {
 	h := newFakeHub(t)
 	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 		return false
 	})
+	var total int64
+	for _, f := range h.Files {
+		total += int64(len(f.Data))
+	}
 	dir := t.TempDir()
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	for _, delay := range []time.Duration{150 * time.Millisecond, 400 * time.Millisecond} {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for range 2 {
+		// Kill once the hub has sent a random 10-60% of what is left.
+		left := total - h.Served.Load()
+		at := h.Served.Load() + left/10 + rng.Int64N(left/2)
 		cmd := exec.Command(exe, "-test.run=^TestKill9Child$")
 		cmd.Env = append(os.Environ(), "DELTAFIN_TEST_CHILD_HUB="+h.URL(), "DELTAFIN_TEST_CHILD_DIR="+dir)
 		require.NoError(t, cmd.Start())
-		time.Sleep(delay)
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		err := cmd.Wait()
-		require.Error(t, err, "the child finished before it was killed; the test proves nothing")
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		killed := false
+		for !killed {
+			select {
+			case err := <-exited:
+				t.Fatalf("the child ended before the kill point: %v", err)
+			case <-time.After(time.Millisecond):
+				if h.Served.Load() >= at {
+					require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+					killed = true
+				}
+			}
+		}
+		require.Error(t, <-exited)
 	}
 	m, err := Open(options(h, dir))
 	require.NoError(t, err)
