@@ -47,6 +47,7 @@ func TestFaultsEndIdentical(t *testing.T) {
 		name  string
 		fault hubtest.Fault
 		opts  func(o *Options)
+		hub   func(h *hubtest.Hub)
 	}{
 		{"connection dropped mid-range", once(anyShard, func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
 			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, len(f.Data)))
@@ -58,11 +59,11 @@ func TestFaultsEndIdentical(t *testing.T) {
 				conn.Close()
 			}
 			return true
-		}), nil},
+		}), nil, nil},
 		{"500 then success", once(anyShard, func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
 			http.Error(w, "internal error", http.StatusInternalServerError)
 			return true
-		}), nil},
+		}), nil, nil},
 		{"503 several times", func() hubtest.Fault {
 			var mu sync.Mutex
 			n := 0
@@ -76,7 +77,7 @@ func TestFaultsEndIdentical(t *testing.T) {
 				}
 				return false
 			}
-		}(), nil},
+		}(), nil, nil},
 		{"slow server stalls one request", once(anyShard, func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
 			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, len(f.Data)))
 			w.WriteHeader(http.StatusPartialContent)
@@ -87,21 +88,25 @@ func TestFaultsEndIdentical(t *testing.T) {
 			case <-time.After(3 * time.Second):
 			}
 			return true
-		}), func(o *Options) { o.StallTimeout = 200 * time.Millisecond }},
+		}), func(o *Options) { o.StallTimeout = 200 * time.Millisecond }, nil},
+		{"CDN URLs expire after 3 uses", nil, nil, func(h *hubtest.Hub) { h.SignedUses = 3 }},
 		{"slow but steady server", func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
 			time.Sleep(2 * time.Millisecond)
 			return false
-		}, nil},
+		}, nil, nil},
 		{"corrupted byte in one data chunk", once(func(f *fakeFile, start, end int64) bool {
 			return f.Path == "model-00002-of-000004.safetensors" && start >= 256<<10
-		}, corrupt), nil},
+		}, corrupt), nil, nil},
 		{"corrupted byte in a shard header", once(func(f *fakeFile, start, end int64) bool {
 			return f.Path == "model-00002-of-000004.safetensors" && start == 8
-		}, corrupt), nil},
+		}, corrupt), nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newFakeHub(t)
 			h.SetFault(tc.fault)
+			if tc.hub != nil {
+				tc.hub(h)
+			}
 			dir := t.TempDir()
 			opts := options(h, dir)
 			if tc.opts != nil {

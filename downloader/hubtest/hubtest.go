@@ -54,9 +54,14 @@ type Hub struct {
 	Token    string           // required by the hub when set
 	Gated    bool             // a wrong token gets 403 GatedRepo
 	PageSize int              // entries per tree page
+	// SignedUses, when > 0, makes every CDN URL the hub hands out expire
+	// after that many requests (403), as signed CDN URLs do.
+	SignedUses int
 
 	mu    sync.Mutex
 	fault Fault
+	sigs  map[string]int // uses of each signed URL
+	nsig  int
 
 	Requests atomic.Int64 // CDN range requests
 	Served   atomic.Int64 // file bytes sent (CDN and hub)
@@ -169,7 +174,11 @@ func (h *Hub) serveHub(w http.ResponseWriter, r *http.Request) {
 	sum := sha256.Sum256(f.Data)
 	w.Header().Set("X-Linked-Etag", `"`+hex.EncodeToString(sum[:])+`"`)
 	w.Header().Set("X-Linked-Size", strconv.Itoa(len(f.Data)))
-	http.Redirect(w, r, h.cdn.URL+"/xet/"+hex.EncodeToString(sum[:])+"?name="+name+"&sig=ok", http.StatusFound)
+	h.mu.Lock()
+	h.nsig++
+	sig := "s" + strconv.Itoa(h.nsig)
+	h.mu.Unlock()
+	http.Redirect(w, r, h.cdn.URL+"/xet/"+hex.EncodeToString(sum[:])+"?name="+name+"&sig="+sig, http.StatusFound)
 }
 
 type treeEntry struct {
@@ -220,8 +229,16 @@ func (h *Hub) serveCDN(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, ok := h.Files[r.URL.Query().Get("name")]
-	if !ok || r.URL.Query().Get("sig") != "ok" {
-		http.Error(w, "AccessDenied", http.StatusForbidden)
+	sig := r.URL.Query().Get("sig")
+	h.mu.Lock()
+	if h.sigs == nil {
+		h.sigs = map[string]int{}
+	}
+	h.sigs[sig]++
+	expired := h.SignedUses > 0 && h.sigs[sig] > h.SignedUses
+	h.mu.Unlock()
+	if !ok || !strings.HasPrefix(sig, "s") || expired {
+		http.Error(w, "<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>", http.StatusForbidden)
 		return
 	}
 	size := int64(len(f.Data))
