@@ -185,3 +185,21 @@ func mustFile(t *testing.T, m *Mirror, name string) *fileState {
 	require.NoError(t, err)
 	return fs
 }
+
+func TestSourceReadsThroughTheMirror(t *testing.T) {
+	ctx := t.Context()
+	h := newFakeHub(t)
+	m, p := setup(t, ctx, options(h, t.TempDir()), Stream)
+	e := p.Experts()[100]
+	src, err := m.Source(e.File)
+	require.NoError(t, err)
+	require.Equal(t, int64(len(h.Files[e.File].Data)), src.Size())
+	// A read of missing bytes fetches exactly them, once.
+	buf := make([]byte, 100)
+	before := h.Requests.Load()
+	require.NoError(t, src.ReadAt(ctx, buf, e.Start+10))
+	require.Equal(t, h.Files[e.File].Data[e.Start+10:e.Start+110], buf)
+	require.NoError(t, src.ReadAt(ctx, buf, e.Start+10))
+	require.Equal(t, before+1, h.Requests.Load())
+	require.ErrorIs(t, src.ReadAt(ctx, buf, src.Size()-50), ErrProtocol)
+}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/deltafin/deltafin/engine/safetensors"
 )
 
@@ -120,17 +122,20 @@ func (m *Mirror) Plan(ctx context.Context) (*Plan, error) {
 	m.mu.Unlock()
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
 
-	p := &Plan{Repo: m.opts.Repo, Revision: m.opts.Revision}
+	p := &Plan{Repo: m.opts.Repo, Revision: m.opts.Revision, Files: make([]File, len(entries))}
 	m.prog.phase(PhasePlan, "reading shard headers")
-	for _, e := range entries {
-		f := File{Entry: e, Kind: Metadata}
+	// K3 has 96 shards: read their headers Jobs at a time.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(m.opts.Jobs)
+	for i, e := range entries {
+		p.Files[i] = File{Entry: e, Kind: Metadata}
 		if isShard(e.Path) {
-			f.Kind = Shard
-			if err := m.planShard(ctx, &f); err != nil {
-				return nil, err
-			}
+			p.Files[i].Kind = Shard
+			g.Go(func() error { return m.planShard(gctx, &p.Files[i]) })
 		}
-		p.Files = append(p.Files, f)
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
