@@ -40,3 +40,42 @@ func TestDiskFull(t *testing.T) {
 	require.Equal(t, kept.Missing(), h.Served.Load()-served, "nothing written before the disk filled is fetched again")
 	h.RequireIdentical(t, dir)
 }
+
+// TestDiskFullPausesUntilResume is the app's behaviour: the transfer pauses
+// on a full disk, says why, and continues after Resume.
+func TestDiskFullPausesUntilResume(t *testing.T) {
+	h := newFakeHub(t)
+	mnt := t.TempDir()
+	require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"), "the disk-full test mounts a 2 MiB tmpfs and needs root (CAP_SYS_ADMIN)")
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	dir := filepath.Join(mnt, "mirror")
+	opts := options(h, dir)
+	opts.WaitOnDiskFull = true
+	paused := make(chan error, 1)
+	opts.Progress = func(ev Event) {
+		if ev.Phase == PhasePaused && ev.Err != nil {
+			select {
+			case paused <- ev.Err:
+			default:
+			}
+		}
+	}
+	m, err := Open(opts)
+	require.NoError(t, err)
+	defer m.Close()
+	p, err := m.Plan(t.Context())
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- m.Fetch(t.Context(), p, p.Work(Full)) }()
+	select {
+	case err := <-paused:
+		require.ErrorIs(t, err, ErrDiskFull)
+	case err := <-done:
+		t.Fatalf("Fetch ended instead of pausing: %v", err)
+	}
+	require.True(t, m.Paused())
+	require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_REMOUNT, "size=32m"))
+	m.Resume()
+	require.NoError(t, <-done)
+	h.RequireIdentical(t, dir)
+}

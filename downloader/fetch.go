@@ -72,6 +72,17 @@ func (m *Mirror) Pause() {
 	m.prog.phase(PhasePaused, "paused")
 }
 
+// pauseFor pauses because of err (a full disk) and says so in an event.
+func (m *Mirror) pauseFor(err error) {
+	m.gate.mu.Lock()
+	if !m.gate.paused {
+		m.gate.paused = true
+		m.gate.resume = make(chan struct{})
+	}
+	m.gate.mu.Unlock()
+	m.prog.phaseErr(PhasePaused, "disk full", err)
+}
+
 // Resume continues bulk transfers after Pause.
 func (m *Mirror) Resume() {
 	m.gate.mu.Lock()
@@ -109,11 +120,26 @@ func (m *Mirror) Fetch(ctx context.Context, p *Plan, work []Work) error {
 		present[w.File] += n
 	}
 	m.prog.begin(total, present)
-	if err := m.transfer(ctx, m.chunks(work)); err != nil {
-		if errors.Is(err, ErrDiskFull) {
-			m.prog.phaseErr(PhasePaused, "disk full", err)
+	for {
+		err := m.transfer(ctx, m.chunks(work))
+		if err == nil {
+			break
 		}
-		return err
+		if !errors.Is(err, ErrDiskFull) {
+			return err
+		}
+		if !m.opts.WaitOnDiskFull {
+			m.prog.phaseErr(PhasePaused, "disk full", err)
+			return err
+		}
+		// Pause until the app resumes (after the user freed space), then
+		// go on with the chunks still missing.
+		m.pauseFor(err)
+		_, done, werr := m.gate.enter(ctx)
+		if werr != nil {
+			return werr
+		}
+		done()
 	}
 	if err := m.verifyAll(ctx, p); err != nil {
 		return err

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Options configure a Mirror. Zero values take the defaults in brackets.
@@ -37,6 +39,10 @@ type Options struct {
 	StallTimeout time.Duration
 	// Progress receives the transfer's progress events, one at a time.
 	Progress func(Event)
+	// WaitOnDiskFull makes Fetch pause on a full disk (a PhasePaused event
+	// carrying ErrDiskFull) and continue after Resume, as the menu-bar app
+	// wants; otherwise Fetch returns ErrDiskFull, as the CLI wants.
+	WaitOnDiskFull bool
 }
 
 func (o *Options) defaults() {
@@ -72,6 +78,7 @@ type Mirror struct {
 	hub  *hub
 	gate gate
 	prog *tracker
+	lock *os.File // flock held while open
 
 	mu      sync.Mutex
 	entries map[string]Entry // the mirrored files, from the manifest
@@ -115,10 +122,37 @@ func Open(opts Options) (*Mirror, error) {
 		files:   map[string]*fileState{},
 	}
 	m.gate.init()
+	lock, err := lockDir(filepath.Join(opts.Dir, metaDir, "lock"))
+	if err != nil {
+		return nil, err
+	}
+	m.lock = lock
 	if err := m.loadManifest(); err != nil {
+		lock.Close()
 		return nil, err
 	}
 	return m, nil
+}
+
+// ErrBusy: another process has the mirror open.
+var ErrBusy = errors.New("downloader: the mirror is in use")
+
+// lockDir takes an exclusive advisory lock, so that two processes never
+// write the same presence maps (each would drop the other's ranges). The
+// kernel releases it when the process dies, kill -9 included.
+func lockDir(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, diskError(err, path)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: another deltafin process (the app or a setup) is using %s; quit it or wait for it to finish", ErrBusy, filepath.Dir(filepath.Dir(path)))
+		}
+		return nil, fmt.Errorf("downloader: lock %s: %w", path, err)
+	}
+	return f, nil
 }
 
 // Dir returns the mirror's root directory: the model directory the engine opens.
@@ -138,6 +172,10 @@ func (m *Mirror) Close() error {
 			fs.f = nil
 		}
 		fs.mu.Unlock()
+	}
+	if m.lock != nil {
+		m.lock.Close() // releases the flock
+		m.lock = nil
 	}
 	return first
 }

@@ -203,3 +203,17 @@ func TestSourceReadsThroughTheMirror(t *testing.T) {
 	require.Equal(t, before+1, h.Requests.Load())
 	require.ErrorIs(t, src.ReadAt(ctx, buf, src.Size()-50), ErrProtocol)
 }
+
+func TestMirrorIsLockedWhileOpen(t *testing.T) {
+	h := newFakeHub(t)
+	dir := t.TempDir()
+	m, err := Open(options(h, dir))
+	require.NoError(t, err)
+	_, err = Open(options(h, dir))
+	require.ErrorIs(t, err, ErrBusy)
+	require.ErrorContains(t, err, "another deltafin process")
+	require.NoError(t, m.Close())
+	m, err = Open(options(h, dir))
+	require.NoError(t, err)
+	require.NoError(t, m.Close())
+}
