@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -110,6 +111,10 @@ type SetupOptions struct {
 // shard headers, chooses the mode by free disk, downloads with progress bars
 // on out, and verifies. With DryRun it only prints each mode's totals.
 func Setup(ctx context.Context, cfg Config, opts SetupOptions, out io.Writer) error {
+	return interrupted("setup", setupModel(ctx, cfg, opts, out))
+}
+
+func setupModel(ctx context.Context, cfg Config, opts SetupOptions, out io.Writer) error {
 	ui := newProgressUI(out)
 	m, err := openMirror(cfg, opts.ChunkSize, ui.event)
 	if err != nil {
@@ -200,6 +205,10 @@ type FetchOptions struct {
 // of the model, or the experts of the selected layers. Shards that become
 // complete are verified like a full download.
 func FetchExperts(ctx context.Context, cfg Config, opts FetchOptions, out io.Writer) error {
+	return interrupted("fetch-experts", fetchExperts(ctx, cfg, opts, out))
+}
+
+func fetchExperts(ctx context.Context, cfg Config, opts FetchOptions, out io.Writer) error {
 	layers, dryRun := opts.Layers, opts.DryRun
 	headroom := opts.Headroom
 	if headroom <= 0 {
@@ -252,6 +261,30 @@ func FetchExperts(ctx context.Context, cfg Config, opts FetchOptions, out io.Wri
 	return printStreamStatus(m, p, out)
 }
 
+// interrupted explains a Ctrl-C: nothing is lost, running again continues.
+func interrupted(cmd string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("app: %s interrupted; every completed chunk is kept: run deltafin %s again to continue (%w)", cmd, cmd, err)
+	}
+	return err
+}
+
+// InstallSummary prints, for a stream install, the fraction of experts
+// cached and what completing the install costs; nothing for a full one. It
+// reads only the local mirror (no network once setup has run).
+func InstallSummary(ctx context.Context, cfg Config, out io.Writer) error {
+	m, err := openMirror(cfg, 0, nil)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	p, err := m.Plan(ctx)
+	if err != nil {
+		return err
+	}
+	return printStreamStatus(m, p, out)
+}
+
 // WarmOptions are the flags of deltafin warm.
 type WarmOptions struct {
 	Traces    []string // router traces; none: DataDir/router_trace*.jsonl
@@ -265,6 +298,10 @@ type WarmOptions struct {
 // histogram) saw them, prints the top of the ranking and, with Fetch,
 // downloads the top N.
 func Warm(ctx context.Context, cfg Config, opts WarmOptions, out io.Writer) error {
+	return interrupted("warm", warmExperts(ctx, cfg, opts, out))
+}
+
+func warmExperts(ctx context.Context, cfg Config, opts WarmOptions, out io.Writer) error {
 	traces := opts.Traces
 	if len(traces) == 0 {
 		found, _ := filepath.Glob(filepath.Join(cfg.DataDir, "router_trace*.jsonl"))

@@ -2,9 +2,12 @@ package app
 
 import (
 	"bytes"
+	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -38,6 +41,11 @@ func TestSetupStreamThenFetchExpertsAndWarm(t *testing.T) {
 	require.NoError(t, Setup(ctx, cfg, SetupOptions{Mode: downloader.Stream, Headroom: 1, ChunkSize: chunk}, &out))
 	require.Contains(t, out.String(), "stream install of moonshotai/Kimi-K3")
 	require.Contains(t, out.String(), "experts cached: 0.0% (0 of 288)")
+	out.Reset()
+	served := h.Served.Load()
+	require.NoError(t, InstallSummary(ctx, cfg, &out))
+	require.Equal(t, served, h.Served.Load(), "the summary reads the local mirror only")
+	require.Regexp(t, `experts cached: 0.0% \(0 of 288\).*downloads \d`, out.String())
 
 	// Warm from a router trace: read-only first, then fetch the top 2.
 	trace := filepath.Join(t.TempDir(), "trace.jsonl")
@@ -63,6 +71,25 @@ func TestSetupStreamThenFetchExpertsAndWarm(t *testing.T) {
 	require.NoError(t, FetchExperts(ctx, cfg, FetchOptions{Headroom: 1, ChunkSize: chunk}, &out))
 	h.RequireIdentical(t, cfg.ModelDir())
 	require.Error(t, FetchExperts(ctx, cfg, FetchOptions{Layers: "40-41", Headroom: 1}, &out), "no such layer")
+}
+
+func TestSetupInterruptedSaysHowToContinue(t *testing.T) {
+	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
+	cfg := hubConfig(t, h)
+	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *hubtest.File, start, end int64) bool {
+		<-r.Context().Done()
+		return true
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		for h.Requests.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	err := Setup(ctx, cfg, SetupOptions{Mode: downloader.Stream, Headroom: 1}, &bytes.Buffer{})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Contains(t, err.Error(), "run deltafin setup again to continue")
 }
 
 func TestSetupRefusesWithTheShortfall(t *testing.T) {
