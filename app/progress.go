@@ -58,7 +58,7 @@ func (ui *progressUI) event(ev downloader.Event) {
 		return
 	}
 	if ui.p == nil {
-		ui.p = mpb.New(mpb.WithOutput(ui.out), mpb.WithWidth(48), mpb.WithRefreshRate(200*time.Millisecond))
+		ui.p = mpb.New(mpb.WithOutput(ui.out), mpb.WithWidth(48), mpb.WithRefreshRate(200*time.Millisecond), mpb.WithAutoRefresh())
 		ui.total = ui.p.AddBar(ev.Total, mpb.BarPriority(-1),
 			mpb.PrependDecorators(decor.Name("total ", decor.WCSyncSpaceR), decor.CountersKiloByte("% .1f / % .1f", decor.WCSyncSpace)),
 			mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return ui.rateETA() })))

@@ -80,7 +80,7 @@ func (t *tracker) begin(total, present map[string]int64) {
 		done += fp.Done
 	}
 	t.start, t.startAt = time.Now(), done
-	t.phaseNow = PhaseDownload
+	t.phaseNow, t.msg = PhaseDownload, ""
 	t.emitLocked(nil)
 }
 
