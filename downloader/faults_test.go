@@ -90,6 +90,7 @@ func TestFaultsEndIdentical(t *testing.T) {
 			return true
 		}), func(o *Options) { o.StallTimeout = 200 * time.Millisecond }, nil},
 		{"CDN URLs expire after 3 uses", nil, nil, func(h *hubtest.Hub) { h.SignedUses = 3 }},
+		{"hub ignores Range for small files", nil, nil, func(h *hubtest.Hub) { h.WholeSmallFiles = true }},
 		{"slow but steady server", func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
 			time.Sleep(2 * time.Millisecond)
 			return false

@@ -173,7 +173,14 @@ func (h *hub) list(ctx context.Context) ([]Entry, error) {
 			}
 			out = append(out, ent)
 		}
-		next = nextLink(resp.Header.Get("Link"))
+		next = ""
+		if link := nextLink(resp.Header.Get("Link")); link != "" {
+			u, err := req.URL.Parse(link) // the hub sends absolute URLs; accept relative ones
+			if err != nil {
+				return nil, fmt.Errorf("%w: tree listing Link %q: %v", ErrProtocol, link, err)
+			}
+			next = u.String()
+		}
 	}
 	return out, nil
 }
@@ -244,11 +251,19 @@ func (h *hub) openRange(ctx context.Context, file string, size, off, end int64) 
 			return nil, permanent(fmt.Errorf("%w: %s: %v", ErrProtocol, file, err))
 		}
 	case http.StatusOK:
-		// A server may ignore Range; only a request for the whole file can
-		// use such an answer.
-		if off != 0 || end != size || (resp.ContentLength >= 0 && resp.ContentLength != size) {
+		// A server may ignore Range and send the whole file. For a small
+		// file skipping to off is cheap; for a shard it would cost gigabytes.
+		if resp.ContentLength >= 0 && resp.ContentLength != size {
+			resp.Body.Close()
+			return nil, permanent(fmt.Errorf("%w: %s: the server sent %d bytes for a %d-byte file", ErrProtocol, file, resp.ContentLength, size))
+		}
+		if off > 0 && size > maxIgnoredRange {
 			resp.Body.Close()
 			return nil, permanent(fmt.Errorf("%w: %s: the server ignored the range request bytes=%d-%d", ErrProtocol, file, off, end-1))
+		}
+		if _, err := io.CopyN(io.Discard, resp.Body, off); err != nil {
+			resp.Body.Close()
+			return nil, fmt.Errorf("downloader: %s: %w", file, err)
 		}
 	default:
 		err := h.statusError(resp, file)
@@ -260,6 +275,10 @@ func (h *hub) openRange(ctx context.Context, file string, size, off, end int64) 
 	h.mu.Unlock()
 	return resp.Body, nil
 }
+
+// maxIgnoredRange is the largest file whose range requests may be answered
+// with the whole file.
+const maxIgnoredRange = 64 << 20
 
 func (h *hub) get(ctx context.Context, u string, off, end int64) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)

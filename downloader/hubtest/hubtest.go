@@ -57,6 +57,9 @@ type Hub struct {
 	// SignedUses, when > 0, makes every CDN URL the hub hands out expire
 	// after that many requests (403), as signed CDN URLs do.
 	SignedUses int
+	// WholeSmallFiles makes the hub ignore Range for files kept in git
+	// (200 with the whole file), which a client must cope with.
+	WholeSmallFiles bool
 
 	mu    sync.Mutex
 	fault Fault
@@ -167,6 +170,9 @@ func (h *Hub) serveHub(w http.ResponseWriter, r *http.Request) {
 	}
 	if !f.LFS {
 		cw := &countingWriter{ResponseWriter: w}
+		if h.WholeSmallFiles {
+			r.Header.Del("Range")
+		}
 		http.ServeContent(cw, r, name, time.Time{}, strings.NewReader(string(f.Data)))
 		h.Served.Add(cw.n)
 		return
