@@ -36,6 +36,8 @@ type File struct {
 	Path string
 	Data []byte
 	LFS  bool
+
+	sha256, gitOID string // computed once by add
 }
 
 // A Fault lets a test change how the CDN answers one range request. It returns
@@ -47,7 +49,7 @@ type Fault func(w http.ResponseWriter, r *http.Request, f *File, start, end int6
 // /resolve/ URLs that answer small files directly and redirect LFS files to
 // a CDN on another host, and a CDN that serves Range requests.
 type Hub struct {
-	t        *testing.T
+	t        testing.TB
 	hub, cdn *httptest.Server
 	Files    map[string]*File // by path
 	Order    []string         // listing order
@@ -74,7 +76,7 @@ type Hub struct {
 // New serves dir (a model directory such as ../testdata/k3-tiny) as Repo at
 // Revision. Files named reference.* are left out (test oracles), and a code
 // file and a nested document are added, which a downloader must not fetch.
-func New(t *testing.T, dir string) *Hub {
+func New(t testing.TB, dir string) *Hub {
 	t.Helper()
 	h := &Hub{t: t, Files: map[string]*File{}, PageSize: 4}
 	ents, err := os.ReadDir(dir)
@@ -103,6 +105,12 @@ func New(t *testing.T, dir string) *Hub {
 }
 
 func (h *Hub) add(f *File) {
+	sum := sha256.Sum256(f.Data)
+	f.sha256 = hex.EncodeToString(sum[:])
+	blob := sha1.New()
+	fmt.Fprintf(blob, "blob %d\x00", len(f.Data))
+	blob.Write(f.Data)
+	f.gitOID = hex.EncodeToString(blob.Sum(nil))
 	h.Files[f.Path] = f
 	h.Order = append(h.Order, f.Path)
 }
@@ -177,14 +185,13 @@ func (h *Hub) serveHub(w http.ResponseWriter, r *http.Request) {
 		h.Served.Add(cw.n)
 		return
 	}
-	sum := sha256.Sum256(f.Data)
-	w.Header().Set("X-Linked-Etag", `"`+hex.EncodeToString(sum[:])+`"`)
+	w.Header().Set("X-Linked-Etag", `"`+f.sha256+`"`)
 	w.Header().Set("X-Linked-Size", strconv.Itoa(len(f.Data)))
 	h.mu.Lock()
 	h.nsig++
 	sig := "s" + strconv.Itoa(h.nsig)
 	h.mu.Unlock()
-	http.Redirect(w, r, h.cdn.URL+"/xet/"+hex.EncodeToString(sum[:])+"?name="+name+"&sig="+sig, http.StatusFound)
+	http.Redirect(w, r, h.cdn.URL+"/xet/"+f.sha256+"?name="+name+"&sig="+sig, http.StatusFound)
 }
 
 type treeEntry struct {
@@ -204,17 +211,13 @@ func (h *Hub) serveTree(w http.ResponseWriter, r *http.Request) {
 	all = append(all, treeEntry{Type: "directory", OID: strings.Repeat("d", 40), Path: "docs"})
 	for _, p := range h.Order {
 		f := h.Files[p]
-		blob := sha1.New()
-		fmt.Fprintf(blob, "blob %d\x00", len(f.Data))
-		blob.Write(f.Data)
-		e := treeEntry{Type: "file", OID: hex.EncodeToString(blob.Sum(nil)), Size: int64(len(f.Data)), Path: p}
+		e := treeEntry{Type: "file", OID: f.gitOID, Size: int64(len(f.Data)), Path: p}
 		if f.LFS {
-			sum := sha256.Sum256(f.Data)
 			e.LFS = &struct {
 				OID         string `json:"oid"`
 				Size        int64  `json:"size"`
 				PointerSize int    `json:"pointerSize"`
-			}{hex.EncodeToString(sum[:]), int64(len(f.Data)), 134}
+			}{f.sha256, int64(len(f.Data)), 134}
 		}
 		all = append(all, e)
 	}
