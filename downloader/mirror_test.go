@@ -217,3 +217,23 @@ func TestMirrorIsLockedWhileOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, m.Close())
 }
+
+func TestLastExpertVerifiesTheShard(t *testing.T) {
+	ctx := t.Context()
+	h := newFakeHub(t)
+	m, p := setup(t, ctx, options(h, t.TempDir()), Stream)
+	for _, f := range p.Files {
+		if f.Kind == Shard {
+			require.Empty(t, mustFile(t, m, f.Path).pres.Verified, "a stream-mode shard has holes: nothing to verify yet")
+		}
+	}
+	// Fetching every expert (not the whole files) completes the shards,
+	// which are then verified as a full download is.
+	require.NoError(t, m.Fetch(ctx, p, p.ExpertWork(nil)))
+	for _, f := range p.Files {
+		require.Equal(t, digestOf(f.Entry), mustFile(t, m, f.Path).pres.Verified, f.Path)
+		if f.Kind == Shard {
+			require.Equal(t, "sha256:"+f.SHA256, digestOf(f.Entry))
+		}
+	}
+}
