@@ -287,28 +287,22 @@ func (m *Mirror) verify(ctx context.Context, fs *fileState) error {
 		return fmt.Errorf("%w: %s: got %s, the hub says %s", ErrChecksum, e.Path, got, want)
 	}
 	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	next := fs.pres
-	next.Verified = want
-	if err := next.save(fs.mapPath); err != nil {
-		return diskError(err, fs.mapPath)
+	fs.pres.Verified = want
+	fs.mu.Unlock()
+	if err := fs.persist(); err != nil {
+		return err
 	}
-	fs.pres = next
 	m.prog.set(e.Path, -1, FileVerified)
 	return nil
 }
 
-// forget marks every byte of the file missing (the map first, so a crash
-// never trusts the old bytes).
+// forget marks every byte of the file missing and returns once that is on
+// disk, so that no crash during the refetch can trust the old bytes.
 func (m *Mirror) forget(fs *fileState) error {
 	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	next := presence{Version: presenceVersion, Size: fs.entry.Size}
-	if err := next.save(fs.mapPath); err != nil {
-		return diskError(err, fs.mapPath)
-	}
-	fs.pres = next
-	return nil
+	fs.pres = presence{Version: presenceVersion, Size: fs.entry.Size}
+	fs.mu.Unlock()
+	return fs.persist()
 }
 
 // ctxReader stops a long hash when ctx is cancelled.

@@ -93,6 +93,7 @@ type fileState struct {
 	path    string
 	mapPath string
 
+	saveMu  sync.Mutex // orders presence map writes (see persist)
 	mu      sync.Mutex
 	f       *os.File
 	pres    presence
@@ -296,12 +297,19 @@ func (fs *fileState) open() (*os.File, error) {
 		return nil, diskError(err, fs.path)
 	}
 	if st.Size() != fs.entry.Size {
+		// A new file, or one changed behind our back: whatever the old map
+		// says is void, and must be void on disk before the file is sized
+		// (else a crash would leave a map naming holes).
+		fs.pres = presence{Version: presenceVersion, Size: fs.entry.Size}
+		if err := fs.pres.save(fs.mapPath); err != nil {
+			f.Close()
+			return nil, diskError(err, fs.mapPath)
+		}
 		// Truncate makes a sparse file: holes take no space until written.
 		if err := f.Truncate(fs.entry.Size); err != nil {
 			f.Close()
 			return nil, diskError(err, fs.path)
 		}
-		fs.pres = presence{Version: presenceVersion, Size: fs.entry.Size}
 	}
 	fs.f = f
 	return f, nil
@@ -465,20 +473,37 @@ func (m *Mirror) fetch(ctx context.Context, fs *fileState, r Range) error {
 		}
 	}
 	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if fs.f == nil {
+	f := fs.f
+	fs.mu.Unlock()
+	if f == nil {
 		return fmt.Errorf("downloader: %s was closed during a transfer", fs.entry.Path)
 	}
 	// Durability order: the data first, then the map that points at it.
-	if err := fs.f.Sync(); err != nil {
+	// The fsync runs without the lock so that readers of present ranges
+	// (the engine) never wait for it.
+	if err := f.Sync(); err != nil {
 		return diskError(err, fs.path)
 	}
-	next := fs.pres
-	next.Ranges = next.Ranges.add(r)
-	if err := next.save(fs.mapPath); err != nil {
+	fs.mu.Lock()
+	fs.pres.Ranges = fs.pres.Ranges.add(r)
+	fs.mu.Unlock()
+	return fs.persist()
+}
+
+// persist writes the file's presence map as it is now. saveMu orders the
+// writers and each writes the newest state, so a slow writer never puts an
+// older map back. The map on disk may lag the one in memory, never lead it:
+// the bytes a range names are fsynced before the range enters memory.
+func (fs *fileState) persist() error {
+	fs.saveMu.Lock()
+	defer fs.saveMu.Unlock()
+	fs.mu.Lock()
+	snap := fs.pres
+	snap.Ranges = append(rangeSet(nil), fs.pres.Ranges...)
+	fs.mu.Unlock()
+	if err := snap.save(fs.mapPath); err != nil {
 		return diskError(err, fs.mapPath)
 	}
-	fs.pres = next
 	return nil
 }
 

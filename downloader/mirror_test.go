@@ -3,6 +3,8 @@ package downloader
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"net/http"
 	"sync"
 	"testing"
@@ -235,5 +237,40 @@ func TestLastExpertVerifiesTheShard(t *testing.T) {
 		if f.Kind == Shard {
 			require.Equal(t, "sha256:"+f.SHA256, digestOf(f.Entry))
 		}
+	}
+}
+
+func TestDamagedMirrorStateIsNotTrusted(t *testing.T) {
+	ctx := t.Context()
+	h := newFakeHub(t)
+	dir := t.TempDir()
+	m, p := setup(t, ctx, options(h, dir), Full)
+	require.NoError(t, m.Close())
+	var shard File
+	for _, f := range p.Files {
+		if f.Kind == Shard {
+			shard = f
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T)
+	}{
+		{"shard truncated", func(t *testing.T) { require.NoError(t, os.Truncate(filepath.Join(dir, shard.Path), 100)) }},
+		{"shard deleted", func(t *testing.T) { require.NoError(t, os.Remove(filepath.Join(dir, shard.Path))) }},
+		{"presence map garbled", func(t *testing.T) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, metaDir, "presence", shard.Path+".json"), []byte(`{"version":1,"size":5,"ranges":[[0,9]]}`), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, shard.Path), make([]byte, shard.Size), 0o644))
+		}},
+		{"manifest garbled", func(t *testing.T) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, metaDir, "manifest.json"), []byte(`{`), 0o644))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.damage(t)
+			m, _ := setup(t, ctx, options(h, dir), Full)
+			require.NoError(t, m.Close())
+			h.RequireIdentical(t, dir)
+		})
 	}
 }
