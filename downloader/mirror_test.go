@@ -3,9 +3,9 @@ package downloader
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
