@@ -10,7 +10,7 @@ import (
 	"hash"
 	"io"
 	"os"
-	"sort"
+	"runtime"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -192,47 +192,51 @@ func (m *Mirror) fetchChunk(ctx context.Context, c Work) error {
 	}
 }
 
-// verifyAll checks every complete, not yet verified file of the plan.
+// verifyAll checks every complete, not yet verified file of the plan, a few
+// at a time (hashing is bound by the CPU and the disk, not the network).
 func (m *Mirror) verifyAll(ctx context.Context, p *Plan) error {
-	files := append([]File(nil), p.Files...)
-	sort.Slice(files, func(i, j int) bool { return files[i].Kind < files[j].Kind })
-	for _, f := range files {
-		fs, err := m.file(f.Path)
-		if err != nil {
-			return err
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, min(m.opts.Jobs, runtime.NumCPU())))
+	for _, f := range p.Files {
+		g.Go(func() error { return m.verifyFile(gctx, f) })
+	}
+	return g.Wait()
+}
+
+func (m *Mirror) verifyFile(ctx context.Context, f File) error {
+	fs, err := m.file(f.Path)
+	if err != nil {
+		return err
+	}
+	fs.mu.Lock()
+	complete := fs.pres.Ranges.covers(Range{0, f.Size})
+	verified := fs.pres.Verified != "" && fs.pres.Verified == digestOf(f.Entry)
+	fs.mu.Unlock()
+	switch {
+	case verified:
+		m.prog.set(f.Path, -1, FileVerified)
+		return nil
+	case !complete:
+		m.prog.set(f.Path, -1, FilePartial)
+		return nil
+	}
+	if err := m.verify(ctx, fs); err == nil || !errors.Is(err, ErrChecksum) {
+		return err
+	}
+	// Never accept a mismatch: drop the bytes and fetch the file again.
+	if err := m.forget(fs); err != nil {
+		return err
+	}
+	m.prog.set(f.Path, 0, FileFetching)
+	if err := m.transfer(ctx, m.chunks([]Work{{f.Path, Range{0, f.Size}}})); err != nil {
+		return err
+	}
+	if err := m.verify(ctx, fs); err != nil {
+		m.prog.set(f.Path, -1, FileFailed)
+		if errors.Is(err, ErrChecksum) {
+			_ = m.forget(fs)
 		}
-		fs.mu.Lock()
-		complete := fs.pres.Ranges.covers(Range{0, f.Size})
-		verified := fs.pres.Verified != "" && fs.pres.Verified == digestOf(f.Entry)
-		fs.mu.Unlock()
-		switch {
-		case verified:
-			m.prog.set(f.Path, -1, FileVerified)
-			continue
-		case !complete:
-			m.prog.set(f.Path, -1, FilePartial)
-			continue
-		}
-		if err := m.verify(ctx, fs); err == nil {
-			continue
-		} else if !errors.Is(err, ErrChecksum) {
-			return err
-		}
-		// Never accept a mismatch: drop the bytes and fetch the file again.
-		if err := m.forget(fs); err != nil {
-			return err
-		}
-		m.prog.set(f.Path, 0, FileFetching)
-		if err := m.transfer(ctx, m.chunks([]Work{{f.Path, Range{0, f.Size}}})); err != nil {
-			return err
-		}
-		if err := m.verify(ctx, fs); err != nil {
-			m.prog.set(f.Path, -1, FileFailed)
-			if errors.Is(err, ErrChecksum) {
-				_ = m.forget(fs)
-			}
-			return fmt.Errorf("%w (after fetching it again; the hub or the network corrupts it)", err)
-		}
+		return fmt.Errorf("%w (after fetching it again; the hub or the network corrupts it)", err)
 	}
 	return nil
 }
