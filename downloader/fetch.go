@@ -108,8 +108,11 @@ func (m *Mirror) Paused() bool {
 // verifies every complete file of the plan against the hub's digest. A
 // mismatch drops the file's bytes and fetches them again; a second mismatch
 // is ErrChecksum. A full disk stops the transfer with ErrDiskFull, keeping
-// everything written; calling Fetch again continues.
+// everything written (or pauses it, see Options.WaitOnDiskFull); calling
+// Fetch again continues. Concurrent calls run one after the other.
 func (m *Mirror) Fetch(ctx context.Context, p *Plan, work []Work) error {
+	m.fetchMu.Lock()
+	defer m.fetchMu.Unlock()
 	total, present := map[string]int64{}, map[string]int64{}
 	for _, w := range work {
 		n, err := m.Present(w.File, w.Start, w.Len())

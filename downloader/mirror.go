@@ -79,6 +79,9 @@ type Mirror struct {
 	gate gate
 	prog *tracker
 	lock *os.File // flock held while open
+	// fetchMu runs one Fetch at a time: a transfer's progress events
+	// describe one set of work.
+	fetchMu sync.Mutex
 
 	mu      sync.Mutex
 	entries map[string]Entry // the mirrored files, from the manifest
