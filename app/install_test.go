@@ -25,7 +25,7 @@ func TestInstallPauseResume(t *testing.T) {
 	in, err := StartInstall(t.Context(), cfg, InstallOptions{
 		Mode:      downloader.Auto,
 		Headroom:  1,
-		ChunkSize: 32 << 10,
+		ChunkSize: 128 << 10,
 		Progress: func(ev downloader.Event) {
 			mu.Lock()
 			last = ev
