@@ -89,6 +89,18 @@ func TestFaultsEndIdentical(t *testing.T) {
 			}
 			return true
 		}), func(o *Options) { o.StallTimeout = 200 * time.Millisecond }, nil},
+		{"trickle slower than the stall timeout per range, faster per byte", once(func(f *fakeFile, start, end int64) bool {
+			return end-start == 64<<10
+		}, func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, end-1, len(f.Data)))
+			w.WriteHeader(http.StatusPartialContent)
+			for p := start; p < end; p += 2048 {
+				w.Write(f.Data[p:min(p+2048, end)])
+				http.NewResponseController(w).Flush()
+				time.Sleep(5 * time.Millisecond)
+			}
+			return true
+		}), func(o *Options) { o.StallTimeout = 100 * time.Millisecond; o.Attempts = 1 }, nil},
 		{"CDN URLs expire after 3 uses", nil, nil, func(h *hubtest.Hub) { h.SignedUses = 3 }},
 		{"hub ignores Range for small files", nil, nil, func(h *hubtest.Hub) { h.WholeSmallFiles = true }},
 		{"slow but steady server", func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {

@@ -559,8 +559,19 @@ func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (
 	buf := make([]byte, min(1<<20, end-off))
 	var written int64
 	for off+written < end {
-		watchdog.Reset(m.opts.StallTimeout)
-		k, rerr := io.ReadFull(body, buf[:min(int64(len(buf)), end-off-written)])
+		// Fill the buffer read by read: any byte that arrives proves the
+		// request alive and re-arms the watchdog; writes stay large.
+		want := int(min(int64(len(buf)), end-off-written))
+		k := 0
+		var rerr error
+		for k < want && rerr == nil {
+			var n int
+			n, rerr = body.Read(buf[k:want])
+			if n > 0 {
+				k += n
+				watchdog.Reset(m.opts.StallTimeout)
+			}
+		}
 		if k > 0 {
 			if _, werr := f.WriteAt(buf[:k], off+written); werr != nil {
 				return written, diskError(werr, fs.path)
@@ -568,7 +579,7 @@ func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (
 			written += int64(k)
 			m.prog.add(fs.entry.Path, int64(k))
 		}
-		if rerr != nil {
+		if rerr != nil && (rerr != io.EOF || off+written < end) {
 			if !watchdog.Stop() && ctx.Err() == nil {
 				return written, fmt.Errorf("%w: %s: no byte for %v", errStalled, fs.entry.Path, m.opts.StallTimeout)
 			}
