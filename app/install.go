@@ -29,17 +29,7 @@ type InstallOptions struct {
 // StartInstall plans the install, chooses the mode as deltafin setup does
 // (refusing with the shortfall when nothing fits), and starts the transfer.
 func StartInstall(ctx context.Context, cfg Config, opts InstallOptions) (*Install, error) {
-	if err := cfg.validateHub(); err != nil {
-		return nil, err
-	}
-	m, err := downloader.Open(downloader.Options{
-		HubOptions:     downloader.HubOptions{Endpoint: cfg.HFEndpoint, Repo: cfg.Repo, Revision: cfg.Revision, Token: cfg.HFToken},
-		Dir:            cfg.ModelDir(),
-		Jobs:           cfg.Jobs,
-		ChunkSize:      opts.ChunkSize,
-		Progress:       opts.Progress,
-		WaitOnDiskFull: true,
-	})
+	m, err := openMirror(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: opts.Progress, WaitOnDiskFull: true})
 	if err != nil {
 		return nil, err
 	}

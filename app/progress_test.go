@@ -26,7 +26,7 @@ func TestProgressBarsDrawTheEventStream(t *testing.T) {
 			var buf bytes.Buffer
 			ui := newProgressUI(&buf)
 			ui.tty = tc.tty
-			m, err := openMirror(cfg, 64<<10, ui.event)
+			m, err := openMirror(t.Context(), cfg, downloader.Options{ChunkSize: 64 << 10, Progress: ui.event})
 			require.NoError(t, err)
 			defer m.Close()
 			p, err := m.Plan(t.Context())

@@ -62,7 +62,8 @@ func hfToken(getenv Getenv) string {
 }
 
 // ModelDir is the local mirror of the configured repository and revision:
-// the directory the engine opens.
+// the directory the engine opens. Revision must be a commit (setup resolves
+// a branch or tag to one).
 func (c Config) ModelDir() string {
 	return filepath.Join(c.DataDir, "models", strings.ReplaceAll(c.Repo, "/", "--"), c.Revision)
 }
@@ -83,18 +84,22 @@ func (c Config) validateHub() error {
 	return nil
 }
 
-// openMirror opens the configured mirror; progress receives its events.
-func openMirror(cfg Config, chunkSize int64, progress func(downloader.Event)) (*downloader.Mirror, error) {
+// openMirror opens the configured mirror; progress receives its events. A
+// branch or tag is resolved to its commit first (that needs the network).
+// opts carries the transfer settings (ChunkSize, Progress, WaitOnDiskFull);
+// the source, directory and jobs come from cfg.
+func openMirror(ctx context.Context, cfg Config, opts downloader.Options) (*downloader.Mirror, error) {
 	if err := cfg.validateHub(); err != nil {
 		return nil, err
 	}
-	return downloader.Open(downloader.Options{
-		HubOptions: downloader.HubOptions{Endpoint: cfg.HFEndpoint, Repo: cfg.Repo, Revision: cfg.Revision, Token: cfg.HFToken},
-		Dir:        cfg.ModelDir(),
-		Jobs:       cfg.Jobs,
-		ChunkSize:  chunkSize,
-		Progress:   progress,
-	})
+	hub := downloader.HubOptions{Endpoint: cfg.HFEndpoint, Repo: cfg.Repo, Revision: cfg.Revision, Token: cfg.HFToken}
+	rev, err := downloader.ResolveRevision(ctx, hub)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Revision, hub.Revision = rev, rev
+	opts.HubOptions, opts.Dir, opts.Jobs = hub, cfg.ModelDir(), cfg.Jobs
+	return downloader.Open(opts)
 }
 
 // SetupOptions are the flags of deltafin setup.
@@ -116,7 +121,7 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions, out io.Writer) er
 
 func setupModel(ctx context.Context, cfg Config, opts SetupOptions, out io.Writer) error {
 	ui := newProgressUI(out)
-	m, err := openMirror(cfg, opts.ChunkSize, ui.event)
+	m, err := openMirror(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event})
 	if err != nil {
 		return err
 	}
@@ -215,7 +220,7 @@ func fetchExperts(ctx context.Context, cfg Config, opts FetchOptions, out io.Wri
 		headroom = downloader.DefaultHeadroom
 	}
 	ui := newProgressUI(out)
-	m, err := openMirror(cfg, opts.ChunkSize, ui.event)
+	m, err := openMirror(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event})
 	if err != nil {
 		return err
 	}
@@ -273,7 +278,7 @@ func interrupted(cmd string, err error) error {
 // cached and what completing the install costs; nothing for a full one. It
 // reads only the local mirror (no network once setup has run).
 func InstallSummary(ctx context.Context, cfg Config, out io.Writer) error {
-	m, err := openMirror(cfg, 0, nil)
+	m, err := openMirror(ctx, cfg, downloader.Options{})
 	if err != nil {
 		return err
 	}
@@ -343,7 +348,7 @@ func warmExperts(ctx context.Context, cfg Config, opts WarmOptions, out io.Write
 		}
 	}
 	ui := newProgressUI(out)
-	m, err := openMirror(cfg, opts.ChunkSize, ui.event)
+	m, err := openMirror(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event})
 	if err != nil {
 		return err
 	}

@@ -92,6 +92,17 @@ func TestSetupInterruptedSaysHowToContinue(t *testing.T) {
 	require.Contains(t, err.Error(), "run deltafin setup again to continue")
 }
 
+func TestSetupResolvesABranchToItsCommit(t *testing.T) {
+	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
+	cfg := hubConfig(t, h)
+	cfg.Revision = "main"
+	var out bytes.Buffer
+	require.NoError(t, Setup(t.Context(), cfg, SetupOptions{Mode: downloader.Full, Headroom: 1}, &out))
+	cfg.Revision = hubtest.Revision
+	require.Contains(t, out.String(), cfg.ModelDir())
+	h.RequireIdentical(t, cfg.ModelDir())
+}
+
 func TestSetupRefusesWithTheShortfall(t *testing.T) {
 	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
 	cfg := hubConfig(t, h)

@@ -361,3 +361,39 @@ func shortRev(rev string) string {
 	}
 	return rev
 }
+
+// IsCommit reports whether rev is a full commit hash, which pins content.
+func IsCommit(rev string) bool { return len(rev) == 40 && hexRE.MatchString(rev) }
+
+// ResolveRevision returns the commit a branch or tag points to now (a
+// commit is returned as is, without a request), through
+// GET {endpoint}/api/models/{repo}/revision/{rev} as huggingface_hub's
+// model_info does. Mirrors are kept per commit, so a branch moving on gives
+// a new mirror instead of mixing two revisions in one.
+func ResolveRevision(ctx context.Context, opts HubOptions) (string, error) {
+	if IsCommit(opts.Revision) {
+		return opts.Revision, nil
+	}
+	h := newHub(opts, 1)
+	u := fmt.Sprintf("%s/api/models/%s/revision/%s", h.opts.Endpoint, h.opts.Repo, url.PathEscape(h.opts.Revision))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", fmt.Errorf("downloader: resolve %s: %w", opts.Revision, err)
+	}
+	h.authorize(req)
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("downloader: resolve %s: %w", opts.Revision, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", h.statusError(resp, "")
+	}
+	var info struct {
+		SHA string `json:"sha"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&info); err != nil || !IsCommit(info.SHA) {
+		return "", fmt.Errorf("%w: revision %s of %s resolves to no commit", ErrProtocol, opts.Revision, opts.Repo)
+	}
+	return info.SHA, nil
+}

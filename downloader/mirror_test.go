@@ -274,3 +274,25 @@ func TestDamagedMirrorStateIsNotTrusted(t *testing.T) {
 		})
 	}
 }
+
+func TestResolveRevision(t *testing.T) {
+	h := newFakeHub(t)
+	for _, tc := range []struct {
+		name, rev, want string
+		err             error
+	}{
+		{"a commit needs no request", "0123456789abcdef0123456789abcdef01234567", "0123456789abcdef0123456789abcdef01234567", nil},
+		{"a branch resolves to its commit", "main", hubtest.Revision, nil},
+		{"an unknown branch", "nope", "", ErrNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ResolveRevision(t.Context(), HubOptions{Endpoint: h.URL(), Repo: hubtest.Repo, Revision: tc.rev})
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}

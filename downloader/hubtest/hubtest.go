@@ -25,7 +25,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The repository and revision the fake hub serves.
+// The repository and revision the fake hub serves; the branch "main"
+// resolves to Revision.
 const (
 	Repo     = "moonshotai/Kimi-K3"
 	Revision = "c5d1dd4c428bd1ce8b88c5044f3b6ccde9e3b721"
@@ -144,13 +145,23 @@ func (h *Hub) serveHub(w http.ResponseWriter, r *http.Request) {
 	treePrefix := "/api/models/" + Repo + "/tree/"
 	resolvePrefix := "/" + Repo + "/resolve/"
 	switch {
-	case strings.HasPrefix(r.URL.Path, "/api/models/") && !strings.HasPrefix(r.URL.Path, treePrefix),
+	case strings.HasPrefix(r.URL.Path, "/api/models/") && !strings.HasPrefix(r.URL.Path, "/api/models/"+Repo+"/"),
 		!strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, resolvePrefix):
 		w.Header().Set("X-Error-Code", "RepoNotFound")
 		http.Error(w, `{"error":"Repository not found"}`, http.StatusNotFound)
 		return
 	}
 	if !h.authorized(w, r) {
+		return
+	}
+	if rev, ok := strings.CutPrefix(r.URL.Path, "/api/models/"+Repo+"/revision/"); ok {
+		if rev != "main" && rev != Revision {
+			w.Header().Set("X-Error-Code", "RevisionNotFound")
+			http.Error(w, `{"error":"Invalid rev id"}`, http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"id": Repo, "sha": Revision})
 		return
 	}
 	if rest, ok := strings.CutPrefix(r.URL.Path, treePrefix); ok {
