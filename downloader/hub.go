@@ -292,9 +292,17 @@ func (h *hub) get(ctx context.Context, u string, off, end int64) (*http.Response
 	req.Header.Set("Accept-Encoding", "identity")
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("downloader: GET %s: %w", req.URL.Redacted(), err)
+		return nil, fmt.Errorf("downloader: GET %s: %w", withoutQuery(req.URL), err)
 	}
 	return resp, nil
+}
+
+// withoutQuery prints a URL without its query: a CDN URL's query is a
+// signature that has no place in logs.
+func withoutQuery(u *url.URL) string {
+	c := *u
+	c.RawQuery, c.User = "", nil
+	return c.String()
 }
 
 func checkContentRange(v string, off, end, size int64) error {
