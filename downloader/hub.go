@@ -292,6 +292,11 @@ func (h *hub) get(ctx context.Context, u string, off, end int64) (*http.Response
 	req.Header.Set("Accept-Encoding", "identity")
 	resp, err := h.client.Do(req)
 	if err != nil {
+		// *url.Error would repeat the URL with its query; keep the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("downloader: GET %s: %w", withoutQuery(req.URL), err)
 	}
 	return resp, nil
