@@ -123,8 +123,12 @@ func (m *Mirror) Fetch(ctx context.Context, p *Plan, work []Work) error {
 		present[w.File] += n
 	}
 	m.prog.begin(total, present)
+	files := map[string]File{}
+	for _, f := range p.Files {
+		files[f.Path] = f
+	}
 	for {
-		err := m.transfer(ctx, m.chunks(work))
+		err := m.round(ctx, files, m.chunks(work))
 		if err == nil {
 			break
 		}
@@ -151,6 +155,35 @@ func (m *Mirror) Fetch(ctx context.Context, p *Plan, work []Work) error {
 	return nil
 }
 
+// round transfers chunks and hashes each file as soon as its last chunk
+// lands, while the others download (verifyAll then meets verified files).
+func (m *Mirror) round(ctx context.Context, files map[string]File, chunks []Work) error {
+	vctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var vg errgroup.Group
+	vg.SetLimit(max(1, runtime.NumCPU()/2))
+	var mu sync.Mutex
+	left := map[string]int{}
+	for _, c := range chunks {
+		left[c.File]++
+	}
+	err := m.transfer(ctx, chunks, func(c Work) {
+		mu.Lock()
+		left[c.File]--
+		last := left[c.File] == 0
+		mu.Unlock()
+		if f, ok := files[c.File]; ok && last {
+			vg.Go(func() error { return m.verifyFile(vctx, f) })
+		}
+	})
+	if err != nil {
+		cancel()
+		vg.Wait()
+		return err
+	}
+	return vg.Wait()
+}
+
 // chunks splits work at ChunkSize boundaries of the file (so that a chunk is
 // the same bytes in every run) and drops what is already present.
 func (m *Mirror) chunks(work []Work) []Work {
@@ -169,12 +202,20 @@ func (m *Mirror) chunks(work []Work) []Work {
 }
 
 // transfer runs the chunks on Jobs workers; the first permanent error
-// stops the others.
-func (m *Mirror) transfer(ctx context.Context, chunks []Work) error {
+// stops the others. done, if not nil, is called after each chunk lands.
+func (m *Mirror) transfer(ctx context.Context, chunks []Work, done func(Work)) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(m.opts.Jobs)
 	for _, c := range chunks {
-		g.Go(func() error { return m.fetchChunk(gctx, c) })
+		g.Go(func() error {
+			if err := m.fetchChunk(gctx, c); err != nil {
+				return err
+			}
+			if done != nil {
+				done(c)
+			}
+			return nil
+		})
 	}
 	return g.Wait()
 }
@@ -198,6 +239,7 @@ func (m *Mirror) fetchChunk(ctx context.Context, c Work) error {
 // verifyAll checks every complete, not yet verified file of the plan, a few
 // at a time (hashing is bound by the CPU and the disk, not the network).
 func (m *Mirror) verifyAll(ctx context.Context, p *Plan) error {
+	m.prog.phase(PhaseVerify, "")
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(1, min(m.opts.Jobs, runtime.NumCPU())))
 	for _, f := range p.Files {
@@ -231,7 +273,7 @@ func (m *Mirror) verifyFile(ctx context.Context, f File) error {
 		return err
 	}
 	m.prog.set(f.Path, 0, FileFetching)
-	if err := m.transfer(ctx, m.chunks([]Work{{f.Path, Range{0, f.Size}}})); err != nil {
+	if err := m.transfer(ctx, m.chunks([]Work{{f.Path, Range{0, f.Size}}}), nil); err != nil {
 		return err
 	}
 	if err := m.verify(ctx, fs); err != nil {
@@ -264,7 +306,6 @@ func (m *Mirror) verify(ctx context.Context, fs *fileState) error {
 		return fmt.Errorf("%w: %s: the hub listing gives no digest to check it against", ErrChecksum, e.Path)
 	}
 	m.prog.set(e.Path, -1, FileVerifying)
-	m.prog.phase(PhaseVerify, e.Path)
 	var h hash.Hash
 	var got string
 	if e.SHA256 != "" {
