@@ -26,6 +26,8 @@ type Config struct {
 	Revision   string
 	// Jobs is the number of parallel range requests (--jobs).
 	Jobs int
+	// Run holds `deltafin run`'s flags (run.go).
+	Run RunConfig
 }
 
 // Getenv is the shape of os.Getenv, so tests can pass a map lookup.
@@ -34,7 +36,7 @@ type Getenv func(string) string
 // DefaultConfig returns the configuration before flags, with the environment
 // applied.
 func DefaultConfig(getenv Getenv) Config {
-	c := Config{DataDir: filepath.Join(xdg.DataHome, "deltafin")}
+	c := Config{DataDir: filepath.Join(xdg.DataHome, "deltafin"), Run: RunConfig{MaxNew: DefaultMaxNew}}
 	if v := getenv("DELTAFIN_HOME"); v != "" {
 		c.DataDir = v
 	}
