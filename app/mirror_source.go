@@ -9,6 +9,14 @@ import (
 	"github.com/deltafin/deltafin/engine"
 )
 
+// OpenMirror opens the configured model mirror for reading by the engine
+// (MirrorSource): offline once setup has run with a pinned commit. The
+// caller closes it; while open, setup and fetch-experts in another process
+// are refused (downloader.ErrBusy).
+func OpenMirror(ctx context.Context, cfg Config) (*downloader.Mirror, error) {
+	return openMirror(ctx, cfg, downloader.Options{})
+}
+
 // MirrorSource opens the engine's checkpoint files through the mirror m:
 // bytes that are present are read with pread, missing ones (stream mode's
 // experts) are fetched from the hub into the mirror first. Files outside

@@ -47,7 +47,7 @@ func TestEngineFromStreamInstall(t *testing.T) {
 	cfg := hubConfig(t, h)
 	require.NoError(t, Setup(ctx, cfg, SetupOptions{Mode: downloader.Stream, Headroom: 1, ChunkSize: 64 << 10}, io.Discard))
 
-	m, err := openMirror(ctx, cfg, downloader.Options{})
+	m, err := OpenMirror(ctx, cfg)
 	require.NoError(t, err)
 	defer m.Close()
 	p, err := m.Plan(ctx)
