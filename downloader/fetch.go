@@ -17,8 +17,8 @@ import (
 )
 
 // gate pauses bulk transfers: while closed, workers wait before their next
-// chunk, and Pause cancels the chunks in flight (their completed bytes stay;
-// the chunk resumes from there).
+// chunk, and Pause cancels the chunks in flight (each starts again after
+// Resume; completed chunks stay).
 type gate struct {
 	mu      sync.Mutex
 	paused  bool
@@ -57,7 +57,7 @@ func (g *gate) enter(ctx context.Context) (context.Context, func(), error) {
 }
 
 // Pause stops bulk transfers (Fetch) until Resume: requests in flight are
-// cancelled and no new one starts. Bytes already written are kept. On-demand
+// cancelled and no new one starts. Completed chunks are kept. On-demand
 // fetches (Ensure) are not paused.
 func (m *Mirror) Pause() {
 	m.gate.mu.Lock()
