@@ -15,14 +15,16 @@ import (
 	"strings"
 
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/engine/tokenizer"
 )
 
 // RunConfig is `deltafin run`: one generation from the command line.
 type RunConfig struct {
 	Model     string // model directory (config.json + safetensors)
 	IDs       []int  // prompt as token ids (no tokenizer needed)
-	Prompt    string // prompt as text (needs the tokenizer)
-	Chat      bool   // wrap Prompt as a chat turn; stops at eos_token_id
+	Prompt    string // prompt as text (needs the model's tokenizer)
+	Chat      bool   // send Prompt as a chat turn; stops at eos_token_id
 	MaxNew    int    // tokens to generate
 	JSON      bool   // print one JSON object at the end
 	LogitsOut string // file for little-endian float32 logits rows
@@ -30,9 +32,6 @@ type RunConfig struct {
 
 // DefaultMaxNew is --max-new's default.
 const DefaultMaxNew = 16
-
-// ErrNoTokenizer is returned for --prompt while this build has no tokenizer.
-var ErrNoTokenizer = errors.New("app: --prompt needs the tokenizer, which is not in this build yet; pass token ids with --ids")
 
 // ParseIDs parses "1,2,3" into token ids.
 func ParseIDs(s string) ([]int, error) {
@@ -79,21 +78,35 @@ type RunStats struct {
 
 // RunOutput is what `deltafin run --json` prints.
 type RunOutput struct {
-	PromptIDs []int    `json:"prompt_ids"`
-	IDs       []int    `json:"ids"`
-	Text      *string  `json:"text,omitempty"` // once a tokenizer is in the build
+	PromptIDs []int   `json:"prompt_ids"`
+	IDs       []int   `json:"ids"`
+	Text      *string `json:"text,omitempty"` // when the model directory has a tokenizer
+	// Reasoning and Content split a --chat answer at the response marker.
+	Reasoning *string  `json:"reasoning,omitempty"`
+	Content   *string  `json:"content,omitempty"`
 	Stats     RunStats `json:"stats"`
 }
 
 // Run generates greedily from cfg.Run's prompt. Without --json it prints
-// each generated id as it is decoded, then a stats line on stderr.
+// the generated text as it is decoded (the ids when the model directory has
+// no tokenizer), then a stats line on stderr.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	rc := cfg.Run
 	if err := rc.validate(); err != nil {
 		return err
 	}
+	// The tokenizer is optional for --ids: without one, ids are printed.
+	tok, tokErr := tokenizer.Load(rc.Model)
+	ids := rc.IDs
+	chatOpts := chat.DefaultOptions()
 	if rc.Prompt != "" {
-		return ErrNoTokenizer
+		if tokErr != nil {
+			return fmt.Errorf("app: --prompt needs the model's tokenizer: %w", tokErr)
+		}
+		var err error
+		if ids, err = textPrompt(tok, rc.Prompt, rc.Chat, chatOpts); err != nil {
+			return err
+		}
 	}
 	m, err := engine.Open(ctx, rc.Model, engine.Options{})
 	if err != nil {
@@ -101,6 +114,15 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	}
 	defer m.Close()
 	info := m.Info()
+
+	var printer *textPrinter
+	if tokErr == nil {
+		w := stdout
+		if rc.JSON {
+			w = io.Discard
+		}
+		printer = newTextPrinter(w, !rc.JSON && isTerminal(stdout), tok, rc.Chat, chatOpts)
+	}
 
 	opts := engine.GenerateOptions{MaxNew: rc.MaxNew}
 	if rc.Chat && info.EOS >= 0 {
@@ -115,19 +137,30 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		opts.Logits = logits.write
 	}
 
-	out := RunOutput{PromptIDs: rc.IDs, IDs: []int{}}
-	res, err := m.NewSession().Generate(ctx, rc.IDs, opts, func(tok int) error {
-		out.IDs = append(out.IDs, tok)
-		if !rc.JSON {
+	out := RunOutput{PromptIDs: ids, IDs: []int{}}
+	res, err := m.NewSession().Generate(ctx, ids, opts, func(id int) error {
+		out.IDs = append(out.IDs, id)
+		switch {
+		case printer != nil:
+			return printer.add(id)
+		case !rc.JSON:
 			sep := " "
 			if len(out.IDs) == 1 {
 				sep = ""
 			}
-			_, err := fmt.Fprintf(stdout, "%s%d", sep, tok)
+			_, err := fmt.Fprintf(stdout, "%s%d", sep, id)
 			return err
 		}
 		return nil
 	})
+	if printer != nil {
+		// Also after an error (Ctrl-C): what was printed stays valid text.
+		if ferr := printer.finish(res.FinishReason != "stop"); err == nil {
+			err = ferr
+		}
+		text, reasoning, content := printer.result()
+		out.Text, out.Reasoning, out.Content = &text, reasoning, content
+	}
 	if err != nil {
 		return err
 	}
