@@ -95,18 +95,9 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err := rc.validate(); err != nil {
 		return err
 	}
-	// The tokenizer is optional for --ids: without one, ids are printed.
-	tok, tokErr := tokenizer.Load(rc.Model)
-	ids := rc.IDs
-	chatOpts := chat.DefaultOptions()
-	if rc.Prompt != "" {
-		if tokErr != nil {
-			return fmt.Errorf("app: --prompt needs the model's tokenizer: %w", tokErr)
-		}
-		var err error
-		if ids, err = textPrompt(tok, rc.Prompt, rc.Chat, chatOpts); err != nil {
-			return err
-		}
+	ids, text, err := rc.promptIDs()
+	if err != nil {
+		return err
 	}
 	m, err := engine.Open(ctx, rc.Model, engine.Options{})
 	if err != nil {
@@ -114,15 +105,6 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	}
 	defer m.Close()
 	info := m.Info()
-
-	var printer *textPrinter
-	if tokErr == nil {
-		w := stdout
-		if rc.JSON {
-			w = io.Discard
-		}
-		printer = newTextPrinter(w, !rc.JSON && isTerminal(stdout), tok, rc.Chat, chatOpts)
-	}
 
 	opts := engine.GenerateOptions{MaxNew: rc.MaxNew}
 	if rc.Chat && info.EOS >= 0 {
@@ -137,6 +119,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		opts.Logits = logits.write
 	}
 
+	printer := text.printer(stdout, rc)
 	out := RunOutput{PromptIDs: ids, IDs: []int{}}
 	res, err := m.NewSession().Generate(ctx, ids, opts, func(id int) error {
 		out.IDs = append(out.IDs, id)
@@ -186,6 +169,43 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s\n",
 		s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason)
 	return nil
+}
+
+// runText is the text side of a run: the model directory's tokenizer (nil
+// when it has none, which only --prompt needs) and the chat options.
+type runText struct {
+	tok  *tokenizer.Tokenizer
+	chat chat.Options
+}
+
+// promptIDs returns the prompt as token ids: --ids as given, --prompt
+// tokenized (rendered as a chat turn with --chat).
+func (r RunConfig) promptIDs() ([]int, runText, error) {
+	text := runText{chat: chat.DefaultOptions()}
+	tok, err := tokenizer.Load(r.Model)
+	if err == nil {
+		text.tok = tok
+	}
+	if r.Prompt == "" {
+		return r.IDs, text, nil
+	}
+	if err != nil {
+		return nil, text, fmt.Errorf("app: --prompt needs the model's tokenizer: %w", err)
+	}
+	ids, err := textPrompt(tok, r.Prompt, r.Chat, text.chat)
+	return ids, text, err
+}
+
+// printer prints the generated text to stdout as it arrives, or only
+// collects it for --json; nil without a tokenizer (ids are printed).
+func (t runText) printer(stdout io.Writer, r RunConfig) *textPrinter {
+	if t.tok == nil {
+		return nil
+	}
+	if r.JSON {
+		return newTextPrinter(io.Discard, false, t.tok, r.Chat, t.chat)
+	}
+	return newTextPrinter(stdout, isTerminal(stdout), t.tok, r.Chat, t.chat)
 }
 
 func ms(sec float64) float64 { return math.Round(sec*1e6) / 1e3 }
