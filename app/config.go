@@ -36,7 +36,7 @@ type Getenv func(string) string
 // DefaultConfig returns the configuration before flags, with the environment
 // applied.
 func DefaultConfig(getenv Getenv) Config {
-	c := Config{DataDir: filepath.Join(xdg.DataHome, "deltafin"), Run: RunConfig{MaxNew: DefaultMaxNew, Thinking: true, Effort: DefaultEffort}}
+	c := Config{DataDir: filepath.Join(xdg.DataHome, "deltafin"), Run: RunConfig{MaxNew: DefaultMaxNew, Effort: DefaultEffort}}
 	if v := getenv("DELTAFIN_HOME"); v != "" {
 		c.DataDir = v
 	}

@@ -22,15 +22,18 @@ import (
 
 // RunConfig is `deltafin run`: one generation from the command line.
 type RunConfig struct {
-	Model     string // model directory (config.json + safetensors)
-	IDs       []int  // prompt as token ids (no tokenizer needed)
-	Prompt    string // prompt as text (needs the tokenizer)
-	Chat      bool   // wrap Prompt as a chat turn; stops at eos_token_id
-	Thinking  bool   // --chat: think before answering (default true)
-	Effort    string // --chat with thinking: low, high or max (default max)
-	MaxNew    int    // tokens to generate
-	JSON      bool   // print one JSON object at the end
-	LogitsOut string // file for little-endian float32 logits rows
+	Model  string // model directory (config.json + safetensors)
+	IDs    []int  // prompt as token ids (no tokenizer needed)
+	Prompt string // prompt as text (needs the tokenizer)
+	Chat   bool   // wrap Prompt as a chat turn; stops at eos_token_id
+	// NoThinking (--thinking=false) answers a --chat turn without the
+	// think channel; Effort is the thinking effort, low, high or max
+	// ("" = max).
+	NoThinking bool
+	Effort     string
+	MaxNew     int    // tokens to generate
+	JSON       bool   // print one JSON object at the end
+	LogitsOut  string // file for little-endian float32 logits rows
 }
 
 // DefaultMaxNew is --max-new's default.
@@ -108,10 +111,13 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	// The tokenizer is needed for --prompt and adds "text" to --ids runs
 	// when the model directory has one.
 	tok, err := tokenizer.Load(rc.Model)
-	if err != nil && (rc.Prompt != "" || !errors.Is(err, tokenizer.ErrMissing)) {
-		return fmt.Errorf("app: the model's tokenizer (needed for --prompt): %w", err)
+	switch {
+	case err != nil && rc.Prompt != "":
+		return fmt.Errorf("app: --prompt needs the model's tokenizer: %w", err)
+	case err != nil && !errors.Is(err, tokenizer.ErrMissing):
+		return fmt.Errorf("app: the model's tokenizer: %w", err)
 	}
-	chatOpts := chat.Options{Thinking: rc.Thinking, Effort: rc.Effort}
+	chatOpts := chat.Options{Thinking: !rc.NoThinking, Effort: rc.Effort}
 	prompt := rc.IDs
 	if rc.Prompt != "" {
 		if prompt, err = textPrompt(tok, rc.Prompt, rc.Chat, chatOpts); err != nil {

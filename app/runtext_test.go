@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -119,10 +120,7 @@ func runK3Tiny(t *testing.T, ctx context.Context, rc RunConfig, stdout io.Writer
 	if rc.MaxNew == 0 {
 		rc.MaxNew = 16
 	}
-	cfg.Run, cfg.Run.Thinking, cfg.Run.Effort = rc, rc.Thinking, rc.Effort
-	if rc.Effort == "" {
-		cfg.Run.Effort = DefaultEffort
-	}
+	cfg.Run = rc
 	var buf bytes.Buffer
 	if stdout == nil {
 		stdout = &buf
@@ -165,7 +163,7 @@ func TestRunChatK3Tiny(t *testing.T) {
 	tok := tinyTokenizer(t)
 	for _, thinking := range []bool{true, false} {
 		t.Run(fmt.Sprint("thinking=", thinking), func(t *testing.T) {
-			rc := RunConfig{Prompt: "Hi <|open|>", Chat: true, Thinking: thinking, Effort: "low", JSON: true, MaxNew: 24}
+			rc := RunConfig{Prompt: "Hi <|open|>", Chat: true, NoThinking: !thinking, Effort: "low", JSON: true, MaxNew: 24}
 			out, _, err := runK3Tiny(t, t.Context(), rc, nil)
 			require.NoError(t, err)
 			want, err := chat.Prompt(tok, []chat.Message{{Role: "user", Content: "Hi <|open|>"}}, chat.Options{Thinking: thinking, Effort: "low"})
@@ -192,7 +190,7 @@ func TestRunChatK3Tiny(t *testing.T) {
 			require.True(t, strings.HasSuffix(printed, *out.Content+"\n"), "%q", printed)
 		})
 	}
-	_, _, err := runK3Tiny(t, t.Context(), RunConfig{Prompt: "Hi", Chat: true, Thinking: true, Effort: "medium"}, nil)
+	_, _, err := runK3Tiny(t, t.Context(), RunConfig{Prompt: "Hi", Chat: true, Effort: "medium"}, nil)
 	require.ErrorIs(t, err, chat.ErrEffort)
 	require.ErrorContains(t, err, "--effort")
 }
@@ -223,4 +221,24 @@ func TestRunInterrupted(t *testing.T) {
 	require.NotEmpty(t, strings.TrimSuffix(printed, "\n"), "what was printed is kept")
 	require.True(t, strings.HasPrefix(*out.Text, strings.TrimSuffix(printed, "\n")), "%q is a prefix of %q", printed, *out.Text)
 	require.Less(t, len(printed), len(*out.Text)+1, "generation stopped early")
+}
+
+// Without tokenizer files an --ids run still works and prints ids.
+func TestRunIDsWithoutTokenizer(t *testing.T) {
+	cfg := DefaultConfig(func(string) string { return "" })
+	cfg.Run.Model, cfg.Run.IDs, cfg.Run.MaxNew = modelWithoutTokenizer(t), []int{1, 2, 3}, 3
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, Run(t.Context(), cfg, &stdout, &stderr))
+	fields := strings.Fields(stdout.String())
+	require.Len(t, fields, 3, "three ids: %q", stdout.String())
+	for _, f := range fields {
+		_, err := strconv.Atoi(f)
+		require.NoError(t, err)
+	}
+	cfg.Run.JSON = true
+	stdout.Reset()
+	require.NoError(t, Run(t.Context(), cfg, &stdout, &stderr))
+	var out RunOutput
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out))
+	require.Nil(t, out.Text)
 }
