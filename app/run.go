@@ -98,8 +98,8 @@ type RunOutput struct {
 }
 
 // Run generates greedily from cfg.Run's prompt. Without --json it prints
-// the text as it is generated for --prompt (the reasoning dimmed on a
-// terminal) and each generated id for --ids, then a stats line on stderr.
+// the text as it is generated (the reasoning dimmed on a terminal; the ids
+// when the model directory has no tokenizer), then a stats line on stderr.
 // Ctrl-C (ctx cancelled) stops generation, keeps what was printed, prints
 // the stats with finish reason "interrupted" and returns an error wrapping
 // context.Canceled.
@@ -140,8 +140,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	}
 	var printer *textPrinter
 	if tok != nil {
-		w := io.Discard // --json and --ids runs only collect the text
-		if rc.Prompt != "" && !rc.JSON {
+		w := io.Discard // --json only collects the text
+		if !rc.JSON {
 			w = stdout
 		}
 		printer = newTextPrinter(w, isTerminal(w), tok, rc.Chat, chatOpts)
@@ -163,7 +163,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
-		if !rc.JSON && rc.Prompt == "" {
+		if !rc.JSON && printer == nil {
 			sep := " "
 			if len(out.IDs) == 1 {
 				sep = ""
