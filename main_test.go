@@ -47,3 +47,16 @@ func TestDoctorUsesDataDir(t *testing.T) {
 	code, _, errOut := runArgs(t, map[string]string{"DELTAFIN_HOME": "/nonexistent/elsewhere"}, "doctor", "--data-dir", dir)
 	require.Equal(t, 0, code, errOut)
 }
+
+func TestBenchTargets(t *testing.T) {
+	code, _, errOut := runArgs(t, nil, "bench", "slice")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "issue #6")
+	code, _, _ = runArgs(t, nil, "bench") // the target is missing
+	require.Equal(t, 2, code)
+	code, _, _ = runArgs(t, nil, "bench", "disk")
+	require.Equal(t, 2, code)
+	code, _, errOut = runArgs(t, map[string]string{"DELTAFIN_KERNELS": "cuda"}, "bench", "kernels")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, `unknown backend "cuda"`)
+}
