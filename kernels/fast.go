@@ -20,6 +20,7 @@ const (
 	isaGeneric = C.DF_ISA_GENERIC
 	isaAVX2    = C.DF_ISA_AVX2
 	isaNEON    = C.DF_ISA_NEON
+	isaAVX512  = C.DF_ISA_AVX512
 )
 
 func init() { C.df_init() }
@@ -32,6 +33,9 @@ func fastISAs() []isaInfo {
 	case "amd64":
 		// x/sys/cpu also checks that the OS saves the YMM registers.
 		if cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C {
+			if cpu.X86.HasAVX512F {
+				out = append(out, isaInfo{"avx512", isaAVX512})
+			}
 			out = append(out, isaInfo{"avx2", isaAVX2})
 		}
 	case "arm64":

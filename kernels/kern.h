@@ -8,7 +8,7 @@
 // Must match kernels.DType.
 enum { DF_F32 = 0, DF_BF16 = 1, DF_F16 = 2, DF_I8 = 3, DF_MXFP4 = 4 };
 // Instruction sets; which exist depends on the architecture compiled for.
-enum { DF_ISA_GENERIC = 0, DF_ISA_AVX2 = 1, DF_ISA_NEON = 2 };
+enum { DF_ISA_GENERIC = 0, DF_ISA_AVX2 = 1, DF_ISA_NEON = 2, DF_ISA_AVX512 = 3 };
 // Must match kernels.ActKind.
 enum { DF_SILU = 0, DF_SITU = 1 };
 
@@ -44,6 +44,7 @@ typedef struct {
 extern const df_rowkern df_generic;
 #if defined(__x86_64__)
 extern const df_rowkern df_avx2;
+extern const df_rowkern df_avx512;
 #endif
 #if defined(__aarch64__)
 extern const df_rowkern df_neon;

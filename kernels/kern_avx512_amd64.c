@@ -1,0 +1,78 @@
+//go:build cgo
+
+// AVX-512F row kernels for the dtypes where AVX2 runs out of arithmetic
+// before memory runs out of bandwidth: MXFP4 (a 16-entry vpermps table turns
+// each nibble into its exact float, −0 included), INT8 and BF16. F16, F32 and
+// the prefill paths reuse the AVX2 kernels. fast.go selects this set only
+// when golang.org/x/sys/cpu reports AVX-512F (and AVX2/FMA/F16C).
+#include "kern.h"
+
+#include <immintrin.h>
+
+#define AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
+
+AVX512 static float dot_bf16(const uint8_t *row, const float *x, int64_t cols) {
+	__m512 a0 = _mm512_setzero_ps(), a1 = a0;
+	int64_t c = 0;
+	for (; c + 32 <= cols; c += 32) {
+		__m512i w0 = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(row + 2 * c)));
+		__m512i w1 = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(row + 2 * c + 32)));
+		a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(w0, 16)), _mm512_loadu_ps(x + c), a0);
+		a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(w1, 16)), _mm512_loadu_ps(x + c + 16), a1);
+	}
+	float s = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+	if (c < cols) s += df_avx2.dot(DF_BF16, row + 2 * c, 0, x + c, cols - c);
+	return s;
+}
+
+AVX512 static float dot_i8(const uint8_t *row, const float *x, int64_t cols) {
+	__m512 a0 = _mm512_setzero_ps(), a1 = a0;
+	int64_t c = 0;
+	for (; c + 32 <= cols; c += 32) {
+		__m512 w0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(row + c))));
+		__m512 w1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(row + c + 16))));
+		a0 = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + c), a0);
+		a1 = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + c + 16), a1);
+	}
+	float s = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+	for (; c < cols; c++) s += (float)(int8_t)row[c] * x[c];
+	return s;
+}
+
+// One group of 32: the 16 bytes widened to dwords; vpermps reads the low 4
+// bits of each index, i.e. the low nibble, and after a shift the high one.
+AVX512 static inline __m512 mx_group(const uint8_t *p, const float *xg, __m512 tbl) {
+	__m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+	__m512 lo = _mm512_permutexvar_ps(b, tbl);
+	__m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), tbl);
+	return _mm512_fmadd_ps(hi, _mm512_loadu_ps(xg + 16), _mm512_mul_ps(lo, _mm512_loadu_ps(xg)));
+}
+
+AVX512 static float dot_mx(const uint8_t *row, const uint8_t *rs, const float *xp, int64_t cols) {
+	const __m512 tbl = _mm512_loadu_ps(df_e2m1);
+	__m512 a0 = _mm512_setzero_ps(), a1 = a0;
+	int64_t ng = cols / 32, g = 0;
+	for (; g + 2 <= ng; g += 2) {
+		a0 = _mm512_fmadd_ps(mx_group(row + 16 * g, xp + 32 * g, tbl), _mm512_set1_ps(df_e8m0[rs[g]]), a0);
+		a1 = _mm512_fmadd_ps(mx_group(row + 16 * g + 16, xp + 32 * g + 32, tbl), _mm512_set1_ps(df_e8m0[rs[g + 1]]), a1);
+	}
+	if (g < ng) a0 = _mm512_fmadd_ps(mx_group(row + 16 * g, xp + 32 * g, tbl), _mm512_set1_ps(df_e8m0[rs[g]]), a0);
+	return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+}
+
+AVX512 static float avx512_dot(int dtype, const uint8_t *row, const uint8_t *rs, const float *x, int64_t cols) {
+	switch (dtype) {
+	case DF_BF16: return dot_bf16(row, x, cols);
+	case DF_I8: return dot_i8(row, x, cols) * df_f32bits(df_ld32(rs));
+	case DF_MXFP4: return dot_mx(row, rs, x, cols);
+	default: return df_avx2.dot(dtype, row, rs, x, cols);
+	}
+}
+
+static void avx512_decode(int dtype, const uint8_t *row, const uint8_t *rs, float *out, int64_t cols) {
+	df_avx2.decode(dtype, row, rs, out, cols);
+}
+
+static float avx512_dotf(const float *a, const float *b, int64_t cols) { return df_avx2.dotf(a, b, cols); }
+
+const df_rowkern df_avx512 = {avx512_dot, avx512_decode, avx512_dotf};
