@@ -127,7 +127,7 @@ static float gen_dot(int dtype, const uint8_t *row, const uint8_t *rs, const flo
 	return acc;
 }
 
-const df_rowkern df_generic = {gen_dot, gen_decode, gen_dotf};
+const df_rowkern df_generic = {gen_dot, gen_decode, gen_dotf, 0};
 
 static const df_rowkern *kern_for(int isa) {
 #if defined(__x86_64__)
@@ -161,7 +161,15 @@ void df_matmul_rows(int isa, int dtype, const uint8_t *data, const uint8_t *scal
 		}
 		// Prefill: widen the row once, then use it for every position.
 		k->decode(dtype, row, rs, scratch, cols);
-		for (int64_t t = 0; t < n; t++) dst[t * ldd + r] = k->dotf(scratch, x + t * cols, cols);
+		int64_t t = 0;
+		if (k->dotf4) {
+			float out[4];
+			for (; t + 4 <= n; t += 4) {
+				k->dotf4(scratch, x + t * cols, cols, cols, out);
+				for (int j = 0; j < 4; j++) dst[(t + j) * ldd + r] = out[j];
+			}
+		}
+		for (; t < n; t++) dst[t * ldd + r] = k->dotf(scratch, x + t * cols, cols);
 	}
 }
 

@@ -39,6 +39,8 @@ typedef struct {
 	float (*dot)(int dtype, const uint8_t *row, const uint8_t *rscales, const float *x, int64_t cols);
 	void (*decode)(int dtype, const uint8_t *row, const uint8_t *rscales, float *out, int64_t cols);
 	float (*dotf)(const float *a, const float *b, int64_t cols);
+	// out[j] = a·x_j for the four vectors x_j = x + j*ldx; NULL: four dotf.
+	void (*dotf4)(const float *a, const float *x, int64_t ldx, int64_t cols, float *out);
 } df_rowkern;
 
 extern const df_rowkern df_generic;

@@ -133,4 +133,28 @@ AVX2 static void avx2_decode(int dtype, const uint8_t *row, const uint8_t *rs, f
 	}
 }
 
-const df_rowkern df_avx2 = {avx2_dot, avx2_decode, avx2_dotf};
+// Prefill: each widened weight vector is loaded once for four positions.
+AVX2 static void avx2_dotf4(const float *a, const float *x, int64_t ldx, int64_t cols, float *out) {
+	const float *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *x3 = x + 3 * ldx;
+	__m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+	int64_t c = 0;
+	for (; c + 8 <= cols; c += 8) {
+		__m256 w = _mm256_loadu_ps(a + c);
+		s0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x0 + c), s0);
+		s1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x1 + c), s1);
+		s2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x2 + c), s2);
+		s3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x3 + c), s3);
+	}
+	out[0] = hsum(s0);
+	out[1] = hsum(s1);
+	out[2] = hsum(s2);
+	out[3] = hsum(s3);
+	for (; c < cols; c++) {
+		out[0] += a[c] * x0[c];
+		out[1] += a[c] * x1[c];
+		out[2] += a[c] * x2[c];
+		out[3] += a[c] * x3[c];
+	}
+}
+
+const df_rowkern df_avx2 = {avx2_dot, avx2_decode, avx2_dotf, avx2_dotf4};

@@ -75,4 +75,8 @@ static void avx512_decode(int dtype, const uint8_t *row, const uint8_t *rs, floa
 
 static float avx512_dotf(const float *a, const float *b, int64_t cols) { return df_avx2.dotf(a, b, cols); }
 
-const df_rowkern df_avx512 = {avx512_dot, avx512_decode, avx512_dotf};
+static void avx512_dotf4(const float *a, const float *x, int64_t ldx, int64_t cols, float *out) {
+	df_avx2.dotf4(a, x, ldx, cols, out);
+}
+
+const df_rowkern df_avx512 = {avx512_dot, avx512_decode, avx512_dotf, avx512_dotf4};
