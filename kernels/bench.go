@@ -36,7 +36,8 @@ type BenchReport struct {
 	MemThreads  int    `json:"mem_threads"`
 	BufferBytes int    `json:"buffer_bytes"`
 	// MemReadGBps is the streaming read bandwidth with all threads, the
-	// limit every ratio is relative to.
+	// limit every ratio is relative to: the best of a measurement before
+	// the kernels and a shorter one after each kernel.
 	MemReadGBps float64 `json:"mem_read_gbps"`
 	// MemReadOneGBps is the same with one thread, for context.
 	MemReadOneGBps float64        `json:"mem_read_one_thread_gbps"`
@@ -202,6 +203,10 @@ func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
 	if rep.MemReadOneGBps, err = measure(ctx, opt.MinTime, len(buf), func() { sumWords(words, 1) }); err != nil {
 		return rep, err
 	}
+	// The machine may be shared: the limit is the best read seen in the
+	// whole run (re-measured after every kernel), so that a busy moment
+	// during the first measurement cannot flatter the ratios.
+	memPass := func() { sumWords(words, opt.Threads) }
 	for _, c := range cases {
 		// Slots of the buffer, 4 KiB apart, each holding one set of the
 		// kernel's matrices: one pass calls the kernel on every slot.
@@ -221,8 +226,16 @@ func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
 			if err != nil {
 				return rep, err
 			}
-			rep.Kernels = append(rep.Kernels, KernelResult{Name: c.name, Threads: Threads(b), GBps: gbps, Ratio: gbps / rep.MemReadGBps})
+			rep.Kernels = append(rep.Kernels, KernelResult{Name: c.name, Threads: Threads(b), GBps: gbps})
 		}
+		again, err := measure(ctx, opt.MinTime/4, len(buf), memPass)
+		if err != nil {
+			return rep, err
+		}
+		rep.MemReadGBps = max(rep.MemReadGBps, again)
+	}
+	for i := range rep.Kernels {
+		rep.Kernels[i].Ratio = rep.Kernels[i].GBps / rep.MemReadGBps
 	}
 	return rep, nil
 }

@@ -197,3 +197,4 @@ void df_ffn_up_rows(int isa, int dtype1, const uint8_t *d1, const uint8_t *s1,
 	for (int64_t t = 0; t < n; t++)
 		for (int64_t r = r0; r < r1; r++) g[t * rows + r] = act(kind, beta, lbeta, g[t * rows + r], u[t * rows + r]);
 }
+
