@@ -204,3 +204,9 @@ func (b *fastBackend) decodeRow(dst []float32, w Matrix, r int) {
 }
 
 const cgoKernels = true
+
+// applyAct sets g[i] = act(g[i], u[i]) with this backend's C activation, the
+// one ExpertFFN uses (for the tests).
+func (b *fastBackend) applyAct(act Activation, g, u []float32) {
+	C.df_act(C.int(b.isa), C.int(act.Kind), C.float(act.Beta), C.float(act.LinearBeta), floatPtr(g), floatPtr(u), C.int64_t(len(g)))
+}

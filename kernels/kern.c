@@ -127,7 +127,7 @@ static float gen_dot(int dtype, const uint8_t *row, const uint8_t *rs, const flo
 	return acc;
 }
 
-const df_rowkern df_generic = {gen_dot, gen_decode, gen_dotf, 0};
+const df_rowkern df_generic = {gen_dot, gen_decode, gen_dotf, 0, 0};
 
 static const df_rowkern *kern_for(int isa) {
 #if defined(__x86_64__)
@@ -177,7 +177,7 @@ void df_matmul_rows(int isa, int dtype, const uint8_t *data, const uint8_t *scal
 // exp and tanh in double and rounds; libm's float expf/tanhf are within an
 // ulp or two of that and several times cheaper, which matters here: there is
 // one activation per 2 weight rows.
-static inline float act(int kind, float beta, float lbeta, float g, float u) {
+float df_act1(int kind, float beta, float lbeta, float g, float u) {
 	float sig = 1.0f / (1.0f + expf(-g));
 	if (kind == DF_SITU) {
 		float capg = tanhf(g / beta) * beta;
@@ -187,6 +187,15 @@ static inline float act(int kind, float beta, float lbeta, float g, float u) {
 	return g * sig * u;
 }
 
+void df_act(int isa, int kind, float beta, float lbeta, float *g, const float *u, int64_t n) {
+	const df_rowkern *k = kern_for(isa);
+	if (k->act) {
+		k->act(kind, beta, lbeta, g, u, n);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++) g[i] = df_act1(kind, beta, lbeta, g[i], u[i]);
+}
+
 void df_ffn_up_rows(int isa, int dtype1, const uint8_t *d1, const uint8_t *s1,
                     int dtype3, const uint8_t *d3, const uint8_t *s3,
                     int64_t rows, int64_t cols, int64_t r0, int64_t r1,
@@ -194,7 +203,15 @@ void df_ffn_up_rows(int isa, int dtype1, const uint8_t *d1, const uint8_t *s1,
                     int kind, float beta, float lbeta) {
 	df_matmul_rows(isa, dtype1, d1, s1, cols, r0, r1, x, n, g, rows, scratch);
 	df_matmul_rows(isa, dtype3, d3, s3, cols, r0, r1, x, n, u, rows, scratch);
-	for (int64_t t = 0; t < n; t++)
-		for (int64_t r = r0; r < r1; r++) g[t * rows + r] = act(kind, beta, lbeta, g[t * rows + r], u[t * rows + r]);
+	const df_rowkern *k = kern_for(isa);
+	for (int64_t t = 0; t < n; t++) {
+		float *gt = g + t * rows;
+		const float *ut = u + t * rows;
+		if (k->act) {
+			k->act(kind, beta, lbeta, gt + r0, ut + r0, r1 - r0);
+			continue;
+		}
+		for (int64_t r = r0; r < r1; r++) gt[r] = df_act1(kind, beta, lbeta, gt[r], ut[r]);
+	}
 }
 

@@ -41,7 +41,13 @@ typedef struct {
 	float (*dotf)(const float *a, const float *b, int64_t cols);
 	// out[j] = a·x_j for the four vectors x_j = x + j*ldx; NULL: four dotf.
 	void (*dotf4)(const float *a, const float *x, int64_t ldx, int64_t cols, float *out);
+	// g[i] = act(g[i], u[i]) for i < n; NULL: the scalar libm version.
+	void (*act)(int kind, float beta, float lbeta, float *g, const float *u, int64_t n);
 } df_rowkern;
+
+float df_act1(int kind, float beta, float lbeta, float g, float u);
+// g[i] = act(g[i], u[i]) with the ISA's activation (for the tests).
+void df_act(int isa, int kind, float beta, float lbeta, float *g, const float *u, int64_t n);
 
 extern const df_rowkern df_generic;
 #if defined(__x86_64__)

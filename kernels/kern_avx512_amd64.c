@@ -79,4 +79,8 @@ static void avx512_dotf4(const float *a, const float *x, int64_t ldx, int64_t co
 	df_avx2.dotf4(a, x, ldx, cols, out);
 }
 
-const df_rowkern df_avx512 = {avx512_dot, avx512_decode, avx512_dotf, avx512_dotf4};
+static void avx512_act(int kind, float beta, float lbeta, float *g, const float *u, int64_t n) {
+	df_avx2.act(kind, beta, lbeta, g, u, n);
+}
+
+const df_rowkern df_avx512 = {avx512_dot, avx512_decode, avx512_dotf, avx512_dotf4, avx512_act};

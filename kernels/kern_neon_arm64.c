@@ -107,4 +107,4 @@ static void neon_decode(int dtype, const uint8_t *row, const uint8_t *rs, float 
 	df_generic.decode(dtype, row + df_row_bytes(dtype, 1) * c, rs, out + c, cols - c);
 }
 
-const df_rowkern df_neon = {neon_dot, neon_decode, neon_dotf, 0};
+const df_rowkern df_neon = {neon_dot, neon_decode, neon_dotf, 0, 0};
