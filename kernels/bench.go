@@ -228,7 +228,7 @@ func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
 			}
 			rep.Kernels = append(rep.Kernels, KernelResult{Name: c.name, Threads: Threads(b), GBps: gbps})
 		}
-		again, err := measure(ctx, opt.MinTime/4, len(buf), memPass)
+		again, err := measureN(ctx, opt.MinTime/4, 1, len(buf), memPass)
 		if err != nil {
 			return rep, err
 		}
@@ -240,13 +240,17 @@ func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
 	return rep, nil
 }
 
-// measure runs pass (moving bytes bytes) at least twice and until minTime
-// has passed, and returns the best pass in GB/s (10^9 bytes): the machine's
+// measure runs pass (moving bytes bytes) at least twice (measureN: minPasses
+// times) and until minTime has passed, and returns the best pass in GB/s (10^9 bytes): the machine's
 // capacity, which on a shared machine the average would understate.
 func measure(ctx context.Context, minTime time.Duration, bytes int, pass func()) (float64, error) {
+	return measureN(ctx, minTime, 2, bytes, pass)
+}
+
+func measureN(ctx context.Context, minTime time.Duration, minPasses, bytes int, pass func()) (float64, error) {
 	best := time.Duration(math.MaxInt64)
 	start := time.Now()
-	for i := 0; i < 2 || time.Since(start) < minTime; i++ {
+	for i := 0; i < minPasses || time.Since(start) < minTime; i++ {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
