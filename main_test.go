@@ -60,3 +60,9 @@ func TestBenchTargets(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `unknown backend "cuda"`)
 }
+
+func TestRunBadIDs(t *testing.T) {
+	code, _, errOut := runArgs(t, nil, "run", "--model", "testdata/k3-tiny", "--ids", "1,x")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, `--ids: "x" is not a token id`)
+}

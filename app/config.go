@@ -21,6 +21,8 @@ type Config struct {
 	// CPU have) or one of kernels.Available(), e.g. "ref" for the pure-Go
 	// reference. DELTAFIN_KERNELS sets it.
 	Kernels string
+	// Run holds `deltafin run`'s flags (run.go).
+	Run RunConfig
 }
 
 // Getenv is the shape of os.Getenv, so tests can pass a map lookup.
@@ -29,7 +31,7 @@ type Getenv func(string) string
 // DefaultConfig returns the configuration before flags, with the environment
 // applied.
 func DefaultConfig(getenv Getenv) Config {
-	c := Config{DataDir: filepath.Join(xdg.DataHome, "deltafin"), Kernels: "auto"}
+	c := Config{DataDir: filepath.Join(xdg.DataHome, "deltafin"), Kernels: "auto", Run: RunConfig{MaxNew: DefaultMaxNew}}
 	if v := getenv("DELTAFIN_KERNELS"); v != "" {
 		c.Kernels = v
 	}
