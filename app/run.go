@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/kernels"
 )
 
 // RunConfig is `deltafin run`: one generation from the command line.
@@ -95,7 +96,11 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if rc.Prompt != "" {
 		return ErrNoTokenizer
 	}
-	m, err := engine.Open(ctx, rc.Model, engine.Options{})
+	backend, err := kernels.ByName(cfg.Kernels) // DELTAFIN_KERNELS
+	if err != nil {
+		return err
+	}
+	m, err := engine.Open(ctx, rc.Model, engine.Options{Backend: backend})
 	if err != nil {
 		return err
 	}
