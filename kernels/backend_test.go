@@ -103,4 +103,11 @@ func TestBadShapesPanicWithAMessage(t *testing.T) {
 		}, b.Name())
 		require.Panics(t, func() { b.ExpertFFN(make([]float32, 3), e, Activation{}, make([]float32, 3), 1) }, b.Name())
 	}
+	// The C kernels would read past short byte slices; they panic instead.
+	short := Matrix{DType: MXFP4, Rows: 2, Cols: 64, Data: make([]byte, 63), Scales: make([]byte, 4)}
+	for _, b := range fastBackends(t, 2) {
+		require.PanicsWithValue(t, "kernels: matrix shape mismatch: MXFP4 [2,64] wants 64 data and 4 scale bytes, has 63 and 4", func() {
+			b.MatVec(make([]float32, 2), short, make([]float32, 64))
+		}, b.Name())
+	}
 }

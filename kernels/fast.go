@@ -70,7 +70,17 @@ func (b *fastBackend) Threads() int { return b.threads }
 
 func (b *fastBackend) MatVec(dst []float32, w Matrix, x []float32) { b.MatMul(dst, w, x, 1) }
 
+// mustValid panics unless w's byte slices match its shape: the C kernels
+// trust them, and an out-of-bounds read there would not panic but return
+// garbage. It costs a few comparisons per call.
+func mustValid(w Matrix) {
+	if err := w.Validate(); err != nil {
+		panic(err.Error())
+	}
+}
+
 func (b *fastBackend) MatMul(dst []float32, w Matrix, x []float32, n int) {
+	mustValid(w)
 	checkMatMul(dst, w, x, n)
 	if n <= 0 {
 		return
@@ -94,6 +104,9 @@ func (b *fastBackend) MatMul(dst []float32, w Matrix, x []float32, n int) {
 }
 
 func (b *fastBackend) ExpertFFN(dst []float32, e Expert, act Activation, x []float32, n int) {
+	mustValid(e.W1)
+	mustValid(e.W2)
+	mustValid(e.W3)
 	checkFFN(dst, e, x, n)
 	inter, dim := e.W1.Rows, e.W1.Cols
 	if n <= 0 {
