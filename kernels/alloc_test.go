@@ -31,4 +31,3 @@ func TestFastCallsDoNotAllocate(t *testing.T) {
 		require.Zero(t, allocs, b.Name())
 	}
 }
-
