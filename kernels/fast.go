@@ -23,7 +23,12 @@ const (
 	isaAVX512  = C.DF_ISA_AVX512
 )
 
-func init() { C.df_init() }
+func init() {
+	C.df_init()
+	isas := fastISAs()
+	best := isas[0].isa
+	readBytes = func(b []byte) uint64 { return uint64(C.df_read(C.int(best), bytePtr(b), C.int64_t(len(b)))) }
+}
 
 // fastISAs lists the C instruction sets this build has that this CPU runs,
 // fastest first, by backend name.

@@ -215,3 +215,19 @@ void df_ffn_up_rows(int isa, int dtype1, const uint8_t *d1, const uint8_t *s1,
 	}
 }
 
+
+uint64_t df_read(int isa, const uint8_t *p, int64_t n) {
+#if defined(__x86_64__)
+	if (isa == DF_ISA_AVX2 || isa == DF_ISA_AVX512) return df_read_avx2(p, n);
+#endif
+	(void)isa;
+	uint64_t s[16] = {0};
+	for (int64_t i = 0; i + 128 <= n; i += 128) {
+		uint64_t w[16];
+		memcpy(w, p + i, 128);
+		for (int j = 0; j < 16; j++) s[j] += w[j];
+	}
+	uint64_t t = 0;
+	for (int j = 0; j < 16; j++) t += s[j];
+	return t;
+}

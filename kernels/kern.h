@@ -34,6 +34,10 @@ void df_ffn_up_rows(int isa, int dtype1, const uint8_t *d1, const uint8_t *s1,
 void df_decode_row(int isa, int dtype, const uint8_t *data, const uint8_t *scales, int64_t cols,
                    int64_t r, float *out);
 
+// Reads n bytes (a multiple of 128) as fast as the CPU can: the memory
+// read limit of `deltafin bench kernels`.
+uint64_t df_read(int isa, const uint8_t *p, int64_t n);
+
 // ISA-specific row kernels, selected by df_matmul_rows.
 typedef struct {
 	float (*dot)(int dtype, const uint8_t *row, const uint8_t *rscales, const float *x, int64_t cols);
@@ -51,6 +55,7 @@ void df_act(int isa, int kind, float beta, float lbeta, float *g, const float *u
 
 extern const df_rowkern df_generic;
 #if defined(__x86_64__)
+uint64_t df_read_avx2(const uint8_t *p, int64_t n);
 extern const df_rowkern df_avx2;
 extern const df_rowkern df_avx512;
 #endif

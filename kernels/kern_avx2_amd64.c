@@ -228,3 +228,17 @@ AVX2 static void avx2_act(int kind, float beta, float lbeta, float *g, const flo
 }
 
 const df_rowkern df_avx2 = {avx2_dot, avx2_decode, avx2_dotf, avx2_dotf4, avx2_act};
+
+AVX2 uint64_t df_read_avx2(const uint8_t *p, int64_t n) {
+	__m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+	for (int64_t i = 0; i + 128 <= n; i += 128) {
+		a0 = _mm256_add_epi64(a0, _mm256_loadu_si256((const __m256i *)(p + i)));
+		a1 = _mm256_add_epi64(a1, _mm256_loadu_si256((const __m256i *)(p + i + 32)));
+		a2 = _mm256_add_epi64(a2, _mm256_loadu_si256((const __m256i *)(p + i + 64)));
+		a3 = _mm256_add_epi64(a3, _mm256_loadu_si256((const __m256i *)(p + i + 96)));
+	}
+	__m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+	uint64_t out[4];
+	_mm256_storeu_si256((__m256i *)out, s);
+	return out[0] + out[1] + out[2] + out[3];
+}
