@@ -26,12 +26,20 @@ AVX2 static inline __m256 ld_i8(const uint8_t *p) {
 }
 AVX2 static inline __m256 ld_f32(const uint8_t *p) { return _mm256_loadu_ps((const float *)p); }
 
+// Software prefetch this many bytes ahead of the loads: a row's stream is
+// cut into chunks and rows, and the hardware prefetcher restarts at each
+// break (measured here: BF16/INT8 from 0.6–0.75 to about 0.9 of a plain read
+// on one core).
+#define PF_AHEAD 2048
+
 // One loop per element type, 32 columns per step in four accumulators; the
 // tail (cols % 32) is scalar.
 #define DOT_BODY(LD, ES)                                                               \
 	__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                        \
 	int64_t c = 0;                                                                     \
 	for (; c + 32 <= cols; c += 32) {                                                  \
+		for (int pf = 0; pf < (ES) * 32; pf += 64)                                     \
+			_mm_prefetch((const char *)row + (ES) * c + PF_AHEAD + pf, _MM_HINT_T0);   \
 		a0 = _mm256_fmadd_ps(LD(row + (ES) * c), _mm256_loadu_ps(x + c), a0);           \
 		a1 = _mm256_fmadd_ps(LD(row + (ES) * (c + 8)), _mm256_loadu_ps(x + c + 8), a1);  \
 		a2 = _mm256_fmadd_ps(LD(row + (ES) * (c + 16)), _mm256_loadu_ps(x + c + 16), a2); \
@@ -85,6 +93,7 @@ AVX2 static float dot_mx(const uint8_t *row, const uint8_t *rs, const float *xp,
 	__m256 a0 = _mm256_setzero_ps(), a1 = a0;
 	int64_t ng = cols / 32, g = 0;
 	for (; g + 2 <= ng; g += 2) {
+		_mm_prefetch((const char *)row + 16 * g + PF_AHEAD, _MM_HINT_T0);
 		a0 = _mm256_fmadd_ps(mx_group(row + 16 * g, xp + 32 * g), _mm256_set1_ps(df_e8m0_half[rs[g]]), a0);
 		a1 = _mm256_fmadd_ps(mx_group(row + 16 * g + 16, xp + 32 * g + 32), _mm256_set1_ps(df_e8m0_half[rs[g + 1]]), a1);
 	}

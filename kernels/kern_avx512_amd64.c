@@ -21,10 +21,15 @@ AVX512 static inline __m512 ld_i8(const uint8_t *p) {
 	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
 
+// Software prefetch distance: see kern_avx2_amd64.c.
+#define PF_AHEAD 2048
+
 #define DOT512(LD, ES)                                                                    \
 	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                           \
 	int64_t c = 0;                                                                        \
 	for (; c + 64 <= cols; c += 64) {                                                     \
+		for (int pf = 0; pf < (ES) * 64; pf += 64)                                        \
+			_mm_prefetch((const char *)row + (ES) * c + PF_AHEAD + pf, _MM_HINT_T0);      \
 		a0 = _mm512_fmadd_ps(LD(row + (ES) * c), _mm512_loadu_ps(x + c), a0);              \
 		a1 = _mm512_fmadd_ps(LD(row + (ES) * (c + 16)), _mm512_loadu_ps(x + c + 16), a1);   \
 		a2 = _mm512_fmadd_ps(LD(row + (ES) * (c + 32)), _mm512_loadu_ps(x + c + 32), a2);   \
@@ -59,6 +64,7 @@ AVX512 static float dot_mx(const uint8_t *row, const uint8_t *rs, const float *x
 	__m512 a0 = _mm512_setzero_ps(), a1 = a0;
 	int64_t ng = cols / 32, g = 0;
 	for (; g + 2 <= ng; g += 2) {
+		_mm_prefetch((const char *)row + 16 * g + PF_AHEAD, _MM_HINT_T0);
 		a0 = _mm512_fmadd_ps(mx_group(row + 16 * g, xp + 32 * g, tbl), _mm512_set1_ps(df_e8m0[rs[g]]), a0);
 		a1 = _mm512_fmadd_ps(mx_group(row + 16 * g + 16, xp + 32 * g + 32, tbl), _mm512_set1_ps(df_e8m0[rs[g + 1]]), a1);
 	}
