@@ -145,8 +145,20 @@ AVX2 static void avx2_decode(int dtype, const uint8_t *row, const uint8_t *rs, f
 // Prefill: each widened weight vector is loaded once for four positions.
 AVX2 static void avx2_dotf4(const float *a, const float *x, int64_t ldx, int64_t cols, float *out) {
 	const float *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *x3 = x + 3 * ldx;
-	__m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+	// Two sets of sums, so that eight multiply-adds are in flight.
+	__m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, t0 = s0, t1 = s0, t2 = s0, t3 = s0;
 	int64_t c = 0;
+	for (; c + 16 <= cols; c += 16) {
+		__m256 w = _mm256_loadu_ps(a + c), v = _mm256_loadu_ps(a + c + 8);
+		s0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x0 + c), s0);
+		s1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x1 + c), s1);
+		s2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x2 + c), s2);
+		s3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x3 + c), s3);
+		t0 = _mm256_fmadd_ps(v, _mm256_loadu_ps(x0 + c + 8), t0);
+		t1 = _mm256_fmadd_ps(v, _mm256_loadu_ps(x1 + c + 8), t1);
+		t2 = _mm256_fmadd_ps(v, _mm256_loadu_ps(x2 + c + 8), t2);
+		t3 = _mm256_fmadd_ps(v, _mm256_loadu_ps(x3 + c + 8), t3);
+	}
 	for (; c + 8 <= cols; c += 8) {
 		__m256 w = _mm256_loadu_ps(a + c);
 		s0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x0 + c), s0);
@@ -154,10 +166,10 @@ AVX2 static void avx2_dotf4(const float *a, const float *x, int64_t ldx, int64_t
 		s2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x2 + c), s2);
 		s3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x3 + c), s3);
 	}
-	out[0] = hsum(s0);
-	out[1] = hsum(s1);
-	out[2] = hsum(s2);
-	out[3] = hsum(s3);
+	out[0] = hsum(_mm256_add_ps(s0, t0));
+	out[1] = hsum(_mm256_add_ps(s1, t1));
+	out[2] = hsum(_mm256_add_ps(s2, t2));
+	out[3] = hsum(_mm256_add_ps(s3, t3));
 	for (; c < cols; c++) {
 		out[0] += a[c] * x0[c];
 		out[1] += a[c] * x1[c];
