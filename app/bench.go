@@ -34,9 +34,9 @@ func BenchKernels(ctx context.Context, cfg Config, w io.Writer, opt BenchKernels
 	fmt.Fprintf(w, "backend %s; memory read %.1f GB/s with %d threads (%.1f GB/s with 1), over %d MiB\n\n",
 		rep.Backend, rep.MemReadGBps, rep.MemThreads, rep.MemReadOneGBps, rep.BufferBytes>>20)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kernel\tthreads\tGB/s\tratio to memory read\t")
+	fmt.Fprintln(tw, "kernel\tthreads\tGB/s\tratio to memory read\tpaired ratio\t")
 	for _, k := range rep.Kernels {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t\n", k.Name, k.Threads, k.GBps, k.Ratio)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.2f\t\n", k.Name, k.Threads, k.GBps, k.Ratio, k.PairedRatio)
 	}
 	return tw.Flush()
 }
