@@ -112,4 +112,32 @@ static void neon_decode(int dtype, const uint8_t *row, const uint8_t *rs, float 
 	df_generic.decode(dtype, row + df_row_bytes(dtype, 1) * c, rs, out + c, cols - c);
 }
 
-const df_rowkern df_neon = {neon_dot, neon_decode, neon_dotf, 0, 0};
+// Prefill: each widened weight vector is loaded once for four positions.
+static void neon_dotf4(const float *a, const float *x, int64_t ldx, int64_t cols, float *out) {
+	const float *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *x3 = x + 3 * ldx;
+	float32x4_t s0 = vdupq_n_f32(0), s1 = s0, s2 = s0, s3 = s0, t0 = s0, t1 = s0, t2 = s0, t3 = s0;
+	int64_t c = 0;
+	for (; c + 8 <= cols; c += 8) {
+		float32x4_t w = vld1q_f32(a + c), v = vld1q_f32(a + c + 4);
+		s0 = vfmaq_f32(s0, w, vld1q_f32(x0 + c));
+		s1 = vfmaq_f32(s1, w, vld1q_f32(x1 + c));
+		s2 = vfmaq_f32(s2, w, vld1q_f32(x2 + c));
+		s3 = vfmaq_f32(s3, w, vld1q_f32(x3 + c));
+		t0 = vfmaq_f32(t0, v, vld1q_f32(x0 + c + 4));
+		t1 = vfmaq_f32(t1, v, vld1q_f32(x1 + c + 4));
+		t2 = vfmaq_f32(t2, v, vld1q_f32(x2 + c + 4));
+		t3 = vfmaq_f32(t3, v, vld1q_f32(x3 + c + 4));
+	}
+	out[0] = vaddvq_f32(vaddq_f32(s0, t0));
+	out[1] = vaddvq_f32(vaddq_f32(s1, t1));
+	out[2] = vaddvq_f32(vaddq_f32(s2, t2));
+	out[3] = vaddvq_f32(vaddq_f32(s3, t3));
+	for (; c < cols; c++) {
+		out[0] += a[c] * x0[c];
+		out[1] += a[c] * x1[c];
+		out[2] += a[c] * x2[c];
+		out[3] += a[c] * x3[c];
+	}
+}
+
+const df_rowkern df_neon = {neon_dot, neon_decode, neon_dotf, neon_dotf4, 0};
