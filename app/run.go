@@ -18,6 +18,7 @@ import (
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/engine/chat"
 	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/kernels"
 )
 
 // RunConfig is `deltafin run`: one generation from the command line.
@@ -38,9 +39,6 @@ type RunConfig struct {
 
 // DefaultMaxNew is --max-new's default.
 const DefaultMaxNew = 16
-
-// DefaultEffort is --effort's default.
-const DefaultEffort = "max"
 
 // ParseIDs parses "1,2,3" into token ids.
 func ParseIDs(s string) ([]int, error) {
@@ -124,7 +122,11 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	m, err := engine.Open(ctx, rc.Model, engine.Options{})
+	backend, err := kernels.ByName(cfg.Kernels) // DELTAFIN_KERNELS
+	if err != nil {
+		return err
+	}
+	m, err := engine.Open(ctx, rc.Model, engine.Options{Backend: backend})
 	if err != nil {
 		return err
 	}
