@@ -15,6 +15,10 @@ type Config struct {
 	// state. Default: $XDG_DATA_HOME/deltafin (~/Library/Application
 	// Support/deltafin on macOS); DELTAFIN_HOME or --data-dir override it.
 	DataDir string
+	// RAMGB overrides the RAM the budget plans for, in GB (--ram-gb); 0
+	// uses the machine's (MemAvailable on Linux, hw.memsize and the VM
+	// statistics on macOS).
+	RAMGB float64
 }
 
 // Getenv is the shape of os.Getenv, so tests can pass a map lookup.
@@ -40,5 +44,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("app: data directory %q: %w", c.DataDir, err)
 	}
 	c.DataDir = abs
+	if c.RAMGB < 0 || c.RAMGB > 1<<20 {
+		return fmt.Errorf("app: --ram-gb %g is not a RAM size in GB", c.RAMGB)
+	}
 	return nil
 }

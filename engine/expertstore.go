@@ -101,7 +101,7 @@ type entry struct {
 
 // storeCounters are the store's statistics (atomics: read without the lock).
 type storeCounters struct {
-	diskBytes, reads, specReads, specHits, cacheHits, misses, specWasted atomic.Int64
+	diskBytes, reads, specReads, specHits, cacheHits, shared, misses, specWasted atomic.Int64
 }
 
 // StoreStats is a snapshot of the store's counters since open.
@@ -112,6 +112,7 @@ type StoreStats struct {
 	SpecHits    int64 // demanded experts found prefetched
 	SpecWasted  int64 // prefetched experts dropped unused
 	CacheHits   int64 // demanded experts found in the cache
+	Shared      int64 // demanded experts another batch was already reading or holding
 	Misses      int64 // demanded experts read on demand
 	CachedNow   int   // experts in the cache now
 	BufferBytes int64 // RAM held by the store's buffers
@@ -161,10 +162,11 @@ func OpenExpertStore(ctx context.Context, opts ExpertStoreOptions) (*ExpertStore
 			}
 			s.shards[sp.Shard], sizes[sp.Shard] = sf, size
 		}
-		if end := sp.Offset + sp.Size; end > sizes[sp.Shard] {
-			s.closeFiles()
-			return nil, truncatedError(id, sp, sizes[sp.Shard])
-		}
+	}
+	if id, ok := firstTruncated(opts.Spans, sizes); ok {
+		s.closeFiles()
+		sp := opts.Spans[id]
+		return nil, truncatedError(id, sp, sizes[sp.Shard])
 	}
 	// A covering aligned range is at most one block longer at each end.
 	s.bufSize = int(alignUp(maxSpan) + ioAlign)
@@ -174,6 +176,28 @@ func OpenExpertStore(ctx context.Context, opts ExpertStoreOptions) (*ExpertStore
 		go s.reader()
 	}
 	return s, nil
+}
+
+// firstTruncated finds an expert that runs past the end of its shard,
+// preferring the one the end of the file cuts through (the others lie wholly
+// beyond it).
+func firstTruncated(spans map[ExpertID]ExpertSpan, sizes map[string]int64) (ExpertID, bool) {
+	var found ExpertID
+	ok := false
+	for _, id := range sortedExpertIDs(spans) {
+		sp := spans[id]
+		size := sizes[sp.Shard]
+		if sp.Offset+sp.Size <= size {
+			continue
+		}
+		if sp.Offset < size {
+			return id, true
+		}
+		if !ok || sp.Offset < spans[found].Offset {
+			found, ok = id, true
+		}
+	}
+	return found, ok
 }
 
 func openShardFile(path, name string, mode IOMode) (*shardFile, int64, error) {
@@ -216,7 +240,7 @@ func (s *ExpertStore) Stats() StoreStats {
 	c := &s.stats
 	return StoreStats{
 		DiskBytes: c.diskBytes.Load(), Reads: c.reads.Load(), SpecReads: c.specReads.Load(),
-		SpecHits: c.specHits.Load(), SpecWasted: c.specWasted.Load(), CacheHits: c.cacheHits.Load(),
+		SpecHits: c.specHits.Load(), SpecWasted: c.specWasted.Load(), CacheHits: c.cacheHits.Load(), Shared: c.shared.Load(),
 		Misses: c.misses.Load(), CachedNow: cached, BufferBytes: int64(nbufs) * int64(s.bufSize),
 	}
 }
@@ -328,6 +352,8 @@ func (s *ExpertStore) Acquire(ctx context.Context, layer int, ids []int) (*Batch
 			s.stats.specHits.Add(1)
 		case e.cache:
 			s.stats.cacheHits.Add(1)
+		default:
+			s.stats.shared.Add(1)
 		}
 		e.refs++
 		b.entries[i] = e
