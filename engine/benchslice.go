@@ -334,7 +334,7 @@ func matVecThroughput(be kernels.Backend) float64 {
 	nc := runtime.NumCPU()
 	rows := k3Latent / nc
 	data := make([]byte, rows*nc*k3Hidden*2)
-	t := []tensorSpec{{"w", "BF16", []int64{int64(rows * nc), k3Hidden}, fillBF16}}
+	t := []synthTensor{{"w", "BF16", []int64{int64(rows * nc), k3Hidden}, fillBF16}}
 	fillChunk(data, 8, nil, t, []int64{8}, 3)
 	x := make([]float32, k3Hidden)
 	for i := range x {

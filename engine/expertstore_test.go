@@ -20,16 +20,16 @@ const (
 	tinyLatent = 96
 )
 
-func tinyExperts(layer, n int) []tensorSpec {
+func tinyExperts(layer, n int) []synthTensor {
 	shapes := [6][2]int64{
 		{tinyInter, tinyLatent / 2}, {tinyInter, tinyLatent / 32},
 		{tinyLatent, tinyInter / 2}, {tinyLatent, tinyInter / 32},
 		{tinyInter, tinyLatent / 2}, {tinyInter, tinyLatent / 32},
 	}
-	var t []tensorSpec
+	var t []synthTensor
 	for e := n - 1; e >= 0; e-- { // physical order differs from id order
 		for part, s := range shapes {
-			t = append(t, tensorSpec{ExpertName(ExpertID{layer, e}, part), "U8", s[:], fillKind(part % 2)})
+			t = append(t, synthTensor{ExpertName(ExpertID{layer, e}, part), "U8", s[:], fillKind(part % 2)})
 		}
 	}
 	return t
@@ -42,7 +42,7 @@ func writeTinyModel(t testing.TB, layers []int, n int) (string, map[ExpertID]Exp
 	spans := map[ExpertID]ExpertSpan{}
 	for i, l := range layers {
 		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, len(layers))
-		ts := append([]tensorSpec{{fmt.Sprintf("language_model.model.layers.%d.mlp.gate.weight", l), "BF16", []int64{12, 4}, fillBF16}},
+		ts := append([]synthTensor{{fmt.Sprintf("language_model.model.layers.%d.mlp.gate.weight", l), "BF16", []int64{12, 4}, fillBF16}},
 			tinyExperts(l, n)...)
 		require.NoError(t, writeSyntheticShard(context.Background(), filepath.Join(dir, name), ts, uint64(i+11), func(int64) {}))
 		f, err := os.Open(filepath.Join(dir, name))
@@ -334,14 +334,14 @@ func TestAcquireRejectsBadSelections(t *testing.T) {
 
 func TestIndexExpertsRejectsBrokenLayouts(t *testing.T) {
 	good := tinyExperts(1, 2)
-	swapped := append([]tensorSpec(nil), good...)
+	swapped := append([]synthTensor(nil), good...)
 	swapped[1], swapped[2] = swapped[2], swapped[1] // w2 packed before w1 scale
-	missing := append([]tensorSpec(nil), good[:5]...)
-	wrongType := append([]tensorSpec(nil), good...)
+	missing := append([]synthTensor(nil), good[:5]...)
+	wrongType := append([]synthTensor(nil), good...)
 	wrongType[0].dtype = "BF16"
 	for _, tc := range []struct {
 		name string
-		ts   []tensorSpec
+		ts   []synthTensor
 		want string
 	}{
 		{"parts out of order", swapped, "not where"},

@@ -24,15 +24,15 @@ const (
 	fillF32                   // float32 ±[2^-7, 2^-6)
 )
 
-// A tensorSpec is one tensor of a synthetic shard, in physical order.
-type tensorSpec struct {
+// A synthTensor is one tensor of a synthetic shard, in physical order.
+type synthTensor struct {
 	name  string
 	dtype string // "BF16", "F32", "U8"
 	shape []int64
 	fill  fillKind
 }
 
-func (t tensorSpec) size() int64 {
+func (t synthTensor) size() int64 {
 	n := int64(1)
 	for _, d := range t.shape {
 		n *= d
@@ -50,7 +50,7 @@ func (t tensorSpec) size() int64 {
 // in the given order, padded so the data section starts on 8 bytes. It
 // returns the header bytes (with the 8-byte length prefix) and each tensor's
 // absolute offset.
-func shardHeader(tensors []tensorSpec) ([]byte, []int64) {
+func shardHeader(tensors []synthTensor) ([]byte, []int64) {
 	var b strings.Builder
 	b.WriteString(`{"__metadata__":{"format":"pt"}`)
 	var off int64
@@ -88,7 +88,7 @@ const shardChunk = 8 << 20
 // interrupted run, fsyncs and renames, so path exists only when complete.
 // The written pages are dropped from the page cache as it goes: the file is
 // meant to be read cold.
-func writeSyntheticShard(ctx context.Context, path string, tensors []tensorSpec, seed uint64, progress func(int64)) error {
+func writeSyntheticShard(ctx context.Context, path string, tensors []synthTensor, seed uint64, progress func(int64)) error {
 	header, offs := shardHeader(tensors)
 	total := offs[len(offs)-1] + tensors[len(tensors)-1].size()
 	if st, err := os.Stat(path); err == nil && st.Size() == total {
@@ -144,7 +144,7 @@ func writeSyntheticShard(ctx context.Context, path string, tensors []tensorSpec,
 // fillChunk writes the file bytes [pos, pos+len(dst)): header bytes verbatim,
 // tensor bytes from a splitmix64 stream seeded by the chunk, shaped per kind.
 // Every tensor size and offset is a multiple of 8, so shaping works on words.
-func fillChunk(dst []byte, pos int64, header []byte, tensors []tensorSpec, offs []int64, seed uint64) {
+func fillChunk(dst []byte, pos int64, header []byte, tensors []synthTensor, offs []int64, seed uint64) {
 	x := seed ^ uint64(pos/shardChunk)*0x9E3779B97F4A7C15
 	end := pos + int64(len(dst))
 	ti := 0

@@ -43,11 +43,11 @@ const sliceFirstLayer = 2
 
 // k3LayerSpine lists the spine tensors of K3 layer i (an MoE layer) in the
 // order a slice stores them.
-func k3LayerSpine(i int) []tensorSpec {
+func k3LayerSpine(i int) []synthTensor {
 	p := layersPrefix + strconv.Itoa(i) + "."
-	bf := func(name string, shape ...int64) tensorSpec { return tensorSpec{p + name, "BF16", shape, fillBF16} }
-	f32 := func(name string, shape ...int64) tensorSpec { return tensorSpec{p + name, "F32", shape, fillF32} }
-	t := []tensorSpec{
+	bf := func(name string, shape ...int64) synthTensor { return synthTensor{p + name, "BF16", shape, fillBF16} }
+	f32 := func(name string, shape ...int64) synthTensor { return synthTensor{p + name, "F32", shape, fillF32} }
+	t := []synthTensor{
 		bf("input_layernorm.weight", k3Hidden), bf("self_attention_res_norm.weight", k3Hidden),
 		bf("self_attention_res_proj.weight", 1, k3Hidden), bf("post_attention_layernorm.weight", k3Hidden),
 		bf("mlp_res_norm.weight", k3Hidden), bf("mlp_res_proj.weight", 1, k3Hidden),
@@ -83,7 +83,7 @@ func k3LayerSpine(i int) []tensorSpec {
 // k3LayerExperts lists layer i's 896 experts, six tensors each, in the
 // physical order of lexicographic names (experts.10 before experts.2), which
 // is not expert-id order: the index must not assume it is.
-func k3LayerExperts(i int) []tensorSpec {
+func k3LayerExperts(i int) []synthTensor {
 	ids := make([]string, k3Experts)
 	for e := range ids {
 		ids[e] = strconv.Itoa(e)
@@ -94,7 +94,7 @@ func k3LayerExperts(i int) []tensorSpec {
 		{k3Latent, k3Inter / 2}, {k3Latent, k3Inter / 32},
 		{k3Inter, k3Latent / 2}, {k3Inter, k3Latent / 32},
 	}
-	t := make([]tensorSpec, 0, 6*k3Experts)
+	t := make([]synthTensor, 0, 6*k3Experts)
 	for _, s := range ids {
 		e, _ := strconv.Atoi(s)
 		for part, shape := range shapes {
@@ -102,15 +102,15 @@ func k3LayerExperts(i int) []tensorSpec {
 			if part%2 == 1 {
 				fill = fillScale
 			}
-			t = append(t, tensorSpec{ExpertName(ExpertID{i, e}, part), "U8", shape[:], fill})
+			t = append(t, synthTensor{ExpertName(ExpertID{i, e}, part), "U8", shape[:], fill})
 		}
 	}
 	return t
 }
 
 // k3Globals are the tensors outside the decoder layers.
-func k3Globals() []tensorSpec {
-	return []tensorSpec{
+func k3Globals() []synthTensor {
+	return []synthTensor{
 		{"language_model.model.norm.weight", "BF16", []int64{k3Hidden}, fillBF16},
 		{"language_model.model.output_attn_res_norm.weight", "BF16", []int64{k3Hidden}, fillBF16},
 		{"language_model.model.output_attn_res_proj.weight", "BF16", []int64{1, k3Hidden}, fillBF16},
@@ -119,7 +119,7 @@ func k3Globals() []tensorSpec {
 	}
 }
 
-func sumSize(t []tensorSpec) int64 {
+func sumSize(t []synthTensor) int64 {
 	var n int64
 	for _, x := range t {
 		n += x.size()
@@ -143,7 +143,7 @@ type SliceLayout struct {
 
 func sliceShardName(i, n int) string { return fmt.Sprintf("model-%05d-of-%06d.safetensors", i+1, n) }
 
-func sliceShardTensors(layers []int, shard int) []tensorSpec {
+func sliceShardTensors(layers []int, shard int) []synthTensor {
 	if shard == 0 {
 		return k3Globals()
 	}
