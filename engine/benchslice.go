@@ -143,7 +143,7 @@ func randomIDs(rng *rand.Rand, n, k int) []int {
 // readBandwidth reads rounds of 16 random spans of one random layer in
 // parallel through a cacheless store and returns GB/s.
 func readBandwidth(ctx context.Context, dir string, spans map[ExpertID]ExpertSpan, layers []int, mode IOMode, rng *rand.Rand) (float64, error) {
-	s, err := OpenExpertStore(ctx, ExpertStoreOptions{Dir: dir, Spans: spans, Mode: mode, Readers: k3TopK})
+	s, err := OpenExpertStore(ctx, ExpertStoreOptions{Dir: dir, Spans: spans, Mode: mode})
 	if err != nil {
 		return 0, err
 	}

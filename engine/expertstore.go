@@ -40,9 +40,13 @@ type ExpertStoreOptions struct {
 	// PrefetchExperts bounds the buffers speculative reads may hold
 	// (default 32: one layer's top-16 twice).
 	PrefetchExperts int
-	// Readers is the number of reads in flight (default 16: NVMe and Apple
-	// SSDs reach their bandwidth at a queue depth of 4 to 16).
+	// Readers is the number of chunk reads in flight (default 32: NVMe and
+	// Apple SSDs reach their bandwidth at a queue depth of 4 to 16, the
+	// virtio disk here wants more).
 	Readers int
+	// ChunkBytes is the size of one read (default readChunk; rounded up to
+	// the 4096-byte alignment of direct reads).
+	ChunkBytes int
 }
 
 // ExpertStore reads routed experts from shard files: a layer's selected
@@ -61,11 +65,12 @@ type ExpertStore struct {
 	bufSize     int
 	cacheCap    int
 	prefetchCap int
+	chunk       int64
 
 	ctx    context.Context // cancelled by Close; reads run under it
 	cancel context.CancelFunc
-	demand chan *entry
-	spec   chan *entry
+	demand chan readJob
+	spec   chan readJob
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
@@ -88,15 +93,18 @@ type shardFile struct {
 
 // entry is one expert's bytes in RAM or on their way there.
 type entry struct {
-	id    ExpertID
-	buf   []byte        // aligned backing buffer
-	data  []byte        // the span inside buf
-	done  chan struct{} // closed when the read has finished
-	err   error         // set before done closes
-	refs  int           // batches holding it, plus one while its read is in flight
-	spec  bool          // read by a prefetch and not yet used by a batch
-	cache bool          // admitted to the cache
-	gone  bool          // removed from the table; the buffer returns when refs reach 0
+	id      ExpertID
+	buf     []byte        // aligned backing buffer
+	data    []byte        // the span inside buf
+	done    chan struct{} // closed when the read has finished
+	err     error         // set before done closes
+	mu      sync.Mutex    // guards err and pending while chunks are read
+	pending int           // chunk reads not yet finished
+	bytes   int64         // bytes the chunks read
+	refs    int           // batches holding it, plus one while its read is in flight
+	spec    bool          // read by a prefetch and not yet used by a batch
+	cache   bool          // admitted to the cache
+	gone    bool          // removed from the table; the buffer returns when refs reach 0
 }
 
 // storeCounters are the store's statistics (atomics: read without the lock).
@@ -126,18 +134,21 @@ func OpenExpertStore(ctx context.Context, opts ExpertStoreOptions) (*ExpertStore
 		return nil, fmt.Errorf("engine: expert store: no experts")
 	}
 	if opts.Readers <= 0 {
-		opts.Readers = 16
+		opts.Readers = 32
 	}
 	if opts.PrefetchExperts <= 0 {
 		opts.PrefetchExperts = 32
+	}
+	if opts.ChunkBytes <= 0 {
+		opts.ChunkBytes = readChunk
 	}
 	if opts.CacheExperts < 0 {
 		opts.CacheExperts = 0
 	}
 	s := &ExpertStore{
 		spans: opts.Spans, shards: map[string]*shardFile{}, mode: opts.Mode, heat: opts.Heat,
-		fetch: opts.Fetch, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts,
-		demand: make(chan *entry, 256), spec: make(chan *entry, 256), entries: map[ExpertID]*entry{},
+		fetch: opts.Fetch, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: alignUp(int64(opts.ChunkBytes)),
+		demand: make(chan readJob, 1024), spec: make(chan readJob, 1024), entries: map[ExpertID]*entry{},
 	}
 	var maxSpan int64
 	maxLayer, maxExpert := 0, 0
@@ -402,22 +413,55 @@ func (s *ExpertStore) newEntry(id ExpertID, buf []byte) *entry {
 	return e
 }
 
-// submit queues e's read; the in-flight read holds a reference. Called with
-// mu held; the queues are deep enough that a send only blocks when more than
-// 256 reads are waiting, and readers never take mu while blocked on a queue.
-func (s *ExpertStore) submit(e *entry, q chan *entry) {
+// readChunk is the size of one positional read. A span is read as several
+// chunks in parallel: on the virtio disk here 4 MiB reads reach about 20%
+// more bandwidth than whole 17.5 MB ones (STREAMING.md), and a layer whose
+// cache hits leave only a few misses still keeps the queue deep.
+const readChunk = 4 << 20
+
+// A readJob is one chunk [lo, hi) of the file range covering an entry's
+// span (the whole range in stream mode, where the Fetcher is asked for the
+// expert as one request).
+type readJob struct {
+	e      *entry
+	lo, hi int64
+}
+
+// submit queues e's read as chunk jobs; the in-flight read holds a reference.
+// Called with mu held; when the queue is full the jobs are handed over from
+// a goroutine, so the lock is never held across a blocking send.
+func (s *ExpertStore) submit(e *entry, q chan readJob) {
 	e.refs++
-	select {
-	case q <- e:
-	default:
-		// Queue full: hand it over without holding the lock.
-		go func() {
-			select {
-			case q <- e:
-			case <-s.ctx.Done():
-				s.finish(e, ErrStoreClosed, 0)
-			}
-		}()
+	sp := s.spans[e.id]
+	lo, hi := sp.Offset, sp.Offset+sp.Size
+	if s.shards[sp.Shard].direct {
+		lo, hi = alignDown(lo), alignUp(hi)
+	}
+	var jobs []readJob
+	if s.fetch != nil {
+		jobs = []readJob{{e, lo, hi}}
+	} else {
+		for c := lo; c < hi; c += s.chunk {
+			jobs = append(jobs, readJob{e, c, min(c+s.chunk, hi)})
+		}
+	}
+	e.pending = len(jobs)
+	for i, j := range jobs {
+		select {
+		case q <- j:
+		default:
+			rest := jobs[i:]
+			go func() {
+				for _, j := range rest {
+					select {
+					case q <- j:
+					case <-s.ctx.Done():
+						s.chunkDone(j.e, ErrStoreClosed, 0)
+					}
+				}
+			}()
+			return
+		}
 	}
 }
 
@@ -538,36 +582,57 @@ func (s *ExpertStore) coldestCached() *entry {
 func (s *ExpertStore) reader() {
 	defer s.wg.Done()
 	for {
-		var e *entry
+		var j readJob
 		select {
-		case e = <-s.demand:
+		case j = <-s.demand:
 		default:
 			select {
-			case e = <-s.demand:
-			case e = <-s.spec:
+			case j = <-s.demand:
+			case j = <-s.spec:
 			case <-s.ctx.Done():
 				return
 			}
 		}
-		n, err := s.read(e)
-		s.finish(e, err, n)
+		n, err := s.read(j)
+		s.chunkDone(j.e, err, n)
 	}
 }
 
-func (s *ExpertStore) finish(e *entry, err error, n int64) {
-	s.stats.reads.Add(1)
+// chunkDone records one chunk; the last one publishes the entry.
+func (s *ExpertStore) chunkDone(e *entry, err error, n int64) {
 	s.stats.diskBytes.Add(n)
-	e.err = err
-	close(e.done)
+	e.mu.Lock()
+	if e.err == nil {
+		e.err = err
+	}
+	e.pending--
+	last := e.pending == 0
+	e.mu.Unlock()
+	if !last {
+		return
+	}
+	s.stats.reads.Add(1)
+	if e.err == nil {
+		sp := s.spans[e.id]
+		lo := sp.Offset
+		if s.shards[sp.Shard].direct {
+			lo = alignDown(lo)
+		}
+		e.data = e.buf[sp.Offset-lo : sp.Offset-lo+sp.Size : sp.Offset-lo+sp.Size]
+	}
+	// Drop the read's reference before waking waiters, so that a batch
+	// released right after Wait sees the entry as its own to cache.
 	s.mu.Lock()
 	s.unref(e)
 	s.mu.Unlock()
+	close(e.done)
 }
 
-// read fills e.data with its span: one pread of the covering aligned range
-// for direct descriptors (the span need not start on a block boundary), a
-// plain pread otherwise. It returns the bytes read from the device.
-func (s *ExpertStore) read(e *entry) (int64, error) {
+// read fills one chunk of e's buffer: the buffer holds the file range
+// covering the span (aligned for direct descriptors, since the span need not
+// start on a block boundary). It returns the bytes read from the device.
+func (s *ExpertStore) read(j readJob) (int64, error) {
+	e := j.e
 	if err := s.ctx.Err(); err != nil {
 		return 0, ErrStoreClosed
 	}
@@ -578,23 +643,20 @@ func (s *ExpertStore) read(e *entry) (int64, error) {
 			return 0, fmt.Errorf("engine: fetch %s (%s bytes %d to %d): %w", e.id, sp.Shard, sp.Offset, sp.Offset+sp.Size, err)
 		}
 	}
-	start, end := sp.Offset, sp.Offset+sp.Size
+	base := sp.Offset
 	if sf.direct {
-		start, end = alignDown(start), alignUp(end)
+		base = alignDown(base)
 	}
-	buf := e.buf[:end-start]
-	need := sp.Offset + sp.Size - start
-	got, err := preadFull(sf.fd, buf, start, sf.direct)
+	got, err := preadFull(sf.fd, e.buf[j.lo-base:j.hi-base], j.lo, sf.direct)
 	if err != nil {
 		return got, fmt.Errorf("engine: read %s from %s bytes %d to %d: %w", e.id, sp.Shard, sp.Offset, sp.Offset+sp.Size, err)
 	}
-	if got < need {
-		return got, truncatedError(e.id, sp, start+got)
+	if need := min(j.hi, sp.Offset+sp.Size) - j.lo; got < need {
+		return got, truncatedError(e.id, sp, j.lo+got)
 	}
 	if !sf.direct && s.mode != IOBuffered {
-		dropRange(sf.f, sp.Offset, sp.Size)
+		dropRange(sf.f, j.lo, j.hi-j.lo)
 	}
-	e.data = e.buf[sp.Offset-start : sp.Offset-start+sp.Size : sp.Offset-start+sp.Size]
 	return got, nil
 }
 

@@ -75,14 +75,18 @@ func TestExpertStoreReadsTheBytesOnDisk(t *testing.T) {
 		name  string
 		mode  IOMode
 		cache int
+		chunk int
 	}{
-		{"direct, no cache", IODirect, 0},
-		{"direct, cache 5", IODirect, 5},
-		{"buffered", IOBuffered, 3},
-		{"drop-behind", IODropBehind, 0},
+		{"direct, no cache", IODirect, 0, 0},
+		{"direct, cache 5", IODirect, 5, 0},
+		{"direct, 4096-byte chunks", IODirect, 0, 4096},
+		{"direct, 5000-byte chunks round up", IODirect, 2, 5000},
+		{"buffered", IOBuffered, 3, 0},
+		{"buffered, chunks", IOBuffered, 0, 4096},
+		{"drop-behind", IODropBehind, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Mode: tc.mode, CacheExperts: tc.cache, Readers: 4})
+			s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Mode: tc.mode, CacheExperts: tc.cache, Readers: 4, ChunkBytes: tc.chunk})
 			require.NoError(t, err)
 			defer s.Close()
 			// Every expert, including the first and the last of each shard
@@ -287,7 +291,7 @@ func TestTruncatedShardNamesTheExpert(t *testing.T) {
 		require.NoError(t, err)
 		path := filepath.Join(d, sp.Shard)
 		require.NoError(t, os.WriteFile(path, b, 0o644))
-		s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: d, Spans: spans, Readers: 2})
+		s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: d, Spans: spans, Readers: 2, ChunkBytes: 4096})
 		require.NoError(t, err)
 		defer s.Close()
 		require.NoError(t, os.Truncate(path, cut))
