@@ -34,22 +34,22 @@ type BudgetInput struct {
 // BudgetPlan is how RAM is spent: a reserve for the system, spine layers
 // pinned in layer order, an expert cache in what remains.
 type BudgetPlan struct {
-	RAM     int64 // the RAM planned for (override or physical)
-	Reserve int64 // max(10 GiB, 18% of RAM), left to the system
-	Usable  int64 // RAM − reserve − working set (and no more than is available)
+	RAM     int64 `json:"ram"`     // the RAM planned for (override or physical)
+	Reserve int64 `json:"reserve"` // max(10 GiB, 18% of RAM), left to the system
+	Usable  int64 `json:"usable"`  // RAM − reserve − working set (and no more than is available)
 	// GlobalsPinned says lm_head and the final norms stay in RAM; they are
 	// pinned before any layer because every token reads them.
-	GlobalsPinned bool
-	PinnedLayers  int   // layers 0..PinnedLayers-1 stay in RAM
-	PinnedBytes   int64 // globals and pinned layers
-	CacheBytes    int64 // the routed-expert cache
-	CacheExperts  int   // CacheBytes ÷ the span size
+	GlobalsPinned bool  `json:"globals_pinned"`
+	PinnedLayers  int   `json:"pinned_layers"` // layers 0..PinnedLayers-1 stay in RAM
+	PinnedBytes   int64 `json:"pinned_bytes"`  // globals and pinned layers
+	CacheBytes    int64 `json:"cache_bytes"`   // the routed-expert cache
+	CacheExperts  int   `json:"cache_experts"` // CacheBytes ÷ the span size
 	// StreamedSpineBytes is read from disk every token (the spine not pinned).
-	StreamedSpineBytes int64
+	StreamedSpineBytes int64 `json:"streamed_spine_bytes"`
 	// ExpertBytesPerToken is the routed-expert traffic per token with the
 	// cache hit rate of uniform routing (heat ranking does better: a floor).
-	ExpertBytesPerToken int64
-	DiskBytesPerToken   int64 // StreamedSpineBytes + ExpertBytesPerToken
+	ExpertBytesPerToken int64 `json:"expert_bytes_per_token"`
+	DiskBytesPerToken   int64 `json:"disk_bytes_per_token"` // StreamedSpineBytes + ExpertBytesPerToken
 }
 
 // SystemReserve is the RAM left to the OS and other programs:
