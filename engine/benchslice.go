@@ -377,13 +377,14 @@ func k3SpineBytes() ([]int64, int64) {
 	for i := range layers {
 		if i == 0 {
 			// Layer 0: KDA attention plus the dense MLP instead of the MoE block.
-			moe := sumSize(k3LayerSpine(1)[len(k3LayerSpine(1))-8:])
-			layers[0] = sumSize(k3LayerSpine(1)) - moe + 3*33792*k3Hidden*2
+			spine := k3LayerSpine(0, false)
+			moe := sumSize(spine[len(spine)-8:])
+			layers[0] = sumSize(spine) - moe + 3*33792*k3Hidden*2
 			continue
 		}
-		layers[i] = sumSize(k3LayerSpine(i))
+		layers[i] = sumSize(k3LayerSpine(i, k3IsMLA(i)))
 	}
-	return layers, sumSize(k3Globals()[:4])
+	return layers, sumSize(k3Globals())
 }
 
 // projectK3 plans the real 93-layer K3 on this machine's RAM and projects

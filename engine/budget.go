@@ -16,8 +16,8 @@ type BudgetInput struct {
 	TotalRAM     int64 // physical RAM (sysinfo: MemTotal, hw.memsize)
 	AvailableRAM int64 // allocatable now (MemAvailable; free+inactive+purgeable on macOS); 0 = unknown
 	OverrideRAM  int64 // --ram-gb: plan as if the machine had this much; 0 = use TotalRAM
-	// GlobalBytes are spine bytes every token needs outside the decoder
-	// layers (lm_head and the final norms; the embedding is read by row).
+	// GlobalBytes are spine bytes outside the decoder layers that stay in
+	// RAM (embedding, lm_head, final norms).
 	GlobalBytes int64
 	// LayerBytes is the spine of each decoder layer in layer order
 	// (attention, norms, router, latent projections, shared experts).
@@ -37,8 +37,8 @@ type BudgetPlan struct {
 	RAM     int64 `json:"ram"`     // the RAM planned for (override or physical)
 	Reserve int64 `json:"reserve"` // max(10 GiB, 18% of RAM), left to the system
 	Usable  int64 `json:"usable"`  // RAM − reserve − working set (and no more than is available)
-	// GlobalsPinned says lm_head and the final norms stay in RAM; they are
-	// pinned before any layer because every token reads them.
+	// GlobalsPinned says the embedding, lm_head and the final norms stay in
+	// RAM; they are pinned before any layer because every token reads them.
 	GlobalsPinned bool  `json:"globals_pinned"`
 	PinnedLayers  int   `json:"pinned_layers"` // layers 0..PinnedLayers-1 stay in RAM
 	PinnedBytes   int64 `json:"pinned_bytes"`  // globals and pinned layers

@@ -42,7 +42,8 @@ var expertParts = [6]string{
 }
 
 const (
-	layersPrefix   = "language_model.model.layers."
+	k3TextPrefix   = "language_model."
+	layersPrefix   = "model.layers."
 	expertsInfix   = ".block_sparse_moe.experts."
 	expertTensorU8 = "U8"
 )
@@ -84,9 +85,9 @@ func IndexExperts(shard string, h *safetensors.Header) (map[ExpertID]ExpertSpan,
 	return spans, nil
 }
 
-// parseExpertName splits "language_model.model.layers.L.block_sparse_moe.experts.E.PART".
+// parseExpertName splits "[language_model.]model.layers.L.block_sparse_moe.experts.E.PART".
 func parseExpertName(name string) (ExpertID, int, bool) {
-	rest, ok := strings.CutPrefix(name, layersPrefix)
+	rest, ok := strings.CutPrefix(strings.TrimPrefix(name, k3TextPrefix), layersPrefix)
 	if !ok {
 		return ExpertID{}, 0, false
 	}
@@ -114,7 +115,7 @@ func parseExpertName(name string) (ExpertID, int, bool) {
 // ExpertName returns the checkpoint name of one of an expert's tensors
 // (part 0..5 in on-disk order).
 func ExpertName(id ExpertID, part int) string {
-	return layersPrefix + strconv.Itoa(id.Layer) + expertsInfix + strconv.Itoa(id.Expert) + "." + expertParts[part]
+	return k3TextPrefix + layersPrefix + strconv.Itoa(id.Layer) + expertsInfix + strconv.Itoa(id.Expert) + "." + expertParts[part]
 }
 
 // ExpertSpanSize is the span of an expert with intermediate width inter and

@@ -382,3 +382,30 @@ func TestExpertMatricesViewTheSpan(t *testing.T) {
 	_, err = ExpertMatrices(b[:100], 3072, 3584)
 	require.True(t, errors.Is(err, ErrExpertLayout))
 }
+
+func TestPrefetchPreviousReadsTheLastSelection(t *testing.T) {
+	dir, spans := writeTinyModel(t, []int{1}, 10)
+	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Readers: 2})
+	require.NoError(t, err)
+	defer s.Close()
+	s.PrefetchPrevious(1) // nothing selected yet: nothing to do
+	require.Zero(t, s.Stats().SpecReads)
+	b, err := s.Acquire(t.Context(), 1, []int{4, 8})
+	require.NoError(t, err)
+	for i := range 2 {
+		_, err := b.Wait(t.Context(), i)
+		require.NoError(t, err)
+	}
+	b.Release() // no cache: both buffers are reused
+	s.PrefetchPrevious(1)
+	require.Equal(t, int64(2), s.Stats().SpecReads)
+	b, err = s.Acquire(t.Context(), 1, []int{8, 5})
+	require.NoError(t, err)
+	got, err := b.Wait(t.Context(), 0)
+	require.NoError(t, err)
+	require.Equal(t, spanBytes(t, dir, spans[ExpertID{1, 8}]), got)
+	b.Release()
+	st := s.Stats()
+	require.Equal(t, int64(1), st.SpecHits)
+	require.Equal(t, int64(1), st.SpecWasted, "4 was not chosen again")
+}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -93,7 +94,7 @@ func writeSyntheticShard(ctx context.Context, path string, tensors []synthTensor
 	total := offs[len(offs)-1] + tensors[len(tensors)-1].size()
 	if st, err := os.Stat(path); err == nil && st.Size() == total {
 		progress(total)
-		return nil
+		return rewriteHeader(path, header)
 	}
 	part := path + ".partial"
 	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
@@ -139,6 +140,32 @@ func writeSyntheticShard(ctx context.Context, path string, tensors []synthTensor
 		return fmt.Errorf("engine: %w", err)
 	}
 	return nil
+}
+
+// rewriteHeader makes a complete shard's header equal to header. The data
+// bytes depend only on the seed, the chunk and the tensors' sizes and kinds,
+// so a layout that renames tensors (same header length) keeps its data and
+// only the header is rewritten in place; any other difference is refused.
+func rewriteHeader(path string, header []byte) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	defer f.Close()
+	old := make([]byte, len(header))
+	if _, err := f.ReadAt(old, 0); err != nil {
+		return fmt.Errorf("engine: %s: %w", path, err)
+	}
+	if bytes.Equal(old, header) {
+		return nil
+	}
+	if !bytes.Equal(old[:8], header[:8]) {
+		return fmt.Errorf("engine: %s has another layout; delete it to write it again", path)
+	}
+	if _, err := f.WriteAt(header, 0); err != nil {
+		return fmt.Errorf("engine: %s: %w", path, err)
+	}
+	return f.Sync()
 }
 
 // fillChunk writes the file bytes [pos, pos+len(dst)): header bytes verbatim,

@@ -37,14 +37,19 @@ const (
 // k3IsMLA reports whether zero-based layer i is an MLA layer in K3.
 func k3IsMLA(i int) bool { return (i+1)%4 == 0 || i == k3Layers-1 }
 
-// sliceFirstLayer is the first K3 layer in a slice: layers 2 and 3 are one
-// KDA and one MLA layer, so even a two-layer slice has both spine shapes.
-const sliceFirstLayer = 2
+// sliceShapeOffset maps a slice layer to the K3 layer whose shapes it has:
+// slice layers 0 and 1 are K3 layers 2 (KDA) and 3 (MLA), so even a
+// two-layer slice has both spine shapes. Every slice layer is an MoE layer
+// (first_k_dense_replace 0 in its config).
+const sliceShapeOffset = 2
 
-// k3LayerSpine lists the spine tensors of K3 layer i (an MoE layer) in the
-// order a slice stores them.
-func k3LayerSpine(i int) []synthTensor {
-	p := layersPrefix + strconv.Itoa(i) + "."
+// sliceIsMLA reports whether slice layer j has an MLA spine.
+func sliceIsMLA(j int) bool { return k3IsMLA(j + sliceShapeOffset) }
+
+// k3LayerSpine lists the spine tensors of an MoE layer numbered i, with an
+// MLA or a KDA attention, in the order a slice stores them.
+func k3LayerSpine(i int, mla bool) []synthTensor {
+	p := k3TextPrefix + layersPrefix + strconv.Itoa(i) + "."
 	bf := func(name string, shape ...int64) synthTensor { return synthTensor{p + name, "BF16", shape, fillBF16} }
 	f32 := func(name string, shape ...int64) synthTensor { return synthTensor{p + name, "F32", shape, fillF32} }
 	t := []synthTensor{
@@ -52,7 +57,7 @@ func k3LayerSpine(i int) []synthTensor {
 		bf("self_attention_res_proj.weight", 1, k3Hidden), bf("post_attention_layernorm.weight", k3Hidden),
 		bf("mlp_res_norm.weight", k3Hidden), bf("mlp_res_proj.weight", 1, k3Hidden),
 	}
-	if k3IsMLA(i) {
+	if mla {
 		t = append(t,
 			bf("self_attn.q_a_proj.weight", k3QLora, k3Hidden), bf("self_attn.q_a_layernorm.weight", k3QLora),
 			bf("self_attn.q_b_proj.weight", k3MLAQWidth, k3QLora),
@@ -131,11 +136,11 @@ func sumSize(t []synthTensor) int64 {
 // globals (vocabulary 163840) in one shard, then one shard per MoE layer
 // holding its spine and its 896 MXFP4 experts in the real contiguous layout.
 type SliceLayout struct {
-	Layers     []int // K3 layer numbers, from sliceFirstLayer
+	Layers     []int // layer numbers, 0..n-1
 	Shards     []string
 	ShardBytes []int64
-	// SpineBytes is each layer's spine; GlobalBytes is lm_head and the final
-	// norms (the embedding, read by row, is not counted as spine).
+	// SpineBytes is each layer's spine; GlobalBytes is the embedding,
+	// lm_head and the final norms (the engine keeps all of them in RAM).
 	SpineBytes  []int64
 	GlobalBytes int64
 	TotalBytes  int64
@@ -148,17 +153,17 @@ func sliceShardTensors(layers []int, shard int) []synthTensor {
 		return k3Globals()
 	}
 	l := layers[shard-1]
-	return append(k3LayerSpine(l), k3LayerExperts(l)...)
+	return append(k3LayerSpine(l, sliceIsMLA(l)), k3LayerExperts(l)...)
 }
 
 // NewSliceLayout describes a slice of moeLayers MoE layers.
 func NewSliceLayout(moeLayers int) (SliceLayout, error) {
-	if moeLayers < 1 || moeLayers > k3MoELayers-sliceFirstLayer+1 {
-		return SliceLayout{}, fmt.Errorf("engine: a slice has 1 to %d MoE layers, not %d", k3MoELayers-sliceFirstLayer+1, moeLayers)
+	if moeLayers < 1 || moeLayers > k3MoELayers {
+		return SliceLayout{}, fmt.Errorf("engine: a slice has 1 to %d MoE layers, not %d", k3MoELayers, moeLayers)
 	}
 	var s SliceLayout
 	for i := range moeLayers {
-		s.Layers = append(s.Layers, sliceFirstLayer+i)
+		s.Layers = append(s.Layers, i)
 	}
 	n := moeLayers + 1
 	for i := range n {
@@ -169,22 +174,22 @@ func NewSliceLayout(moeLayers int) (SliceLayout, error) {
 		s.ShardBytes = append(s.ShardBytes, size)
 		s.TotalBytes += size
 		if i > 0 {
-			s.SpineBytes = append(s.SpineBytes, sumSize(k3LayerSpine(s.Layers[i-1])))
+			s.SpineBytes = append(s.SpineBytes, sumSize(k3LayerSpine(s.Layers[i-1], sliceIsMLA(s.Layers[i-1]))))
 		}
 	}
-	s.GlobalBytes = sumSize(k3Globals()[:4])
+	s.GlobalBytes = sumSize(k3Globals())
 	return s, nil
 }
 
 // SliceLayersFor returns the fewest MoE layers whose slice is at least
 // bytes large.
 func SliceLayersFor(bytes int64) int {
-	for n := 1; n < k3MoELayers-sliceFirstLayer+1; n++ {
+	for n := 1; n < k3MoELayers; n++ {
 		if l, _ := NewSliceLayout(n); l.TotalBytes >= bytes {
 			return n
 		}
 	}
-	return k3MoELayers - sliceFirstLayer + 1
+	return k3MoELayers
 }
 
 // sliceManifest marks a complete slice; it is written last.
@@ -195,7 +200,7 @@ type sliceManifest struct {
 	Bytes  []int64  `json:"bytes"`
 }
 
-const sliceFormat = "deltafin-bench-slice-v1"
+const sliceFormat = "deltafin-bench-slice-v2"
 
 // SliceMissingBytes is how much of the slice in dir is still to be written.
 func (s SliceLayout) SliceMissingBytes(dir string) int64 {
@@ -238,11 +243,69 @@ func (s SliceLayout) CreateSlice(ctx context.Context, dir string, freeDisk func(
 			return err
 		}
 	}
+	if err := s.writeConfig(dir); err != nil {
+		return err
+	}
 	m, err := json.Marshal(sliceManifest{sliceFormat, s.Layers, s.Shards, s.ShardBytes})
 	if err != nil {
 		return err
 	}
 	return writeFileAtomic(filepath.Join(dir, "slice.json"), m)
+}
+
+// writeConfig writes config.json (K3's, with the slice's layer count, every
+// layer MoE, the slice's KDA/MLA schedule) and model.safetensors.index.json,
+// so the engine opens the slice like any checkpoint.
+func (s SliceLayout) writeConfig(dir string) error {
+	var kda, mla []int
+	for _, l := range s.Layers {
+		if sliceIsMLA(l) {
+			mla = append(mla, l+1)
+		} else {
+			kda = append(kda, l+1)
+		}
+	}
+	group := map[string]any{"format": "mxfp4-pack-quantized", "weights": map[string]any{
+		"dynamic": false, "group_size": 32, "num_bits": 4, "observer": "minmax", "scale_dtype": "torch.uint8",
+		"strategy": "group", "symmetric": true, "type": "float"}}
+	text := map[string]any{
+		"model_type": "kimi_linear", "dtype": "bfloat16", "vocab_size": k3Vocab, "hidden_size": k3Hidden,
+		"num_hidden_layers": len(s.Layers), "intermediate_size": 33792, "moe_intermediate_size": k3Inter,
+		"routed_expert_hidden_size": k3Latent, "num_experts": k3Experts, "num_experts_per_token": k3TopK,
+		"num_shared_experts": 2, "first_k_dense_replace": 0, "moe_layer_freq": 1, "num_expert_group": 1,
+		"topk_group": 1, "use_grouped_topk": true, "topk_method": "noaux_tc", "moe_router_activation_func": "sigmoid",
+		"moe_renormalize": true, "routed_scaling_factor": 1.0, "latent_moe_use_norm": true, "hidden_act": "situ",
+		"activation_situ_beta": 4.0, "activation_situ_linear_beta": 25.0, "rms_norm_eps": 1e-5,
+		"num_attention_heads": 96, "num_key_value_heads": 96, "q_lora_rank": k3QLora, "kv_lora_rank": k3KVLora,
+		"qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "mla_use_nope": true,
+		"mla_use_output_gate": true, "attn_res_block_size": 12, "max_position_embeddings": 1048576,
+		"num_nextn_predict_layers": 0, "use_cache": true, "tie_word_embeddings": false,
+		"bos_token_id": 163584, "eos_token_id": 163586, "pad_token_id": 163839,
+		"linear_attn_config": map[string]any{"head_dim": 128, "num_heads": 96, "short_conv_kernel_size": 4,
+			"use_full_rank_gate": true, "gate_lower_bound": -5.0, "kda_layers": kda, "full_attn_layers": mla},
+		"quantization_config": map[string]any{"config_groups": map[string]any{"group_0": group},
+			"format": "mxfp4-pack-quantized", "quant_method": "compressed-tensors", "quantization_status": "compressed"},
+	}
+	cfg, err := json.MarshalIndent(map[string]any{"model_type": "kimi_k3", "dtype": "bfloat16",
+		"tie_word_embeddings": false, "bos_token_id": 163584, "eos_token_id": 163586, "pad_token_id": 163839,
+		"text_config": text}, "", "  ")
+	if err != nil {
+		return err
+	}
+	weights := map[string]string{}
+	for i, name := range s.Shards {
+		for _, t := range sliceShardTensors(s.Layers, i) {
+			weights[t.name] = name
+		}
+	}
+	idx, err := json.Marshal(map[string]any{"metadata": map[string]any{"total_size": s.TotalBytes}, "weight_map": weights})
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "config.json"), cfg); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, "model.safetensors.index.json"), idx)
 }
 
 func (s SliceLayout) complete(dir string) bool {

@@ -53,15 +53,15 @@ func TestSyntheticShardResumesToTheSameBytes(t *testing.T) {
 func TestSliceLayoutHasK3Shapes(t *testing.T) {
 	l, err := NewSliceLayout(2)
 	require.NoError(t, err)
-	require.Equal(t, []int{2, 3}, l.Layers, "one KDA and one MLA layer")
-	require.False(t, k3IsMLA(2))
-	require.True(t, k3IsMLA(3))
+	require.Equal(t, []int{0, 1}, l.Layers)
+	require.False(t, sliceIsMLA(0), "one KDA and one MLA layer")
+	require.True(t, sliceIsMLA(1))
 	require.Len(t, l.Shards, 3)
 	var experts int64 = k3Experts * ExpertSpanBytes
 	require.Equal(t, int64(15_722_348_544), experts)
 	require.Greater(t, l.ShardBytes[1], experts+l.SpineBytes[0])
 	require.Greater(t, l.SpineBytes[0], l.SpineBytes[1], "a KDA spine is larger than an MLA spine")
-	require.Equal(t, int64(k3Vocab*k3Hidden*2+3*k3Hidden*2), l.GlobalBytes, "lm_head and the final norms")
+	require.Equal(t, int64(2*k3Vocab*k3Hidden*2+3*k3Hidden*2), l.GlobalBytes, "embedding, lm_head and the final norms")
 	require.Greater(t, l.ShardBytes[0], int64(2*k3Vocab*k3Hidden*2), "embedding and lm_head")
 	require.Equal(t, 2, SliceLayersFor(37_914_753_024), "1.5 × this machine's 24 GB")
 	_, err = NewSliceLayout(0)
@@ -79,4 +79,29 @@ func TestCreateSliceRefusesWhenTheDiskIsFull(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Empty(t, entries, "nothing written")
+}
+
+func TestRenamedShardKeepsItsData(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.safetensors")
+	old := tinyExperts(2, 3)
+	require.NoError(t, writeSyntheticShard(t.Context(), path, old, 9, func(int64) {}))
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	renamed := tinyExperts(0, 3) // same header length: "layers.2." → "layers.0."
+	require.NoError(t, writeSyntheticShard(t.Context(), path, renamed, 9, func(int64) {}))
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	h, _ := shardHeader(renamed)
+	require.Equal(t, h, after[:len(h)])
+	require.Equal(t, before[len(h):], after[len(h):], "data untouched")
+
+	// A longer header changes the size: the shard is written again whole.
+	longer := tinyExperts(10, 3)
+	require.NoError(t, writeSyntheticShard(t.Context(), path, longer, 9, func(int64) {}))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	h, _ = shardHeader(longer)
+	require.Equal(t, h, b[:len(h)])
+	require.Len(t, b, len(h)+int(sumSize(longer)))
 }
