@@ -17,6 +17,7 @@ type BenchSliceOptions struct {
 	MoELayers int  // 0: the fewest layers making the slice ≥ 1.5 × RAM
 	JSON      bool // print the report as JSON instead of text
 	Tokens    int  // measured decode tokens (0: 8)
+	Engine    bool // also decode with the engine's forward pass over the slice
 }
 
 // BenchSlice creates (once, in the data directory) a synthetic checkpoint
@@ -74,7 +75,7 @@ func BenchSlice(ctx context.Context, cfg Config, o BenchSliceOptions, out, log i
 	}
 	fmt.Fprintf(log, "slice %s\n", plan)
 	rep, err := engine.BenchSlice(ctx, engine.SliceBenchOptions{
-		Dir: dir, Layout: layout, CacheExperts: plan.CacheExperts, Tokens: o.Tokens, Warmup: 2, Seed: uint64(time.Now().UnixNano()),
+		Dir: dir, Layout: layout, Plan: plan, Engine: o.Engine, Tokens: o.Tokens, Warmup: 2, Seed: uint64(time.Now().UnixNano()),
 		RAM: engine.BudgetInput{TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override},
 		Log: func(f string, a ...any) { fmt.Fprintf(log, f+"\n", a...) },
 	})
@@ -89,6 +90,10 @@ func BenchSlice(ctx context.Context, cfg Config, o BenchSliceOptions, out, log i
 	fmt.Fprintf(out, "disk parallel read (a): %.2f GB/s (%s; page cache bypassed)\n", rep.Bandwidth[0].GBPerSecond, rep.ChosenMode)
 	fmt.Fprintf(out, "steady decode (b): %.3f s/token, %.1f MB/token from disk, ratio %.2f (target 0.85); reads alone: ratio %.2f\n",
 		rep.Decode.SecondsPerToken, rep.Decode.DiskBytesPerToken/1e6, rep.Decode.Ratio, rep.DecodeIO.Ratio)
+	if d := rep.EngineDecode; d != nil {
+		fmt.Fprintf(out, "engine forward over the slice: %.3f s/token, %.1f MB/token from disk, ratio %.2f (backend %s)\n",
+			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.Ratio, rep.Backend)
+	}
 	fmt.Fprintf(out, "K3 (93 layers) on this machine: %s\n", rep.K3Plan)
 	fmt.Fprintf(out, "K3 projected: %.1f s/token with reads overlapped, %.1f s/token serial (backend %s)\n",
 		rep.K3SecondsPerTok[0], rep.K3SecondsPerTok[1], rep.Backend)

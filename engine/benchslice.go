@@ -19,8 +19,9 @@ type SliceBenchOptions struct {
 	Dir     string
 	Layout  SliceLayout
 	Backend kernels.Backend // nil: kernels.Default()
-	// CacheExperts is the expert cache of the decode runs (the budget plan's).
-	CacheExperts int
+	// Plan is the slice's budget plan: its expert cache for the decode
+	// runs, its pinned layers for the engine run.
+	Plan BudgetPlan
 	// RAM is the machine's memory (TotalRAM, AvailableRAM, OverrideRAM) for
 	// the projection of the full K3; the model fields are filled in here.
 	RAM BudgetInput
@@ -28,7 +29,10 @@ type SliceBenchOptions struct {
 	// Warmup tokens (default 2) that fill the cache and the prefetcher.
 	Tokens, Warmup int
 	Seed           uint64
-	Log            func(format string, args ...any) // progress lines; nil: silent
+	// Engine also runs the engine's forward pass over the slice (slow with
+	// the reference kernels: the spine and lm_head are computed too).
+	Engine bool
+	Log    func(format string, args ...any) // progress lines; nil: silent
 }
 
 // ReadBandwidth is one read mode's parallel bandwidth over cold expert spans.
@@ -51,18 +55,21 @@ type DecodeResult struct {
 
 // SliceReport is everything bench slice measures in one run.
 type SliceReport struct {
-	MoELayers       int             `json:"moe_layers"`
-	SliceBytes      int64           `json:"slice_bytes"`
-	RAMBytes        int64           `json:"ram_bytes"`
-	Backend         string          `json:"backend"`
-	Bandwidth       []ReadBandwidth `json:"read_bandwidth"` // (a), direct first
-	ChosenMode      string          `json:"chosen_mode"`
-	ExpertFFNGBps   float64         `json:"expert_ffn_gb_per_s"` // weight bytes/s, all cores
-	MatVecBF16GBps  float64         `json:"matvec_bf16_gb_per_s"`
-	DecodeIO        DecodeResult    `json:"decode_io_only"`
-	Decode          DecodeResult    `json:"decode"` // (b)
-	K3Plan          BudgetPlan      `json:"k3_plan"`
-	K3SecondsPerTok [2]float64      `json:"k3_projected_s_per_token"` // [overlapped, serial]
+	MoELayers      int             `json:"moe_layers"`
+	SliceBytes     int64           `json:"slice_bytes"`
+	RAMBytes       int64           `json:"ram_bytes"`
+	Backend        string          `json:"backend"`
+	Bandwidth      []ReadBandwidth `json:"read_bandwidth"` // (a), direct first
+	ChosenMode     string          `json:"chosen_mode"`
+	ExpertFFNGBps  float64         `json:"expert_ffn_gb_per_s"` // weight bytes/s, all cores
+	MatVecBF16GBps float64         `json:"matvec_bf16_gb_per_s"`
+	DecodeIO       DecodeResult    `json:"decode_io_only"`
+	Decode         DecodeResult    `json:"decode"` // (b)
+	// EngineDecode is the real forward pass over the slice (the router
+	// chooses; spine, router, attention and lm_head computed too).
+	EngineDecode    *DecodeResult `json:"engine_decode,omitempty"`
+	K3Plan          BudgetPlan    `json:"k3_plan"`
+	K3SecondsPerTok [2]float64    `json:"k3_projected_s_per_token"` // [overlapped, serial]
 }
 
 // BenchSlice measures the slice: (a) parallel read bandwidth of 16 random
@@ -132,6 +139,10 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		}
 		logf("(b) decode, %s: %.3f s/token, %.1f MB/token from disk, %.2f GB/s = %.2f of (a); cache hits %.0f%%, prefetch hits %.0f%%",
 			what, d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.DiskGBPerSecond, d.Ratio, 100*d.CacheHitRate, 100*d.PrefetchHitRate)
+	}
+	if o.Engine {
+		// The engine's forward pass arrives with the engine (issue 3).
+		logf("(b) decode, engine forward: not in this build")
 	}
 	r.K3Plan, r.K3SecondsPerTok, err = projectK3(o.RAM, r)
 	return r, err
@@ -204,7 +215,7 @@ func nextRoute(rng *rand.Rand, prev []int) []int {
 // the next layer's previous-token experts prefetched, each expert's FFN
 // computed as soon as it arrives on every core, then released.
 func (o SliceBenchOptions) decode(ctx context.Context, spans map[ExpertID]ExpertSpan, heat *Heat, compute bool, rng *rand.Rand) (DecodeResult, error) {
-	s, err := OpenExpertStore(ctx, ExpertStoreOptions{Dir: o.Dir, Spans: spans, Mode: IODirect, Heat: heat, CacheExperts: o.CacheExperts})
+	s, err := OpenExpertStore(ctx, ExpertStoreOptions{Dir: o.Dir, Spans: spans, Mode: IODirect, Heat: heat, CacheExperts: o.Plan.CacheExperts})
 	if err != nil {
 		return DecodeResult{}, err
 	}
