@@ -13,6 +13,13 @@ func addRAMFlag(fs *flag.FlagSet, cfg *app.Config) {
 	fs.Float64Var(&cfg.RAMGB, "ram-gb", cfg.RAMGB, "plan memory as if the machine had this many GB (default: measured)")
 }
 
+// addStreamFlags binds the flags of the commands that generate: --ram-gb
+// and --trace.
+func addStreamFlags(fs *flag.FlagSet, cfg *app.Config) {
+	addRAMFlag(fs, cfg)
+	fs.StringVar(&cfg.Trace, "trace", cfg.Trace, "write the router's expert choices to this file (JSON lines)")
+}
+
 // runBenchSlice is `deltafin bench slice`.
 func runBenchSlice(ctx context.Context, cfg app.Config, args []string) error {
 	fs := newFlags("bench slice", "", &cfg)

@@ -8,7 +8,7 @@ import (
 
 func runRun(ctx context.Context, cfg app.Config, args []string) error {
 	fs := newFlags("run", "", &cfg)
-	addRAMFlag(fs, &cfg)
+	addStreamFlags(fs, &cfg)
 	if err := parse(fs, args, &cfg); err != nil {
 		return err
 	}

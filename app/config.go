@@ -19,6 +19,9 @@ type Config struct {
 	// uses the machine's (MemAvailable on Linux, hw.memsize and the VM
 	// statistics on macOS).
 	RAMGB float64
+	// Trace, when set, is a file that receives the router trace of the run
+	// (--trace): one JSON line per token and MoE layer, for `deltafin warm`.
+	Trace string
 }
 
 // Getenv is the shape of os.Getenv, so tests can pass a map lookup.

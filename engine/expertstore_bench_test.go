@@ -36,10 +36,8 @@ func benchModel(b *testing.B) (string, map[ExpertID]ExpertSpan) {
 func BenchmarkExpertStoreLayer(b *testing.B) {
 	dir, spans := benchModel(b)
 	var ids [3][]int
-	for r := range ids {
-		for e := range 16 {
-			ids[r] = append(ids[r], r*16+e)
-		}
+	for i, id := range sortedExpertIDs(spans) {
+		ids[i/16] = append(ids[i/16], id.Expert)
 	}
 	raw := func(sel []int) {
 		var wg sync.WaitGroup
