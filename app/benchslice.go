@@ -43,8 +43,8 @@ func BenchSlice(ctx context.Context, cfg Config, o BenchSliceOptions, out, log i
 		return err
 	}
 	dir := filepath.Join(cfg.DataDir, "bench-slice")
-	fmt.Fprintf(log, "slice: %d MoE layers (K3 layers %d..%d), %.2f GB in %s (%.2f× RAM)\n", layers,
-		layout.Layers[0], layout.Layers[len(layout.Layers)-1], float64(layout.TotalBytes)/1e9, dir, float64(layout.TotalBytes)/float64(ram))
+	fmt.Fprintf(log, "slice: %d MoE layers with K3's shapes (vocabulary 163840, hidden 7168, 896 MXFP4 experts each), %.2f GB in %s (%.2f× RAM)\n",
+		layers, float64(layout.TotalBytes)/1e9, dir, float64(layout.TotalBytes)/float64(ram))
 	if missing := layout.SliceMissingBytes(dir); missing > 0 {
 		fmt.Fprintf(log, "slice: writing %.2f GB (resumable; reused by later runs)\n", float64(missing)/1e9)
 	}
