@@ -15,6 +15,10 @@ import (
 // ErrTruncated reports a shard that ends inside a routed expert.
 var ErrTruncated = errors.New("engine: shard truncated")
 
+// errDropped marks the skipped chunks of a prefetch dropped before its read
+// finished; nobody waits for such an entry.
+var errDropped = errors.New("engine: prefetch dropped")
+
 // ErrStoreClosed is returned by a store used after Close.
 var ErrStoreClosed = errors.New("engine: expert store closed")
 
@@ -106,6 +110,9 @@ type entry struct {
 	spec    bool          // read by a prefetch and not yet used by a batch
 	cache   bool          // admitted to the cache
 	gone    bool          // removed from the table; the buffer returns when refs reach 0
+	// dropped is set with gone: chunk reads not yet started are skipped, so
+	// a wrong prefetch costs only what is already in flight.
+	dropped atomic.Bool
 }
 
 // storeCounters are the store's statistics (atomics: read without the lock).
@@ -532,6 +539,7 @@ func (s *ExpertStore) drop(e *entry) {
 		return
 	}
 	e.gone = true
+	e.dropped.Store(true)
 	delete(s.entries, e.id)
 	if e.spec {
 		e.spec = false
@@ -646,6 +654,9 @@ func (s *ExpertStore) read(j readJob) (int64, error) {
 	e := j.e
 	if err := s.ctx.Err(); err != nil {
 		return 0, ErrStoreClosed
+	}
+	if e.dropped.Load() {
+		return 0, errDropped
 	}
 	sp := s.spans[e.id]
 	sf := s.shards[sp.Shard]
