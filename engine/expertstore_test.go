@@ -409,3 +409,25 @@ func TestPrefetchPreviousReadsTheLastSelection(t *testing.T) {
 	require.Equal(t, int64(1), st.SpecHits)
 	require.Equal(t, int64(1), st.SpecWasted, "4 was not chosen again")
 }
+
+func TestWrongPrefetchesStopReading(t *testing.T) {
+	dir, spans := writeTinyModel(t, []int{1}, 12)
+	// One reader and 4096-byte chunks: a prefetch of 8 experts queues about
+	// 24 chunk reads, most still queued when the router decides.
+	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Readers: 1, ChunkBytes: 4096, PrefetchExperts: 8})
+	require.NoError(t, err)
+	defer s.Close()
+	s.Prefetch(1, []int{0, 1, 2, 3, 4, 5, 6, 7})
+	b, err := s.Acquire(t.Context(), 1, []int{11})
+	require.NoError(t, err)
+	got, err := b.Wait(t.Context(), 0)
+	require.NoError(t, err)
+	require.Equal(t, spanBytes(t, dir, spans[ExpertID{1, 11}]), got)
+	b.Release()
+	require.NoError(t, s.Close()) // waits for the readers
+	st := s.Stats()
+	require.Equal(t, int64(8), st.SpecWasted)
+	// Reading all nine experts would take at least 9 × 12288 bytes; the
+	// demanded one and the chunks in flight take at most about three.
+	require.Less(t, st.DiskBytes, 4*alignUp(ExpertSpanSize(tinyInter, tinyLatent)), "dropped prefetches were not read to the end")
+}
