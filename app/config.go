@@ -15,6 +15,8 @@ type Config struct {
 	// state. Default: $XDG_DATA_HOME/deltafin (~/Library/Application
 	// Support/deltafin on macOS); DELTAFIN_HOME or --data-dir override it.
 	DataDir string
+	// Run holds `deltafin run`'s flags (run.go).
+	Run RunConfig
 	// RAMGB overrides the RAM the budget plans for, in GB (--ram-gb); 0
 	// uses the machine's (MemAvailable on Linux, hw.memsize and the VM
 	// statistics on macOS).
@@ -30,7 +32,7 @@ type Getenv func(string) string
 // DefaultConfig returns the configuration before flags, with the environment
 // applied.
 func DefaultConfig(getenv Getenv) Config {
-	c := Config{DataDir: filepath.Join(xdg.DataHome, "deltafin")}
+	c := Config{DataDir: filepath.Join(xdg.DataHome, "deltafin"), Run: RunConfig{MaxNew: DefaultMaxNew}}
 	if v := getenv("DELTAFIN_HOME"); v != "" {
 		c.DataDir = v
 	}
