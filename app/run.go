@@ -95,12 +95,18 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if rc.Prompt != "" {
 		return ErrNoTokenizer
 	}
-	m, err := engine.Open(ctx, rc.Model, engine.Options{})
+	st, err := cfg.OpenStream(rc.Model, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	m, err := engine.Open(ctx, rc.Model, engine.Options{Stream: st.Options})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	info := m.Info()
+	fmt.Fprintln(stderr, m.Plan())
 
 	opts := engine.GenerateOptions{MaxNew: rc.MaxNew}
 	if rc.Chat && info.EOS >= 0 {

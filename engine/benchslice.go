@@ -141,8 +141,14 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 			what, d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.DiskGBPerSecond, d.Ratio, 100*d.CacheHitRate, 100*d.PrefetchHitRate)
 	}
 	if o.Engine {
-		// The engine's forward pass arrives with the engine (issue 3).
-		logf("(b) decode, engine forward: not in this build")
+		d, err := o.engineDecode(ctx, o.Plan, heat)
+		if err != nil {
+			return r, err
+		}
+		d.Ratio = d.DiskGBPerSecond / r.Bandwidth[0].GBPerSecond
+		r.EngineDecode = &d
+		logf("(b) decode, engine forward: %.3f s/token, %.1f MB/token from disk, %.2f GB/s = %.2f of (a); cache hits %.0f%%, prefetch hits %.0f%%",
+			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.DiskGBPerSecond, d.Ratio, 100*d.CacheHitRate, 100*d.PrefetchHitRate)
 	}
 	r.K3Plan, r.K3SecondsPerTok, err = projectK3(o.RAM, r)
 	return r, err
