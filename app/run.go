@@ -95,7 +95,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if rc.Prompt != "" {
 		return ErrNoTokenizer
 	}
-	st, err := cfg.OpenStream(rc.Model, nil)
+	st, err := cfg.OpenStream(nil)
 	if err != nil {
 		return err
 	}

@@ -16,17 +16,22 @@ type Stream struct {
 	trace   *engine.TraceWriter
 }
 
-// OpenStream plans streaming for the model in modelDir from this machine's
+// OpenStream plans streaming from this machine's
 // RAM (or --ram-gb), keeps the expert heat histogram in the data directory
-// (heat/<model directory name>.heat) and starts the --trace file if asked.
-func (c Config) OpenStream(modelDir string, fetch engine.Fetcher) (*Stream, error) {
+// (expert_heat.jsonl, which deltafin warm also reads) and starts the --trace
+// file if asked.
+//
+// fetch makes missing expert ranges present: pass the mirror
+// (*downloader.Mirror, from OpenMirror) when the model is a stream install
+// opened from the mirror's directory, nil for an all-local checkpoint.
+func (c Config) OpenStream(fetch engine.Fetcher) (*Stream, error) {
 	mem, err := sysinfo.ReadMemory()
 	if err != nil {
 		return nil, err
 	}
 	o := &engine.StreamOptions{
 		TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available),
-		HeatPath: filepath.Join(c.DataDir, "heat", filepath.Base(filepath.Clean(modelDir))+".heat"),
+		HeatPath: filepath.Join(c.DataDir, "expert_heat.jsonl"),
 		Fetch:    fetch,
 	}
 	if c.RAMGB > 0 {

@@ -72,7 +72,7 @@ func TestPlanBudget(t *testing.T) {
 }
 
 func TestHeatPersistsAcrossRuns(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "heat", "k3.heat")
+	path := filepath.Join(t.TempDir(), "data", "expert_heat.jsonl")
 	h, err := LoadHeat(path, 4, 8)
 	require.NoError(t, err, "a missing file is an empty histogram")
 	h.Touch(2, []int{1, 5})
@@ -85,26 +85,28 @@ func TestHeatPersistsAcrossRuns(t *testing.T) {
 	require.Equal(t, float32(1), g.Score(ExpertID{2, 1}))
 	require.Zero(t, g.Score(ExpertID{3, 5}))
 
-	good, err := os.ReadFile(path)
+	b, err := os.ReadFile(path)
 	require.NoError(t, err)
+	require.Equal(t, "{\"layer\":2,\"expert\":1,\"heat\":1}\n{\"layer\":2,\"expert\":5,\"heat\":2}\n", string(b),
+		"the format deltafin warm reads")
 	for _, tc := range []struct {
 		name    string
-		layers  int
-		corrupt func([]byte) []byte
+		content string
 		want    string
 	}{
-		{"another model's shape", 5, func(b []byte) []byte { return b }, "the model has 5×8"},
-		{"flipped byte", 4, func(b []byte) []byte { b[20] ^= 1; return b }, "checksum"},
-		{"cut short", 4, func(b []byte) []byte { return b[:len(b)-3] }, "bytes, want"},
-		{"not a heat file", 4, func([]byte) []byte { return []byte("hello, world, hello") }, "not a heat file"},
+		{"another model's shape", `{"layer":4,"expert":1,"heat":1}`, "outside the model's 4×8 experts"},
+		{"negative heat", `{"layer":1,"expert":1,"heat":-1}`, "heat -1"},
+		{"not JSON", "hello", "line 1"},
+		{"second line damaged", "{\"layer\":1,\"expert\":1,\"heat\":1}\n{\"layer\":", "line 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "h")
-			require.NoError(t, os.WriteFile(p, tc.corrupt(append([]byte(nil), good...)), 0o644))
-			h, err := LoadHeat(p, tc.layers, 8)
+			require.NoError(t, os.WriteFile(p, []byte(tc.content), 0o644))
+			h, err := LoadHeat(p, 4, 8)
 			require.ErrorIs(t, err, ErrHeatFormat)
 			require.ErrorContains(t, err, tc.want)
 			require.NotNil(t, h, "an empty histogram to start afresh with")
+			require.Zero(t, h.Score(ExpertID{1, 1}))
 		})
 	}
 }

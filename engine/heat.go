@@ -1,13 +1,12 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
-	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -21,8 +20,6 @@ var ErrHeatFormat = errors.New("engine: heat file")
 // that routing from long ago fades (about 65k uses of the hottest expert
 // between halvings, a few thousand tokens) and no count can overflow.
 const heatHalving = 1 << 16
-
-var heatMagic = [8]byte{'D', 'F', 'H', 'E', 'A', 'T', '1', '\n'}
 
 // Heat is a histogram of how often each routed expert was selected, decayed
 // by halving. The expert cache admits and evicts by it, and it is saved in the
@@ -40,38 +37,50 @@ func NewHeat(layers, experts int) *Heat {
 	return &Heat{layers: layers, experts: experts, counts: make([]float32, layers*experts)}
 }
 
-// LoadHeat reads a histogram saved by Save. A missing file gives an empty
-// histogram; a file of another shape or a damaged one gives ErrHeatFormat (the
-// caller decides whether to start afresh).
+// LoadHeat reads a histogram saved by Save: JSON lines
+// {"layer":L,"expert":E,"heat":h}, the format `deltafin warm` reads. A
+// missing file gives an empty histogram; a damaged line or an expert outside
+// the model gives ErrHeatFormat and an empty histogram (the caller decides
+// whether to start afresh).
 func LoadHeat(path string, layers, experts int) (*Heat, error) {
 	h := NewHeat(layers, experts)
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return h, nil
 	}
 	if err != nil {
 		return h, fmt.Errorf("engine: read heat: %w", err)
 	}
-	want := len(heatMagic) + 8 + 4*layers*experts + 4
-	switch {
-	case len(b) < len(heatMagic)+8 || !bytes.Equal(b[:8], heatMagic[:]):
-		return h, fmt.Errorf("%w: %s is not a heat file", ErrHeatFormat, path)
-	case int(binary.LittleEndian.Uint32(b[8:])) != layers || int(binary.LittleEndian.Uint32(b[12:])) != experts:
-		return h, fmt.Errorf("%w: %s is for %d×%d experts, the model has %d×%d", ErrHeatFormat, path,
-			binary.LittleEndian.Uint32(b[8:]), binary.LittleEndian.Uint32(b[12:]), layers, experts)
-	case len(b) != want:
-		return h, fmt.Errorf("%w: %s has %d bytes, want %d", ErrHeatFormat, path, len(b), want)
-	case crc32.ChecksumIEEE(b[:want-4]) != binary.LittleEndian.Uint32(b[want-4:]):
-		return h, fmt.Errorf("%w: %s fails its checksum", ErrHeatFormat, path)
-	}
-	for i := range h.counts {
-		v := math.Float32frombits(binary.LittleEndian.Uint32(b[16+4*i:]))
-		if v < 0 || v != v || v > heatHalving {
-			return NewHeat(layers, experts), fmt.Errorf("%w: %s has count %v", ErrHeatFormat, path, v)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
 		}
-		h.counts[i] = v
+		var r heatRecord
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return NewHeat(layers, experts), fmt.Errorf("%w: %s line %d: %v", ErrHeatFormat, path, line, err)
+		}
+		switch {
+		case r.Layer < 0 || r.Layer >= layers || r.Expert < 0 || r.Expert >= experts:
+			return NewHeat(layers, experts), fmt.Errorf("%w: %s line %d: layer %d expert %d is outside the model's %d×%d experts",
+				ErrHeatFormat, path, line, r.Layer, r.Expert, layers, experts)
+		case !(r.Heat >= 0 && r.Heat <= heatHalving):
+			return NewHeat(layers, experts), fmt.Errorf("%w: %s line %d: heat %v", ErrHeatFormat, path, line, r.Heat)
+		}
+		h.counts[r.Layer*experts+r.Expert] = float32(r.Heat)
+	}
+	if err := sc.Err(); err != nil {
+		return NewHeat(layers, experts), fmt.Errorf("%w: %s: %v", ErrHeatFormat, path, err)
 	}
 	return h, nil
+}
+
+// heatRecord is one line of a saved histogram.
+type heatRecord struct {
+	Layer  int     `json:"layer"`
+	Expert int     `json:"expert"`
+	Heat   float64 `json:"heat"`
 }
 
 // Touch records one selection of each of ids in layer. Out-of-range ids are
@@ -107,20 +116,20 @@ func (h *Heat) Score(id ExpertID) float32 {
 	return h.counts[id.Layer*h.experts+id.Expert]
 }
 
-// Save writes the histogram atomically (temporary file, fsync, rename), so a
-// crash leaves the previous file or the new one, never a torn one.
+// Save writes the non-zero counts as JSON lines atomically (temporary
+// file, fsync, rename), so a crash leaves the previous file or the new one,
+// never a torn one.
 func (h *Heat) Save(path string) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	h.mu.Lock()
-	b := make([]byte, 0, 20+4*len(h.counts))
-	b = append(b, heatMagic[:]...)
-	b = binary.LittleEndian.AppendUint32(b, uint32(h.layers))
-	b = binary.LittleEndian.AppendUint32(b, uint32(h.experts))
-	for _, v := range h.counts {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+	for i, v := range h.counts {
+		if v > 0 {
+			enc.Encode(heatRecord{Layer: i / h.experts, Expert: i % h.experts, Heat: float64(v)})
+		}
 	}
 	h.mu.Unlock()
-	b = binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
-	return writeFileAtomic(path, b)
+	return writeFileAtomic(path, b.Bytes())
 }
 
 // writeFileAtomic replaces path with b: temporary file in the same
