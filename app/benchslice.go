@@ -10,6 +10,7 @@ import (
 
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/internal/sysinfo"
+	"github.com/deltafin/deltafin/kernels"
 )
 
 // BenchSliceOptions are the flags of `deltafin bench slice`.
@@ -26,6 +27,10 @@ type BenchSliceOptions struct {
 // projects the full K3 on this machine. Progress goes to log, the report to
 // out.
 func BenchSlice(ctx context.Context, cfg Config, o BenchSliceOptions, out, log io.Writer) error {
+	backend, err := kernels.ByName(cfg.Kernels) // DELTAFIN_KERNELS
+	if err != nil {
+		return err
+	}
 	mem, err := sysinfo.ReadMemory()
 	if err != nil {
 		return err
@@ -75,7 +80,7 @@ func BenchSlice(ctx context.Context, cfg Config, o BenchSliceOptions, out, log i
 	}
 	fmt.Fprintf(log, "slice %s\n", plan)
 	rep, err := engine.BenchSlice(ctx, engine.SliceBenchOptions{
-		Dir: dir, Layout: layout, Plan: plan, Engine: o.Engine, Tokens: o.Tokens, Warmup: 2, Seed: uint64(time.Now().UnixNano()),
+		Dir: dir, Layout: layout, Plan: plan, Engine: o.Engine, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: uint64(time.Now().UnixNano()),
 		RAM: engine.BudgetInput{TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override},
 		Log: func(f string, a ...any) { fmt.Fprintf(log, f+"\n", a...) },
 	})
