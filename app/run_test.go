@@ -153,7 +153,7 @@ func TestRunErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultConfig(func(string) string { return "" })
-	cfg.DataDir = t.TempDir() // Run keeps the expert heat histogram there
+			cfg.DataDir = t.TempDir() // Run keeps the expert heat histogram there
 			cfg.Run = tt.rc
 			var stdout, stderr bytes.Buffer
 			err := Run(t.Context(), cfg, &stdout, &stderr)
