@@ -15,28 +15,28 @@ import "encoding/json"
 
 // ChatRequest is the body of POST /v1/chat/completions.
 type ChatRequest struct {
-	Model               string          `json:"model"`
-	Messages            []ChatMessage   `json:"messages"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	TopP                *float64        `json:"top_p"`
-	N                   *int            `json:"n"`
-	Stream              *bool           `json:"stream"`
-	StreamOptions       *StreamOptions  `json:"stream_options"`
-	Stop                json.RawMessage `json:"stop"`
-	PresencePenalty     *float64        `json:"presence_penalty"`
-	FrequencyPenalty    *float64        `json:"frequency_penalty"`
-	LogitBias           map[string]any  `json:"logit_bias"`
-	Logprobs            *bool           `json:"logprobs"`
-	TopLogprobs         *int            `json:"top_logprobs"`
-	Seed                *int64          `json:"seed"`
-	User                *string         `json:"user"`
-	Tools               []ChatTool      `json:"tools"`
-	ToolChoice          json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
-	ResponseFormat      json.RawMessage `json:"response_format"`
-	ReasoningEffort     *string         `json:"reasoning_effort"`
+	Model               string            `json:"model"`
+	Messages            []ChatMessage     `json:"messages"`
+	MaxTokens           *int              `json:"max_tokens"`
+	MaxCompletionTokens *int              `json:"max_completion_tokens"`
+	Temperature         *float64          `json:"temperature"`
+	TopP                *float64          `json:"top_p"`
+	N                   *int              `json:"n"`
+	Stream              *bool             `json:"stream"`
+	StreamOptions       *StreamOptions    `json:"stream_options"`
+	Stop                json.RawMessage   `json:"stop"`
+	PresencePenalty     *float64          `json:"presence_penalty"`
+	FrequencyPenalty    *float64          `json:"frequency_penalty"`
+	LogitBias           map[string]any    `json:"logit_bias"`
+	Logprobs            *bool             `json:"logprobs"`
+	TopLogprobs         *int              `json:"top_logprobs"`
+	Seed                *int64            `json:"seed"`
+	User                *string           `json:"user"`
+	Tools               []json.RawMessage `json:"tools"`
+	ToolChoice          json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls   *bool             `json:"parallel_tool_calls"`
+	ResponseFormat      json.RawMessage   `json:"response_format"`
+	ReasoningEffort     *string           `json:"reasoning_effort"`
 	// ChatTemplateKwargs is the vLLM/SGLang way to switch thinking off:
 	// {"thinking": false}. reasoning_effort "none" does the same.
 	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`

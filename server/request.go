@@ -26,10 +26,11 @@ type genRequest struct {
 	maxTokens int
 
 	// Chat only.
-	messages []message
-	thinking bool
-	effort   string // "low" | "high" | "max"; "" = the renderer's default
-	tools    []ChatTool
+	messages   []message
+	thinking   bool
+	effort     string            // "low" | "high" | "max"; "" = the renderer's default
+	tools      []json.RawMessage // each a validated ChatTool, as the client sent it
+	toolChoice string            // "" | "auto" | "none"
 
 	// Completions only: the prompt as text, or as token ids when promptIDs
 	// is non-nil.
@@ -153,7 +154,7 @@ func decodeChat(body []byte, lim limits) (*genRequest, *apiError) {
 	if e := checkThinking(g, req.ReasoningEffort, req.ChatTemplateKwargs); e != nil {
 		return nil, e
 	}
-	if e := checkToolChoice(req.ToolChoice); e != nil {
+	if g.toolChoice, e = checkToolChoice(req.ToolChoice); e != nil {
 		return nil, e
 	}
 	if e := checkResponseFormat(req.ResponseFormat); e != nil {
@@ -164,8 +165,12 @@ func decodeChat(body []byte, lim limits) (*genRequest, *apiError) {
 			return nil, unsupported(fmt.Sprintf("modalities[%d]", i), "only text output is available, not %q", mod)
 		}
 	}
-	for i, t := range req.Tools {
+	for i, raw := range req.Tools {
 		p := fmt.Sprintf("tools[%d]", i)
+		var t ChatTool
+		if err := decodeStrict(raw, &t); err != nil {
+			return nil, jsonError(err, p)
+		}
 		if t.Type != "function" {
 			return nil, invalid(codeInvalidValue, p+".type", "tool type must be \"function\", not %q", t.Type)
 		}
@@ -353,25 +358,25 @@ func checkThinking(g *genRequest, effort *string, kwargs map[string]json.RawMess
 	return nil
 }
 
-func checkToolChoice(raw json.RawMessage) *apiError {
+func checkToolChoice(raw json.RawMessage) (string, *apiError) {
 	if isNull(raw) {
-		return nil
+		return "", nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		switch s {
 		case "auto", "none":
-			return nil
+			return s, nil
 		case "required":
-			return unsupported("tool_choice", "forcing a tool call is not available; use \"auto\" or \"none\"")
+			return "", unsupported("tool_choice", "forcing a tool call is not available; use \"auto\" or \"none\"")
 		}
-		return invalid(codeInvalidValue, "tool_choice", "must be \"auto\", \"none\" or \"required\", not %q", s)
+		return "", invalid(codeInvalidValue, "tool_choice", "must be \"auto\", \"none\" or \"required\", not %q", s)
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) == nil {
-		return unsupported("tool_choice", "forcing a tool call is not available; use \"auto\" or \"none\"")
+		return "", unsupported("tool_choice", "forcing a tool call is not available; use \"auto\" or \"none\"")
 	}
-	return invalid(codeInvalidValue, "tool_choice", "must be a string or an object")
+	return "", invalid(codeInvalidValue, "tool_choice", "must be a string or an object")
 }
 
 func checkResponseFormat(raw json.RawMessage) *apiError {

@@ -36,10 +36,22 @@ func startSSE(w http.ResponseWriter, heartbeat time.Duration) *sseWriter {
 	// Tell nginx-like proxies not to buffer the stream.
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &sseWriter{w: w, rc: http.NewResponseController(w), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &sseWriter{w: w, rc: http.NewResponseController(innermost(w)), stop: make(chan struct{}), done: make(chan struct{})}
 	s.flush()
 	go s.beat(heartbeat)
 	return s
+}
+
+// innermost unwraps w to the net/http writer: echo's Response.Flush drops
+// flush errors, and a vanished client must show up as an error.
+func innermost(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
 }
 
 func (s *sseWriter) beat(every time.Duration) {
