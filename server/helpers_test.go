@@ -135,11 +135,14 @@ type sseEvent struct {
 }
 
 // stream posts body and returns the open response and a reader of events.
-func stream(t *testing.T, ctx context.Context, url, body string) (*http.Response, func() (sseEvent, bool)) {
+func stream(t *testing.T, ctx context.Context, url, body string, header ...string) (*http.Response, func() (sseEvent, bool)) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	sc := bufio.NewScanner(resp.Body)
