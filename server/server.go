@@ -289,3 +289,6 @@ func (s *Server) modelByID(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, s.modelObject())
 }
+
+// ModelID is the id the server advertises.
+func (s *Server) ModelID() string { return s.meta.id }

@@ -1,0 +1,73 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/server"
+)
+
+// ErrNoModel: serve was asked to run without a model directory.
+var ErrNoModel = errors.New("app: no model to serve")
+
+// OpenServer opens the model and tokenizer in dir and returns the
+// OpenAI-compatible server for them, configured from sc, and the function
+// that closes the model once the server is done.
+func OpenServer(ctx context.Context, sc ServerConfig, dir string, log *slog.Logger) (*server.Server, func() error, error) {
+	m, err := engine.Open(ctx, dir, engine.Options{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("app: open model: %w", err)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, nil, errors.Join(fmt.Errorf("app: load tokenizer: %w", err), m.Close())
+	}
+	opts := server.DefaultOptions()
+	opts.Host, opts.Port = sc.Host, sc.Port
+	opts.MaxTokens, opts.Queue, opts.MemoEntries = sc.MaxTokens, sc.Queue, sc.MemoEntries
+	opts.APIKey, opts.CORSOrigins = sc.APIKey, sc.CORSOrigins
+	opts.Logger = log
+	s, err := server.New(opts, m, tok)
+	if err != nil {
+		return nil, nil, errors.Join(err, m.Close())
+	}
+	return s, m.Close, nil
+}
+
+// Serve is `deltafin serve`: it serves cfg.Server.ModelDir until ctx ends;
+// ready, if not nil, receives the base URL once the server listens.
+func Serve(ctx context.Context, cfg Config, log *slog.Logger, ready func(baseURL string)) (err error) {
+	sc := cfg.Server
+	if sc.ModelDir == "" {
+		return fmt.Errorf("%w: pass --model DIR (a directory with config.json, the safetensors shards and tiktoken.model)", ErrNoModel)
+	}
+	if !isLoopback(sc.Host) && sc.APIKey == "" {
+		log.Warn("the server is reachable from the network without an API key; set --api-key (or DELTAFIN_API_KEY)", "host", sc.Host)
+	}
+	s, closeModel, err := OpenServer(ctx, sc, sc.ModelDir, log)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, closeModel()) }()
+	return s.ListenAndServe(ctx, func(a net.Addr) {
+		url := "http://" + a.String()
+		log.Info("serving", "model", s.ModelID(), "base_url", url+"/v1")
+		if ready != nil {
+			ready(url)
+		}
+	})
+}
+
+// isLoopback reports whether host only listens on this machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
