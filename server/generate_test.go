@@ -283,6 +283,20 @@ func TestTokenLimits(t *testing.T) {
 		})
 	}
 
+	// A prompt that leaves no room in the context is refused before work.
+	small, _ := startServer(t, nil)
+	small.meta.contextLen = 8
+	g, e := decodeCompletion([]byte(`{"model":"`+tinyID+`","prompt":[1,2,3,4,5,6,7,8]}`), limits{modelID: tinyID, vocabSize: 1024})
+	require.Nil(t, e)
+	_, e = small.plan(g)
+	require.NotNil(t, e)
+	require.Equal(t, "context_length_exceeded", e.code)
+	require.Equal(t, "prompt", e.param)
+	g.promptIDs = g.promptIDs[:5]
+	j, e := small.plan(g)
+	require.Nil(t, e)
+	require.Equal(t, 3, j.maxNew, "the default 256 shrinks to the room left")
+
 	// And the cap holds end to end.
 	_, base := startServer(t, func(o *Options) { o.MaxTokens = 3 })
 	code, _, body := post(t, base+"/v1/completions", `{"model":"`+tinyID+`","prompt":"x","max_tokens":50}`)
