@@ -87,7 +87,7 @@ func (s *Server) cors() echo.MiddlewareFunc {
 			"X-Stainless-Retry-Count", "X-Stainless-Runtime", "X-Stainless-Runtime-Version", "X-Stainless-Async",
 			"X-Stainless-Helper-Method", "X-Stainless-Poll-Helper", "X-Stainless-Custom-Poll-Interval",
 			"X-Stainless-Timeout", "X-Stainless-Raw-Response"},
-		ExposeHeaders: []string{"Retry-After", "X-Request-Id"},
+		ExposeHeaders: []string{"Retry-After"},
 		MaxAge:        600,
 	})
 }
