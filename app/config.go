@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -18,11 +17,20 @@ type Config struct {
 	// Support/deltafin on macOS); DELTAFIN_HOME or --data-dir override it.
 	DataDir string
 
+	// Model source (issue 7). HFEndpoint and HFToken follow huggingface_hub:
+	// HF_ENDPOINT (default https://huggingface.co) and HF_TOKEN (else
+	// HUGGING_FACE_HUB_TOKEN, else the token file at HF_TOKEN_PATH or
+	// $HF_HOME/token). Repo and Revision: --repo, --revision.
+	HFEndpoint string
+	HFToken    string
+	Repo       string
+	Revision   string
+	// Jobs is the number of parallel range requests (--jobs).
+	Jobs int
+	// Run holds `deltafin run`'s flags (run.go).
+	Run RunConfig
 	// Server is `deltafin serve` and the app's embedded server (issue 8).
 	Server ServerConfig
-
-	// envErrs are environment values that did not parse; Validate reports them.
-	envErrs []error
 }
 
 // ServerConfig configures the OpenAI-compatible server.
@@ -49,6 +57,10 @@ type ServerConfig struct {
 	// CORSOrigins are the browser origins allowed to call the API
 	// (--cors-origin, repeatable); none = CORS off.
 	CORSOrigins []string
+
+	// envErr is an environment value that did not parse; Validate reports
+	// it, so that it only stops the commands that serve.
+	envErr error
 }
 
 // Getenv is the shape of os.Getenv, so tests can pass a map lookup.
@@ -57,15 +69,16 @@ type Getenv func(string) string
 // DefaultConfig returns the configuration before flags, with the environment
 // applied.
 func DefaultConfig(getenv Getenv) Config {
-	c := Config{DataDir: filepath.Join(xdg.DataHome, "deltafin")}
+	c := Config{DataDir: filepath.Join(xdg.DataHome, "deltafin"), Run: RunConfig{MaxNew: DefaultMaxNew}}
 	if v := getenv("DELTAFIN_HOME"); v != "" {
 		c.DataDir = v
 	}
+	hubFromEnv(getenv, &c)
 	c.Server = ServerConfig{Host: "127.0.0.1", Port: 8000, MemoEntries: 32, APIKey: getenv("DELTAFIN_API_KEY")}
 	if v := getenv("DELTAFIN_SERVER_MAX_TOKENS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			c.envErrs = append(c.envErrs, fmt.Errorf("app: DELTAFIN_SERVER_MAX_TOKENS=%q is not a number", v))
+			c.Server.envErr = fmt.Errorf("app: DELTAFIN_SERVER_MAX_TOKENS=%q is not a number", v)
 		}
 		c.Server.MaxTokens = n
 	}
@@ -82,14 +95,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("app: data directory %q: %w", c.DataDir, err)
 	}
 	c.DataDir = abs
-	if err := errors.Join(c.envErrs...); err != nil {
-		return err
-	}
-	return c.Server.validate()
+	return nil
 }
 
-func (s *ServerConfig) validate() error {
+// Validate rejects server settings that cannot work; Serve calls it.
+func (s *ServerConfig) Validate() error {
 	switch {
+	case s.envErr != nil:
+		return s.envErr
 	case s.Host == "":
 		return fmt.Errorf("app: empty server host")
 	case s.Port < 0 || s.Port > 65535:

@@ -43,6 +43,9 @@ func OpenServer(ctx context.Context, sc ServerConfig, dir string, log *slog.Logg
 // ready, if not nil, receives the base URL once the server listens.
 func Serve(ctx context.Context, cfg Config, log *slog.Logger, ready func(baseURL string)) (err error) {
 	sc := cfg.Server
+	if err := sc.Validate(); err != nil {
+		return err
+	}
 	if sc.ModelDir == "" {
 		return fmt.Errorf("%w: pass --model DIR (a directory with config.json, the safetensors shards and tiktoken.model)", ErrNoModel)
 	}

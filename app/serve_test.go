@@ -20,6 +20,7 @@ func TestServeK3Tiny(t *testing.T) {
 	cfg.Server.ModelDir = "../testdata/k3-tiny"
 	cfg.Server.Port = 0
 	require.NoError(t, cfg.Validate())
+	require.NoError(t, cfg.Server.Validate())
 	require.Equal(t, 2, cfg.Server.MaxTokens)
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -106,7 +107,8 @@ func TestServerConfig(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(&cfg.Server)
 			}
-			err := cfg.Validate()
+			require.NoError(t, cfg.Validate(), "server settings never stop other commands")
+			err := cfg.Server.Validate()
 			if tc.err == "" {
 				require.NoError(t, err)
 				return
