@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/engine/tokenizer"
@@ -15,11 +17,11 @@ import (
 // ErrNoModel: serve was asked to run without a model directory.
 var ErrNoModel = errors.New("app: no model to serve")
 
-// OpenServer opens the model and tokenizer in dir and returns the
-// OpenAI-compatible server for them, configured from sc, and the function
-// that closes the model once the server is done.
-func OpenServer(ctx context.Context, sc ServerConfig, dir string, log *slog.Logger) (*server.Server, func() error, error) {
-	m, err := engine.Open(ctx, dir, engine.Options{})
+// OpenServer opens the model (with eopts) and the tokenizer in dir and
+// returns the OpenAI-compatible server for them, configured from sc, and
+// the function that closes the model once the server is done.
+func OpenServer(ctx context.Context, sc ServerConfig, dir string, eopts engine.Options, log *slog.Logger) (*server.Server, func() error, error) {
+	m, err := engine.Open(ctx, dir, eopts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("app: open model: %w", err)
 	}
@@ -39,20 +41,32 @@ func OpenServer(ctx context.Context, sc ServerConfig, dir string, log *slog.Logg
 	return s, m.Close, nil
 }
 
-// Serve is `deltafin serve`: it serves cfg.Server.ModelDir until ctx ends;
-// ready, if not nil, receives the base URL once the server listens.
+// Serve is `deltafin serve`: it serves cfg.Server.ModelDir, or without one
+// the installed model (deltafin setup; in a stream install its experts
+// arrive on demand), until ctx ends; ready, if not nil, receives the base
+// URL once the server listens.
 func Serve(ctx context.Context, cfg Config, log *slog.Logger, ready func(baseURL string)) (err error) {
 	sc := cfg.Server
 	if err := sc.Validate(); err != nil {
 		return err
 	}
-	if sc.ModelDir == "" {
-		return fmt.Errorf("%w: pass --model DIR (a directory with config.json, the safetensors shards and tiktoken.model)", ErrNoModel)
-	}
 	if !isLoopback(sc.Host) && sc.APIKey == "" {
 		log.Warn("the server is reachable from the network without an API key; set --api-key (or DELTAFIN_API_KEY)", "host", sc.Host)
 	}
-	s, closeModel, err := OpenServer(ctx, sc, sc.ModelDir, log)
+	dir, eopts := sc.ModelDir, engine.Options{}
+	if dir == "" {
+		installed := cfg.ModelDir()
+		if _, err := os.Stat(filepath.Join(installed, "config.json")); err != nil {
+			return fmt.Errorf("%w: no model is installed in %s; run deltafin setup, or pass --model DIR (a directory with config.json, the safetensors shards and tiktoken.model)", ErrNoModel, installed)
+		}
+		mirror, err := OpenMirror(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("app: open the installed model: %w", err)
+		}
+		defer func() { err = errors.Join(err, mirror.Close()) }()
+		dir, eopts.OpenSource = mirror.Dir(), MirrorSource(mirror)
+	}
+	s, closeModel, err := OpenServer(ctx, sc, dir, eopts, log)
 	if err != nil {
 		return err
 	}

@@ -1,15 +1,20 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/deltafin/deltafin/downloader"
+	"github.com/deltafin/deltafin/downloader/hubtest"
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/engine/tokenizer"
 	"github.com/stretchr/testify/require"
 )
 
@@ -67,7 +72,7 @@ func TestServeRefuses(t *testing.T) {
 		want  error
 		check string
 	}{
-		{"no model", "", ErrNoModel, "--model"},
+		{"no model installed", "", ErrNoModel, "deltafin setup"},
 		{"not a model", t.TempDir(), engine.ErrConfig, "open model"},
 	}
 	for _, tc := range tests {
@@ -82,6 +87,48 @@ func TestServeRefuses(t *testing.T) {
 			require.Contains(t, err.Error(), tc.check)
 		})
 	}
+}
+
+// TestServeStreamInstall: without --model, serve runs the installed
+// model; in a stream install the experts come from the (fake) hub on
+// demand, and the answer is k3-tiny's reference continuation.
+func TestServeStreamInstall(t *testing.T) {
+	ctx := t.Context()
+	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
+	cfg := hubConfig(t, h)
+	require.NoError(t, Setup(ctx, cfg, SetupOptions{Mode: downloader.Stream, Headroom: 1, ChunkSize: 64 << 10}, io.Discard))
+	cfg.Server.Port = 0
+	before := h.Requests.Load()
+
+	ctx, cancel := context.WithCancel(ctx)
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, cfg, slog.New(slog.DiscardHandler), func(u string) { urls <- u }) }()
+	var base string
+	select {
+	case base = <-urls:
+	case err := <-done:
+		t.Fatalf("serve ended early: %v", err)
+	}
+	prompt, want := refInts(t, "short.input_ids"), refInts(t, "short.greedy_tokens")
+	body, err := json.Marshal(map[string]any{"model": "deltafin-kimi-k3", "prompt": prompt, "max_tokens": len(want)})
+	require.NoError(t, err)
+	resp, err := http.Post(base+"/v1/completions", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	var c struct {
+		Choices []struct {
+			Text string `json:"text"`
+		} `json:"choices"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&c))
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	tok, err := tokenizer.Load(filepath.Join("..", "testdata", "k3-tiny"))
+	require.NoError(t, err)
+	require.Equal(t, tok.Decode(want), c.Choices[0].Text)
+	require.Greater(t, h.Requests.Load(), before, "experts came from the hub")
+	cancel()
+	require.NoError(t, <-done)
 }
 
 func TestServerConfig(t *testing.T) {
