@@ -14,7 +14,7 @@ func runServe(ctx context.Context, cfg app.Config, args []string) error {
 	sc := &cfg.Server
 	fs.StringVar(&sc.Host, "host", sc.Host, "address to listen on; anything but loopback exposes the model (set --api-key)")
 	fs.IntVar(&sc.Port, "port", sc.Port, "port to listen on")
-	fs.StringVar(&sc.ModelDir, "model", sc.ModelDir, "model directory to serve (config.json, safetensors shards, tiktoken.model)")
+	fs.StringVar(&sc.ModelDir, "model", sc.ModelDir, "model directory to serve (config.json, safetensors shards, tiktoken.model); default: the model deltafin setup installed")
 	fs.IntVar(&sc.MaxTokens, "max-tokens", sc.MaxTokens, "hard cap on generated tokens per request, 0 for none (also DELTAFIN_SERVER_MAX_TOKENS)")
 	fs.IntVar(&sc.Queue, "queue", sc.Queue, "requests that may wait while one generates; beyond it they get 429")
 	fs.IntVar(&sc.MemoEntries, "memo-entries", sc.MemoEntries, "answers remembered for identical requests, 0 to disable")
