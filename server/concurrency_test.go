@@ -226,3 +226,23 @@ func TestMemo(t *testing.T) {
 		require.Equal(t, int64(2), s.generations.Load(), "the first request and the long one; not the hit")
 	})
 }
+
+// TestHeartbeatWhileGenerating: comments interleave with the deltas while
+// the model works, so a client's idle timer never fires between slow
+// tokens (the interval is 10 s by default; here 1 ms).
+func TestHeartbeatWhileGenerating(t *testing.T) {
+	s, base := startServer(t, func(o *Options) { o.Heartbeat = time.Millisecond })
+	cancel, next := startLong(t, s, base)
+	defer cancel()
+	comments, deltas := 0, 0
+	for comments < 3 || deltas < 3 {
+		ev, ok := next()
+		require.True(t, ok, "the stream ended while generating")
+		if ev.comment {
+			require.Equal(t, ": keep-alive", ev.data)
+			comments++
+		} else if comments > 0 {
+			deltas++ // a delta after a comment: they interleave
+		}
+	}
+}

@@ -115,7 +115,12 @@ func newServer(opts Options, meta modelMeta) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(middleware.Recover())
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			s.log.Error("panic in handler", "path", c.Path(), "err", err, "stack", string(stack))
+			return err
+		},
+	}))
 	e.Use(s.logRequests())
 	e.Use(s.checkHost, s.checkOrigin)
 	if len(opts.CORSOrigins) > 0 {
