@@ -35,7 +35,7 @@ var tinyTokenizer = sync.OnceValues(func() (*tokenizer.Tokenizer, error) {
 	return tokenizer.Load(tinyDir)
 })
 
-func tiny(t *testing.T) (*engine.Model, *tokenizer.Tokenizer) {
+func tiny(t testing.TB) (*engine.Model, *tokenizer.Tokenizer) {
 	t.Helper()
 	m, err := tinyModel()
 	require.NoError(t, err)
@@ -48,7 +48,7 @@ const tinyID = "deltafin-kimi-k3"
 
 // startServer serves k3-tiny on a loopback port until the test ends and
 // returns the server and its base URL.
-func startServer(t *testing.T, configure func(*Options)) (*Server, string) {
+func startServer(t testing.TB, configure func(*Options)) (*Server, string) {
 	t.Helper()
 	m, tok := tiny(t)
 	opts := DefaultOptions()
@@ -71,7 +71,7 @@ func startServer(t *testing.T, configure func(*Options)) (*Server, string) {
 }
 
 // post sends a JSON body and returns the response, read whole.
-func post(t *testing.T, url, body string, header ...string) (int, http.Header, []byte) {
+func post(t testing.TB, url, body string, header ...string) (int, http.Header, []byte) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
 	require.NoError(t, err)
@@ -118,7 +118,7 @@ func decodeError(t *testing.T, body []byte) ErrorDetail {
 
 // direct runs the engine without the server: the tokens greedy decoding
 // gives for prompt.
-func direct(t *testing.T, prompt []int, maxNew int, stop []int) ([]int, engine.Result) {
+func direct(t testing.TB, prompt []int, maxNew int, stop []int) ([]int, engine.Result) {
 	t.Helper()
 	m, _ := tiny(t)
 	var toks []int
