@@ -251,7 +251,7 @@ func fromEchoError(err error) *apiError {
 // readBody reads the (size-limited) body under its own deadline, then
 // lifts the deadline so that it cannot cut the generation that follows.
 func (s *Server) readBody(c echo.Context) ([]byte, error) {
-	rc := http.NewResponseController(innermost(c.Response()))
+	rc := http.NewResponseController(c.Response())
 	// Errors mean the connection cannot take deadlines (HTTP/2 with old
 	// proxies); the size limit still bounds the read.
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))

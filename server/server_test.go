@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,4 +224,40 @@ func TestSlowBody(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode, string(body))
 	require.Equal(t, "timeout", *decodeError(t, body).Code)
+}
+
+// flushCounter stands for an embedding app's wrapper around the handler
+// (the menu bar watches answers this way).
+type flushCounter struct {
+	http.ResponseWriter
+	flushes atomic.Int64
+}
+
+func (f *flushCounter) Flush() {
+	f.flushes.Add(1)
+	_ = http.NewResponseController(f.ResponseWriter).Flush()
+}
+
+func (f *flushCounter) Unwrap() http.ResponseWriter { return f.ResponseWriter }
+
+// TestEmbeddedHandlerFlushes: a Server is an http.Handler, and a stream
+// flushes through any wrapper between it and net/http.
+func TestEmbeddedHandlerFlushes(t *testing.T) {
+	m, tok := tiny(t)
+	s, err := New(DefaultOptions(), m, tok)
+	require.NoError(t, err)
+	var seen atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := &flushCounter{ResponseWriter: w}
+		s.ServeHTTP(f, r)
+		seen.Store(f.flushes.Load())
+	}))
+	defer srv.Close()
+	resp, next := stream(t, t.Context(), srv.URL+"/v1/completions",
+		`{"model":"`+tinyID+`","prompt":[1,2,3],"max_tokens":4,"stream":true}`)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	data, _ := readAll(t, next)
+	require.Equal(t, "[DONE]", data[len(data)-1])
+	require.GreaterOrEqual(t, seen.Load(), int64(len(data)), "every event was flushed through the wrapper")
 }

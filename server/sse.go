@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/labstack/echo/v4"
 )
 
 // sseWriter writes server-sent events and, from a second goroutine, a
@@ -36,22 +38,21 @@ func startSSE(w http.ResponseWriter, heartbeat time.Duration) *sseWriter {
 	// Tell nginx-like proxies not to buffer the stream.
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &sseWriter{w: w, rc: http.NewResponseController(innermost(w)), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &sseWriter{w: w, rc: http.NewResponseController(belowEcho(w)), stop: make(chan struct{}), done: make(chan struct{})}
 	s.flush()
 	go s.beat(heartbeat)
 	return s
 }
 
-// innermost unwraps w to the net/http writer: echo's Response.Flush drops
-// flush errors, and a vanished client must show up as an error.
-func innermost(w http.ResponseWriter) http.ResponseWriter {
-	for {
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return w
-		}
-		w = u.Unwrap()
+// belowEcho returns the writer echo wraps: echo's Response.Flush drops
+// flush errors, and a vanished client must show up as an error. Wrappers
+// below echo (an embedding app's, net/http's own) are kept, so their Flush
+// still runs.
+func belowEcho(w http.ResponseWriter) http.ResponseWriter {
+	if r, ok := w.(*echo.Response); ok {
+		return r.Writer
 	}
+	return w
 }
 
 func (s *sseWriter) beat(every time.Duration) {
