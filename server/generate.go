@@ -147,7 +147,7 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 	s.generations.Add(1)
 	res, err := s.model.NewSession().Generate(ctx, j.prompt, engine.GenerateOptions{MaxNew: j.maxNew, StopTokens: j.stop}, emit)
 	switch {
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || o.gone():
 		s.log.Info("generation stopped: client gone", "tokens", res.Tokens)
 		return nil
 	case err != nil:

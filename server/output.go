@@ -38,6 +38,11 @@ func (o *output) begin(w http.ResponseWriter, heartbeat time.Duration) error {
 	return o.sse.event(chatChunk(o.id, o.created, o.model, ChatDelta{Role: "assistant", Content: &empty}, nil, o.g.includeUsage))
 }
 
+// gone reports whether the stream's client has vanished.
+func (o *output) gone() bool {
+	return o.sse != nil && o.sse.failed()
+}
+
 // close stops the heartbeat of a stream.
 func (o *output) close() {
 	if o.sse != nil {

@@ -93,6 +93,13 @@ func (s *sseWriter) write(b []byte) error {
 	return s.err
 }
 
+// failed reports whether a write has failed: the client is gone.
+func (s *sseWriter) failed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err != nil
+}
+
 // event sends v as one data event.
 func (s *sseWriter) event(v any) error {
 	b, err := json.Marshal(v)
