@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/engine/chat"
 	"github.com/stretchr/testify/require"
 )
@@ -305,4 +307,36 @@ func TestTokenLimits(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body, &got))
 	require.Equal(t, 3, got.Usage.CompletionTokens)
 	require.Equal(t, "length", *got.Choices[0].FinishReason)
+}
+
+// TestEngineFailure: an engine error is a 500 in OpenAI's shape, or, once
+// a stream has started, an error event (which OpenAI's SDKs raise) and
+// [DONE]. A closed model is a real way for the engine to fail.
+func TestEngineFailure(t *testing.T) {
+	m, err := engine.Open(t.Context(), tinyDir, engine.Options{})
+	require.NoError(t, err)
+	_, tok := tiny(t)
+	s, err := New(DefaultOptions(), m, tok)
+	require.NoError(t, err)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	require.NoError(t, m.Close())
+
+	code, _, body := post(t, srv.URL+"/v1/completions", `{"model":"`+tinyID+`","prompt":[1,2],"max_tokens":2}`)
+	require.Equal(t, http.StatusInternalServerError, code)
+	e := decodeError(t, body)
+	require.Equal(t, "server_error", e.Type)
+	require.Equal(t, "generation_failed", *e.Code)
+	require.Contains(t, e.Message, "closed")
+
+	resp, next := stream(t, t.Context(), srv.URL+"/v1/chat/completions",
+		`{"model":"`+tinyID+`","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream":true}`)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	data, _ := readAll(t, next)
+	require.Len(t, data, 3, "role chunk, error event, [DONE]: %q", data)
+	require.Equal(t, "generation_failed", *decodeError(t, []byte(data[1])).Code)
+	require.Equal(t, "[DONE]", data[2])
+	busy, _ := s.gate.status()
+	require.False(t, busy, "a failed generation frees the engine")
 }
