@@ -99,8 +99,8 @@ func newServer(opts Options, meta modelMeta) (*Server, error) {
 	if opts.BodyLimit <= 0 {
 		return nil, fmt.Errorf("server: body limit must be positive, got %d", opts.BodyLimit)
 	}
-	if opts.Heartbeat <= 0 {
-		return nil, fmt.Errorf("server: heartbeat interval must be positive, got %v", opts.Heartbeat)
+	if opts.Heartbeat <= 0 || opts.BodyTimeout <= 0 {
+		return nil, fmt.Errorf("server: heartbeat interval and body timeout must be positive, got %v and %v", opts.Heartbeat, opts.BodyTimeout)
 	}
 	if opts.Queue < 0 || opts.MaxTokens < 0 || opts.MemoEntries < 0 || opts.MemoBytes < 0 {
 		return nil, fmt.Errorf("server: negative queue, max tokens or memo size")

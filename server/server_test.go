@@ -261,3 +261,25 @@ func TestEmbeddedHandlerFlushes(t *testing.T) {
 	require.Equal(t, "[DONE]", data[len(data)-1])
 	require.GreaterOrEqual(t, seen.Load(), int64(len(data)), "every event was flushed through the wrapper")
 }
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	m, tok := tiny(t)
+	tests := []struct {
+		name string
+		edit func(*Options)
+	}{
+		{"body limit", func(o *Options) { o.BodyLimit = 0 }},
+		{"heartbeat", func(o *Options) { o.Heartbeat = 0 }},
+		{"body timeout", func(o *Options) { o.BodyTimeout = -time.Second }},
+		{"queue", func(o *Options) { o.Queue = -1 }},
+		{"memo", func(o *Options) { o.MemoBytes = -1 }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			tc.edit(&opts)
+			_, err := New(opts, m, tok)
+			require.ErrorContains(t, err, "server: ")
+		})
+	}
+}
