@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -102,15 +103,15 @@ func (s *sseWriter) failed() bool {
 
 // event sends v as one data event.
 func (s *sseWriter) event(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	buf.WriteString("data: ")
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // model text is full of <|markers|>; keep it readable
+	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encode event: %w", err)
 	}
-	buf := make([]byte, 0, len(b)+8)
-	buf = append(buf, "data: "...)
-	buf = append(buf, b...)
-	buf = append(buf, "\n\n"...)
-	return s.write(buf)
+	buf.WriteString("\n") // Encode ended the line; a blank line ends the event
+	return s.write(buf.Bytes())
 }
 
 // finish sends the [DONE] sentinel.
