@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/adrg/xdg"
+
+	"github.com/deltafin/deltafin/kernels"
 )
 
 // Config is every setting Deltafin has, filled once by main.go from flags and
@@ -16,6 +18,10 @@ type Config struct {
 	// state. Default: $XDG_DATA_HOME/deltafin (~/Library/Application
 	// Support/deltafin on macOS); DELTAFIN_HOME or --data-dir override it.
 	DataDir string
+	// Kernels names the compute backend: "auto" (the fastest this build and
+	// CPU have) or one of kernels.Available(), e.g. "ref" for the pure-Go
+	// reference. DELTAFIN_KERNELS sets it.
+	Kernels string
 
 	// Model source (issue 7). HFEndpoint and HFToken follow huggingface_hub:
 	// HF_ENDPOINT (default https://huggingface.co) and HF_TOKEN (else
@@ -69,7 +75,10 @@ type Getenv func(string) string
 // DefaultConfig returns the configuration before flags, with the environment
 // applied.
 func DefaultConfig(getenv Getenv) Config {
-	c := Config{DataDir: filepath.Join(xdg.DataHome, "deltafin"), Run: RunConfig{MaxNew: DefaultMaxNew}}
+	c := Config{DataDir: filepath.Join(xdg.DataHome, "deltafin"), Kernels: "auto", Run: RunConfig{MaxNew: DefaultMaxNew}}
+	if v := getenv("DELTAFIN_KERNELS"); v != "" {
+		c.Kernels = v
+	}
 	if v := getenv("DELTAFIN_HOME"); v != "" {
 		c.DataDir = v
 	}
@@ -95,6 +104,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("app: data directory %q: %w", c.DataDir, err)
 	}
 	c.DataDir = abs
+	if _, err := kernels.ByName(c.Kernels); err != nil {
+		return fmt.Errorf("app: DELTAFIN_KERNELS: %w", err)
+	}
 	return nil
 }
 
