@@ -11,6 +11,7 @@ import (
 
 func runServe(ctx context.Context, cfg app.Config, args []string) error {
 	fs := newFlags("serve", "", &cfg)
+	addStreamFlags(fs, &cfg)
 	sc := &cfg.Server
 	fs.StringVar(&sc.Host, "host", sc.Host, "address to listen on; anything but loopback exposes the model (set --api-key)")
 	fs.IntVar(&sc.Port, "port", sc.Port, "port to listen on")

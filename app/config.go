@@ -35,6 +35,13 @@ type Config struct {
 	Jobs int
 	// Run holds `deltafin run`'s flags (run.go).
 	Run RunConfig
+	// RAMGB overrides the RAM the budget plans for, in GB (--ram-gb); 0
+	// uses the machine's (MemAvailable on Linux, hw.memsize and the VM
+	// statistics on macOS).
+	RAMGB float64
+	// Trace, when set, is a file that receives the router trace of the run
+	// (--trace): one JSON line per token and MoE layer, for `deltafin warm`.
+	Trace string
 	// Server is `deltafin serve` and the app's embedded server (issue 8).
 	Server ServerConfig
 }
@@ -104,6 +111,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("app: data directory %q: %w", c.DataDir, err)
 	}
 	c.DataDir = abs
+	if c.RAMGB < 0 || c.RAMGB > 1<<20 {
+		return fmt.Errorf("app: --ram-gb %g is not a RAM size in GB", c.RAMGB)
+	}
 	if _, err := kernels.ByName(c.Kernels); err != nil {
 		return fmt.Errorf("app: DELTAFIN_KERNELS: %w", err)
 	}

@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/kernels"
 	"github.com/deltafin/deltafin/server"
 )
 
@@ -38,6 +40,7 @@ func OpenServer(ctx context.Context, sc ServerConfig, dir string, eopts engine.O
 	if err != nil {
 		return nil, nil, errors.Join(err, m.Close())
 	}
+	log.Info("model", "id", m.Info().ID, "backend", m.Info().Backend, "plan", fmt.Sprint(m.Plan()))
 	return s, m.Close, nil
 }
 
@@ -53,19 +56,32 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, ready func(baseURL
 	if !isLoopback(sc.Host) && sc.APIKey == "" {
 		log.Warn("the server is reachable from the network without an API key; set --api-key (or DELTAFIN_API_KEY)", "host", sc.Host)
 	}
-	dir, eopts := sc.ModelDir, engine.Options{}
+	backend, err := kernels.ByName(cfg.Kernels) // DELTAFIN_KERNELS
+	if err != nil {
+		return err
+	}
+	dir, eopts := sc.ModelDir, engine.Options{Backend: backend}
+	var fetch engine.Fetcher
 	if dir == "" {
 		installed := cfg.ModelDir()
 		if _, err := os.Stat(filepath.Join(installed, "config.json")); err != nil {
 			return fmt.Errorf("%w: no model is installed in %s; run deltafin setup, or pass --model DIR (a directory with config.json, the safetensors shards and tiktoken.model)", ErrNoModel, installed)
 		}
-		mirror, err := OpenMirror(ctx, cfg)
-		if err != nil {
+		var mirror *downloader.Mirror
+		if mirror, err = OpenMirror(ctx, cfg); err != nil {
 			return fmt.Errorf("app: open the installed model: %w", err)
 		}
 		defer func() { err = errors.Join(err, mirror.Close()) }()
-		dir, eopts.OpenSource = mirror.Dir(), MirrorSource(mirror)
+		dir, eopts.OpenSource, fetch = mirror.Dir(), MirrorSource(mirror), mirror
 	}
+	// The streaming setup (RAM budget, heat histogram, --trace) as for
+	// deltafin run; it closes after the model.
+	st, err := cfg.OpenStream(fetch)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, st.Close()) }()
+	eopts.Stream = st.Options
 	s, closeModel, err := OpenServer(ctx, sc, dir, eopts, log)
 	if err != nil {
 		return err

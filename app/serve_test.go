@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,6 +25,7 @@ func TestServeK3Tiny(t *testing.T) {
 	})
 	cfg.Server.ModelDir = "../testdata/k3-tiny"
 	cfg.Server.Port = 0
+	cfg.Trace = filepath.Join(t.TempDir(), "trace.jsonl")
 	require.NoError(t, cfg.Validate())
 	require.NoError(t, cfg.Server.Validate())
 	require.Equal(t, 2, cfg.Server.MaxTokens)
@@ -63,6 +65,11 @@ func TestServeK3Tiny(t *testing.T) {
 
 	cancel()
 	require.NoError(t, <-done)
+
+	// --trace recorded the router's choices for the served tokens.
+	trace, err := os.ReadFile(cfg.Trace)
+	require.NoError(t, err)
+	require.Contains(t, string(trace), `"experts"`)
 }
 
 func TestServeRefuses(t *testing.T) {
