@@ -23,12 +23,14 @@ func Default() Backend {
 }
 
 // Available lists the backends compiled into this build that this CPU can
-// run, fastest first; "ref" is always last.
+// run, fastest first, then the registered (GPU) backends that opened; "ref"
+// is always last.
 func Available() []string {
 	var names []string
 	for _, i := range fastISAs() {
 		names = append(names, i.name)
 	}
+	names = append(names, registeredAvailable()...)
 	return append(names, Ref().Name())
 }
 
@@ -64,6 +66,12 @@ func Open(name string, threads int) (Backend, error) {
 			return Ref(), nil
 		}
 		name = isas[0].name
+	}
+	if b, ok, err := openRegistered(name); ok {
+		if err != nil {
+			return nil, fmt.Errorf("kernels: backend %q: %w", name, err)
+		}
+		return b, nil
 	}
 	for _, info := range isas {
 		if info.name != name {

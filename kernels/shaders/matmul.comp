@@ -1,5 +1,5 @@
 #version 450
-// y[t, r] = Σ_c W[r, c] · x[t, c] for every dtype the kernels package knows
+// y[t, yOffset + r] = Σ_c W[r, c] · x[t, c] for every dtype the kernels package knows
 // (kernels.Matrix over its on-disk bytes): the BF16/INT8/F16/F32 matvec when
 // n = 1, the batched prefill matmul when n > 1, and the three products of the
 // MXFP4 expert FFN. One workgroup per row (looping when rows exceed the
@@ -16,7 +16,9 @@ layout(push_constant) uniform Params {
     uint rows;
     uint cols;
     uint n;
-    uint dtype; // kernels.DType: 0 F32, 1 BF16, 2 F16, 3 I8, 4 MXFP4
+    uint dtype;   // kernels.DType: 0 F32, 1 BF16, 2 F16, 3 I8, 4 MXFP4
+    uint yRows;   // y is [n, yRows]: a block of rows of a taller matrix
+    uint yOffset; // the block's first row in y
 } pc;
 
 const uint TB = 8; // positions per pass
@@ -88,7 +90,7 @@ void main() {
                 }
                 barrier();
             }
-            if (lid < nb) y[(t0 + lid) * pc.rows + r] = part[lid][0];
+            if (lid < nb) y[(t0 + lid) * pc.yRows + pc.yOffset + r] = part[lid][0];
             barrier();
         }
     }

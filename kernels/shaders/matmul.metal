@@ -55,6 +55,8 @@ struct Params
     uint cols;
     uint n;
     uint dtype;
+    uint yRows;
+    uint yOffset;
 };
 
 struct Ws
@@ -209,7 +211,7 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_31 [[buf
             }
             if (lid < nb)
             {
-                _437.y[((t0 + lid) * pc.rows) + r] = part[lid][0];
+                _437.y[(((t0 + lid) * pc.yRows) + pc.yOffset) + r] = part[lid][0];
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
         }
