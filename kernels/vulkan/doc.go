@@ -11,6 +11,10 @@
 // is preferred). Importing the package registers the backend as "vulkan"
 // with kernels (kernels.ByName("vulkan"), DELTAFIN_KERNELS=vulkan).
 //
+// The Vulkan loader (libvulkan.so.1) is opened at run time with dlopen, not
+// linked, so a binary built with this package starts on a machine without
+// Vulkan, where Open reports ErrNoDevice.
+//
 // Every call copies its operands into host-visible buffers, records one
 // command buffer and waits for it; calls are serialised. When the device
 // fails mid-call the call is computed by the pure-Go reference instead (an

@@ -1,9 +1,51 @@
 #include "vk.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+// The loader is opened at run time, not linked: a deltafin binary must start
+// (and fall back to the CPU kernels) on a machine without libvulkan1.
+#define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
+
+#define DFVK_FUNCS(F)                                                                                                \
+	F(vkCreateInstance) F(vkDestroyInstance) F(vkEnumeratePhysicalDevices) F(vkGetPhysicalDeviceProperties)           \
+	F(vkGetPhysicalDeviceQueueFamilyProperties) F(vkGetPhysicalDeviceMemoryProperties) F(vkCreateDevice)             \
+	F(vkDestroyDevice) F(vkGetDeviceQueue) F(vkDeviceWaitIdle) F(vkCreateDescriptorSetLayout)                        \
+	F(vkDestroyDescriptorSetLayout) F(vkCreatePipelineLayout) F(vkDestroyPipelineLayout) F(vkCreateShaderModule)     \
+	F(vkDestroyShaderModule) F(vkCreateComputePipelines) F(vkDestroyPipeline) F(vkCreateDescriptorPool)              \
+	F(vkDestroyDescriptorPool) F(vkResetDescriptorPool) F(vkAllocateDescriptorSets) F(vkUpdateDescriptorSets)        \
+	F(vkCreateCommandPool) F(vkDestroyCommandPool) F(vkAllocateCommandBuffers) F(vkResetCommandBuffer)               \
+	F(vkBeginCommandBuffer) F(vkEndCommandBuffer) F(vkCmdPipelineBarrier) F(vkCmdBindPipeline)                       \
+	F(vkCmdBindDescriptorSets) F(vkCmdPushConstants) F(vkCmdDispatch) F(vkQueueSubmit) F(vkCreateFence)              \
+	F(vkDestroyFence) F(vkWaitForFences) F(vkResetFences) F(vkCreateBuffer) F(vkDestroyBuffer)                       \
+	F(vkGetBufferMemoryRequirements) F(vkAllocateMemory) F(vkFreeMemory) F(vkBindBufferMemory) F(vkMapMemory)
+
+#define DFVK_DECLARE(n) static PFN_##n n;
+DFVK_FUNCS(DFVK_DECLARE)
+
+static pthread_once_t loadOnce = PTHREAD_ONCE_INIT;
+static const char *loadErr;
+
+// load resolves every entry point from the loader's exported symbols (its
+// trampolines dispatch on the handle, so they serve every instance).
+static void load(void) {
+	void *h = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h) h = dlopen("libvulkan.so", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		loadErr = "the Vulkan loader libvulkan.so.1 is not installed (Debian: libvulkan1)";
+		return;
+	}
+#define DFVK_LOAD(n)                                                                                                   \
+	if (!(n = (PFN_##n)dlsym(h, #n))) {                                                                            \
+		loadErr = "the Vulkan loader lacks " #n;                                                               \
+		return;                                                                                                \
+	}
+	DFVK_FUNCS(DFVK_LOAD)
+}
 
 typedef struct {
 	VkBuffer buf;
@@ -70,6 +112,11 @@ static int rank(const int *prefer, int n, int t) {
 int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const *code, const size_t *codeBytes,
               int nshaders, dfvk_info *info, char *err, int errlen) {
 	*out = NULL;
+	pthread_once(&loadOnce, load);
+	if (loadErr) {
+		snprintf(err, errlen, "%s", loadErr);
+		return -1;
+	}
 	dfvk *c = calloc(1, sizeof *c);
 	if (!c) {
 		seterr(err, errlen, "out of memory", -1);

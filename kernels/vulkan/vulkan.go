@@ -4,7 +4,7 @@ package vulkan
 
 /*
 #cgo CFLAGS: -O2 -std=c11
-#cgo LDFLAGS: -lvulkan
+#cgo LDFLAGS: -ldl -lpthread
 #include <stdlib.h>
 #include "vk.h"
 */
