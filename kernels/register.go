@@ -14,13 +14,14 @@ import (
 var (
 	regMu    sync.Mutex
 	regNames []string
-	regOpen  = map[string]func() (Backend, error){}
-	regDone  = map[string]regResult{}
+	regs     = map[string]*registered{}
 )
 
-type regResult struct {
-	b   Backend
-	err error
+type registered struct {
+	open func() (Backend, error)
+	once sync.Once // open runs without regMu held: it may call Default
+	b    Backend
+	err  error
 }
 
 // Register adds a backend under name; open runs once, when the backend is
@@ -29,27 +30,23 @@ type regResult struct {
 func Register(name string, open func() (Backend, error)) {
 	regMu.Lock()
 	defer regMu.Unlock()
-	if _, dup := regOpen[name]; dup || name == "auto" || name == "ref" {
+	if _, dup := regs[name]; dup || name == "auto" || name == "ref" {
 		panic(fmt.Sprintf("kernels: backend %q registered twice", name))
 	}
 	regNames = append(regNames, name)
-	regOpen[name] = open
+	regs[name] = &registered{open: open}
 }
 
 // openRegistered returns the registered backend name, opening it on first
 // use; ok is false when no backend of that name is registered.
 func openRegistered(name string) (b Backend, ok bool, err error) {
 	regMu.Lock()
-	defer regMu.Unlock()
-	open, ok := regOpen[name]
+	r, ok := regs[name]
+	regMu.Unlock()
 	if !ok {
 		return nil, false, nil
 	}
-	r, done := regDone[name]
-	if !done {
-		r.b, r.err = open()
-		regDone[name] = r
-	}
+	r.once.Do(func() { r.b, r.err = r.open() })
 	return r.b, true, r.err
 }
 
@@ -65,4 +62,17 @@ func registeredAvailable() []string {
 		}
 	}
 	return out
+}
+
+// unregister removes a backend (tests register their own).
+func unregister(name string) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	delete(regs, name)
+	for i, n := range regNames {
+		if n == name {
+			regNames = append(regNames[:i], regNames[i+1:]...)
+			break
+		}
+	}
 }

@@ -12,11 +12,10 @@ import "C"
 
 import (
 	"fmt"
-	"math"
-	"sync"
 	"unsafe"
 
 	"github.com/deltafin/deltafin/kernels"
+	"github.com/deltafin/deltafin/kernels/gpu"
 	"github.com/deltafin/deltafin/kernels/shaders"
 )
 
@@ -24,23 +23,31 @@ func init() {
 	kernels.Register("vulkan", func() (kernels.Backend, error) { return Open() })
 }
 
-// Backend runs the kernels on one Vulkan device.
-type Backend struct {
-	mu      sync.Mutex
-	c       *C.dfvk
-	info    Info
-	maxBuf  int // bytes one binding may hold
-	groups  int // dispatch limit per dimension
-	pipe    map[string]C.int
-	lastErr error
+// Device is one Vulkan device with a compute pipeline per shader; it
+// implements gpu.Device.
+type Device struct {
+	c      *C.dfvk
+	info   Info
+	groups int
+	pipe   map[string]C.int
 }
 
-var _ kernels.Backend = (*Backend)(nil)
-var _ kernels.LayerOps = (*Backend)(nil)
+var _ gpu.Device = (*Device)(nil)
 
-// Open creates a backend on the first device of the preferred types
-// (DefaultPreference when none are given) that has a compute queue.
-func Open(prefer ...DeviceType) (*Backend, error) {
+// Open returns the "vulkan" backend on the first device of the preferred
+// types (DefaultPreference when none are given); calls the device cannot
+// run go to the fastest CPU backend.
+func Open(prefer ...DeviceType) (*gpu.Backend, error) {
+	d, err := OpenDevice(prefer...)
+	if err != nil {
+		return nil, err
+	}
+	return gpu.New("vulkan", d, nil), nil
+}
+
+// OpenDevice opens the first device of the preferred types (DefaultPreference
+// when none are given) that has a compute queue.
+func OpenDevice(prefer ...DeviceType) (*Device, error) {
 	if len(prefer) == 0 {
 		prefer = DefaultPreference
 	}
@@ -51,7 +58,7 @@ func Open(prefer ...DeviceType) (*Backend, error) {
 	// The SPIR-V goes to C in C memory (cgo forbids Go pointers to Go
 	// pointers); vkCreateShaderModule copies it.
 	n := len(shaders.Names)
-	code := (*[1 << 10]*C.uint32_t)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof((*C.uint32_t)(nil)))))[:n:n]
+	code := unsafe.Slice((**C.uint32_t)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof((*C.uint32_t)(nil))))), n)
 	sizes := make([]C.size_t, n)
 	defer func() {
 		for _, p := range code {
@@ -77,7 +84,7 @@ func Open(prefer ...DeviceType) (*Backend, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNoDevice, C.GoString(&cerr[0]))
 	}
 	api := uint32(info.api)
-	b := &Backend{
+	return &Device{
 		c: c,
 		info: Info{
 			Name:      C.GoString(&info.name[0]),
@@ -87,29 +94,22 @@ func Open(prefer ...DeviceType) (*Backend, error) {
 		},
 		groups: int(min(uint32(info.maxGroups), 65535)),
 		pipe:   pipe,
-	}
-	b.maxBuf = b.info.MaxBuffer
-	return b, nil
+	}, nil
 }
-
-// Name is "vulkan".
-func (b *Backend) Name() string { return "vulkan" }
 
 // Info describes the device.
-func (b *Backend) Info() Info { return b.info }
+func (d *Device) Info() Info { return d.info }
 
-// Err returns the last device failure, after which that call was computed
-// by the reference instead; nil when every call ran on the device.
-func (b *Backend) Err() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.lastErr
+// Describe is "NAME (TYPE, Vulkan X.Y.Z)".
+func (d *Device) Describe() string {
+	return fmt.Sprintf("%s (%s, Vulkan %s)", d.info.Name, d.info.Type, d.info.API)
 }
 
-// fail records err; the caller then computes the call on the CPU.
-func (b *Backend) fail(err error) {
-	b.lastErr = err
-}
+// MaxBuffer is the device's storage-buffer range, capped at 1 GiB.
+func (d *Device) MaxBuffer() int { return d.info.MaxBuffer }
+
+// MaxGroups is the dispatch limit per dimension, capped at 65535.
+func (d *Device) MaxGroups() int { return d.groups }
 
 func check(what string, r C.int) error {
 	if r != 0 {
@@ -118,50 +118,23 @@ func check(what string, r C.int) error {
 	return nil
 }
 
-// slot returns slot i's mapped memory, at least n bytes.
-func (b *Backend) slot(i, n int) ([]byte, error) {
+// Slot returns slot i's mapped memory, at least n bytes.
+func (d *Device) Slot(i, n int) ([]byte, error) {
 	var res C.int
-	p := C.dfvk_slot(b.c, C.int(i), C.uint64_t(n), &res)
+	p := C.dfvk_slot(d.c, C.int(i), C.uint64_t(n), &res)
 	if p == nil {
 		return nil, check(fmt.Sprintf("allocating %d bytes", n), min(res, -1))
 	}
-	return unsafe.Slice((*byte)(p), max(n, 1)), nil
+	return unsafe.Slice((*byte)(p), max(n, 1))[:n], nil
 }
 
-func (b *Backend) putBytes(i int, data []byte) error {
-	m, err := b.slot(i, len(data))
-	if err != nil {
-		return err
+// Dispatch records one shader run over the given slots (bindings 1..n).
+func (d *Device) Dispatch(shader string, slots []int, push []uint32, gx, gy int) error {
+	idx, ok := d.pipe[shader]
+	if !ok {
+		return fmt.Errorf("%w: no shader %q", ErrDevice, shader)
 	}
-	copy(m, data)
-	return nil
-}
-
-func (b *Backend) putF32(i int, v []float32) error {
-	m, err := b.slot(i, 4*len(v))
-	if err != nil {
-		return err
-	}
-	if len(v) > 0 {
-		copy(m, unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v)))
-	}
-	return nil
-}
-
-func (b *Backend) getF32(i int, v []float32) error {
-	m, err := b.slot(i, 4*len(v))
-	if err != nil {
-		return err
-	}
-	if len(v) > 0 {
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v)), m)
-	}
-	return nil
-}
-
-// dispatch records one shader run over the given slots (bindings 1..n).
-func (b *Backend) dispatch(shader string, slots []int, push []uint32, gx, gy, gz int) error {
-	cs := make([]C.int, len(slots))
+	cs := make([]C.int, max(len(slots), 1))
 	for i, s := range slots {
 		cs[i] = C.int(s)
 	}
@@ -169,18 +142,13 @@ func (b *Backend) dispatch(shader string, slots []int, push []uint32, gx, gy, gz
 	for i, v := range push {
 		pc[i] = C.uint32_t(v)
 	}
-	r := C.dfvk_dispatch(b.c, b.pipe[shader], &cs[0], C.int(len(cs)), unsafe.Pointer(&pc[0]), C.int(4*len(push)),
-		C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz))
+	r := C.dfvk_dispatch(d.c, idx, &cs[0], C.int(len(slots)), unsafe.Pointer(&pc[0]), C.int(4*len(push)),
+		C.uint32_t(gx), C.uint32_t(gy), 1)
 	return check("dispatch "+shader, r)
 }
 
-func (b *Backend) begin() error  { return check("begin", C.dfvk_begin(b.c)) }
-func (b *Backend) submit() error { return check("submit", C.dfvk_submit(b.c)) }
+// Begin starts recording a call.
+func (d *Device) Begin() error { return check("begin", C.dfvk_begin(d.c)) }
 
-// grid splits groups workgroups over x and y within the dispatch limit.
-func (b *Backend) grid(groups int) (gx, gy int) {
-	gx = max(min(groups, b.groups), 1)
-	return gx, (groups + gx - 1) / gx
-}
-
-func f32bits(v float32) uint32 { return math.Float32bits(v) }
+// Submit runs the recorded call and waits for it.
+func (d *Device) Submit() error { return check("submit", C.dfvk_submit(d.c)) }

@@ -2,16 +2,13 @@
 
 package vulkan
 
-import "github.com/deltafin/deltafin/kernels"
+import "github.com/deltafin/deltafin/kernels/gpu"
 
-// Backend is the Vulkan backend; in this build it cannot be opened.
-type Backend struct{ kernels.Backend }
+// Device is the Vulkan device; in this build none can be opened.
+type Device struct{}
 
 // Open reports ErrUnsupported: the Vulkan backend needs linux and cgo.
-func Open(...DeviceType) (*Backend, error) { return nil, ErrUnsupported }
+func Open(...DeviceType) (*gpu.Backend, error) { return nil, ErrUnsupported }
 
-// Info is empty in this build.
-func (*Backend) Info() Info { return Info{} }
-
-// Err is nil in this build.
-func (*Backend) Err() error { return nil }
+// OpenDevice reports ErrUnsupported: the Vulkan backend needs linux and cgo.
+func OpenDevice(...DeviceType) (*Device, error) { return nil, ErrUnsupported }

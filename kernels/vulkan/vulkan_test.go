@@ -11,23 +11,39 @@ import (
 
 	"github.com/deltafin/deltafin/kernels"
 	"github.com/deltafin/deltafin/kernels/conformance"
+	"github.com/deltafin/deltafin/kernels/gpu"
 	"github.com/stretchr/testify/require"
 )
 
 var (
-	once   sync.Once
-	shared *Backend
-	openEr error
+	once      sync.Once
+	sharedDev *Device
+	shared    *gpu.Backend
+	openEr    error
 )
 
 // device opens the backend once for the test binary (opening a Vulkan
 // device compiles every pipeline: about a second on lavapipe).
-func device(t *testing.T) *Backend {
+func device(t *testing.T) *gpu.Backend {
 	t.Helper()
-	once.Do(func() { shared, openEr = Open() })
+	once.Do(func() {
+		sharedDev, openEr = OpenDevice()
+		if openEr == nil {
+			shared = gpu.New("vulkan", sharedDev, nil)
+		}
+	})
 	require.NoError(t, openEr, "make deps installs mesa-vulkan-drivers (lavapipe)")
 	return shared
 }
+
+// limited is the opened device with a smaller per-binding limit, as a
+// device with small storage buffers has it.
+type limited struct {
+	*Device
+	max int
+}
+
+func (l limited) MaxBuffer() int { return l.max }
 
 func requireWithin(t *testing.T, want, got []float32, tol []float64, what string) {
 	t.Helper()
@@ -39,7 +55,7 @@ func requireWithin(t *testing.T, want, got []float32, tol []float64, what string
 
 func TestMatMulMatchesRef(t *testing.T) {
 	b := device(t)
-	t.Logf("device %q (%s, Vulkan %s)", b.Info().Name, b.Info().Type, b.Info().API)
+	t.Logf("device %s", b.Device())
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, dt := range []kernels.DType{kernels.F32, kernels.BF16, kernels.F16, kernels.I8, kernels.MXFP4} {
 		colsList := []int{1, 7, 33, 257}
@@ -97,25 +113,10 @@ func TestMatMulK3Shapes(t *testing.T) {
 	require.NoError(t, b.Err())
 }
 
-// withMaxBuffer runs f with the backend's per-binding limit lowered, as a
-// device with small storage buffers has it.
-func withMaxBuffer(b *Backend, limit int, f func()) {
-	b.mu.Lock()
-	old := b.maxBuf
-	b.maxBuf = limit
-	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		b.maxBuf = old
-		b.mu.Unlock()
-	}()
-	f()
-}
-
 // A matrix larger than one binding (lm_head on a device with 128 MiB
 // buffers) runs in row blocks; the result is the same.
 func TestMatMulInRowBlocks(t *testing.T) {
-	b := device(t)
+	device(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, dt := range []kernels.DType{kernels.BF16, kernels.I8, kernels.MXFP4} {
 		t.Run(dt.String(), func(t *testing.T) {
@@ -123,7 +124,8 @@ func TestMatMulInRowBlocks(t *testing.T) {
 			x := conformance.RandVec(rng, 2*256)
 			want, got := make([]float32, 2*300), make([]float32, 2*300)
 			kernels.Ref().MatMul(want, w, x, 2)
-			withMaxBuffer(b, 7*len(w.Data)/300*7+1, func() { b.MatMul(got, w, x, 2) }) // 49-row blocks
+			b := gpu.New("vulkan", limited{sharedDev, 49 * len(w.Data) / 300}, nil) // 49-row blocks
+			b.MatMul(got, w, x, 2)
 			requireWithin(t, want, got, conformance.MatMulTol(w, x, 2), dt.String())
 			require.NoError(t, b.Err())
 		})
@@ -209,10 +211,11 @@ func ulp(v float32) float64 {
 }
 
 // When the device cannot take a call (here: an expert larger than the
-// binding limit) the call is computed by the reference, exactly, and Err
-// says why.
-func TestFallbackIsExactReference(t *testing.T) {
-	b := device(t)
+// binding limit) the call is computed by the CPU fallback, exactly as that
+// backend computes it, and Err says why.
+func TestFallbackRunsOnTheCPU(t *testing.T) {
+	device(t)
+	b := gpu.New("vulkan", limited{sharedDev, 100}, nil)
 	rng := rand.New(rand.NewPCG(9, 10))
 	e := kernels.Expert{
 		W1: conformance.RandMatrix(rng, kernels.MXFP4, 64, 96),
@@ -222,13 +225,11 @@ func TestFallbackIsExactReference(t *testing.T) {
 	act := kernels.Activation{Kind: kernels.SiTU, Beta: 4, LinearBeta: 25}
 	x := conformance.RandVec(rng, 2*96)
 	want, got := make([]float32, 2*96), make([]float32, 2*96)
-	kernels.Ref().ExpertFFN(want, e, act, x, 2)
-	withMaxBuffer(b, 100, func() { b.ExpertFFN(got, e, act, x, 2) })
+	b.Fallback().ExpertFFN(want, e, act, x, 2)
+	b.ExpertFFN(got, e, act, x, 2)
 	require.Equal(t, want, got)
-	require.ErrorIs(t, b.Err(), ErrDevice)
-	b.mu.Lock()
-	b.lastErr = nil
-	b.mu.Unlock()
+	require.ErrorIs(t, b.Err(), gpu.ErrLimit)
+	require.NoError(t, b.Err(), "Err forgets what it reported")
 }
 
 func TestRegisteredWithKernels(t *testing.T) {

@@ -1,6 +1,4 @@
-//go:build linux && cgo
-
-package vulkan
+package gpu
 
 import (
 	"fmt"
@@ -12,7 +10,7 @@ import (
 // RMSNormRows runs kernels.LayerOps.RMSNormRows on the device.
 func (b *Backend) RMSNormRows(dst, x, w []float32, eps float32, width int) {
 	if width <= 0 || len(x)%width != 0 || len(dst) < len(x) || (w != nil && len(w) < width) {
-		panic(fmt.Sprintf("vulkan: RMSNormRows: x %d, dst %d, w %d, width %d", len(x), len(dst), len(w), width))
+		panic(fmt.Sprintf("gpu: RMSNormRows: x %d, dst %d, w %d, width %d", len(x), len(dst), len(w), width))
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -46,7 +44,7 @@ func (b *Backend) KDARecurrent(o, q, k, v, g, beta, s []float32, T, nh, d int) {
 	n := T * nh * d
 	if T < 1 || nh < 1 || d < 1 || len(q) < n || len(k) < n || len(v) < n || len(g) < n || len(o) < n ||
 		len(beta) < T*nh || len(s) < nh*d*d {
-		panic(fmt.Sprintf("vulkan: KDARecurrent T %d nh %d d %d: slices too short", T, nh, d))
+		panic(fmt.Sprintf("gpu: KDARecurrent T %d nh %d d %d: slices too short", T, nh, d))
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -58,8 +56,8 @@ func (b *Backend) KDARecurrent(o, q, k, v, g, beta, s []float32, T, nh, d int) {
 
 func (b *Backend) kda(o, q, k, v, g, beta, s []float32, T, nh, d int) error {
 	n := T * nh * d
-	if nh > b.groups {
-		return fmt.Errorf("%w: %d heads exceed the dispatch limit", ErrDevice, nh)
+	if nh > b.groups() {
+		return fmt.Errorf("%w: %d heads exceed the dispatch limit", ErrLimit, nh)
 	}
 	if err := b.puts(map[int][]float32{
 		slotW1: q[:n], slotS1: k[:n], slotW3: v[:n], slotS3: g[:n], slotW2: beta[:T*nh], slotS2: s[:nh*d*d],
@@ -84,7 +82,7 @@ func (b *Backend) Attention(o, q, kc, vc []float32, T, nh, qk, dv, past int, sca
 	L := past + T
 	if T < 1 || nh < 1 || qk < 1 || dv < 1 || past < 0 || len(q) < T*nh*qk || len(kc) < L*nh*qk ||
 		len(vc) < L*nh*dv || len(o) < T*nh*dv {
-		panic(fmt.Sprintf("vulkan: Attention T %d nh %d qk %d dv %d past %d: slices too short", T, nh, qk, dv, past))
+		panic(fmt.Sprintf("gpu: Attention T %d nh %d qk %d dv %d past %d: slices too short", T, nh, qk, dv, past))
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -96,8 +94,8 @@ func (b *Backend) Attention(o, q, kc, vc []float32, T, nh, qk, dv, past int, sca
 
 func (b *Backend) attention(o, q, kc, vc []float32, T, nh, qk, dv, past int, scale float32) error {
 	L := past + T
-	if nh > b.groups || T > b.groups || 4*T*nh*L > b.maxBuf || 4*L*nh*qk > b.maxBuf {
-		return fmt.Errorf("%w: attention of %d tokens over %d positions exceeds the device limits", ErrDevice, T, L)
+	if nh > b.groups() || T > b.groups() || 4*T*nh*L > b.maxBuf() || 4*L*nh*qk > b.maxBuf() {
+		return fmt.Errorf("%w: attention of %d tokens over %d positions exceeds the device limits", ErrLimit, T, L)
 	}
 	if err := b.puts(map[int][]float32{slotA: q[:T*nh*qk], slotB: kc[:L*nh*qk], slotC: vc[:L*nh*dv]}); err != nil {
 		return err

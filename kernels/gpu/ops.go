@@ -1,6 +1,4 @@
-//go:build linux && cgo
-
-package vulkan
+package gpu
 
 import (
 	"fmt"
@@ -26,22 +24,22 @@ func (b *Backend) MatMul(dst []float32, w kernels.Matrix, x []float32, n int) {
 	defer b.mu.Unlock()
 	if err := b.matmul(dst, w, x, n); err != nil {
 		b.fail(err)
-		kernels.Ref().MatMul(dst, w, x, n)
+		b.fallback.MatMul(dst, w, x, n)
 	}
 }
 
 func mustShape(dst []float32, w kernels.Matrix, x []float32, n int) {
 	if err := w.Validate(); err != nil {
-		panic(fmt.Sprintf("vulkan: MatMul: %v", err))
+		panic(fmt.Sprintf("gpu: MatMul: %v", err))
 	}
 	if n < 1 || len(x) < n*w.Cols || len(dst) < n*w.Rows {
-		panic(fmt.Sprintf("vulkan: MatMul %s [%d,%d] × %d: x has %d, dst has %d", w.DType, w.Rows, w.Cols, n, len(x), len(dst)))
+		panic(fmt.Sprintf("gpu: MatMul %s [%d,%d] × %d: x has %d, dst has %d", w.DType, w.Rows, w.Cols, n, len(x), len(dst)))
 	}
 }
 
 // fits reports whether every operand of W·x for n positions fits a binding.
 func (b *Backend) fits(w kernels.Matrix, n int) bool {
-	return len(w.Data) <= b.maxBuf && 4*n*w.Cols <= b.maxBuf && 4*n*w.Rows <= b.maxBuf
+	return len(w.Data) <= b.maxBuf() && 4*n*w.Cols <= b.maxBuf() && 4*n*w.Rows <= b.maxBuf()
 }
 
 func matPush(w kernels.Matrix, rows, n, yRows, yOff int) []uint32 {
@@ -49,11 +47,11 @@ func matPush(w kernels.Matrix, rows, n, yRows, yOff int) []uint32 {
 }
 
 func (b *Backend) matmul(dst []float32, w kernels.Matrix, x []float32, n int) error {
-	if 4*n*w.Cols > b.maxBuf || 4*n*w.Rows > b.maxBuf {
-		return fmt.Errorf("%w: %d positions of [%d,%d] exceed a %d-byte buffer", ErrDevice, n, w.Rows, w.Cols, b.maxBuf)
+	if 4*n*w.Cols > b.maxBuf() || 4*n*w.Rows > b.maxBuf() {
+		return fmt.Errorf("%w: %d positions of [%d,%d] exceed a %d-byte buffer", ErrLimit, n, w.Rows, w.Cols, b.maxBuf())
 	}
 	rowData, rowScales := len(w.Data)/w.Rows, len(w.Scales)/w.Rows
-	block := max(1, b.maxBuf/rowData)
+	block := max(1, b.maxBuf()/rowData)
 	if err := b.putF32(slotX, x[:n*w.Cols]); err != nil {
 		return err
 	}
@@ -87,7 +85,7 @@ func (b *Backend) matmul(dst []float32, w kernels.Matrix, x []float32, n int) er
 func (b *Backend) ExpertFFN(dst []float32, e kernels.Expert, act kernels.Activation, x []float32, n int) {
 	inter, dim := e.W1.Rows, e.W1.Cols
 	if e.W3.Rows != inter || e.W3.Cols != dim || e.W2.Rows != dim || e.W2.Cols != inter {
-		panic(fmt.Sprintf("vulkan: ExpertFFN shapes W1 [%d,%d] W3 [%d,%d] W2 [%d,%d]",
+		panic(fmt.Sprintf("gpu: ExpertFFN shapes W1 [%d,%d] W3 [%d,%d] W2 [%d,%d]",
 			e.W1.Rows, e.W1.Cols, e.W3.Rows, e.W3.Cols, e.W2.Rows, e.W2.Cols))
 	}
 	mustShape(dst, e.W2, make([]float32, n*inter), n)
@@ -97,14 +95,14 @@ func (b *Backend) ExpertFFN(dst []float32, e kernels.Expert, act kernels.Activat
 	defer b.mu.Unlock()
 	if err := b.expertFFN(dst, e, act, x, n); err != nil {
 		b.fail(err)
-		kernels.Ref().ExpertFFN(dst, e, act, x, n)
+		b.fallback.ExpertFFN(dst, e, act, x, n)
 	}
 }
 
 func (b *Backend) expertFFN(dst []float32, e kernels.Expert, act kernels.Activation, x []float32, n int) error {
 	inter, dim := e.W1.Rows, e.W1.Cols
 	if !b.fits(e.W1, n) || !b.fits(e.W3, n) || !b.fits(e.W2, n) {
-		return fmt.Errorf("%w: expert [%d,%d] × %d exceeds a %d-byte buffer", ErrDevice, inter, dim, n, b.maxBuf)
+		return fmt.Errorf("%w: expert [%d,%d] × %d exceeds a %d-byte buffer", ErrLimit, inter, dim, n, b.maxBuf())
 	}
 	for _, p := range []struct {
 		slot int
