@@ -35,7 +35,8 @@ func Available() []string {
 }
 
 // ByName returns the named backend with every core: "auto" (= Default), "ref",
-// or one of Available(). The engine's configuration (DELTAFIN_KERNELS) picks
+// "gpu" (the first registered GPU backend that opens, else Default: the
+// automatic CPU fallback), or one of Available(). The engine's configuration (DELTAFIN_KERNELS) picks
 // it; kernels itself reads no environment.
 func ByName(name string) (Backend, error) { return Open(name, 0) }
 
@@ -61,6 +62,12 @@ func Open(name string, threads int) (Backend, error) {
 	switch name {
 	case "ref":
 		return Ref(), nil
+	case "gpu":
+		if reg := registeredAvailable(); len(reg) > 0 {
+			b, _, err := openRegistered(reg[0])
+			return b, err
+		}
+		return Default(), nil
 	case "auto", "":
 		if len(isas) == 0 {
 			return Ref(), nil

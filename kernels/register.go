@@ -30,7 +30,7 @@ type registered struct {
 func Register(name string, open func() (Backend, error)) {
 	regMu.Lock()
 	defer regMu.Unlock()
-	if _, dup := regs[name]; dup || name == "auto" || name == "ref" {
+	if _, dup := regs[name]; dup || name == "auto" || name == "ref" || name == "gpu" {
 		panic(fmt.Sprintf("kernels: backend %q registered twice", name))
 	}
 	regNames = append(regNames, name)
@@ -76,3 +76,7 @@ func unregister(name string) {
 		}
 	}
 }
+
+// Registered lists the registered (GPU) backends that open on this machine,
+// in registration order.
+func Registered() []string { return registeredAvailable() }

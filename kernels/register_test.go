@@ -43,8 +43,15 @@ func TestRegisteredBackends(t *testing.T) {
 	require.ErrorIs(t, err, errNone)
 	require.Contains(t, err.Error(), "reg-none")
 
+	g, err := ByName("gpu")
+	require.NoError(t, err)
+	require.Equal(t, "reg-ok", g.Name(), "gpu is the first registered backend that opens")
+
 	require.Panics(t, func() { Register("reg-ok", nil) })
 	require.Panics(t, func() { Register("auto", nil) })
 	unregister("reg-ok")
 	require.NotContains(t, Available(), "reg-ok")
+	g, err = ByName("gpu")
+	require.NoError(t, err)
+	require.Equal(t, Default(), g, "without a GPU backend, gpu is the CPU default")
 }
