@@ -20,7 +20,7 @@ APT_DEPS := qemu-aarch64:qemu-user aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu \
 APT_FILES := /usr/include/vulkan/vulkan.h:libvulkan-dev \
 	/usr/share/vulkan/icd.d/lvp_icd.x86_64.json:mesa-vulkan-drivers
 
-.PHONY: all build run test vet fmt-check darwin-vet unit kernels-arm64 deps bench app lint clean shaders shaders-check
+.PHONY: all build run test vet fmt-check darwin-vet unit kernels-arm64 deps bench app lint clean shaders shaders-check gpu-bundle
 
 all: build
 
@@ -73,6 +73,15 @@ deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 	$(GO) mod download
+
+# What kernels/vulkan/device_bench.sh needs on a GPU machine without Go: the
+# Vulkan test binary, deltafin, and the Vulkan loader's .deb in .gl/ (carried;
+# unpacked there only when the machine lacks the loader).
+gpu-bundle:
+	mkdir -p bin/gpu .gl
+	$(GO) test -c -o bin/gpu/vulkan.test ./kernels/vulkan
+	$(GO) build -o bin/gpu/deltafin .
+	cd .gl && apt-get download libvulkan1
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
