@@ -35,7 +35,8 @@ func Available() []string {
 }
 
 // ByName returns the named backend with every core: "auto" (= Default), "ref",
-// "gpu" (the first registered GPU backend that opens, else Default: the
+// "gpu" (the first registered GPU backend that opens for prefill and Default
+// for decode, see Split; Default alone when no GPU backend opens: the
 // automatic CPU fallback), or one of Available(). The engine's configuration (DELTAFIN_KERNELS) picks
 // it; kernels itself reads no environment.
 func ByName(name string) (Backend, error) { return Open(name, 0) }
@@ -65,7 +66,10 @@ func Open(name string, threads int) (Backend, error) {
 	case "gpu":
 		if reg := registeredAvailable(); len(reg) > 0 {
 			b, _, err := openRegistered(reg[0])
-			return b, err
+			if err != nil {
+				return nil, err
+			}
+			return Split(b, Default()), nil
 		}
 		return Default(), nil
 	case "auto", "":

@@ -45,7 +45,7 @@ func TestRegisteredBackends(t *testing.T) {
 
 	g, err := ByName("gpu")
 	require.NoError(t, err)
-	require.Equal(t, "reg-ok", g.Name(), "gpu is the first registered backend that opens")
+	require.Equal(t, "reg-ok+"+Default().Name(), g.Name(), "gpu: the first registered backend that opens for prefill, the CPU for decode")
 
 	require.Panics(t, func() { Register("reg-ok", nil) })
 	require.Panics(t, func() { Register("auto", nil) })
