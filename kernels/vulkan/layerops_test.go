@@ -100,8 +100,10 @@ func TestKDARecurrentMatchesRef(t *testing.T) {
 			kernels.RefLayerOps().KDARecurrent(want, q, k, v, g, beta, s, c.T, c.nh, c.d)
 			b.KDARecurrent(got, q, k, v, g, beta, s2, c.T, c.nh, c.d)
 			// Same operations in the same order; only e^g differs, by an ulp
-			// or two, carried through d-long sums of unit-vector products.
-			kt := 16 * float64(c.d) * float64(c.T)
+			// or two, carried through d-long sums over T tokens: 16·√(d·T)
+			// ulps of the largest value (measured on lavapipe: 1.9 at
+			// d = 128, T = 3, where this allows 314).
+			kt := 16 * math.Sqrt(float64(c.d*c.T))
 			requireWithin(t, want, got, relTol(want, kt), name+" o")
 			requireWithin(t, s, s2, relTol(s, kt), name+" state")
 		})
@@ -125,8 +127,9 @@ func TestAttentionMatchesRef(t *testing.T) {
 			b.Attention(got, q, kc, vc, c.T, c.nh, c.qk, c.dv, c.past, scale)
 			// Scores are the reference's dots; the softmax sum is a tree and
 			// e^x is Cephes', so each weight is off by a few ulps; the output
-			// sums L of them times |v| ≲ 4.
-			requireWithin(t, want, got, relTol(want, 64*float64(L)), name)
+			// sums L of them: 16·√L ulps of the largest value (measured on
+			// lavapipe: 4.6 at L = 104, where this allows 163).
+			requireWithin(t, want, got, relTol(want, 16*math.Sqrt(float64(L))), name)
 		})
 	}
 	require.NoError(t, b.Err())
