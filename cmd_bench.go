@@ -16,6 +16,9 @@ func runBench(ctx context.Context, cfg app.Config, args []string) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		target, args = args[0], args[1:]
 	}
+	if target == "slice" {
+		return runBenchSlice(ctx, cfg, args) // its own flags (cmd_bench_slice.go)
+	}
 	fs := newFlags("bench", "kernels|slice", &cfg)
 	var opt app.BenchKernelsOptions
 	fs.BoolVar(&opt.JSON, "json", false, "print the report as JSON")
@@ -28,8 +31,6 @@ func runBench(ctx context.Context, cfg app.Config, args []string) error {
 	switch target {
 	case "kernels":
 		return app.BenchKernels(ctx, cfg, os.Stdout, opt)
-	case "slice":
-		return errNotLanded{"bench slice", 6, "streaming benchmark"}
 	case "":
 		fmt.Fprintln(fs.Output(), "deltafin bench needs a target: kernels or slice")
 	default:

@@ -104,12 +104,18 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := engine.Open(ctx, rc.Model, engine.Options{Backend: backend})
+	st, err := cfg.OpenStream(nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	m, err := engine.Open(ctx, rc.Model, engine.Options{Backend: backend, Stream: st.Options})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	info := m.Info()
+	fmt.Fprintln(stderr, m.Plan())
 
 	opts := engine.GenerateOptions{MaxNew: rc.MaxNew}
 	if rc.Chat && info.EOS >= 0 {

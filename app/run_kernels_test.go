@@ -21,6 +21,7 @@ func TestRunUsesDeltafinKernels(t *testing.T) {
 			cfg := DefaultConfig(func(k string) string {
 				return map[string]string{"DELTAFIN_KERNELS": name}[k]
 			})
+			cfg.DataDir = t.TempDir() // Run keeps the expert heat histogram there
 			require.NoError(t, cfg.Validate())
 			cfg.Run = RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), IDs: prompt, MaxNew: len(want), JSON: true}
 			var stdout, stderr bytes.Buffer
