@@ -89,7 +89,8 @@ gpu-bundle:
 	mkdir -p bin/gpu .gl
 	$(GO) test -c -o bin/gpu/vulkan.test ./kernels/vulkan
 	$(GO) build -o bin/gpu/deltafin .
-	cd .gl && apt-get download libvulkan1
+	# The NVIDIA ICD (libGLX_nvidia) needs the glvnd libraries beside the loader.
+	cd .gl && apt-get download libvulkan1 libglvnd0 libglx0 libgl1 libegl1 libopengl0 libgles2
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...

@@ -23,7 +23,7 @@ cd "$root"
 {
 	echo "== host"; uname -a; nproc
 	command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-	if ! ldconfig -p | grep -q 'libvulkan\.so\.1'; then
+	if ! ldconfig -p | grep -q "libvulkan\.so\.1" || ! ldconfig -p | grep -q "libGLX\.so\.0"; then
 		echo "== no Vulkan loader: unpacking .gl/*.deb"
 		for f in .gl/*.deb; do [ -e "$f" ] && dpkg -x "$f" / && echo "unpacked $f"; done
 		ldconfig
