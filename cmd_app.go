@@ -2,14 +2,22 @@ package main
 
 import (
 	"context"
+	"log/slog"
+	"os"
 
 	"github.com/deltafin/deltafin/app"
 )
 
 func runApp(ctx context.Context, cfg app.Config, args []string) error {
 	fs := newFlags("app", "", &cfg)
+	fs.DurationVar(&cfg.NotifyAfter, "notify-after", cfg.NotifyAfter, "notify when an answer takes longer than this (0: never)")
+	fs.DurationVar(&cfg.WarmIdleAfter, "warm-idle-after", cfg.WarmIdleAfter, "overnight warming starts after this long without input")
 	if err := parse(fs, args, &cfg); err != nil {
 		return err
 	}
-	return errNotLanded{"app", 9, "the menu-bar app"}
+	deps, err := app.PlatformDeps()
+	if err != nil {
+		return err
+	}
+	return app.RunMenuBar(ctx, cfg, deps, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 }

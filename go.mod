@@ -2,10 +2,22 @@ module github.com/deltafin/deltafin
 
 go 1.26.0
 
-require github.com/stretchr/testify v1.12.1
+require (
+	fyne.io/systray v1.12.2
+	github.com/adrg/xdg v0.5.3
+	github.com/gen2brain/beeep v0.12.0
+	github.com/godbus/dbus/v5 v5.1.0
+	github.com/stretchr/testify v1.12.1
+	golang.org/x/sys v0.50.0
+)
 
 require (
-	github.com/adrg/xdg v0.5.3 // indirect
+	git.sr.ht/~jackmordaunt/go-toast v1.1.2 // indirect
+	github.com/ebitengine/purego v0.10.2 // indirect
+	github.com/esiqveland/notify v0.13.3 // indirect
+	github.com/go-ole/go-ole v1.3.0 // indirect
+	github.com/sergeymakinen/go-bmp v1.0.0 // indirect
+	github.com/sergeymakinen/go-ico v1.0.0-beta.0 // indirect
+	github.com/tadvi/systray v0.0.0-20190226123456-11a2b8fa57af // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 )

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/adrg/xdg"
 )
@@ -15,6 +16,19 @@ type Config struct {
 	// state. Default: $XDG_DATA_HOME/deltafin (~/Library/Application
 	// Support/deltafin on macOS); DELTAFIN_HOME or --data-dir override it.
 	DataDir string
+
+	// Menu-bar app (issue 9).
+	// NotifyAfter: answers that take longer get a notification (0: never).
+	NotifyAfter time.Duration
+	// WarmIdleAfter: overnight warming starts after this long without
+	// user input, on AC power.
+	WarmIdleAfter time.Duration
+	// WarmPoll: how often warming checks idle time and power.
+	WarmPoll time.Duration
+	// SessionBus is DBUS_SESSION_BUS_ADDRESS and RuntimeDir is
+	// XDG_RUNTIME_DIR: on Linux the tray and notifications need a
+	// session bus, and the app refuses to start without one.
+	SessionBus, RuntimeDir string
 }
 
 // Getenv is the shape of os.Getenv, so tests can pass a map lookup.
@@ -23,7 +37,11 @@ type Getenv func(string) string
 // DefaultConfig returns the configuration before flags, with the environment
 // applied.
 func DefaultConfig(getenv Getenv) Config {
-	c := Config{DataDir: filepath.Join(xdg.DataHome, "deltafin")}
+	c := Config{
+		DataDir:     filepath.Join(xdg.DataHome, "deltafin"),
+		NotifyAfter: 30 * time.Second, WarmIdleAfter: 10 * time.Minute, WarmPoll: 30 * time.Second,
+		SessionBus: getenv("DBUS_SESSION_BUS_ADDRESS"), RuntimeDir: getenv("XDG_RUNTIME_DIR"),
+	}
 	if v := getenv("DELTAFIN_HOME"); v != "" {
 		c.DataDir = v
 	}
@@ -40,5 +58,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("app: data directory %q: %w", c.DataDir, err)
 	}
 	c.DataDir = abs
+	if c.NotifyAfter < 0 || c.WarmIdleAfter < 0 {
+		return fmt.Errorf("app: negative duration (notify after %v, warm idle after %v)", c.NotifyAfter, c.WarmIdleAfter)
+	}
+	if c.WarmPoll <= 0 {
+		return fmt.Errorf("app: warm poll interval must be positive, got %v", c.WarmPoll)
+	}
 	return nil
 }

@@ -1,0 +1,57 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/adrg/xdg"
+
+	"github.com/deltafin/deltafin/icons"
+)
+
+// ErrNoTray is returned when there is no menu bar to show the app in.
+var ErrNoTray = errors.New("app: no menu bar")
+
+// PlatformDeps returns this machine's notifier, idle and power sources,
+// keep-awake, login item and desktop helpers; the caller adds the
+// downloader, warmer and server.
+func PlatformDeps() (Deps, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return Deps{}, fmt.Errorf("app: own executable: %w", err)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return Deps{}, fmt.Errorf("app: home directory: %w", err)
+	}
+	return Deps{
+		Notifier:  NewNotifier("Deltafin"),
+		Idle:      NewIdleSource(),
+		Power:     NewPowerSource(),
+		Login:     NewLoginItem(exe, home, xdg.ConfigHome),
+		Desktop:   NewDesktop(),
+		KeepAwake: NewKeepAwake(),
+	}, nil
+}
+
+// RunMenuBar is `deltafin` with no arguments: the menu-bar app with deps
+// until Quit or ctx ends. It must run on main's goroutine (macOS runs the
+// menu bar on the main thread). On a machine without a desktop session it
+// fails at once with ErrNoTray.
+func RunMenuBar(ctx context.Context, cfg Config, deps Deps, log *slog.Logger) error {
+	if err := checkDesktop(ctx, cfg); err != nil {
+		return err
+	}
+	a := New(cfg, deps, log)
+	if err := a.Start(ctx); err != nil {
+		return err
+	}
+	err := runTray(ctx, a, icons.MenuBarTemplate2x, icons.MenuBar)
+	if cerr := a.Close(context.WithoutCancel(ctx)); err == nil {
+		err = cerr
+	}
+	return err
+}
