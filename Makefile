@@ -12,7 +12,8 @@ DARWIN_CGO_ONLY :=
 DARWIN_PKGS = $(filter-out $(DARWIN_CGO_ONLY),$(shell $(GO) list ./...))
 
 # Debian packages the tests use, as "command:package" pairs.
-APT_DEPS :=
+# dbus-daemon: the app's tests start a private session bus (tray, notifications).
+APT_DEPS := dbus-daemon:dbus-daemon
 
 .PHONY: all build run test vet fmt-check darwin-vet unit deps bench app lint clean
 

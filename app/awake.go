@@ -31,7 +31,6 @@ func NewKeepAwake() KeepAwake {
 // The child holds the power assertion for as long as it runs.
 func holdProcess(ctx context.Context, argv []string) (func(), error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	setDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoKeepAwake, err)
 	}

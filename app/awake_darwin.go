@@ -1,9 +1,6 @@
 package app
 
-import (
-	"os/exec"
-	"strconv"
-)
+import "strconv"
 
 // keepAwakeArgv holds a "prevent idle system sleep" assertion with
 // caffeinate, which exits by itself when pid does (-w). App Nap is kept off
@@ -11,5 +8,3 @@ import (
 func keepAwakeArgv(reason string, pid int) ([]string, error) {
 	return []string{"/usr/bin/caffeinate", "-i", "-w", strconv.Itoa(pid)}, nil
 }
-
-func setDeathSignal(*exec.Cmd) {}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strconv"
-	"syscall"
 )
 
 // keepAwakeArgv blocks idle and sleep through logind with systemd-inhibit
@@ -16,9 +15,4 @@ func keepAwakeArgv(reason string, pid int) ([]string, error) {
 	}
 	return []string{inhibit, "--what=idle:sleep", "--who=Deltafin", "--why=" + reason, "--mode=block",
 		"tail", "--pid=" + strconv.Itoa(pid), "-f", "/dev/null"}, nil
-}
-
-// setDeathSignal ends the child if this process dies without releasing.
-func setDeathSignal(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 }

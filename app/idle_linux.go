@@ -13,7 +13,7 @@ import (
 // IdleSinceHint, which desktop sessions (GNOME, KDE, ...) keep up to date.
 type logindIdle struct {
 	mu   sync.Mutex
-	conn *dbus.Conn               // nil until first use
+	conn *dbus.Conn                 // nil until first use
 	dial func() (*dbus.Conn, error) // the system bus; a private bus in tests
 	now  func() time.Time
 }
