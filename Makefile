@@ -15,7 +15,7 @@ DARWIN_PKGS = $(filter-out $(DARWIN_CGO_ONLY),$(shell $(GO) list ./...))
 # dbus-daemon: the app's tests start a private session bus (tray, notifications).
 APT_DEPS := dbus-daemon:dbus-daemon
 
-.PHONY: all build run test vet fmt-check darwin-vet unit deps bench app lint clean
+.PHONY: all build run test vet fmt-check darwin-vet info-plist unit deps bench app lint clean
 
 all: build
 
@@ -25,7 +25,7 @@ build:
 run: build
 	./$(BIN)
 
-test: deps vet fmt-check darwin-vet unit
+test: deps vet fmt-check darwin-vet info-plist unit
 
 vet:
 	$(GO) vet ./...
@@ -35,6 +35,11 @@ fmt-check:
 
 darwin-vet:
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet $(DARWIN_PKGS)
+
+# Info.plist must be well formed and carry the keys macOS needs; checked on
+# every platform, before a Mac ever sees it.
+info-plist:
+	$(GO) test -count=1 -run '^(TestInfoPlist|TestReadPlistRejects)$$' .
 
 unit:
 	$(GO) test -count=1 -timeout 30m ./...
