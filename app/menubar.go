@@ -305,10 +305,27 @@ func (a *App) notify(title, body string) {
 // ends; answers that took longer than Config.NotifyAfter get a
 // notification with their first words.
 func (a *App) AnswerFinished(elapsed time.Duration, answer string) {
-	if a.cfg.NotifyAfter <= 0 || elapsed < a.cfg.NotifyAfter {
-		return
+	if title, body, ok := longAnswer(a.cfg, elapsed, answer); ok {
+		a.notify(title, body)
 	}
-	a.notify("Answer finished after "+formatETA(elapsed), firstWords(answer, 12, 120))
+}
+
+// NotifyLongAnswer is AnswerFinished for the CLI, which has no App: it
+// notifies through n when the generation took longer than
+// cfg.NotifyAfter.
+func NotifyLongAnswer(ctx context.Context, cfg Config, n Notifier, elapsed time.Duration, answer string) error {
+	title, body, ok := longAnswer(cfg, elapsed, answer)
+	if !ok {
+		return nil
+	}
+	return n.Notify(ctx, title, body)
+}
+
+func longAnswer(cfg Config, elapsed time.Duration, answer string) (title, body string, ok bool) {
+	if cfg.NotifyAfter <= 0 || elapsed < cfg.NotifyAfter {
+		return "", "", false
+	}
+	return "Answer finished after " + formatETA(elapsed), firstWords(answer, 12, 120), true
 }
 
 // firstWords returns up to n words and at most max bytes of s, with an
