@@ -223,7 +223,7 @@ func statusLine(s State) string {
 		b.WriteString(" · " + s.WarmNote)
 	}
 	if s.Demo {
-		b.WriteString(" · demo model: random weights")
+		b.WriteString(" · " + DemoLabel)
 	}
 	if s.ServerAddr != "" {
 		b.WriteString(" · serving " + s.ServerAddr)
