@@ -47,33 +47,10 @@ func TestMain(m *testing.M) {
 // startSessionBus runs a private dbus-daemon, points this process (and the
 // tray child) at it and exports the desktop fakes.
 func startSessionBus() (stop func(), err error) {
-	dir, err := os.MkdirTemp("", "deltafin-bus-")
+	stop, addr, err := runDBusDaemon()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--print-address=1",
-		"--address=unix:path="+filepath.Join(dir, "bus"))
-	// The bus dies with the tests, even when a timeout kills them.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("start dbus-daemon (Debian package dbus-daemon; `make deps` installs it): %w", err)
-	}
-	stop = func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		os.RemoveAll(dir)
-	}
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		stop()
-		return nil, fmt.Errorf("dbus-daemon printed no address: %w", err)
-	}
-	addr = strings.TrimSpace(addr)
 	os.Setenv("DBUS_SESSION_BUS_ADDRESS", addr)
 	desk, err = newDesktopFakes(addr)
 	if err != nil {
@@ -81,6 +58,45 @@ func startSessionBus() (stop func(), err error) {
 		return nil, err
 	}
 	return stop, nil
+}
+
+// startBareBus runs another private bus with nothing on it.
+func startBareBus(t *testing.T) (stop func(), addr string) {
+	stop, addr, err := runDBusDaemon()
+	require.NoError(t, err)
+	return stop, addr
+}
+
+// runDBusDaemon starts dbus-daemon on a socket in a new temporary
+// directory and returns its address.
+func runDBusDaemon() (stop func(), addr string, err error) {
+	dir, err := os.MkdirTemp("", "deltafin-bus-")
+	if err != nil {
+		return nil, "", err
+	}
+	cmd := exec.Command("dbus-daemon", "--session", "--nofork", "--print-address=1",
+		"--address=unix:path="+filepath.Join(dir, "bus"))
+	// The bus dies with the tests, even when a timeout kills them.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("start dbus-daemon (Debian package dbus-daemon; `make deps` installs it): %w", err)
+	}
+	stop = func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		os.RemoveAll(dir)
+	}
+	addr, err = bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		stop()
+		return nil, "", fmt.Errorf("dbus-daemon printed no address: %w", err)
+	}
+	return stop, strings.TrimSpace(addr), nil
 }
 
 type notification struct{ App, Summary, Body string }

@@ -5,4 +5,4 @@ package app
 import "context"
 
 // checkDesktop: macOS always has a window server for a logged-in user.
-func checkDesktop(context.Context, Config) error { return nil }
+func checkDesktop(context.Context, Config) (string, error) { return "", nil }

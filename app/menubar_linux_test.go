@@ -284,6 +284,17 @@ func TestBusyHoldsOneKeepAwake(t *testing.T) {
 	require.Len(t, pids, 2)
 }
 
+func TestCheckDesktopWithoutTrayHost(t *testing.T) {
+	// A bare bus of its own: no StatusNotifierWatcher there.
+	stop, addr := startBareBus(t)
+	defer stop()
+	cfg := testConfig(t)
+	cfg.SessionBus = addr
+	warning, err := checkDesktop(t.Context(), cfg)
+	require.NoError(t, err)
+	require.Contains(t, warning, "no StatusNotifierWatcher")
+}
+
 func TestCheckDesktop(t *testing.T) {
 	for _, tc := range []struct {
 		name, bus, runtime string
@@ -297,9 +308,10 @@ func TestCheckDesktop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.SessionBus, cfg.RuntimeDir = tc.bus, tc.runtime
-			err := checkDesktop(t.Context(), cfg)
+			warning, err := checkDesktop(t.Context(), cfg)
 			if tc.ok {
 				require.NoError(t, err)
+				require.Empty(t, warning, "the test bus has a StatusNotifierWatcher")
 				return
 			}
 			require.ErrorIs(t, err, ErrNoTray)

@@ -42,14 +42,18 @@ func PlatformDeps() (Deps, error) {
 // menu bar on the main thread). On a machine without a desktop session it
 // fails at once with ErrNoTray.
 func RunMenuBar(ctx context.Context, cfg Config, deps Deps, log *slog.Logger) error {
-	if err := checkDesktop(ctx, cfg); err != nil {
+	warning, err := checkDesktop(ctx, cfg)
+	if err != nil {
 		return err
 	}
 	a := New(cfg, deps, log)
+	if warning != "" {
+		a.log.Warn(warning)
+	}
 	if err := a.Start(ctx); err != nil {
 		return err
 	}
-	err := runTray(ctx, a, icons.MenuBarTemplate2x, icons.MenuBar)
+	err = runTray(ctx, a, icons.MenuBarTemplate2x, icons.MenuBar)
 	if cerr := a.Close(context.WithoutCancel(ctx)); err == nil {
 		err = cerr
 	}
