@@ -18,7 +18,7 @@ var ErrDesktop = errors.New("app: desktop")
 
 // NewDesktop returns this platform's clipboard and opener: pbcopy and open
 // on macOS; wl-copy, xclip or xsel and xdg-open on Linux.
-func NewDesktop() Desktop { return cmdDesktop{copy: copyCommands, open: openCommands} }
+func NewDesktop() Desktop { return cmdDesktop{copy: copyCommands(), open: openCommands()} }
 
 // cmdDesktop runs the first of each list of commands that is installed.
 type cmdDesktop struct {

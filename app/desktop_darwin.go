@@ -1,7 +1,6 @@
 package app
 
 // Runs only on a Mac.
-var (
-	copyCommands = [][]string{{"/usr/bin/pbcopy"}}
-	openCommands = [][]string{{"/usr/bin/open"}}
-)
+func copyCommands() [][]string { return [][]string{{"/usr/bin/pbcopy"}} }
+
+func openCommands() [][]string { return [][]string{{"/usr/bin/open"}} }

@@ -3,7 +3,8 @@
 package app
 
 // Wayland first, then X11; xdg-open ships with xdg-utils.
-var (
-	copyCommands = [][]string{{"wl-copy"}, {"xclip", "-selection", "clipboard"}, {"xsel", "--clipboard", "--input"}}
-	openCommands = [][]string{{"xdg-open"}}
-)
+func copyCommands() [][]string {
+	return [][]string{{"wl-copy"}, {"xclip", "-selection", "clipboard"}, {"xsel", "--clipboard", "--input"}}
+}
+
+func openCommands() [][]string { return [][]string{{"xdg-open"}} }
