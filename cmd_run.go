@@ -2,14 +2,29 @@ package main
 
 import (
 	"context"
+	"os"
 
 	"github.com/deltafin/deltafin/app"
 )
 
 func runRun(ctx context.Context, cfg app.Config, args []string) error {
 	fs := newFlags("run", "", &cfg)
+	r := &cfg.Run
+	fs.StringVar(&r.Model, "model", r.Model, "model directory (config.json and safetensors shards)")
+	ids := fs.String("ids", "", "prompt as comma-separated token ids, e.g. 1,2,3")
+	fs.StringVar(&r.Prompt, "prompt", r.Prompt, "prompt text (needs the tokenizer)")
+	fs.BoolVar(&r.Chat, "chat", r.Chat, "send --prompt as a chat turn and stop at the end-of-turn token")
+	fs.IntVar(&r.MaxNew, "max-new", r.MaxNew, "tokens to generate (a raw completion always runs to this)")
+	fs.BoolVar(&r.JSON, "json", r.JSON, `print one JSON object: {"prompt_ids","ids","text","stats"}`)
+	fs.StringVar(&r.LogitsOut, "logits-out", r.LogitsOut, "write float32 little-endian logits rows (prompt positions, then each step) to this file")
 	if err := parse(fs, args, &cfg); err != nil {
 		return err
 	}
-	return errNotLanded{"run", 3, "the K3 engine"}
+	if *ids != "" {
+		var err error
+		if r.IDs, err = app.ParseIDs(*ids); err != nil {
+			return err
+		}
+	}
+	return app.Run(ctx, cfg, os.Stdout, os.Stderr)
 }

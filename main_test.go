@@ -47,3 +47,9 @@ func TestDoctorUsesDataDir(t *testing.T) {
 	code, _, errOut := runArgs(t, map[string]string{"DELTAFIN_HOME": "/nonexistent/elsewhere"}, "doctor", "--data-dir", dir)
 	require.Equal(t, 0, code, errOut)
 }
+
+func TestRunBadIDs(t *testing.T) {
+	code, _, errOut := runArgs(t, nil, "run", "--model", "testdata/k3-tiny", "--ids", "1,x")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, `--ids: "x" is not a token id`)
+}

@@ -16,6 +16,8 @@ type Config struct {
 	// state. Default: $XDG_DATA_HOME/deltafin (~/Library/Application
 	// Support/deltafin on macOS); DELTAFIN_HOME or --data-dir override it.
 	DataDir string
+	// Run holds `deltafin run`'s flags (run.go).
+	Run RunConfig
 
 	// Menu-bar app (issue 9).
 	// NotifyAfter: answers that take longer get a notification (0: never).
@@ -39,6 +41,7 @@ type Getenv func(string) string
 func DefaultConfig(getenv Getenv) Config {
 	c := Config{
 		DataDir:     filepath.Join(xdg.DataHome, "deltafin"),
+		Run:         RunConfig{MaxNew: DefaultMaxNew},
 		NotifyAfter: 30 * time.Second, WarmIdleAfter: 10 * time.Minute, WarmPoll: 30 * time.Second,
 		SessionBus: getenv("DBUS_SESSION_BUS_ADDRESS"), RuntimeDir: getenv("XDG_RUNTIME_DIR"),
 	}

@@ -1,10 +1,31 @@
 // Package engine is the Kimi K3 forward pass: downloader → disk → engine →
 // kernels → tokens → server/app.
 //
-// A Model is immutable and shared: the validated config, the tensor index
-// over the checkpoint's safetensors shards, and the weight stores. A Session
-// is one conversation's caches (KDA and conv states, the MLA latent cache,
-// the position). Weights are read through a byte Source, so a model far
-// larger than RAM streams its routed experts from disk; nothing outside this
-// package sees a tensor.
+// Open reads a model directory as Moonshot publishes it (config.json with
+// model_type kimi_k3 or kimi_linear, safetensors shards with their index),
+// validates every tensor's name, dtype and shape against the config and the
+// byte contiguity of each MXFP4 routed expert, and loads the weights. A Model
+// is immutable and shared; a Session is one conversation's state (KDA conv
+// and recurrent states, the MLA key/value cache, tokens not yet run), and
+// Session.Generate decodes greedily from it.
+//
+// Activations and accumulation are fp32; BF16 and MXFP4 weights are widened
+// exactly. Every matrix product goes through a kernels.Backend over the
+// stored bytes; the elementwise operations (norms, gates, the short conv,
+// the delta rule, softmax) live here, one file per concept:
+//
+//	config.go      config.json → Config (every size comes from here)
+//	source.go      Source: the bytes of one checkpoint file
+//	checkpoint.go  shards, index, tensor lookup; roster.go: what must be there
+//	weights.go     the spine; experts.go: the routed-expert store
+//	attnres.go     Block Attention Residuals
+//	kda.go         Kimi Delta Attention; kda_chunk.go: its chunked prefill
+//	mla.go         multi-head latent attention (NoPE)
+//	moe.go, mlp.go router, routed and shared experts, dense MLP
+//	model.go       Open and the decoder; session.go, generate.go
+//
+// Weights are read through Source and routed experts through a small
+// store, so the streaming layer can pin the spine and stream experts from
+// disk without changing the forward pass. Nothing outside this package sees
+// a tensor.
 package engine

@@ -1,0 +1,213 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/deltafin/deltafin/engine"
+)
+
+// RunConfig is `deltafin run`: one generation from the command line.
+type RunConfig struct {
+	Model     string // model directory (config.json + safetensors)
+	IDs       []int  // prompt as token ids (no tokenizer needed)
+	Prompt    string // prompt as text (needs the tokenizer)
+	Chat      bool   // wrap Prompt as a chat turn; stops at eos_token_id
+	MaxNew    int    // tokens to generate
+	JSON      bool   // print one JSON object at the end
+	LogitsOut string // file for little-endian float32 logits rows
+}
+
+// DefaultMaxNew is --max-new's default.
+const DefaultMaxNew = 16
+
+// ErrNoTokenizer is returned for --prompt while this build has no tokenizer.
+var ErrNoTokenizer = errors.New("app: --prompt needs the tokenizer, which is not in this build yet; pass token ids with --ids")
+
+// ParseIDs parses "1,2,3" into token ids.
+func ParseIDs(s string) ([]int, error) {
+	var ids []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		id, err := strconv.Atoi(f)
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("app: --ids: %q is not a token id (want comma-separated non-negative integers)", f)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func (r RunConfig) validate() error {
+	switch {
+	case r.Model == "":
+		return errors.New("app: run needs --model DIR")
+	case len(r.IDs) > 0 && r.Prompt != "":
+		return errors.New("app: give either --ids or --prompt, not both")
+	case len(r.IDs) == 0 && r.Prompt == "":
+		return errors.New("app: run needs --ids or --prompt")
+	case r.Chat && r.Prompt == "":
+		return errors.New("app: --chat needs --prompt")
+	case r.MaxNew < 1:
+		return fmt.Errorf("app: --max-new %d, want at least 1", r.MaxNew)
+	}
+	return nil
+}
+
+// RunStats is the "stats" object of `deltafin run --json`.
+type RunStats struct {
+	Model           string  `json:"model"`
+	Backend         string  `json:"backend"`
+	PromptTokens    int     `json:"prompt_tokens"`
+	GeneratedTokens int     `json:"generated_tokens"`
+	FinishReason    string  `json:"finish_reason"`
+	PrefillMS       float64 `json:"prefill_ms"`
+	DecodeMS        float64 `json:"decode_ms"`
+	DecodeTokPerS   float64 `json:"decode_tokens_per_s"`
+	LogitsRows      int     `json:"logits_rows,omitempty"`
+}
+
+// RunOutput is what `deltafin run --json` prints.
+type RunOutput struct {
+	PromptIDs []int    `json:"prompt_ids"`
+	IDs       []int    `json:"ids"`
+	Text      *string  `json:"text,omitempty"` // once a tokenizer is in the build
+	Stats     RunStats `json:"stats"`
+}
+
+// Run generates greedily from cfg.Run's prompt. Without --json it prints
+// each generated id as it is decoded, then a stats line on stderr.
+func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
+	rc := cfg.Run
+	if err := rc.validate(); err != nil {
+		return err
+	}
+	if rc.Prompt != "" {
+		return ErrNoTokenizer
+	}
+	m, err := engine.Open(ctx, rc.Model, engine.Options{})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	info := m.Info()
+
+	opts := engine.GenerateOptions{MaxNew: rc.MaxNew}
+	if rc.Chat && info.EOS >= 0 {
+		opts.StopTokens = []int{info.EOS}
+	}
+	var logits *logitsFile
+	if rc.LogitsOut != "" {
+		if logits, err = createLogitsFile(rc.LogitsOut); err != nil {
+			return err
+		}
+		defer logits.abort()
+		opts.Logits = logits.write
+	}
+
+	out := RunOutput{PromptIDs: rc.IDs, IDs: []int{}}
+	res, err := m.NewSession().Generate(ctx, rc.IDs, opts, func(tok int) error {
+		out.IDs = append(out.IDs, tok)
+		if !rc.JSON {
+			sep := " "
+			if len(out.IDs) == 1 {
+				sep = ""
+			}
+			_, err := fmt.Fprintf(stdout, "%s%d", sep, tok)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	out.Stats = RunStats{
+		Model: info.ID, Backend: info.Backend,
+		PromptTokens: res.PromptTokens, GeneratedTokens: res.Tokens, FinishReason: res.FinishReason,
+		PrefillMS: ms(res.Prefill.Seconds()), DecodeMS: ms(res.Decode.Seconds()),
+	}
+	if res.Tokens > 1 && res.Decode > 0 {
+		out.Stats.DecodeTokPerS = math.Round(float64(res.Tokens-1)/res.Decode.Seconds()*100) / 100
+	}
+	if logits != nil {
+		if out.Stats.LogitsRows, err = logits.commit(); err != nil {
+			return err
+		}
+	}
+	if rc.JSON {
+		enc := json.NewEncoder(stdout)
+		return enc.Encode(out)
+	}
+	fmt.Fprintln(stdout)
+	s := out.Stats
+	fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s\n",
+		s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason)
+	return nil
+}
+
+func ms(sec float64) float64 { return math.Round(sec*1e6) / 1e3 }
+
+// logitsFile writes logits rows to a temporary file renamed into place on
+// commit, so a failed or interrupted run leaves no partial file behind.
+type logitsFile struct {
+	path string
+	f    *os.File
+	w    *bufio.Writer
+	rows int
+	buf  []byte
+}
+
+func createLogitsFile(path string) (*logitsFile, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("app: --logits-out: %w", err)
+	}
+	return &logitsFile{path: path, f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
+}
+
+func (l *logitsFile) write(row []float32) error {
+	l.buf = l.buf[:0]
+	for _, v := range row {
+		l.buf = binary.LittleEndian.AppendUint32(l.buf, math.Float32bits(v))
+	}
+	l.rows++
+	_, err := l.w.Write(l.buf)
+	return err
+}
+
+func (l *logitsFile) commit() (int, error) {
+	err := l.w.Flush()
+	if err == nil {
+		err = l.f.Sync()
+	}
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(l.f.Name(), l.path)
+	}
+	if err != nil {
+		os.Remove(l.f.Name())
+		return 0, fmt.Errorf("app: --logits-out %s: %w", l.path, err)
+	}
+	l.f = nil
+	return l.rows, nil
+}
+
+// abort removes the temporary file unless commit succeeded.
+func (l *logitsFile) abort() {
+	if l.f != nil {
+		l.f.Close()
+		os.Remove(l.f.Name())
+	}
+}

@@ -1,0 +1,127 @@
+package app
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/deltafin/deltafin/engine/safetensors"
+	"github.com/stretchr/testify/require"
+)
+
+// reference reads one tensor of testdata/k3-tiny/reference.safetensors as
+// float64 values (F32 or I64).
+func reference(t *testing.T, name string) []float64 {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "testdata", "k3-tiny", "reference.safetensors"))
+	require.NoError(t, err)
+	defer f.Close()
+	st, err := f.Stat()
+	require.NoError(t, err)
+	h, err := safetensors.Read(f, st.Size())
+	require.NoError(t, err)
+	x, ok := h.Lookup(name)
+	require.True(t, ok, name)
+	b := make([]byte, x.Size)
+	_, err = f.ReadAt(b, x.Offset)
+	require.NoError(t, err)
+	var out []float64
+	switch x.DType {
+	case "F32":
+		for i := 0; i < len(b); i += 4 {
+			out = append(out, float64(math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))))
+		}
+	case "I64":
+		for i := 0; i < len(b); i += 8 {
+			out = append(out, float64(int64(binary.LittleEndian.Uint64(b[i:]))))
+		}
+	}
+	return out
+}
+
+func ints(v []float64) []int {
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
+// TestRunK3Tiny runs `deltafin run --ids … --max-new 16 --json
+// --logits-out FILE` on the K3 tiny checkpoint and checks the ids and every
+// logits row against the reference.
+func TestRunK3Tiny(t *testing.T) {
+	const maxNew = 16
+	prompt := ints(reference(t, "text.input_ids"))
+	logitsPath := filepath.Join(t.TempDir(), "logits.f32")
+	cfg := DefaultConfig(func(string) string { return "" })
+	cfg.Run = RunConfig{
+		Model: filepath.Join("..", "testdata", "k3-tiny"), IDs: prompt,
+		MaxNew: maxNew, JSON: true, LogitsOut: logitsPath,
+	}
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, Run(t.Context(), cfg, &stdout, &stderr))
+
+	var out RunOutput
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out))
+	require.Equal(t, prompt, out.PromptIDs)
+	require.Equal(t, ints(reference(t, "text.greedy_tokens")), out.IDs)
+	require.Equal(t, "length", out.Stats.FinishReason)
+	require.Equal(t, "deltafin-kimi-k3", out.Stats.Model)
+
+	const V = 1024
+	raw, err := os.ReadFile(logitsPath)
+	require.NoError(t, err)
+	rows := len(prompt) + maxNew - 1
+	require.Len(t, raw, rows*V*4, "prompt_len + max_new − 1 rows of vocab_size float32")
+	require.Equal(t, rows, out.Stats.LogitsRows)
+	want := append(reference(t, "text.logits"), reference(t, "text.greedy_step_logits")[V:]...)
+	require.Len(t, want, rows*V)
+	for i, w := range want {
+		got := float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:])))
+		require.InDelta(t, w, got, 2e-3, "row %d, token %d", i/V, i%V)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	model := filepath.Join("..", "testdata", "k3-tiny")
+	tests := []struct {
+		name string
+		rc   RunConfig
+		want string
+	}{
+		{"no model", RunConfig{IDs: []int{1}, MaxNew: 1}, "--model"},
+		{"no prompt", RunConfig{Model: model, MaxNew: 1}, "--ids or --prompt"},
+		{"both prompts", RunConfig{Model: model, IDs: []int{1}, Prompt: "x", MaxNew: 1}, "not both"},
+		{"chat without prompt", RunConfig{Model: model, IDs: []int{1}, Chat: true, MaxNew: 1}, "--chat needs --prompt"},
+		{"max-new 0", RunConfig{Model: model, IDs: []int{1}}, "--max-new 0"},
+		{"id outside the vocabulary", RunConfig{Model: model, IDs: []int{5000}, MaxNew: 1}, "token id 5000 outside the vocabulary"},
+		{"not a model", RunConfig{Model: t.TempDir(), IDs: []int{1}, MaxNew: 1}, "config.json"},
+		{"prompt without tokenizer", RunConfig{Model: model, Prompt: "hello", MaxNew: 1}, "tokenizer"},
+		{"logits file in a missing directory", RunConfig{Model: model, IDs: []int{1}, MaxNew: 1, LogitsOut: filepath.Join(t.TempDir(), "no", "x")}, "--logits-out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig(func(string) string { return "" })
+			cfg.Run = tt.rc
+			var stdout, stderr bytes.Buffer
+			err := Run(t.Context(), cfg, &stdout, &stderr)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestParseIDs(t *testing.T) {
+	ids, err := ParseIDs("1, 2,3")
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 2, 3}, ids)
+	for _, bad := range []string{"", "1,,2", "a", "-1", "1.5"} {
+		_, err := ParseIDs(bad)
+		require.Error(t, err, bad)
+	}
+}

@@ -1,0 +1,51 @@
+package engine
+
+// Block Attention Residuals (K3-ARCHITECTURE.md §4.3). Instead of one
+// residual stream, a layer's input is a softmax-weighted mix of the completed
+// block sums (anchors) and the running sum of the current block, scored by a
+// learned pseudo-query against RMS-normalised keys. Kimi-Linear has no
+// AttnRes and uses the plain residual stream.
+
+// attnResWeights are one mix's parameters.
+type attnResWeights struct {
+	norm []float32 // [H] key RMSNorm weight
+	proj []float32 // [H] pseudo-query (stored [1, H])
+}
+
+// attnResMix computes, for one position,
+//
+//	s_i = proj · RMSNorm_norm(v_i)   α = softmax(s)   dst = Σ_i α_i · v_i
+//
+// over the raw values v_i (each [H]); key is scratch of [H].
+func attnResMix(dst []float32, values [][]float32, w attnResWeights, eps float32, key []float32) {
+	scores := make([]float32, len(values))
+	for i, v := range values {
+		rmsNorm(key, v, w.norm, eps)
+		var s float32
+		for d, k := range key {
+			s += w.proj[d] * k
+		}
+		scores[i] = s
+	}
+	softmax(scores)
+	clear(dst)
+	for i, v := range values {
+		a := scores[i]
+		for d, x := range v {
+			dst[d] += a * x
+		}
+	}
+}
+
+// attnResRows mixes every position of a batch: values are [T, H] each and
+// dst is [T, H].
+func attnResRows(dst []float32, values [][]float32, w attnResWeights, eps float32, H int) {
+	key := make([]float32, H)
+	row := make([][]float32, len(values))
+	for o := 0; o < len(dst); o += H {
+		for i, v := range values {
+			row[i] = v[o : o+H]
+		}
+		attnResMix(dst[o:o+H], row, w, eps, key)
+	}
+}

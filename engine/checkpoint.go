@@ -1,0 +1,240 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/deltafin/deltafin/engine/safetensors"
+	"github.com/deltafin/deltafin/kernels"
+)
+
+// textPrefix is where Moonshot's multimodal wrapper puts the text model's
+// tensors. Kimi-Linear checkpoints have no prefix.
+const textPrefix = "language_model."
+
+// indexFile maps tensor names to shards in a sharded checkpoint.
+const indexFile = "model.safetensors.index.json"
+
+// shard is one opened safetensors file.
+type shard struct {
+	name string // base name, for errors
+	src  Source
+	hdr  *safetensors.Header
+}
+
+// tensorRef locates one tensor of the text model.
+type tensorRef struct {
+	full  string // the name in the file, for errors
+	shard *shard
+	t     safetensors.Tensor
+}
+
+func (r *tensorRef) errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s: tensor %q: %s", ErrCheckpoint, r.shard.name, r.full, fmt.Sprintf(format, args...))
+}
+
+// checkpoint is the set of shards of one model directory and the index of
+// the text model's tensors by their unprefixed name.
+type checkpoint struct {
+	shards  []*shard
+	tensors map[string]*tensorRef
+	prefix  string // textPrefix when the checkpoint uses it, for error messages
+}
+
+// openCheckpoint opens the shards named by model.safetensors.index.json, or
+// the single model.safetensors, and parses their headers.
+func openCheckpoint(ctx context.Context, dir string, open OpenSource) (*checkpoint, error) {
+	files, index, err := shardFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	ck := &checkpoint{tensors: make(map[string]*tensorRef)}
+	if err := ck.index(ctx, dir, files, index, open); err != nil {
+		ck.close()
+		return nil, err
+	}
+	return ck, nil
+}
+
+// index opens the shards, parses their headers and indexes the text
+// model's tensors.
+func (ck *checkpoint) index(ctx context.Context, dir string, files []string, index map[string]string, open OpenSource) error {
+	for _, f := range files {
+		src, err := open(ctx, filepath.Join(dir, f))
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrCheckpoint, f, err)
+		}
+		s := &shard{name: f, src: src}
+		ck.shards = append(ck.shards, s)
+		if s.hdr, err = safetensors.Read(readerAt{ctx, src}, src.Size()); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrCheckpoint, f, err)
+		}
+	}
+	prefixed := false
+	for _, s := range ck.shards {
+		for _, t := range s.hdr.Tensors {
+			if strings.HasPrefix(t.Name, textPrefix) {
+				prefixed = true
+			}
+		}
+	}
+	if prefixed {
+		ck.prefix = textPrefix
+	}
+	for _, s := range ck.shards {
+		for _, t := range s.hdr.Tensors {
+			name := t.Name
+			if prefixed {
+				// In the multimodal wrapper, unprefixed tensors are the
+				// vision tower and projector, which a text engine ignores.
+				if !strings.HasPrefix(name, textPrefix) {
+					continue
+				}
+				name = strings.TrimPrefix(name, textPrefix)
+			}
+			if prev, dup := ck.tensors[name]; dup {
+				return fmt.Errorf("%w: tensor %q is in both %s and %s", ErrCheckpoint, t.Name, prev.shard.name, s.name)
+			}
+			if index != nil && index[t.Name] != s.name {
+				return fmt.Errorf("%w: %s: tensor %q is not mapped to this file by %s (maps to %q)", ErrCheckpoint, s.name, t.Name, indexFile, index[t.Name])
+			}
+			ck.tensors[name] = &tensorRef{full: t.Name, shard: s, t: t}
+		}
+	}
+	for name, f := range index {
+		found := false
+		for _, s := range ck.shards {
+			if s.name == f {
+				_, found = s.hdr.Lookup(name)
+			}
+		}
+		if !found {
+			return fmt.Errorf("%w: %s: tensor %q listed in %s is not in the file", ErrCheckpoint, f, name, indexFile)
+		}
+	}
+	return nil
+}
+
+// shardFiles lists the checkpoint's files and, when sharded, the index.
+func shardFiles(dir string) ([]string, map[string]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, indexFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err != nil {
+			return nil, nil, fmt.Errorf("%w: %s has neither %s nor model.safetensors", ErrCheckpoint, dir, indexFile)
+		}
+		return []string{"model.safetensors"}, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrCheckpoint, err)
+	}
+	var idx struct {
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrCheckpoint, indexFile, err)
+	}
+	if len(idx.WeightMap) == 0 {
+		return nil, nil, fmt.Errorf("%w: %s has an empty weight_map", ErrCheckpoint, indexFile)
+	}
+	set := map[string]bool{}
+	for _, f := range idx.WeightMap {
+		if f != filepath.Base(f) || !strings.HasSuffix(f, ".safetensors") {
+			return nil, nil, fmt.Errorf("%w: %s names shard %q, want a .safetensors file in the model directory", ErrCheckpoint, indexFile, f)
+		}
+		set[f] = true
+	}
+	files := make([]string, 0, len(set))
+	for f := range set {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	return files, idx.WeightMap, nil
+}
+
+func (ck *checkpoint) missing(name string) error {
+	return fmt.Errorf("%w: tensor %q is missing (in no shard)", ErrCheckpoint, ck.prefix+name)
+}
+
+func (ck *checkpoint) close() error {
+	var first error
+	for _, s := range ck.shards {
+		if c, ok := s.src.(interface{ Close() error }); ok {
+			if err := c.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+// read returns the tensor's bytes exactly as stored.
+func (ck *checkpoint) read(ctx context.Context, name string) ([]byte, *tensorRef, error) {
+	r := ck.tensors[name]
+	if r == nil {
+		return nil, nil, ck.missing(name)
+	}
+	b := make([]byte, r.t.Size)
+	if err := r.shard.src.ReadAt(ctx, b, r.t.Offset); err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, err
+		}
+		return nil, nil, r.errorf("reading %d bytes at %d: %v", r.t.Size, r.t.Offset, err)
+	}
+	return b, r, nil
+}
+
+// matrixDType maps a float safetensors dtype to the kernels' dtype.
+func matrixDType(dt string) (kernels.DType, bool) {
+	switch dt {
+	case "F32":
+		return kernels.F32, true
+	case "BF16":
+		return kernels.BF16, true
+	case "F16":
+		return kernels.F16, true
+	}
+	return 0, false
+}
+
+// matrix loads a float tensor as a [shape[0], Π shape[1:]] kernels.Matrix
+// viewing the stored bytes.
+func (ck *checkpoint) matrix(ctx context.Context, name string) (kernels.Matrix, error) {
+	b, r, err := ck.read(ctx, name)
+	if err != nil {
+		return kernels.Matrix{}, err
+	}
+	dt, ok := matrixDType(r.t.DType)
+	if !ok {
+		return kernels.Matrix{}, r.errorf("dtype %s is not a float type", r.t.DType)
+	}
+	rows, cols := 1, 1
+	if len(r.t.Shape) > 0 {
+		rows = int(r.t.Shape[0])
+		cols = int(r.t.NumElements()) / max(rows, 1)
+	}
+	m := kernels.Matrix{DType: dt, Rows: rows, Cols: cols, Data: b}
+	if err := m.Validate(); err != nil {
+		return kernels.Matrix{}, r.errorf("%v", err)
+	}
+	return m, nil
+}
+
+// vector loads a float tensor widened exactly to fp32.
+func (ck *checkpoint) vector(ctx context.Context, name string) ([]float32, error) {
+	m, err := ck.matrix(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	v := make([]float32, m.Rows*m.Cols)
+	for r := 0; r < m.Rows; r++ {
+		kernels.DecodeRow(v[r*m.Cols:(r+1)*m.Cols], m, r)
+	}
+	return v, nil
+}

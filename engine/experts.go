@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/deltafin/deltafin/kernels"
+)
+
+// expertStore hands out routed experts. It is the one seam between the
+// forward pass and where expert bytes live: this file's store holds them all
+// in RAM (right for the tiny models); the streaming layer replaces it with a
+// cache over pread'd spans without touching the forward pass.
+type expertStore interface {
+	// expert returns expert e of MoE layer l. The views stay valid until the
+	// store is closed.
+	expert(ctx context.Context, layer, e int) (kernels.Expert, error)
+}
+
+// expertSpan is where one routed expert lives on disk: for MXFP4 the six
+// tensors form one byte range (w1p w1s w2p w2s w3p w3s, 17,547,264 bytes in
+// K3), the unit of I/O and caching.
+type expertSpan struct {
+	shard  *shard
+	off, n int64
+	parts  []*tensorRef // in span order
+}
+
+// span locates expert e of layer l in a validated checkpoint.
+func (ck *checkpoint) span(c *Config, layer, e int) expertSpan {
+	p := expertPrefix(layer, e)
+	names := expertPartsFloat
+	if c.ExpertsMXFP4 {
+		names = expertPartsMXFP4
+	}
+	s := expertSpan{parts: make([]*tensorRef, len(names))}
+	for i, n := range names {
+		s.parts[i] = ck.tensors[p+n]
+	}
+	s.shard = s.parts[0].shard
+	s.off = s.parts[0].t.Offset
+	s.n = s.parts[len(s.parts)-1].t.End() - s.off
+	return s
+}
+
+// viewExpert views the bytes of one expert as kernels matrices without a
+// copy. For MXFP4, buf is the whole span; for float experts (Kimi-Linear's
+// Hugging Face layout) it is ignored and each tensor is read separately.
+func viewExpert(c *Config, sp expertSpan, buf []byte) kernels.Expert {
+	D, I := c.ExpertDim(), c.MoEIntermediate
+	at := func(r *tensorRef) []byte {
+		o := r.t.Offset - sp.off
+		return buf[o : o+r.t.Size]
+	}
+	mx := func(rows, cols int, packed, scale *tensorRef) kernels.Matrix {
+		return kernels.Matrix{DType: kernels.MXFP4, Rows: rows, Cols: cols, Data: at(packed), Scales: at(scale)}
+	}
+	p := sp.parts
+	return kernels.Expert{
+		W1: mx(I, D, p[0], p[1]),
+		W2: mx(D, I, p[2], p[3]),
+		W3: mx(I, D, p[4], p[5]),
+	}
+}
+
+// ramExperts holds every routed expert in memory.
+type ramExperts struct {
+	layers [][]kernels.Expert // [layer][expert]; nil for dense layers
+}
+
+func loadRAMExperts(ctx context.Context, ck *checkpoint, c *Config) (*ramExperts, error) {
+	s := &ramExperts{layers: make([][]kernels.Expert, c.Layers)}
+	for i := 0; i < c.Layers; i++ {
+		if !c.IsMoE(i) {
+			continue
+		}
+		s.layers[i] = make([]kernels.Expert, c.Experts)
+		for e := range s.layers[i] {
+			x, err := readExpert(ctx, ck, c, i, e)
+			if err != nil {
+				return nil, err
+			}
+			s.layers[i][e] = x
+		}
+	}
+	return s, nil
+}
+
+// readExpert reads one expert: one ReadAt of its span for MXFP4.
+func readExpert(ctx context.Context, ck *checkpoint, c *Config, layer, e int) (kernels.Expert, error) {
+	sp := ck.span(c, layer, e)
+	if !c.ExpertsMXFP4 {
+		l := &loader{ctx: ctx, ck: ck}
+		p := expertPrefix(layer, e)
+		x := kernels.Expert{W1: l.mat(p + "w1.weight"), W2: l.mat(p + "w2.weight"), W3: l.mat(p + "w3.weight")}
+		return x, l.err
+	}
+	buf := make([]byte, sp.n)
+	if err := sp.shard.src.ReadAt(ctx, buf, sp.off); err != nil {
+		if ctx.Err() != nil {
+			return kernels.Expert{}, err
+		}
+		return kernels.Expert{}, sp.parts[0].errorf("reading layer %d expert %d (%d bytes at %d): %v", layer, e, sp.n, sp.off, err)
+	}
+	x := viewExpert(c, sp, buf)
+	for _, m := range []kernels.Matrix{x.W1, x.W2, x.W3} {
+		if err := m.Validate(); err != nil {
+			return kernels.Expert{}, sp.parts[0].errorf("layer %d expert %d: %v", layer, e, err)
+		}
+	}
+	return x, nil
+}
+
+func (s *ramExperts) expert(_ context.Context, layer, e int) (kernels.Expert, error) {
+	if layer < 0 || layer >= len(s.layers) || e < 0 || e >= len(s.layers[layer]) {
+		return kernels.Expert{}, fmt.Errorf("%w: no expert %d in layer %d", ErrCheckpoint, e, layer)
+	}
+	return s.layers[layer][e], nil
+}

@@ -1,0 +1,199 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/deltafin/deltafin/kernels"
+)
+
+// Kimi Delta Attention (K3-ARCHITECTURE.md §4.5): a linear-attention layer
+// whose state is, per head, a d×d matrix updated by the gated delta rule with
+// a per-channel decay. Notation: T tokens, H hidden, nh heads of width d,
+// P = nh·d, K the short-conv width.
+
+type kdaWeights struct {
+	qProj, kProj, vProj kernels.Matrix // [P, H]
+	qConv, kConv, vConv []float32      // [P, 1, K]: tap K−1 multiplies the current token
+	aLog                []float32      // K3: [d] per channel; Kimi-Linear: [nh] per head
+	dtBias              []float32      // [P]
+	fA, fB              kernels.Matrix // [d, H], [P, d]: decay-gate low rank, no activation between
+	bProj               kernels.Matrix // [nh, H]
+	gProj               kernels.Matrix // [P, H] full-rank output gate (K3)
+	gA, gB              kernels.Matrix // [d, H], [P, d] low-rank output gate (Kimi-Linear)
+	oNorm               []float32      // [d]
+	oProj               kernels.Matrix // [H, P]
+}
+
+// kdaState is one KDA layer's carried state.
+type kdaState struct {
+	conv [3][]float32 // q, k, v: [P, K−1] last raw (pre-conv) inputs, oldest first
+	s    []float32    // [nh, d(K), d(V)] recurrent state
+}
+
+func newKDAState(c *Config) *kdaState {
+	P := c.KDAHeads * c.KDAHeadDim
+	st := &kdaState{s: make([]float32, c.KDAHeads*c.KDAHeadDim*c.KDAHeadDim)}
+	for i := range st.conv {
+		st.conv[i] = make([]float32, P*(c.ConvSize-1))
+	}
+	return st
+}
+
+// kdaForward runs T tokens through the layer, updating st.
+//
+//	x: [T, H] (already input-normalised) → out: [T, H]
+func (m *Model) kdaForward(out, x []float32, T int, w *kdaWeights, st *kdaState) {
+	c, be := m.cfg, m.backend
+	nh, d := c.KDAHeads, c.KDAHeadDim
+	P := nh * d
+	mat := func(wm kernels.Matrix, in []float32) []float32 {
+		y := make([]float32, T*wm.Rows)
+		be.MatMul(y, wm, in, T)
+		return y
+	}
+	// Projections, then the causal short conv + SiLU on each of q, k, v.
+	q := shortConv(mat(w.qProj, x), w.qConv, st.conv[0], P, c.ConvSize)
+	k := shortConv(mat(w.kProj, x), w.kConv, st.conv[1], P, c.ConvSize)
+	v := shortConv(mat(w.vProj, x), w.vConv, st.conv[2], P, c.ConvSize)
+	g := mat(w.fB, mat(w.fA, x)) // [T, P] decay-gate pre-activation
+	b := mat(w.bProj, x)         // [T, nh] beta logits
+	var gate []float32           // [T, P] output-gate pre-activation
+	if c.FullRankGate {
+		gate = mat(w.gProj, x)
+	} else {
+		gate = mat(w.gB, mat(w.gA, x))
+	}
+
+	// Per head: L2-normalise q and k, scale q by d^−½; β = σ(b̃);
+	// decay g ∈ (lb, 0) (K3) or −exp(A_log)·softplus(·) (Kimi-Linear).
+	scale := float32(math.Sqrt(float64(d)))
+	for t := 0; t < T; t++ {
+		for h := 0; h < nh; h++ {
+			o := t*P + h*d
+			l2Normalize(q[o : o+d])
+			l2Normalize(k[o : o+d])
+			for i := o; i < o+d; i++ {
+				q[i] /= scale
+			}
+		}
+		for i := t * nh; i < (t+1)*nh; i++ {
+			b[i] = sigmoid(b[i])
+		}
+		kdaGate(g[t*P:(t+1)*P], w.aLog, w.dtBias, c.GateLowerBound, nh, d)
+	}
+
+	// The delta rule, in the operation order of each model's reference: K3
+	// (Deltafin, validated on the real weights) runs the per-token
+	// recurrence for every T; Kimi-Linear's FLA code runs the chunked form
+	// for prompts longer than one chunk. Both are the same function of the
+	// inputs (kda_test.go).
+	o := make([]float32, T*P)
+	if c.GateLowerBound == nil && T > kdaChunkSize {
+		kdaChunked(o, q, k, v, g, b, st.s, T, nh, d, kdaChunkSize)
+	} else {
+		kdaRecurrent(o, q, k, v, g, b, st.s, T, nh, d)
+	}
+
+	// Gated per-head RMSNorm: o_h ← RMSNorm_{o_norm}(o_h) ⊙ σ(gate_h).
+	for i := 0; i < T*nh; i++ {
+		oh := o[i*d : (i+1)*d]
+		rmsNorm(oh, oh, w.oNorm, c.Eps)
+		for j := range oh {
+			oh[j] *= sigmoid(gate[i*d+j])
+		}
+	}
+	be.MatMul(out, w.oProj, o, T)
+}
+
+// kdaGate turns the decay-gate pre-activation g̃ (one token, [nh·d]) into
+// the log-decay g in place.
+//
+//	K3 (lower bound lb):  g[h,k] = lb · σ(exp(A_log[k]) · (g̃[h,k] + dt_bias[h,k]))
+//	Kimi-Linear:          g[h,k] = −exp(A_log[h]) · softplus(g̃[h,k] + dt_bias[h,k])
+func kdaGate(g, aLog, dtBias []float32, lowerBound *float32, nh, d int) {
+	for h := 0; h < nh; h++ {
+		for j := 0; j < d; j++ {
+			i := h*d + j
+			x := g[i] + dtBias[i]
+			if lowerBound != nil {
+				a := float32(math.Exp(float64(aLog[j])))
+				g[i] = *lowerBound * sigmoid(a*x)
+			} else {
+				a := float32(math.Exp(float64(aLog[h])))
+				g[i] = -a * softplus(x)
+			}
+		}
+	}
+}
+
+// shortConv is the causal depthwise conv of width K over time, with the
+// carried window of the last K−1 raw inputs, followed by SiLU:
+//
+//	y[t,c] = silu(Σ_j window_t[c,j] · w[c,j]),  window_t = [state[c,·], x_1..x_t][last K]
+//
+// x: [T, P] raw projections; state: [P, K−1], updated to the last K−1 raw
+// inputs. Returns y: [T, P].
+func shortConv(x, w, state []float32, P, K int) []float32 {
+	T := len(x) / P
+	y := make([]float32, len(x))
+	win := make([]float32, K)
+	for c := 0; c < P; c++ {
+		st := state[c*(K-1) : (c+1)*(K-1)]
+		wc := w[c*K : (c+1)*K]
+		copy(win, st)
+		for t := 0; t < T; t++ {
+			win[K-1] = x[t*P+c]
+			var s float32
+			for j := 0; j < K; j++ {
+				s += win[j] * wc[j]
+			}
+			y[t*P+c] = silu(s)
+			copy(win, win[1:])
+		}
+		copy(st, win[:K-1])
+	}
+	return y
+}
+
+// kdaRecurrent is the gated delta rule, one token at a time, per head h with
+// state S_h [d(K), d(V)]:
+//
+//	S[k,:] ← S[k,:] · exp(g[k])
+//	δ      = v − Σ_k k[k] · S[k,:]
+//	S[k,:] ← S[k,:] + β · k[k] · δ
+//	o      = Σ_k q[k] · S[k,:]
+//
+// q, k, v, g: [T, nh, d]; beta: [T, nh]; s: [nh, d, d]; o: [T, nh, d].
+func kdaRecurrent(o, q, k, v, g, beta, s []float32, T, nh, d int) {
+	delta := make([]float32, d)
+	for t := 0; t < T; t++ {
+		for h := 0; h < nh; h++ {
+			base := (t*nh + h) * d
+			qh, kh, vh, gh := q[base:base+d], k[base:base+d], v[base:base+d], g[base:base+d]
+			S := s[h*d*d : (h+1)*d*d]
+			copy(delta, vh)
+			for i := 0; i < d; i++ {
+				row := S[i*d : (i+1)*d]
+				decay := float32(math.Exp(float64(gh[i])))
+				for j := range row {
+					row[j] *= decay
+					delta[j] -= kh[i] * row[j]
+				}
+			}
+			bt := beta[t*nh+h]
+			for j := range delta {
+				delta[j] *= bt
+			}
+			oh := o[base : base+d]
+			clear(oh)
+			for i := 0; i < d; i++ {
+				row := S[i*d : (i+1)*d]
+				ki, qi := kh[i], qh[i]
+				for j := range row {
+					row[j] += ki * delta[j]
+					oh[j] += qi * row[j]
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// kdaInputs draws a random head-batched KDA problem the way the layer
+// produces one: unit-norm q (scaled) and k, β in (0,1), log-decays in
+// (lb, 0).
+func kdaInputs(r *rand.Rand, T, nh, d int, lb float32) (q, k, v, g, beta []float32) {
+	n := T * nh * d
+	q, k, v, g = make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+	beta = make([]float32, T*nh)
+	for i := range n {
+		q[i], k[i], v[i] = float32(r.NormFloat64()), float32(r.NormFloat64()), float32(r.NormFloat64())
+		g[i] = lb * sigmoid(float32(r.NormFloat64()*2))
+	}
+	for i := 0; i < T*nh; i++ {
+		l2Normalize(q[i*d : (i+1)*d])
+		l2Normalize(k[i*d : (i+1)*d])
+		for j := i * d; j < (i+1)*d; j++ {
+			q[j] /= float32(math.Sqrt(float64(d)))
+		}
+		beta[i] = sigmoid(float32(r.NormFloat64()))
+	}
+	return
+}
+
+func TestKDAChunkedEqualsRecurrent(t *testing.T) {
+	tests := []struct {
+		name         string
+		T, nh, d, C  int
+		lowerBound   float32
+		initialState bool
+	}{
+		{"one chunk", 16, 2, 8, 64, -5, false},
+		{"several chunks", 70, 3, 16, 16, -5, false},
+		{"ragged last chunk with state", 45, 2, 32, 8, -5, true},
+		{"strong decay over a long chunk", 200, 1, 16, 64, -20, true},
+		{"single token", 1, 2, 8, 64, -5, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(1, uint64(tt.T)))
+			q, k, v, g, beta := kdaInputs(r, tt.T, tt.nh, tt.d, tt.lowerBound)
+			s1 := make([]float32, tt.nh*tt.d*tt.d)
+			if tt.initialState {
+				for i := range s1 {
+					s1[i] = float32(r.NormFloat64())
+				}
+			}
+			s2 := append([]float32(nil), s1...)
+			o1 := make([]float32, len(q))
+			o2 := make([]float32, len(q))
+			kdaRecurrent(o1, q, k, v, g, beta, s1, tt.T, tt.nh, tt.d)
+			kdaChunked(o2, q, k, v, g, beta, s2, tt.T, tt.nh, tt.d, tt.C)
+			do, _ := maxAbsDiff(o1, o2)
+			ds, _ := maxAbsDiff(s1, s2)
+			t.Logf("max |Δ| output %.3g, state %.3g", do, ds)
+			require.LessOrEqual(t, do, 1e-5)
+			require.LessOrEqual(t, ds, 1e-5)
+		})
+	}
+}
+
+// TestKDARecurrentByHand checks one step of the gated delta rule against
+// the formula written out for d = 2.
+func TestKDARecurrentByHand(t *testing.T) {
+	q := []float32{0.6, 0.8}
+	k := []float32{1, 0}
+	v := []float32{2, -1}
+	g := []float32{float32(math.Log(0.5)), 0}
+	beta := []float32{0.25}
+	s := []float32{1, 2, 3, 4} // S[k][v]
+	o := make([]float32, 2)
+	kdaRecurrent(o, q, k, v, g, beta, s, 1, 1, 2)
+	// Decay row 0 by 0.5: S = [[0.5,1],[3,4]]; δ = v − Sᵀk = [1.5,−2];
+	// S += β·k·δᵀ: row 0 += [0.375,−0.5] → [[0.875,0.5],[3,4]];
+	// o = Sᵀq = [0.6·0.875+0.8·3, 0.6·0.5+0.8·4] = [2.925, 3.5].
+	require.InDeltaSlice(t, []float32{0.875, 0.5, 3, 4}, s, 1e-6)
+	require.InDeltaSlice(t, []float32{2.925, 3.5}, o, 1e-6)
+}
+
+func TestShortConvCarriesState(t *testing.T) {
+	const P, K, T = 3, 4, 9
+	r := rand.New(rand.NewPCG(2, 2))
+	x := make([]float32, T*P)
+	w := make([]float32, P*K)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	// All at once vs. token by token with the carried state.
+	whole := shortConv(x, w, make([]float32, P*(K-1)), P, K)
+	state := make([]float32, P*(K-1))
+	for tk := 0; tk < T; tk++ {
+		y := shortConv(x[tk*P:(tk+1)*P], w, state, P, K)
+		require.Equal(t, whole[tk*P:(tk+1)*P], y, "token %d", tk)
+	}
+	// By hand at t = 1 (window [0,0,x0,x1]): tap K−1 is the current token.
+	for c := 0; c < P; c++ {
+		want := silu(x[c]*w[c*K+2] + x[P+c]*w[c*K+3])
+		require.InDelta(t, want, whole[P+c], 1e-6)
+	}
+	// The state is the last K−1 raw inputs, oldest first.
+	for c := 0; c < P; c++ {
+		require.Equal(t, []float32{x[(T-3)*P+c], x[(T-2)*P+c], x[(T-1)*P+c]}, state[c*(K-1):(c+1)*(K-1)])
+	}
+}
+
+func TestKDAGate(t *testing.T) {
+	lb := float32(-5)
+	aLog := []float32{0, float32(math.Log(2))} // per channel (K3)
+	dt := []float32{0.5, -1, 0, 0}             // [nh=2, d=2]
+	g := []float32{0.5, 1, 3, -2}
+	kdaGate(g, aLog, dt, &lb, 2, 2)
+	require.InDeltaSlice(t, []float32{-5 * sigmoid(1), -5 * sigmoid(0), -5 * sigmoid(3), -5 * sigmoid(-4)}, g, 1e-6)
+
+	aLogHead := []float32{0, float32(math.Log(3))} // per head (Kimi-Linear)
+	g = []float32{0.5, 1, 3, -2}
+	kdaGate(g, aLogHead, dt, nil, 2, 2)
+	require.InDeltaSlice(t, []float32{-softplus(1), -softplus(0), -3 * softplus(3), -3 * softplus(-2)}, g, 1e-6)
+	require.Equal(t, float32(25), softplus(25))
+}

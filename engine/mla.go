@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/deltafin/deltafin/kernels"
+)
+
+// Multi-head latent attention, NoPE (K3-ARCHITECTURE.md §4.6). Notation: nh
+// heads, query/key head width qk = nope + rope, value width dv, latent width
+// r = kv_lora_rank. No rotary embedding is applied: the "rope" features are
+// plain features, the key's shared by all heads.
+
+type mlaWeights struct {
+	qA      kernels.Matrix  // [q_lora, H] (q-LoRA)
+	qANorm  []float32       // [q_lora]
+	qB      kernels.Matrix  // [nh·qk, q_lora]
+	qProj   kernels.Matrix  // [nh·qk, H] (no q-LoRA)
+	kvA     kernels.Matrix  // [r + rope, H]
+	kvANorm []float32       // [r]
+	kvB     kernels.Matrix  // [nh·(nope+dv), r]
+	gProj   *kernels.Matrix // [nh·dv, H] output gate, when configured
+	oProj   kernels.Matrix  // [H, nh·dv]
+}
+
+// mlaCache holds the expanded keys and values of every past position: the
+// exact form (absorbing kv_b into q and o is not bit-exact).
+type mlaCache struct {
+	k []float32 // [t, nh, qk]
+	v []float32 // [t, nh, dv]
+}
+
+// mlaForward runs T new tokens, appending them to the cache; token t
+// attends to every cached position and to new positions ≤ t.
+//
+//	x: [T, H] (already input-normalised) → out: [T, H]
+func (m *Model) mlaForward(out, x []float32, T int, w *mlaWeights, cache *mlaCache) {
+	c, be := m.cfg, m.backend
+	nh, nope, rope, dv, r := c.Heads, c.NoPE, c.RoPE, c.VHead, c.KVLoRA
+	qk := nope + rope
+	mat := func(wm kernels.Matrix, in []float32) []float32 {
+		y := make([]float32, T*wm.Rows)
+		be.MatMul(y, wm, in, T)
+		return y
+	}
+
+	// q = q_b · RMSNorm(q_a · x), or q_proj · x: [T, nh, qk].
+	var q []float32
+	if c.QLoRA > 0 {
+		cq := mat(w.qA, x)
+		rmsNormRows(cq, cq, w.qANorm, c.Eps, c.QLoRA)
+		q = mat(w.qB, cq)
+	} else {
+		q = mat(w.qProj, x)
+	}
+
+	// ckv = kv_a · x = [latent r | kpe rope]; kv = kv_b · RMSNorm(latent).
+	ckv := mat(w.kvA, x)
+	lat := make([]float32, T*r)
+	for t := 0; t < T; t++ {
+		rmsNorm(lat[t*r:(t+1)*r], ckv[t*(r+rope):t*(r+rope)+r], w.kvANorm, c.Eps)
+	}
+	kv := mat(w.kvB, lat) // [T, nh, nope+dv]
+
+	// Keys [nope_h | kpe] and values [v_h], appended to the cache.
+	past := len(cache.k) / (nh * qk)
+	for t := 0; t < T; t++ {
+		kpe := ckv[t*(r+rope)+r : (t+1)*(r+rope)]
+		for h := 0; h < nh; h++ {
+			kvh := kv[(t*nh+h)*(nope+dv) : (t*nh+h+1)*(nope+dv)]
+			cache.k = append(cache.k, kvh[:nope]...)
+			cache.k = append(cache.k, kpe...)
+			cache.v = append(cache.v, kvh[nope:]...)
+		}
+	}
+
+	// softmax(q·k / √qk) · v per head, causal.
+	attn := make([]float32, T*nh*dv)
+	scale := float32(1 / math.Sqrt(float64(qk)))
+	scores := make([]float32, past+T)
+	for t := 0; t < T; t++ {
+		n := past + t + 1
+		for h := 0; h < nh; h++ {
+			qh := q[(t*nh+h)*qk : (t*nh+h+1)*qk]
+			for p := 0; p < n; p++ {
+				kp := cache.k[(p*nh+h)*qk : (p*nh+h+1)*qk]
+				var s float32
+				for i, a := range qh {
+					s += a * kp[i]
+				}
+				scores[p] = s * scale
+			}
+			softmax(scores[:n])
+			oh := attn[(t*nh+h)*dv : (t*nh+h+1)*dv]
+			for p := 0; p < n; p++ {
+				vp := cache.v[(p*nh+h)*dv : (p*nh+h+1)*dv]
+				a := scores[p]
+				for i, x := range vp {
+					oh[i] += a * x
+				}
+			}
+		}
+	}
+
+	// Output gate σ(g_proj · x) on the flattened heads, then o_proj.
+	if w.gProj != nil {
+		g := mat(*w.gProj, x)
+		for i := range attn {
+			attn[i] *= sigmoid(g[i])
+		}
+	}
+	be.MatMul(out, w.oProj, attn, T)
+}

@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"context"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/deltafin/deltafin/kernels"
+)
+
+// Options configures Open.
+type Options struct {
+	// Backend runs the matrix products; nil means kernels.Default().
+	Backend kernels.Backend
+	// OpenSource opens each checkpoint file; nil means OpenFile (pread on a
+	// local file). The streaming layer and the downloader plug in here.
+	OpenSource OpenSource
+}
+
+// Info describes an opened model.
+type Info struct {
+	ID         string // "deltafin-kimi-k3" for kimi_k3, else the directory's base name
+	ModelType  string // root model_type
+	VocabSize  int
+	EOS, BOS   int // -1 when the config has none
+	ContextLen int
+	Layers     int
+	Hidden     int
+	Experts    int // routed experts per MoE layer
+	TopK       int
+	Backend    string
+}
+
+// Model is an opened checkpoint: validated config, spine weights and the
+// expert store. It is immutable and safe for concurrent Sessions.
+type Model struct {
+	cfg     *Config
+	info    Info
+	ck      *checkpoint
+	w       *weights
+	experts expertStore
+	backend kernels.Backend
+	closed  atomic.Bool
+}
+
+// Open reads dir/config.json, opens the safetensors shards, validates every
+// tensor's name, dtype and shape against the config (and the byte contiguity
+// of each MXFP4 expert), and loads the weights.
+func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Backend == nil {
+		opts.Backend = kernels.Default()
+	}
+	if opts.OpenSource == nil {
+		opts.OpenSource = OpenFile
+	}
+	ck, err := openCheckpoint(ctx, dir, opts.OpenSource)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{cfg: cfg, ck: ck, backend: opts.Backend}
+	if err := m.load(ctx, dir); err != nil {
+		ck.close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Model) load(ctx context.Context, dir string) error {
+	if err := m.ck.validate(m.cfg); err != nil {
+		return err
+	}
+	w, err := loadWeights(ctx, m.ck, m.cfg)
+	if err != nil {
+		return err
+	}
+	m.w = w
+	if m.experts, err = loadRAMExperts(ctx, m.ck, m.cfg); err != nil {
+		return err
+	}
+	c := m.cfg
+	id := filepath.Base(filepath.Clean(dir))
+	if c.ModelType == "kimi_k3" {
+		id = "deltafin-kimi-k3"
+	}
+	m.info = Info{
+		ID: id, ModelType: c.ModelType, VocabSize: c.Vocab, EOS: c.EOS, BOS: c.BOS,
+		ContextLen: c.ContextLen, Layers: c.Layers, Hidden: c.Hidden,
+		Experts: c.Experts, TopK: c.TopK, Backend: m.backend.Name(),
+	}
+	return nil
+}
+
+// Info returns the model's description.
+func (m *Model) Info() Info { return m.info }
+
+// Close releases the checkpoint files. Sessions must not be used afterwards.
+func (m *Model) Close() error {
+	if m.closed.Swap(true) {
+		return nil
+	}
+	return m.ck.close()
+}
+
+// traceFunc observes the embeddings (layer = −1), the residual stream after
+// each layer ([T, H]) and the final-norm output (layer = Layers), for
+// layer-by-layer debugging.
+type traceFunc func(layer int, h []float32)
+
+// forward runs T new tokens through the decoder, updating the session's
+// caches, and returns the logits [rows, V] of every position (every) or of
+// the last one.
+//
+// The residual stream follows Block Attention Residuals when configured
+// (K3-ARCHITECTURE.md §4.3):
+//
+//	a_in = blocks empty ? partial : AttnRes(blocks + [partial])
+//	at a block boundary: blocks += [partial]; partial = none
+//	partial += Attention(RMSNorm(a_in))
+//	partial += MLP(RMSNorm(AttnRes(blocks + [partial])))
+//
+// and otherwise the plain pre-norm residual (a_in = m_in = partial).
+func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, trace traceFunc) ([]float32, error) {
+	c, w := m.cfg, m.w
+	T, H := len(ids), c.Hidden
+	partial := make([]float32, T*H) // [T, H]
+	for t, id := range ids {
+		kernels.DecodeRow(partial[t*H:(t+1)*H], w.embed, id)
+	}
+	if trace != nil {
+		trace(-1, partial)
+	}
+	var blocks [][]float32 // completed block sums, each [T, H]
+	mix := func(res attnResWeights) []float32 {
+		if c.AttnResBlock == 0 || len(blocks) == 0 {
+			return partial
+		}
+		dst := make([]float32, T*H)
+		attnResRows(dst, append(blocks[:len(blocks):len(blocks)], partial), res, c.Eps, H)
+		return dst
+	}
+	x := make([]float32, T*H)
+	y := make([]float32, T*H)
+	for i := range w.layers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		lw := &w.layers[i]
+		aIn := mix(lw.attnRes)
+		if c.AttnResBlock > 0 && i%c.AttnResBlock == 0 {
+			blocks = append(blocks, partial)
+			partial = nil
+		}
+		rmsNormRows(x, aIn, lw.inNorm, c.Eps, H)
+		switch {
+		case lw.kda != nil:
+			m.kdaForward(y, x, T, lw.kda, s.kda[i])
+		default:
+			m.mlaForward(y, x, T, lw.mla, s.mla[i])
+		}
+		if partial == nil {
+			partial = make([]float32, T*H)
+		}
+		add(partial, y)
+		rmsNormRows(x, mix(lw.mlpRes), lw.postNorm, c.Eps, H)
+		if lw.moe != nil {
+			if err := m.moeForward(ctx, y, x, T, i, lw.moe); err != nil {
+				return nil, err
+			}
+		} else {
+			m.ffn(y, *lw.mlp, x, T)
+		}
+		add(partial, y)
+		if trace != nil {
+			trace(i, partial)
+		}
+	}
+
+	// Tail: final AttnRes, norm and lm_head, for the rows asked for.
+	f := mix(w.outRes)
+	rows := T
+	if !every {
+		f, rows = f[(T-1)*H:], 1
+	}
+	rmsNormRows(x[:rows*H], f, w.norm, c.Eps, H)
+	if trace != nil {
+		trace(c.Layers, x[:rows*H])
+	}
+	logits := make([]float32, rows*c.Vocab)
+	m.backend.MatMul(logits, w.lmHead, x[:rows*H], rows)
+	return logits, nil
+}

@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"context"
+	"sort"
+
+	"github.com/deltafin/deltafin/kernels"
+)
+
+// Mixture of experts (K3-ARCHITECTURE.md §4.8). Notation: E experts, top-k
+// per token, D the width experts work in (the latent R for K3, else H).
+
+type moeWeights struct {
+	router     kernels.Matrix  // [E, H]
+	bias       []float32       // [E] e_score_correction_bias, for selection only
+	down, up   kernels.Matrix  // latent MoE: [R, H] and [H, R]
+	latentNorm []float32       // [R], when latent_moe_use_norm
+	shared     *kernels.Expert // merged shared experts, width shared·I
+}
+
+// route is one token's selected experts and their combine weights, in
+// selection order (which is the combine's summation order).
+type route struct {
+	ids []int
+	w   []float32
+}
+
+// router picks the top-k experts of one token from its router logits [E]:
+//
+//	scores = σ(logits); choice = scores + bias (group-limited when n_group > 1)
+//	ids = top-k(choice), ties to the lower id
+//	w = scores[ids] / (Σ scores[ids] + 1e−20) (when renormalising) · routed_scaling_factor
+func (c *Config) router(logits, bias []float32) route {
+	E := len(logits)
+	scores := make([]float32, E)
+	choice := make([]float32, E)
+	for e, l := range logits {
+		scores[e] = sigmoid(l)
+		choice[e] = scores[e] + bias[e]
+	}
+	if c.NGroup > 1 {
+		// Keep the topk_group groups whose two best choices sum highest; the
+		// others' choices become 0, as in DeepSeek-V3's masked_fill.
+		per := E / c.NGroup
+		gs := make([]float32, c.NGroup)
+		for g := range gs {
+			top := topK(choice[g*per:(g+1)*per], 2)
+			gs[g] = choice[g*per+top[0]] + choice[g*per+top[1]]
+		}
+		keep := make([]bool, c.NGroup)
+		for _, g := range topK(gs, c.TopKGrp) {
+			keep[g] = true
+		}
+		for e := range choice {
+			if !keep[e/per] {
+				choice[e] = 0
+			}
+		}
+	}
+	r := route{ids: topK(choice, c.TopK), w: make([]float32, c.TopK)}
+	var sum float32
+	for j, id := range r.ids {
+		r.w[j] = scores[id]
+		sum += scores[id]
+	}
+	for j := range r.w {
+		if c.Renormalize && c.TopK > 1 {
+			r.w[j] /= sum + 1e-20
+		}
+		r.w[j] *= c.RoutedScaling
+	}
+	return r
+}
+
+// topK returns the indices of the k largest values, largest first, ties to
+// the lower index.
+func topK(x []float32, k int) []int {
+	idx := make([]int, len(x))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return x[idx[a]] > x[idx[b]] })
+	return idx[:k]
+}
+
+// moeForward runs the MoE block for T tokens.
+//
+//	x: [T, H] (post-attention-normalised) → out: [T, H]
+//	routed: r_t = Σ_j w_j · expert_{ids_j}(z_t), z = down·x (latent) or x
+//	latent: u = up · RMSNorm(r)
+//	out = u (or r) + shared(x)
+func (m *Model) moeForward(ctx context.Context, out, x []float32, T, layer int, w *moeWeights) error {
+	c, be := m.cfg, m.backend
+	H, D, K := c.Hidden, c.ExpertDim(), c.TopK
+
+	logits := make([]float32, T*c.Experts)
+	be.MatMul(logits, w.router, x, T)
+	routes := make([]route, T)
+	for t := range routes {
+		routes[t] = c.router(logits[t*c.Experts:(t+1)*c.Experts], w.bias)
+	}
+
+	z := x
+	if c.Latent > 0 {
+		z = make([]float32, T*D)
+		be.MatMul(z, w.down, x, T)
+	}
+
+	// Run each selected expert once over all the tokens that chose it; keep
+	// every (token, slot) output so the combine sums in route order.
+	users := make(map[int][]int) // expert → token·K + slot
+	for t, r := range routes {
+		for j, id := range r.ids {
+			users[id] = append(users[id], t*K+j)
+		}
+	}
+	ids := make([]int, 0, len(users))
+	for id := range users {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	ys := make([]float32, T*K*D) // [T, K, D]
+	for _, id := range ids {
+		ex, err := m.experts.expert(ctx, layer, id)
+		if err != nil {
+			return err
+		}
+		u := users[id]
+		in := make([]float32, len(u)*D)
+		for i, tk := range u {
+			copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
+		}
+		y := make([]float32, len(u)*D)
+		be.ExpertFFN(y, ex, c.Act, in, len(u))
+		for i, tk := range u {
+			copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
+		}
+	}
+	r := make([]float32, T*D)
+	for t, rt := range routes {
+		acc := r[t*D : (t+1)*D]
+		for j, wj := range rt.w {
+			for i, v := range ys[(t*K+j)*D : (t*K+j+1)*D] {
+				acc[i] += wj * v
+			}
+		}
+	}
+
+	if c.Latent > 0 {
+		if w.latentNorm != nil {
+			rmsNormRows(r, r, w.latentNorm, c.Eps, D)
+		}
+		be.MatMul(out, w.up, r, T)
+	} else {
+		copy(out, r[:T*H])
+	}
+	if w.shared != nil {
+		s := make([]float32, T*H)
+		m.ffn(s, *w.shared, x, T)
+		add(out, s)
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,197 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/deltafin/deltafin/engine/safetensors"
+	"github.com/stretchr/testify/require"
+)
+
+// refFile is a reference.safetensors: F32 and I64 tensors by name.
+type refFile map[string]refTensor
+
+type refTensor struct {
+	shape []int64
+	f32   []float32
+	i64   []int
+}
+
+func loadRef(t *testing.T, path string) refFile {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	st, err := f.Stat()
+	require.NoError(t, err)
+	h, err := safetensors.Read(f, st.Size())
+	require.NoError(t, err)
+	out := refFile{}
+	for _, x := range h.Tensors {
+		b := make([]byte, x.Size)
+		_, err := f.ReadAt(b, x.Offset)
+		require.NoError(t, err)
+		rt := refTensor{shape: x.Shape}
+		switch x.DType {
+		case "F32":
+			rt.f32 = make([]float32, len(b)/4)
+			for i := range rt.f32 {
+				rt.f32[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+			}
+		case "I64":
+			rt.i64 = make([]int, len(b)/8)
+			for i := range rt.i64 {
+				rt.i64[i] = int(int64(binary.LittleEndian.Uint64(b[8*i:])))
+			}
+		default:
+			t.Fatalf("reference tensor %s has dtype %s", x.Name, x.DType)
+		}
+		out[x.Name] = rt
+	}
+	return out
+}
+
+func (r refFile) ints(t *testing.T, name string) []int {
+	t.Helper()
+	x, ok := r[name]
+	require.True(t, ok, "reference has no %s", name)
+	return x.i64
+}
+
+func (r refFile) floats(t *testing.T, name string) []float32 {
+	t.Helper()
+	x, ok := r[name]
+	require.True(t, ok, "reference has no %s", name)
+	return x.f32
+}
+
+// maxAbsDiff returns max |a−b| and where it is.
+func maxAbsDiff(a, b []float32) (float64, int) {
+	worst, at := 0.0, -1
+	for i := range a {
+		d := math.Abs(float64(a[i]) - float64(b[i]))
+		if d > worst || math.IsNaN(d) {
+			worst, at = d, i
+		}
+	}
+	return worst, at
+}
+
+func flatten(rows [][]float32) []float32 {
+	var out []float32
+	for _, r := range rows {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// checkReference runs every prompt tag against the reference: logits at
+// every prompt position within tol, greedy tokens identical, the logits that
+// chose each token within tol, and each cached decode step equal to a full
+// recompute within 1e-4. It returns the worst |Δlogit| seen.
+func checkReference(t *testing.T, m *Model, ref refFile, tags []string, tol float64) float64 {
+	worst := 0.0
+	for _, tag := range tags {
+		t.Run(tag, func(t *testing.T) {
+			prompt := ref.ints(t, tag+".input_ids")
+			want := ref.floats(t, tag+".logits")
+			wantTokens := ref.ints(t, tag+".greedy_tokens")
+			wantSteps := ref.floats(t, tag+".greedy_step_logits")
+			V := m.Info().VocabSize
+
+			s := m.NewSession()
+			var rows [][]float32
+			var got []int
+			res, err := s.Generate(t.Context(), prompt, GenerateOptions{
+				MaxNew: len(wantTokens),
+				Logits: func(row []float32) error { rows = append(rows, append([]float32(nil), row...)); return nil },
+			}, func(tok int) error { got = append(got, tok); return nil })
+			require.NoError(t, err)
+			require.Equal(t, "length", res.FinishReason)
+			require.Len(t, rows, len(prompt)+len(wantTokens)-1)
+
+			d, at := maxAbsDiff(flatten(rows[:len(prompt)]), want)
+			t.Logf("%s: prompt logits max |Δ| = %.3g (position %d)", tag, d, at/max(V, 1))
+			require.LessOrEqual(t, d, tol, "prompt logits at position %d", at/V)
+			worst = max(worst, d)
+
+			require.Equal(t, wantTokens, got, "greedy tokens")
+			steps := flatten(rows[len(prompt)-1:])
+			d, at = maxAbsDiff(steps, wantSteps)
+			t.Logf("%s: greedy step logits max |Δ| = %.3g (step %d)", tag, d, at/V)
+			require.LessOrEqual(t, d, tol, "step logits at step %d", at/V)
+			worst = max(worst, d)
+
+			// Decode with caches equals a full recompute of prompt+greedy[:s].
+			cacheWorst := 0.0
+			for step := 1; step < len(wantTokens); step++ {
+				full := m.NewSession()
+				ids := append(append([]int(nil), prompt...), got[:step]...)
+				last, err := full.Forward(t.Context(), ids, false)
+				require.NoError(t, err)
+				d, _ := maxAbsDiff(last[0], rows[len(prompt)-1+step])
+				cacheWorst = max(cacheWorst, d)
+			}
+			t.Logf("%s: cached decode vs full recompute max |Δ| = %.3g", tag, cacheWorst)
+			require.LessOrEqual(t, cacheWorst, 1e-4)
+		})
+	}
+	return worst
+}
+
+func TestK3TinyReference(t *testing.T) {
+	m, err := Open(t.Context(), filepath.Join("..", "testdata", "k3-tiny"), Options{})
+	require.NoError(t, err)
+	defer m.Close()
+	info := m.Info()
+	require.Equal(t, "deltafin-kimi-k3", info.ID)
+	require.Equal(t, 1024, info.VocabSize)
+	require.Equal(t, 770, info.EOS)
+	ref := loadRef(t, filepath.Join("..", "testdata", "k3-tiny", "reference.safetensors"))
+	worst := checkReference(t, m, ref, []string{"short", "long", "text"}, 2e-3)
+	fmt.Printf("k3-tiny: max |Δlogit| = %.3g\n", worst)
+}
+
+func TestKimiLinearTinyReference(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "kimi-linear-tiny")
+	m, err := Open(t.Context(), filepath.Join(dir, "hf"), Options{})
+	require.NoError(t, err)
+	defer m.Close()
+	require.Equal(t, "hf", m.Info().ID)
+	ref := loadRef(t, filepath.Join(dir, "reference.safetensors"))
+	worst := checkReference(t, m, ref, []string{"short", "long"}, 2e-3)
+	fmt.Printf("kimi-linear-tiny: max |Δlogit| = %.3g\n", worst)
+}
+
+// TestKimiLinearHidden compares the residual stream layer by layer with the
+// reference's p.hidden.k (Hugging Face's convention: hidden.0 is the
+// embedding, hidden.k the output of layer k−1, the last one the final norm).
+func TestKimiLinearHidden(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "kimi-linear-tiny")
+	m, err := Open(t.Context(), filepath.Join(dir, "hf"), Options{})
+	require.NoError(t, err)
+	defer m.Close()
+	ref := loadRef(t, filepath.Join(dir, "reference.safetensors"))
+	for _, tag := range []string{"short", "long"} {
+		t.Run(tag, func(t *testing.T) {
+			hidden := map[int][]float32{}
+			_, err := m.NewSession().forward(t.Context(), ref.ints(t, tag+".input_ids"), true, func(layer int, h []float32) {
+				k := layer + 1
+				if layer == m.cfg.Layers {
+					k = layer
+				}
+				hidden[k] = append([]float32(nil), h...)
+			})
+			require.NoError(t, err)
+			for k := 0; k <= m.cfg.Layers; k++ {
+				d, at := maxAbsDiff(hidden[k], ref.floats(t, fmt.Sprintf("%s.hidden.%d", tag, k)))
+				t.Logf("hidden.%d max |Δ| = %.3g (position %d)", k, d, at/m.cfg.Hidden)
+				require.LessOrEqual(t, d, 2e-3, "hidden.%d", k)
+			}
+		})
+	}
+}

@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"fmt"
+	"iter"
+	"slices"
+	"sort"
+)
+
+// dtypeClass is the set of dtypes a tensor may be stored in.
+type dtypeClass uint8
+
+const (
+	floatTensor dtypeClass = iota // BF16, F16 or F32, widened exactly
+	u8Tensor                      // MXFP4 packed nibbles or e8m0 scales
+)
+
+func (c dtypeClass) allows(dt string) bool {
+	if c == u8Tensor {
+		return dt == "U8"
+	}
+	_, ok := matrixDType(dt)
+	return ok
+}
+
+func (c dtypeClass) String() string {
+	if c == u8Tensor {
+		return "U8"
+	}
+	return "BF16, F16 or F32"
+}
+
+// tensorSpec is one tensor the config says the checkpoint must have.
+type tensorSpec struct {
+	name  string
+	class dtypeClass
+	shape []int64
+}
+
+// expertParts are the suffixes of one routed expert's tensors, in the byte
+// order the streaming engine relies on for MXFP4.
+var (
+	expertPartsMXFP4 = []string{"w1.weight_packed", "w1.weight_scale", "w2.weight_packed", "w2.weight_scale", "w3.weight_packed", "w3.weight_scale"}
+	expertPartsFloat = []string{"w1.weight", "w2.weight", "w3.weight"}
+)
+
+func layerPrefix(i int) string { return fmt.Sprintf("model.layers.%d.", i) }
+
+func expertPrefix(layer, e int) string {
+	return fmt.Sprintf("%sblock_sparse_moe.experts.%d.", layerPrefix(layer), e)
+}
+
+// roster yields every tensor of the text model in a fixed order: globals,
+// then each layer's spine, then its routed experts. It is lazy because a
+// hostile config can describe billions of tensors; validation stops at the
+// first one the checkpoint lacks.
+func (c *Config) roster() iter.Seq[tensorSpec] {
+	return func(yield func(tensorSpec) bool) { c.eachTensor(yield) }
+}
+
+func (c *Config) eachTensor(yield func(tensorSpec) bool) {
+	ok := true
+	emit := func(s tensorSpec) {
+		if ok {
+			ok = yield(s)
+		}
+	}
+	add := func(name string, shape ...int) {
+		s := make([]int64, len(shape))
+		for i, d := range shape {
+			s[i] = int64(d)
+		}
+		emit(tensorSpec{name, floatTensor, s})
+	}
+	H := c.Hidden
+	add("model.embed_tokens.weight", c.Vocab, H)
+	add("model.norm.weight", H)
+	if !c.TieEmbeddings {
+		add("lm_head.weight", c.Vocab, H)
+	}
+	if c.AttnResBlock > 0 {
+		add("model.output_attn_res_norm.weight", H)
+		add("model.output_attn_res_proj.weight", 1, H)
+	}
+	for i := 0; i < c.Layers && ok; i++ {
+		p := layerPrefix(i)
+		add(p+"input_layernorm.weight", H)
+		add(p+"post_attention_layernorm.weight", H)
+		if c.AttnResBlock > 0 {
+			add(p+"self_attention_res_norm.weight", H)
+			add(p+"self_attention_res_proj.weight", 1, H)
+			add(p+"mlp_res_norm.weight", H)
+			add(p+"mlp_res_proj.weight", 1, H)
+		}
+		a := p + "self_attn."
+		switch c.Kinds[i] {
+		case KDA:
+			nh, d := c.KDAHeads, c.KDAHeadDim
+			P := nh * d
+			for _, x := range []string{"q", "k", "v"} {
+				add(a+x+"_proj.weight", P, H)
+				add(a+x+"_conv1d.weight", P, 1, c.ConvSize)
+			}
+			if c.GateLowerBound != nil {
+				add(a+"A_log", d) // K3: per channel, shared by all heads
+			} else {
+				add(a+"A_log", 1, 1, nh, 1) // Kimi-Linear: per head
+			}
+			add(a+"dt_bias", P)
+			add(a+"f_a_proj.weight", d, H)
+			add(a+"f_b_proj.weight", P, d)
+			add(a+"b_proj.weight", nh, H)
+			if c.FullRankGate {
+				add(a+"g_proj.weight", P, H)
+			} else {
+				add(a+"g_a_proj.weight", d, H)
+				add(a+"g_b_proj.weight", P, d)
+			}
+			add(a+"o_norm.weight", d)
+			add(a+"o_proj.weight", H, P)
+		case MLA:
+			qk := c.NoPE + c.RoPE
+			if c.QLoRA > 0 {
+				add(a+"q_a_proj.weight", c.QLoRA, H)
+				add(a+"q_a_layernorm.weight", c.QLoRA)
+				add(a+"q_b_proj.weight", c.Heads*qk, c.QLoRA)
+			} else {
+				add(a+"q_proj.weight", c.Heads*qk, H)
+			}
+			add(a+"kv_a_proj_with_mqa.weight", c.KVLoRA+c.RoPE, H)
+			add(a+"kv_a_layernorm.weight", c.KVLoRA)
+			add(a+"kv_b_proj.weight", c.Heads*(c.NoPE+c.VHead), c.KVLoRA)
+			if c.MLAOutputGate {
+				add(a+"g_proj.weight", c.Heads*c.VHead, H)
+			}
+			add(a+"o_proj.weight", H, c.Heads*c.VHead)
+		}
+		if !c.IsMoE(i) {
+			add(p+"mlp.gate_proj.weight", c.Intermediate, H)
+			add(p+"mlp.up_proj.weight", c.Intermediate, H)
+			add(p+"mlp.down_proj.weight", H, c.Intermediate)
+			continue
+		}
+		m := p + "block_sparse_moe."
+		add(m+"gate.weight", c.Experts, H)
+		add(m+"gate.e_score_correction_bias", c.Experts)
+		if c.Latent > 0 {
+			add(m+"routed_expert_down_proj.weight", c.Latent, H)
+			if c.LatentNorm {
+				add(m+"routed_expert_norm.weight", c.Latent)
+			}
+			add(m+"routed_expert_up_proj.weight", H, c.Latent)
+		}
+		if c.SharedExperts > 0 {
+			s := c.SharedExperts * c.MoEIntermediate
+			add(m+"shared_experts.gate_proj.weight", s, H)
+			add(m+"shared_experts.up_proj.weight", s, H)
+			add(m+"shared_experts.down_proj.weight", H, s)
+		}
+		D, I := int64(c.ExpertDim()), int64(c.MoEIntermediate)
+		for e := 0; e < c.Experts && ok; e++ {
+			ep := expertPrefix(i, e)
+			if c.ExpertsMXFP4 {
+				const g = 32
+				emit(tensorSpec{ep + "w1.weight_packed", u8Tensor, []int64{I, D / 2}})
+				emit(tensorSpec{ep + "w1.weight_scale", u8Tensor, []int64{I, D / g}})
+				emit(tensorSpec{ep + "w2.weight_packed", u8Tensor, []int64{D, I / 2}})
+				emit(tensorSpec{ep + "w2.weight_scale", u8Tensor, []int64{D, I / g}})
+				emit(tensorSpec{ep + "w3.weight_packed", u8Tensor, []int64{I, D / 2}})
+				emit(tensorSpec{ep + "w3.weight_scale", u8Tensor, []int64{I, D / g}})
+			} else {
+				add(ep+"w1.weight", int(I), int(D))
+				add(ep+"w2.weight", int(D), int(I))
+				add(ep+"w3.weight", int(I), int(D))
+			}
+		}
+	}
+}
+
+// validate checks the checkpoint against the config and returns the first
+// violation: a missing, mis-typed or mis-shaped tensor in roster order, then
+// an unexpected tensor (by name), then an MXFP4 expert whose six tensors are
+// not back to back.
+func (ck *checkpoint) validate(c *Config) error {
+	want := make(map[string]bool, len(ck.tensors))
+	for s := range c.roster() {
+		want[s.name] = true
+		r := ck.tensors[s.name]
+		if r == nil {
+			return ck.missing(s.name)
+		}
+		if !s.class.allows(r.t.DType) {
+			return r.errorf("dtype %s, want %s", r.t.DType, s.class)
+		}
+		if !slices.Equal(r.t.Shape, s.shape) {
+			return r.errorf("shape %v, want %v", r.t.Shape, s.shape)
+		}
+	}
+	var extra []string
+	for name := range ck.tensors {
+		if !want[name] {
+			extra = append(extra, name)
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		r := ck.tensors[extra[0]]
+		return r.errorf("unexpected tensor (not part of this config's model; %d unexpected in all)", len(extra))
+	}
+	if !c.ExpertsMXFP4 {
+		return nil
+	}
+	for i := 0; i < c.Layers; i++ {
+		if !c.IsMoE(i) {
+			continue
+		}
+		for e := 0; e < c.Experts; e++ {
+			if err := ck.expertContiguous(i, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// expertContiguous checks that expert e of layer i is one byte span in one
+// shard: w1.packed, w1.scale, w2.packed, w2.scale, w3.packed, w3.scale, each
+// starting where the previous one ends.
+func (ck *checkpoint) expertContiguous(layer, e int) error {
+	p := expertPrefix(layer, e)
+	first := ck.tensors[p+expertPartsMXFP4[0]]
+	prev := first
+	for _, part := range expertPartsMXFP4[1:] {
+		r := ck.tensors[p+part]
+		switch {
+		case r.shard != first.shard:
+			return r.errorf("layer %d expert %d is split across files (%s holds %s)", layer, e, first.shard.name, expertPartsMXFP4[0])
+		case r.t.Offset != prev.t.End():
+			return r.errorf("layer %d expert %d is not contiguous: starts at byte %d, want %d (right after %q)", layer, e, r.t.Offset, prev.t.End(), prev.full)
+		}
+		prev = r
+	}
+	return nil
+}

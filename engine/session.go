@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+)
+
+// Session is one conversation's state: the KDA conv and recurrent states,
+// the MLA caches and the position. A session is not safe for concurrent use.
+type Session struct {
+	m   *Model
+	pos int         // tokens run through the model so far
+	kda []*kdaState // per layer; nil for MLA layers
+	mla []*mlaCache // per layer; nil for KDA layers
+	// pending holds tokens that belong to the conversation but have not been
+	// run yet: the last generated token (its logits were never needed).
+	pending []int
+	// broken is set when a pass failed midway and left the caches torn.
+	broken error
+}
+
+// NewSession returns an empty session.
+func (m *Model) NewSession() *Session {
+	s := &Session{m: m, kda: make([]*kdaState, m.cfg.Layers), mla: make([]*mlaCache, m.cfg.Layers)}
+	for i, k := range m.cfg.Kinds {
+		if k == KDA {
+			s.kda[i] = newKDAState(m.cfg)
+		} else {
+			s.mla[i] = &mlaCache{}
+		}
+	}
+	return s
+}
+
+// Len returns the number of tokens in the conversation, pending ones included.
+func (s *Session) Len() int { return s.pos + len(s.pending) }
+
+// Forward runs ids (after any pending tokens) through the model and returns
+// logits: one row of VocabSize per position of ids when every is set, else
+// the last position's row. Prefill is Forward of the prompt; a decode step
+// is Forward of one token.
+func (s *Session) Forward(ctx context.Context, ids []int, every bool) ([][]float32, error) {
+	return s.forward(ctx, ids, every, nil)
+}
+
+func (s *Session) forward(ctx context.Context, ids []int, every bool, trace traceFunc) ([][]float32, error) {
+	if s.m.closed.Load() {
+		return nil, ErrClosed
+	}
+	if s.broken != nil {
+		return nil, fmt.Errorf("engine: session unusable after an interrupted pass: %w", s.broken)
+	}
+	if len(ids)+len(s.pending) == 0 {
+		return nil, fmt.Errorf("%w: no tokens to run", ErrInput)
+	}
+	V := s.m.cfg.Vocab
+	for _, id := range ids {
+		if id < 0 || id >= V {
+			return nil, fmt.Errorf("%w: token id %d outside the vocabulary [0,%d)", ErrInput, id, V)
+		}
+	}
+	if s.m.cfg.ContextLen > 0 && s.Len()+len(ids) > s.m.cfg.ContextLen {
+		return nil, fmt.Errorf("%w: %d tokens exceed the context of %d", ErrInput, s.Len()+len(ids), s.m.cfg.ContextLen)
+	}
+	n := len(s.pending)
+	run := append(s.pending[:n:n], ids...)
+	flat, err := s.m.forward(ctx, s, run, every, trace)
+	if err != nil {
+		// A cancelled pass leaves the caches half-updated: the session
+		// cannot continue.
+		s.broken = err
+		return nil, err
+	}
+	s.pos += len(run)
+	s.pending = nil
+	rows := make([][]float32, len(flat)/V)
+	for i := range rows {
+		rows[i] = flat[i*V : (i+1)*V]
+	}
+	if every {
+		rows = rows[n:]
+	}
+	return rows, nil
+}

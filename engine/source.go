@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Source is the bytes of one checkpoint file. The engine reads every weight
+// through it, so the streaming layer (pinned spine, expert cache) and the
+// downloader's on-demand range fetcher can stand in for a plain file.
+type Source interface {
+	// ReadAt fills p from offset off, or fails: a short read is an error.
+	ReadAt(ctx context.Context, p []byte, off int64) error
+	// Size is the file's length in bytes.
+	Size() int64
+}
+
+// OpenSource opens a checkpoint file. Options.OpenSource overrides it.
+type OpenSource func(ctx context.Context, path string) (Source, error)
+
+// FileSource is a Source over a local file, read with pread.
+type FileSource struct {
+	f    *os.File
+	size int64
+}
+
+// OpenFile opens path as a FileSource.
+func OpenFile(_ context.Context, path string) (Source, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &FileSource{f: f, size: st.Size()}, nil
+}
+
+// ReadAt reads len(p) bytes at off. ctx is checked once: a local pread of a
+// bounded range does not block for long.
+func (s *FileSource) ReadAt(ctx context.Context, p []byte, off int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if off < 0 || off > s.size || int64(len(p)) > s.size-off {
+		return fmt.Errorf("read [%d,%d) past the end of a %d-byte file", off, off+int64(len(p)), s.size)
+	}
+	n, err := s.f.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// Size returns the file length at open time.
+func (s *FileSource) Size() int64 { return s.size }
+
+// Close closes the file.
+func (s *FileSource) Close() error { return s.f.Close() }
+
+// readerAt adapts a Source to io.ReaderAt for the safetensors header parser.
+type readerAt struct {
+	ctx context.Context
+	src Source
+}
+
+func (r readerAt) ReadAt(p []byte, off int64) (int, error) {
+	if err := r.src.ReadAt(r.ctx, p, off); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestValidation breaks one thing at a time in the K3 tiny checkpoint and
+// checks that Open names the file, the tensor and the problem.
+func TestValidation(t *testing.T) {
+	const (
+		lp     = "language_model.model.layers."
+		shard1 = "model-00001-of-000004.safetensors"
+		shard2 = "model-00002-of-000004.safetensors"
+	)
+	src := filepath.Join("..", "testdata", "k3-tiny")
+	tests := []struct {
+		name   string
+		break_ func(t *testing.T, m *model)
+		after  func(t *testing.T, dir string) // damage files after writing
+		want   []string
+	}{
+		{
+			name: "wrong shape",
+			break_: func(t *testing.T, m *model) {
+				x := m.tensor(t, lp+"3.self_attn.q_b_proj.weight")
+				x.shape = []int64{48, 96}
+			},
+			want: []string{shard2, `"` + lp + `3.self_attn.q_b_proj.weight"`, "shape [48 96], want [96 48]"},
+		},
+		{
+			name: "wrong dtype",
+			break_: func(t *testing.T, m *model) {
+				m.tensor(t, lp+"0.self_attn.A_log").dtype = "I32"
+			},
+			want: []string{shard1, `"` + lp + `0.self_attn.A_log"`, "dtype I32, want BF16, F16 or F32"},
+		},
+		{
+			name: "expert not U8",
+			break_: func(t *testing.T, m *model) {
+				x := m.tensor(t, lp+"2.block_sparse_moe.experts.7.w2.weight_scale")
+				x.dtype, x.shape = "BF16", []int64{64, 1}
+			},
+			want: []string{shard1, `"` + lp + `2.block_sparse_moe.experts.7.w2.weight_scale"`, "dtype BF16, want U8"},
+		},
+		{
+			name:   "missing tensor",
+			break_: func(t *testing.T, m *model) { m.remove(t, lp+"5.self_attn.o_norm.weight") },
+			want:   []string{`tensor "` + lp + `5.self_attn.o_norm.weight" is missing`},
+		},
+		{
+			name: "unexpected tensor",
+			break_: func(t *testing.T, m *model) {
+				m.shards[shard1] = append(m.shards[shard1], stTensor{lp + "0.self_attn.extra.weight", "BF16", []int64{4}, make([]byte, 8)})
+			},
+			want: []string{shard1, `"` + lp + `0.self_attn.extra.weight"`, "unexpected tensor"},
+		},
+		{
+			name: "non-contiguous expert",
+			break_: func(t *testing.T, m *model) {
+				f, i := m.find(t, lp+"2.block_sparse_moe.experts.7.w2.weight_packed")
+				ts := m.shards[f]
+				ts[i], ts[i+1] = ts[i+1], ts[i] // scale before packed
+			},
+			want: []string{shard1, `"` + lp + `2.block_sparse_moe.experts.7.w2.weight_packed"`, "layer 2 expert 7 is not contiguous", `right after "` + lp + `2.block_sparse_moe.experts.7.w1.weight_scale"`},
+		},
+		{
+			name: "expert split across shards",
+			break_: func(t *testing.T, m *model) {
+				f, i := m.find(t, lp+"1.block_sparse_moe.experts.3.w3.weight_scale")
+				x := m.shards[f][i]
+				m.shards[f] = append(m.shards[f][:i], m.shards[f][i+1:]...)
+				m.shards[shard2] = append(m.shards[shard2], x)
+			},
+			want: []string{shard2, "layer 1 expert 3 is split across files"},
+		},
+		{
+			name: "truncated shard",
+			after: func(t *testing.T, dir string) {
+				p := filepath.Join(dir, shard2)
+				st, err := os.Stat(p)
+				require.NoError(t, err)
+				require.NoError(t, os.Truncate(p, st.Size()-100))
+			},
+			want: []string{shard2, "truncated"},
+		},
+		{
+			name: "bad config",
+			break_: func(t *testing.T, m *model) {
+				m.config["text_config"].(map[string]any)["hidden_act"] = "gelu"
+			},
+			want: []string{"config.json", `hidden_act "gelu"`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := readModel(t, src)
+			if tt.break_ != nil {
+				tt.break_(t, m)
+			}
+			dir := m.write(t)
+			if tt.after != nil {
+				tt.after(t, dir)
+			}
+			_, err := Open(t.Context(), dir, Options{})
+			require.Error(t, err)
+			t.Log(err)
+			if tt.name == "bad config" {
+				require.ErrorIs(t, err, ErrConfig)
+			} else {
+				require.ErrorIs(t, err, ErrCheckpoint)
+			}
+			for _, w := range tt.want {
+				require.Contains(t, err.Error(), w)
+			}
+		})
+	}
+
+	t.Run("rewritten but intact", func(t *testing.T) {
+		m, err := Open(t.Context(), readModel(t, src).write(t), Options{})
+		require.NoError(t, err)
+		require.NoError(t, m.Close())
+	})
+}

@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/deltafin/deltafin/kernels"
+)
+
+// weights is the model's spine: every tensor except the routed experts.
+// Matrices are kernels views over the stored bytes; the small vectors
+// (norms, gates, biases) are widened to fp32 once.
+type weights struct {
+	embed  kernels.Matrix // [V, H]
+	norm   []float32      // [H] final RMSNorm
+	lmHead kernels.Matrix // [V, H]
+	outRes attnResWeights // final attention residual (K3)
+	layers []layerWeights
+}
+
+type layerWeights struct {
+	inNorm, postNorm []float32 // [H]
+	attnRes, mlpRes  attnResWeights
+	kda              *kdaWeights
+	mla              *mlaWeights
+	mlp              *kernels.Expert // dense MLP: W1 gate, W3 up, W2 down
+	moe              *moeWeights
+}
+
+// loader reads named tensors and keeps the first error, so that weight
+// loading reads like a list.
+type loader struct {
+	ctx context.Context
+	ck  *checkpoint
+	err error
+}
+
+func (l *loader) mat(name string) kernels.Matrix {
+	if l.err != nil {
+		return kernels.Matrix{}
+	}
+	m, err := l.ck.matrix(l.ctx, name)
+	l.err = err
+	return m
+}
+
+func (l *loader) vec(name string) []float32 {
+	if l.err != nil {
+		return nil
+	}
+	v, err := l.ck.vector(l.ctx, name)
+	l.err = err
+	return v
+}
+
+// loadWeights reads the spine of a validated checkpoint into memory.
+func loadWeights(ctx context.Context, ck *checkpoint, c *Config) (*weights, error) {
+	l := &loader{ctx: ctx, ck: ck}
+	w := &weights{
+		embed: l.mat("model.embed_tokens.weight"),
+		norm:  l.vec("model.norm.weight"),
+	}
+	if c.TieEmbeddings {
+		w.lmHead = w.embed
+	} else {
+		w.lmHead = l.mat("lm_head.weight")
+	}
+	if c.AttnResBlock > 0 {
+		w.outRes = l.attnRes("model.output_attn_res_")
+	}
+	w.layers = make([]layerWeights, c.Layers)
+	for i := range w.layers {
+		p := layerPrefix(i)
+		lw := &w.layers[i]
+		lw.inNorm = l.vec(p + "input_layernorm.weight")
+		lw.postNorm = l.vec(p + "post_attention_layernorm.weight")
+		if c.AttnResBlock > 0 {
+			lw.attnRes = l.attnRes(p + "self_attention_res_")
+			lw.mlpRes = l.attnRes(p + "mlp_res_")
+		}
+		switch c.Kinds[i] {
+		case KDA:
+			lw.kda = l.kda(p+"self_attn.", c)
+		case MLA:
+			lw.mla = l.mla(p+"self_attn.", c)
+		}
+		if c.IsMoE(i) {
+			lw.moe = l.moe(p+"block_sparse_moe.", c)
+		} else {
+			lw.mlp = l.ffn(p + "mlp.")
+		}
+	}
+	return w, l.err
+}
+
+// ffn loads a gate/up/down MLP as a kernels.Expert.
+func (l *loader) ffn(p string) *kernels.Expert {
+	return &kernels.Expert{
+		W1: l.mat(p + "gate_proj.weight"),
+		W3: l.mat(p + "up_proj.weight"),
+		W2: l.mat(p + "down_proj.weight"),
+	}
+}
+
+func (l *loader) attnRes(p string) attnResWeights {
+	return attnResWeights{norm: l.vec(p + "norm.weight"), proj: l.vec(p + "proj.weight")}
+}
+
+func (l *loader) kda(p string, c *Config) *kdaWeights {
+	k := &kdaWeights{
+		qProj: l.mat(p + "q_proj.weight"), kProj: l.mat(p + "k_proj.weight"), vProj: l.mat(p + "v_proj.weight"),
+		qConv: l.vec(p + "q_conv1d.weight"), kConv: l.vec(p + "k_conv1d.weight"), vConv: l.vec(p + "v_conv1d.weight"),
+		aLog:   l.vec(p + "A_log"),
+		dtBias: l.vec(p + "dt_bias"),
+		fA:     l.mat(p + "f_a_proj.weight"), fB: l.mat(p + "f_b_proj.weight"),
+		bProj: l.mat(p + "b_proj.weight"),
+		oNorm: l.vec(p + "o_norm.weight"),
+		oProj: l.mat(p + "o_proj.weight"),
+	}
+	if c.FullRankGate {
+		k.gProj = l.mat(p + "g_proj.weight")
+	} else {
+		k.gA, k.gB = l.mat(p+"g_a_proj.weight"), l.mat(p+"g_b_proj.weight")
+	}
+	return k
+}
+
+func (l *loader) mla(p string, c *Config) *mlaWeights {
+	m := &mlaWeights{
+		kvA:     l.mat(p + "kv_a_proj_with_mqa.weight"),
+		kvANorm: l.vec(p + "kv_a_layernorm.weight"),
+		kvB:     l.mat(p + "kv_b_proj.weight"),
+		oProj:   l.mat(p + "o_proj.weight"),
+	}
+	if c.QLoRA > 0 {
+		m.qA, m.qANorm, m.qB = l.mat(p+"q_a_proj.weight"), l.vec(p+"q_a_layernorm.weight"), l.mat(p+"q_b_proj.weight")
+	} else {
+		m.qProj = l.mat(p + "q_proj.weight")
+	}
+	if c.MLAOutputGate {
+		g := l.mat(p + "g_proj.weight")
+		m.gProj = &g
+	}
+	return m
+}
+
+func (l *loader) moe(p string, c *Config) *moeWeights {
+	m := &moeWeights{
+		router: l.mat(p + "gate.weight"),
+		bias:   l.vec(p + "gate.e_score_correction_bias"),
+	}
+	if c.Latent > 0 {
+		m.down, m.up = l.mat(p+"routed_expert_down_proj.weight"), l.mat(p+"routed_expert_up_proj.weight")
+		if c.LatentNorm {
+			m.latentNorm = l.vec(p + "routed_expert_norm.weight")
+		}
+	}
+	if c.SharedExperts > 0 {
+		m.shared = l.ffn(p + "shared_experts.")
+	}
+	return m
+}
