@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+
 	"context"
 
 	"github.com/deltafin/deltafin/app"
@@ -8,8 +10,11 @@ import (
 
 func runFetchExperts(ctx context.Context, cfg app.Config, args []string) error {
 	fs := newFlags("fetch-experts", "", &cfg)
+	hubFlags(fs, &cfg)
+	layers := fs.String("layers", "", "only the experts of these MoE layers, e.g. 1-40,45 (default: everything missing)")
+	dryRun := fs.Bool("dry-run", false, "print what would be downloaded")
 	if err := parse(fs, args, &cfg); err != nil {
 		return err
 	}
-	return errNotLanded{"fetch-experts", 7, "setup and downloads"}
+	return app.FetchExperts(ctx, cfg, app.FetchOptions{Layers: *layers, DryRun: *dryRun}, os.Stdout)
 }

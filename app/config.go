@@ -16,6 +16,17 @@ type Config struct {
 	// state. Default: $XDG_DATA_HOME/deltafin (~/Library/Application
 	// Support/deltafin on macOS); DELTAFIN_HOME or --data-dir override it.
 	DataDir string
+
+	// Model source (issue 7). HFEndpoint and HFToken follow huggingface_hub:
+	// HF_ENDPOINT (default https://huggingface.co) and HF_TOKEN (else
+	// HUGGING_FACE_HUB_TOKEN, else the token file at HF_TOKEN_PATH or
+	// $HF_HOME/token). Repo and Revision: --repo, --revision.
+	HFEndpoint string
+	HFToken    string
+	Repo       string
+	Revision   string
+	// Jobs is the number of parallel range requests (--jobs).
+	Jobs int
 	// Run holds `deltafin run`'s flags (run.go).
 	Run RunConfig
 
@@ -48,6 +59,7 @@ func DefaultConfig(getenv Getenv) Config {
 	if v := getenv("DELTAFIN_HOME"); v != "" {
 		c.DataDir = v
 	}
+	hubFromEnv(getenv, &c)
 	return c
 }
 

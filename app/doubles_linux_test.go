@@ -53,17 +53,17 @@ func (d *copyDownloader) files(mode DownloadMode) ([]string, int64, error) {
 	return names, total, nil
 }
 
-func (d *copyDownloader) Installed(context.Context) (Install, error) {
+func (d *copyDownloader) Installed(context.Context) (InstallState, error) {
 	b, err := os.ReadFile(filepath.Join(d.dst, ".install"))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return Install{}, nil
+		return InstallState{}, nil
 	case err != nil:
-		return Install{}, err
+		return InstallState{}, err
 	case string(b) == "full":
-		return Install{Mode: InstallFull, ExpertsCached: 320, ExpertsTotal: 320}, nil
+		return InstallState{Mode: InstallFull, ExpertsCached: 320, ExpertsTotal: 320}, nil
 	}
-	return Install{Mode: InstallStream, ExpertsCached: 32, ExpertsTotal: 320}, nil
+	return InstallState{Mode: InstallStream, ExpertsCached: 32, ExpertsTotal: 320}, nil
 }
 
 func (d *copyDownloader) Download(ctx context.Context, mode DownloadMode, progress func(Progress)) error {

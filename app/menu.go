@@ -105,8 +105,8 @@ func (m DownloadMode) String() string {
 	return fmt.Sprintf("mode(%d)", int(m))
 }
 
-// Install describes the model on disk, as the downloader reports it.
-type Install struct {
+// InstallState describes the model on disk, as the downloader reports it.
+type InstallState struct {
 	Mode          InstallMode
 	ExpertsCached int // routed experts present on disk
 	ExpertsTotal  int
@@ -130,7 +130,7 @@ func (p Progress) Fraction() float64 {
 // State is a snapshot of what the app is doing; BuildMenu is a pure function
 // of it.
 type State struct {
-	Install Install
+	Install InstallState
 	// Downloading is set while a download runs; Pending is the mode of a
 	// download that was started and has not finished (running, paused, or
 	// interrupted by a quit or a crash).

@@ -38,7 +38,7 @@ func TestBuildMenu(t *testing.T) {
 			visible: []ItemID{ItemPause}, hidden: []ItemID{ItemDownloadStream, ItemUpgrade},
 			check: func(t *testing.T, m Menu) { require.Equal(t, LabelResume, m.Item(ItemPause).Label) }},
 		{name: "stream install serving", st: with(func(s *State) {
-			s.Install = Install{Mode: InstallStream, ExpertsCached: 12, ExpertsTotal: 100}
+			s.Install = InstallState{Mode: InstallStream, ExpertsCached: 12, ExpertsTotal: 100}
 			s.ServerAddr = "http://127.0.0.1:8000"
 		}), status: "Stream install, 12% of experts cached · serving http://127.0.0.1:8000",
 			visible: []ItemID{ItemUpgrade}, hidden: []ItemID{ItemDownloadStream, ItemPause},
@@ -48,17 +48,17 @@ func TestBuildMenu(t *testing.T) {
 				require.Equal(t, LabelStopServer, m.Item(ItemServer).Label)
 			}},
 		{name: "upgrading", st: with(func(s *State) {
-			s.Install = Install{Mode: InstallStream, ExpertsCached: 1, ExpertsTotal: 2}
+			s.Install = InstallState{Mode: InstallStream, ExpertsCached: 1, ExpertsTotal: 2}
 			s.Downloading, s.Pending, s.Upgrade = true, ModeFull, true
 			s.Download = Progress{Done: 1, Total: 2, ETA: 5 * time.Minute}
 		}), status: "Upgrading 50% · 5 min left", title: "↓ 50%", hidden: []ItemID{ItemUpgrade}},
 		{name: "warming", st: with(func(s *State) {
-			s.Install = Install{Mode: InstallStream, ExpertsCached: 50, ExpertsTotal: 100}
+			s.Install = InstallState{Mode: InstallStream, ExpertsCached: 50, ExpertsTotal: 100}
 			s.WarmEnabled, s.Warming, s.Warm = true, true, Progress{Done: 3, Total: 4}
 		}), status: "Stream install, 50% of experts cached · warming 75%", title: "warming 75%",
 			check: func(t *testing.T, m Menu) { require.True(t, m.Item(ItemWarm).Checked) }},
 		{name: "warming waits", st: with(func(s *State) {
-			s.Install = Install{Mode: InstallStream, ExpertsTotal: 100}
+			s.Install = InstallState{Mode: InstallStream, ExpertsTotal: 100}
 			s.WarmEnabled, s.WarmNote = true, "warming waits for AC power"
 		}), status: "Stream install, 0% of experts cached · warming waits for AC power"},
 		{name: "full install demo off", st: with(func(s *State) { s.Install.Mode = InstallFull }), status: "Full install",

@@ -13,7 +13,7 @@ import (
 // Downloader installs the model into the data directory.
 type Downloader interface {
 	// Installed reports what is on disk now.
-	Installed(ctx context.Context) (Install, error)
+	Installed(ctx context.Context) (InstallState, error)
 	// Download fetches what mode needs, reusing what is on disk, and calls
 	// progress as bytes arrive. It returns nil when the install is
 	// complete, the context's error when paused (cancelled), or an error

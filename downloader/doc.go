@@ -1,6 +1,31 @@
-// Package downloader is the start of the data flow: it mirrors the model's
-// hub repository into the data directory (sparse shards at their original
-// offsets, with a crash-safe presence map per shard), verifies every byte
-// against the hub's sizes and sha256, and serves missing expert ranges to the
-// engine on demand through HTTP range requests.
+// Package downloader is the start of the data flow (downloader → disk →
+// engine → kernels → tokens → server/app): it mirrors the model's Hugging
+// Face repository into the data directory and serves missing bytes to the
+// engine on demand.
+//
+// Layout of a mirror (Options.Dir, one per repository and revision):
+//
+//	config.json, tiktoken.model, ...      metadata, fetched whole and verified
+//	model-00001-of-000096.safetensors     sparse shards at their original offsets
+//	.deltafin/manifest.json               the hub listing (sizes, sha256, git ids)
+//	.deltafin/presence/<file>.json        byte ranges on disk, per file
+//	.deltafin/lock                        flock: one process per mirror
+//
+// A range enters a presence map only after its bytes are written and the
+// shard fsynced, and maps are replaced atomically, so a crash or kill -9
+// loses at most the chunks in flight. Stream mode holds metadata and the
+// spine (shard headers and every tensor that is not a routed expert);
+// full mode holds every byte; Mirror.Ensure (and Source.ReadAt) fetches any
+// missing range with one HTTP range request, coalescing concurrent callers.
+// Complete files are checked against the hub's sha256 (git blob id for
+// small files); a mismatch fetches the file again and never accepts it.
+//
+// The hub API used: GET {endpoint}/api/models/{repo}/tree/{revision}?recursive=true
+// (Link-paginated), and GET {endpoint}/{repo}/resolve/{revision}/{path} with
+// a Range header, which large files answer with a redirect to a CDN whose
+// signed URL is reused until it expires. The token goes to the hub only.
+// Errors: 401/403/404 are permanent and explained (ErrAuth, ErrNotFound);
+// timeouts, stalls, 5xx, 429 and dropped connections are retried with
+// exponential backoff and full jitter, resuming at the last byte written; a
+// full disk is ErrDiskFull and keeps everything written.
 package downloader

@@ -1,0 +1,32 @@
+package app
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+
+	"github.com/deltafin/deltafin/downloader"
+	"github.com/deltafin/deltafin/engine"
+)
+
+// OpenMirror opens the configured model mirror for reading by the engine
+// (MirrorSource): offline once setup has run with a pinned commit. The
+// caller closes it; while open, setup and fetch-experts in another process
+// are refused (downloader.ErrBusy).
+func OpenMirror(ctx context.Context, cfg Config) (*downloader.Mirror, error) {
+	return openMirror(ctx, cfg, downloader.Options{})
+}
+
+// MirrorSource opens the engine's checkpoint files through the mirror m:
+// bytes that are present are read with pread, missing ones (stream mode's
+// experts) are fetched from the hub into the mirror first. Files outside
+// the mirror are opened as plain files.
+func MirrorSource(m *downloader.Mirror) engine.OpenSource {
+	return func(ctx context.Context, path string) (engine.Source, error) {
+		rel, err := filepath.Rel(m.Dir(), path)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return engine.OpenFile(ctx, path)
+		}
+		return m.Source(filepath.ToSlash(rel))
+	}
+}

@@ -1,0 +1,86 @@
+package downloader
+
+import (
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDiskFull fills a small tmpfs: the transfer stops with ErrDiskFull and
+// a message saying what to do, keeps what it wrote, and completes once the
+// filesystem grows.
+func TestDiskFull(t *testing.T) {
+	h := newFakeHub(t)
+	mnt := t.TempDir()
+	require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"), "the disk-full test mounts a 2 MiB tmpfs and needs root (CAP_SYS_ADMIN)")
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	dir := filepath.Join(mnt, "mirror")
+	m, err := Open(options(h, dir))
+	require.NoError(t, err)
+	p, err := m.Plan(t.Context())
+	require.NoError(t, err)
+	err = m.Fetch(t.Context(), p, p.Work(Full))
+	require.ErrorIs(t, err, ErrDiskFull)
+	require.Contains(t, err.Error(), "free some space and run again")
+	kept, err := m.Totals(p.Work(Full))
+	require.NoError(t, err)
+	require.Positive(t, kept.Present)
+	m.Close()
+
+	require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_REMOUNT, "size=32m"))
+	m, err = Open(options(h, dir))
+	require.NoError(t, err)
+	defer m.Close()
+	p, err = m.Plan(t.Context())
+	require.NoError(t, err)
+	// What the maps on disk hold (a map write the full disk refused may
+	// lag the bytes: those are fetched again, never trusted).
+	onDisk, err := m.Totals(p.Work(Full))
+	require.NoError(t, err)
+	require.Positive(t, onDisk.Present)
+	served := h.Served.Load()
+	require.NoError(t, m.Fetch(t.Context(), p, p.Work(Full)))
+	require.Equal(t, onDisk.Missing(), h.Served.Load()-served, "nothing recorded before the disk filled is fetched again")
+	h.RequireIdentical(t, dir)
+}
+
+// TestDiskFullPausesUntilResume is the app's behaviour: the transfer pauses
+// on a full disk, says why, and continues after Resume.
+func TestDiskFullPausesUntilResume(t *testing.T) {
+	h := newFakeHub(t)
+	mnt := t.TempDir()
+	require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"), "the disk-full test mounts a 2 MiB tmpfs and needs root (CAP_SYS_ADMIN)")
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	dir := filepath.Join(mnt, "mirror")
+	opts := options(h, dir)
+	opts.WaitOnDiskFull = true
+	paused := make(chan error, 1)
+	opts.Progress = func(ev Event) {
+		if ev.Phase == PhasePaused && ev.Err != nil {
+			select {
+			case paused <- ev.Err:
+			default:
+			}
+		}
+	}
+	m, err := Open(opts)
+	require.NoError(t, err)
+	defer m.Close()
+	p, err := m.Plan(t.Context())
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- m.Fetch(t.Context(), p, p.Work(Full)) }()
+	select {
+	case err := <-paused:
+		require.ErrorIs(t, err, ErrDiskFull)
+	case err := <-done:
+		t.Fatalf("Fetch ended instead of pausing: %v", err)
+	}
+	require.True(t, m.Paused())
+	require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_REMOUNT, "size=32m"))
+	m.Resume()
+	require.NoError(t, <-done)
+	h.RequireIdentical(t, dir)
+}

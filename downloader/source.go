@@ -1,0 +1,40 @@
+package downloader
+
+import (
+	"context"
+	"fmt"
+)
+
+// Source is one mirrored file seen as the engine's byte source: ReadAt
+// makes the bytes present (fetching missing ones from the hub into the
+// mirror) and then reads them from disk. In a full install nothing is ever
+// missing and ReadAt is a presence check and a pread.
+type Source struct {
+	m    *Mirror
+	file string
+	size int64
+}
+
+// Source returns the byte source of a mirrored file (a shard's name, as in
+// the repository).
+func (m *Mirror) Source(file string) (*Source, error) {
+	fs, err := m.file(file)
+	if err != nil {
+		return nil, err
+	}
+	return &Source{m: m, file: file, size: fs.entry.Size}, nil
+}
+
+// ReadAt fills p with the bytes at off, completely or with an error.
+func (s *Source) ReadAt(ctx context.Context, p []byte, off int64) error {
+	if off < 0 || off+int64(len(p)) > s.size {
+		return fmt.Errorf("%w: %s: read [%d, %d) outside the %d-byte file", ErrProtocol, s.file, off, off+int64(len(p)), s.size)
+	}
+	return s.m.ReadAt(ctx, s.file, p, off)
+}
+
+// Size returns the file's size.
+func (s *Source) Size() int64 { return s.size }
+
+// Name returns the file's name in the repository.
+func (s *Source) Name() string { return s.file }

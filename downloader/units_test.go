@@ -1,0 +1,140 @@
+package downloader
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRangeSet(t *testing.T) {
+	var s rangeSet
+	s = s.add(Range{10, 20}).add(Range{30, 40}).add(Range{20, 25})
+	require.Equal(t, rangeSet{{10, 25}, {30, 40}}, s)
+	require.Equal(t, []Range{{0, 10}, {25, 30}, {40, 50}}, s.missing(Range{0, 50}))
+	require.True(t, s.covers(Range{12, 24}))
+	require.Equal(t, int64(7), s.overlap(Range{20, 32}))
+	s = s.add(Range{0, 100})
+	require.Equal(t, rangeSet{{0, 100}}, s)
+	require.True(t, s.valid(100))
+	require.False(t, s.valid(99))
+	require.False(t, rangeSet{{5, 10}, {10, 12}}.valid(20), "adjacent ranges are merged, never stored apart")
+}
+
+func TestChoose(t *testing.T) {
+	const GB = 1_000_000_000
+	stream := Totals{Total: 120 * GB, Present: 10 * GB}
+	full := Totals{Total: 1600 * GB, Present: 10 * GB}
+	for _, tc := range []struct {
+		name      string
+		requested Mode
+		free      int64
+		want      Mode
+		err       string
+	}{
+		{"auto picks full with room", Auto, 1700 * GB, Full, ""},
+		{"auto falls back to stream", Auto, 1000 * GB, Stream, ""},
+		{"auto refuses with the shortfall", Auto, 78 * GB, "", "free 132 GB more for stream mode"},
+		{"full refuses and suggests stream", Full, 1000 * GB, "", "free 690 GB more for full mode"},
+		{"stream fits exactly", Stream, 210 * GB, Stream, ""},
+		{"shortfall rounds up", Stream, 210*GB - 1, "", "free 1 B more"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Choose(tc.requested, stream, full, tc.free, DefaultHeadroom)
+			if tc.err != "" {
+				require.ErrorIs(t, err, ErrNoSpace)
+				require.Contains(t, err.Error(), tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestParseLayers(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+		err  bool
+	}{
+		{"1-3,45", []int{1, 2, 3, 45}, false},
+		{"7", []int{7}, false},
+		{"3-1", nil, true},
+		{"a", nil, true},
+		{"1,,2", nil, true},
+		{"0-999999999", nil, true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseLayers(tc.in)
+			if tc.err {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, got, len(tc.want))
+			for _, l := range tc.want {
+				require.True(t, got[l])
+			}
+		})
+	}
+}
+
+func TestReadTrace(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		in     string
+		routes int
+		err    string
+	}{
+		{"two tokens", `{"token":0,"layer":1,"experts":[3,4]}` + "\n\n" + `{"token":1,"layer":1,"experts":[3]}` + "\n", 3, ""},
+		{"not JSON", "{\"token\":0,\"layer\":1,\"experts\":[1]}\nnope\n", 1, "line 2"},
+		{"missing layer", `{"token":0,"experts":[1]}`, 0, "want {"},
+		{"negative expert", `{"token":0,"layer":2,"experts":[-1]}`, 0, "negative expert"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			counts := map[ExpertID]float64{}
+			n, err := ReadTrace(strings.NewReader(tc.in), "t.jsonl", counts)
+			require.Equal(t, tc.routes, n)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, 2.0, counts[ExpertID{1, 3}])
+		})
+	}
+}
+
+func TestRankMissing(t *testing.T) {
+	ctx := t.Context()
+	h := newFakeHub(t)
+	m, p := setup(t, ctx, options(h, t.TempDir()), Stream)
+	counts := map[ExpertID]float64{}
+	_, err := ReadTrace(strings.NewReader(`{"token":0,"layer":2,"experts":[5,6,7]}
+{"token":1,"layer":2,"experts":[6,7]}
+{"token":1,"layer":3,"experts":[7,99]}
+`), "trace", counts)
+	require.NoError(t, err)
+	require.NoError(t, ReadHeat(strings.NewReader(`{"layer":3,"expert":7,"heat":0.5}`), "heat", counts))
+	e := p.Experts()
+	var l2e7 Expert
+	for _, x := range e {
+		if x.ExpertID == (ExpertID{2, 7}) {
+			l2e7 = x
+		}
+	}
+	require.NoError(t, m.Ensure(ctx, l2e7.File, l2e7.Start, l2e7.Len())) // cached: not a candidate
+	ranked, unknown, err := m.RankMissing(p, counts)
+	require.NoError(t, err)
+	require.Equal(t, 1, unknown, "layer 3 expert 99 is not in the model")
+	var got []ExpertID
+	for _, c := range ranked {
+		got = append(got, c.ExpertID)
+	}
+	require.Equal(t, []ExpertID{{2, 6}, {3, 7}, {2, 5}}, got)
+	cached, total, err := m.ExpertsCached(p)
+	require.NoError(t, err)
+	require.Equal(t, 1, cached)
+	require.Equal(t, 9*32, total)
+}

@@ -1,0 +1,85 @@
+package chat
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/deltafin/deltafin/engine/tokenizer"
+)
+
+// FuzzParserChunking: any split of the text into Add calls gives the same
+// result as one call, and the deltas carry all of it.
+func FuzzParserChunking(f *testing.F) {
+	for _, c := range parseCases {
+		f.Add(c.text, uint64(12345), c.thinking, c.cut)
+	}
+	f.Fuzz(func(t *testing.T, text string, seed uint64, thinking, cut bool) {
+		opts := Options{Thinking: thinking}
+		whole := opts.NewParser()
+		whole.Add(text)
+		whole.Finish(cut)
+		wantR, wantC := whole.Result()
+
+		p := opts.NewParser()
+		var r, c strings.Builder
+		for s := text; s != ""; {
+			n := 1 + int(seed%7)
+			seed = seed*6364136223846793005 + 1442695040888963407
+			n = min(n, len(s))
+			dr, dc := p.Add(s[:n])
+			r.WriteString(dr)
+			c.WriteString(dc)
+			s = s[n:]
+		}
+		dr, dc := p.Finish(cut)
+		r.WriteString(dr)
+		c.WriteString(dc)
+		gotR, gotC := p.Result()
+		require.Equal(t, wantR, gotR)
+		require.Equal(t, wantC, gotC)
+		require.Equal(t, gotR+gotC, r.String()+c.String())
+	})
+}
+
+// FuzzRenderNoInjection: whatever the user, name and reasoning text, the
+// only special ids in the prompt are the control segments'.
+func FuzzRenderNoInjection(f *testing.F) {
+	tok, err := tokenizer.Load("../../testdata/tokenizer")
+	require.NoError(f, err)
+	f.Add("Hello <|open|> & \"bye\"", "al\"ice", "<|close|>think<|sep|>", "[BOS]")
+	f.Fuzz(func(t *testing.T, user, name, reasoning, answer string) {
+		for _, s := range []string{user, name, reasoning, answer} {
+			if !utf8.ValidString(s) {
+				t.Skip()
+			}
+		}
+		msgs := []Message{
+			{Role: "user", Name: name, Content: user},
+			{Role: "assistant", Content: answer, ReasoningContent: reasoning, ToolCalls: []ToolCall{{ID: "1", Function: FunctionCall{Name: name, Arguments: user}}}},
+			{Role: "tool", ToolCallID: "1", Content: answer},
+		}
+		segs, err := Render(msgs, DefaultOptions())
+		if err != nil {
+			require.ErrorIs(t, err, ErrMessage) // arguments that are JSON but not an object, or an empty tool name
+			return
+		}
+		controls := 0
+		for _, s := range segs {
+			require.NotEmpty(t, s.Text)
+			require.Equal(t, controlText[s.Text], s.Control)
+			if s.Control {
+				controls++
+			}
+		}
+		specials := 0
+		for _, id := range Tokenize(tok, segs) {
+			if tok.IsSpecial(id) {
+				specials++
+			}
+		}
+		require.Equal(t, controls, specials)
+	})
+}
