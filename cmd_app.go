@@ -15,7 +15,7 @@ func runApp(ctx context.Context, cfg app.Config, args []string) error {
 	if err := parse(fs, args, &cfg); err != nil {
 		return err
 	}
-	deps, err := app.PlatformDeps()
+	deps, err := app.MenuBarDeps(cfg)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"errors"
+	"io"
 	"fmt"
 	"log/slog"
 	"os"
@@ -89,15 +91,24 @@ func (a *App) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops downloads (they stay resumable), warming and the server, and
-// waits for them.
+// Close stops downloads (they stay resumable), warming and the server,
+// waits for them, and closes the collaborators that are io.Closers (the
+// model mirror).
 func (a *App) Close(ctx context.Context) error {
 	a.cancel()
 	a.wg.Wait()
+	var errs []error
 	if a.deps.Server != nil && a.State().ServerAddr != "" {
-		return a.deps.Server.Stop(ctx)
+		errs = append(errs, a.deps.Server.Stop(ctx))
 	}
-	return nil
+	closed := map[any]bool{}
+	for _, c := range []any{a.deps.Server, a.deps.Warmer, a.deps.Downloader} {
+		if c, ok := c.(io.Closer); ok && !closed[c] {
+			closed[c] = true
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // SetQuit sets what the Quit entry does (the tray's quit).

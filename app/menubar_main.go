@@ -15,9 +15,21 @@ import (
 // ErrNoTray is returned when there is no menu bar to show the app in.
 var ErrNoTray = errors.New("app: no menu bar")
 
+// MenuBarDeps returns the app's collaborators for cfg: the downloader and
+// warmer over the model mirror, and this machine's notifier, idle and power
+// sources, keep-awake, login item and desktop helpers.
+func MenuBarDeps(cfg Config) (Deps, error) {
+	d, err := PlatformDeps()
+	if err != nil {
+		return d, err
+	}
+	mi := newMirrorInstall(cfg)
+	d.Downloader, d.Warmer = mi, mi
+	return d, nil
+}
+
 // PlatformDeps returns this machine's notifier, idle and power sources,
-// keep-awake, login item and desktop helpers; the caller adds the
-// downloader, warmer and server.
+// keep-awake, login item and desktop helpers.
 func PlatformDeps() (Deps, error) {
 	exe, err := os.Executable()
 	if err != nil {
