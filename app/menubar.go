@@ -3,8 +3,8 @@ package app
 import (
 	"context"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
