@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"github.com/deltafin/deltafin/downloader/hubtest"
 	"io"
 	"net/http"
 	"os"
@@ -27,9 +28,32 @@ func testConfig(t *testing.T) Config {
 	return cfg
 }
 
+// slowHub is the downloader's fake hub serving k3-tiny, each range request
+// delayed so that progress is visible.
+func slowHub(t *testing.T, delay time.Duration) *hubtest.Hub {
+	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
+	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *hubtest.File, start, end int64) bool {
+		time.Sleep(delay)
+		return false
+	})
+	return h
+}
+
+// hubAppConfig is testConfig pointed at the fake hub, one request at a time.
+func hubAppConfig(t *testing.T, h *hubtest.Hub) Config {
+	cfg := hubConfig(t, h)
+	cfg.WarmPoll, cfg.WarmIdleAfter, cfg.Jobs = 20*time.Millisecond, time.Minute, 1
+	return cfg
+}
+
+// testDeps are the real downloader over the fake hub (when cfg points at
+// one) with small chunks, a counting warmer, a loopback server, beeep, the
+// logind twin on the test bus and sysfs power under power.
 func testDeps(cfg Config, power string) Deps {
+	mi := newMirrorInstall(cfg)
+	mi.headroom, mi.chunkSize = 1, 16<<10
 	return Deps{
-		Downloader: &copyDownloader{src: "../testdata/k3-tiny", dst: cfg.DataDir, chunk: 4 << 10, delay: 5 * time.Millisecond},
+		Downloader: mi,
 		Warmer:     &countingWarmer{total: 30, step: 10 * time.Millisecond, started: make(chan struct{}, 1)},
 		Server:     &httpServer{},
 		Notifier:   NewNotifier("Deltafin"),
@@ -55,9 +79,8 @@ func waitFor(t *testing.T, a *App, what string, ok func(State) bool) State {
 
 func TestDownloadPausesAndResumesAfterRelaunch(t *testing.T) {
 	desk.reset()
-	cfg := testConfig(t)
+	cfg := hubAppConfig(t, slowHub(t, 10*time.Millisecond))
 	deps := testDeps(cfg, t.TempDir())
-	deps.Downloader.(*copyDownloader).delay = 20 * time.Millisecond
 	a := New(cfg, deps, nil)
 	require.NoError(t, a.Start(t.Context()))
 	waitFor(t, a, "demo server", func(s State) bool { return s.Demo && s.ServerAddr != "" })
@@ -92,7 +115,7 @@ func TestDownloadPausesAndResumesAfterRelaunch(t *testing.T) {
 	for _, name := range []string{"config.json", "model.safetensors.index.json", "tiktoken.model"} {
 		want, err := os.ReadFile(filepath.Join("../testdata/k3-tiny", name))
 		require.NoError(t, err)
-		got, err := os.ReadFile(filepath.Join(cfg.DataDir, name))
+		got, err := os.ReadFile(filepath.Join(cfg.ModelDir(), name))
 		require.NoError(t, err)
 		require.Equal(t, want, got, name)
 	}
@@ -107,24 +130,27 @@ func TestDownloadPausesAndResumesAfterRelaunch(t *testing.T) {
 
 func TestDownloadFailureNeedsTheUser(t *testing.T) {
 	desk.reset()
-	cfg := testConfig(t)
+	cfg := hubAppConfig(t, slowHub(t, 0))
 	deps := testDeps(cfg, t.TempDir())
-	deps.Downloader.(*copyDownloader).fail = errors.New("downloader: free 132 GB more for stream mode")
+	deps.Downloader.(*mirrorInstall).headroom = 1 << 62 // more than any disk
 	a := startApp(t, cfg, deps)
 	a.Click(ItemDownloadStream)
 	n := desk.waitNotification(t, "Download failed")
-	require.Equal(t, "downloader: free 132 GB more for stream mode", n.Body)
+	require.Regexp(t, `^downloader: .*free [0-9.]+ [kMGTPE]B more for stream mode`, n.Body)
 	st := waitFor(t, a, "problem shown", func(s State) bool { return s.Problem != "" })
-	require.Equal(t, "Download failed: downloader: free 132 GB more for stream mode", a.Menu().Item(ItemStatus).Label)
-	require.Equal(t, ModeStream, st.Pending, "a failed download stays resumable")
+	require.Equal(t, "Download failed: "+n.Body, a.Menu().Item(ItemStatus).Label)
+	require.Equal(t, ModeStream, st.Pending, "a refused download stays resumable")
 }
 
 func TestUpgradeToFull(t *testing.T) {
 	desk.reset()
-	cfg := testConfig(t)
+	cfg := hubAppConfig(t, slowHub(t, 2*time.Millisecond))
 	deps := testDeps(cfg, t.TempDir())
-	require.NoError(t, writeFileAtomic(filepath.Join(cfg.DataDir, ".install"), []byte("stream"), 0o644))
+	mi := deps.Downloader.(*mirrorInstall)
+	require.NoError(t, mi.Download(t.Context(), ModeStream, func(Progress) {}))
+	require.NoError(t, mi.Close())
 	a := startApp(t, cfg, deps)
+	require.Equal(t, InstallStream, a.State().Install.Mode)
 	require.True(t, a.Menu().Item(ItemUpgrade).Visible)
 	a.Click(ItemUpgrade)
 	waitFor(t, a, "upgrading", func(s State) bool { return s.Downloading && s.Upgrade })
@@ -142,7 +168,6 @@ func TestWarmingFollowsIdleAndPower(t *testing.T) {
 		"AC": {"type": "Mains", "online": "0"}, "BAT0": {"type": "Battery", "status": "Discharging"},
 	})
 	deps := testDeps(cfg, power)
-	require.NoError(t, writeFileAtomic(filepath.Join(cfg.DataDir, ".install"), []byte("stream"), 0o644))
 	w := deps.Warmer.(*countingWarmer)
 	w.step = 30 * time.Millisecond
 	a := startApp(t, cfg, deps)

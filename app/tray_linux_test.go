@@ -21,16 +21,21 @@ import (
 )
 
 // trayChild is the menu-bar app as the tray test runs it: the real App,
-// systray and beeep on the test bus, the logind and sysfs twins, and the
-// stand-ins for the downloader and server (doubles_test.go).
+// systray and beeep on the test bus, the real downloader and warmer against
+// the fake hub, the logind and sysfs twins, and a loopback HTTP server in
+// place of the API server.
 func trayChild() int {
 	dir := os.Getenv("DELTAFIN_TEST_DIR")
 	cfg := DefaultConfig(os.Getenv)
 	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.WarmPoll, cfg.WarmIdleAfter = 100*time.Millisecond, time.Minute
+	cfg.WarmPoll, cfg.WarmIdleAfter, cfg.Jobs = 100*time.Millisecond, time.Minute, 1
+	// The real downloader and warmer, against the parent's fake hub
+	// (HF_ENDPOINT, HF_TOKEN), in small chunks so progress shows.
+	mi := newMirrorInstall(cfg)
+	mi.headroom, mi.chunkSize = 1, 16<<10
 	deps := Deps{
-		Downloader: &copyDownloader{src: "../testdata/k3-tiny", dst: cfg.DataDir, chunk: 8 << 10, delay: 40 * time.Millisecond},
-		Warmer:     &countingWarmer{total: 42, step: 20 * time.Millisecond},
+		Downloader: mi,
+		Warmer:     mi,
 		Server:     &httpServer{},
 		Notifier:   NewNotifier("Deltafin"),
 		Idle: &logindIdle{now: time.Now, dial: func() (*dbus.Conn, error) {
@@ -171,9 +176,11 @@ func TestTrayOverDBus(t *testing.T) {
 		"BAT0": {"type": "Battery", "status": "Charging"},
 	})
 	desk.reset()
+	hub := slowHub(t, 5*time.Millisecond)
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), trayChildEnv+"=1", "DELTAFIN_TEST_DIR="+dir)
+	cmd.Env = append(os.Environ(), trayChildEnv+"=1", "DELTAFIN_TEST_DIR="+dir,
+		"HF_ENDPOINT="+hub.URL(), "HF_TOKEN="+hub.Token)
 	logs := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.WaitDelay = 5 * time.Second
@@ -230,7 +237,13 @@ func TestTrayOverDBus(t *testing.T) {
 	n := desk.waitNotification(t, "Download finished")
 	require.Equal(t, "Deltafin", n.App)
 	require.Contains(t, n.Body, "stream mode")
-	require.FileExists(t, filepath.Join(dir, "data", "config.json"))
+	cfg := DefaultConfig(func(string) string { return "" })
+	cfg.DataDir = filepath.Join(dir, "data")
+	want, err := os.ReadFile("../testdata/k3-tiny/config.json")
+	require.NoError(t, err)
+	got, err := os.ReadFile(filepath.Join(cfg.ModelDir(), "config.json"))
+	require.NoError(t, err)
+	require.Equal(t, want, got)
 	require.True(t, m.layout()[LabelUpgrade].Visible)
 
 	// The server now serves the installed model instead of the demo.
@@ -257,8 +270,8 @@ func TestTrayOverDBus(t *testing.T) {
 	m.click(LabelWarm)
 	require.Eventually(t, func() bool { return m.layout()[LabelWarm].Toggle == 1 }, 10*time.Second, 20*time.Millisecond)
 	n = desk.waitNotification(t, "Warming finished")
-	require.Contains(t, n.Body, "42 experts")
-	require.Contains(t, n.Body, "737.0 MB")
+	require.Regexp(t, `^Fetched [1-9][0-9]* experts \([0-9.]+ [kM]B\): every expert is on disk\.$`, n.Body)
+	require.Eventually(t, func() bool { return strings.HasPrefix(m.status(), "Full install") }, 10*time.Second, 20*time.Millisecond)
 	require.Eventually(t, func() bool { return m.layout()[LabelWarm].Toggle == 0 }, 10*time.Second, 20*time.Millisecond,
 		"warming switches itself off when every expert is on disk")
 
