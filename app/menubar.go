@@ -48,6 +48,9 @@ func New(cfg Config, deps Deps, log *slog.Logger) *App {
 	a.st.CanWarm = deps.Warmer != nil && deps.Idle != nil && deps.Power != nil
 	a.st.CanServe = deps.Server != nil
 	a.ctx, a.cancel = context.WithCancel(context.Background())
+	if r, ok := deps.Server.(GenerationReporter); ok {
+		r.ReportGenerations(a.Busy, a.AnswerFinished)
+	}
 	return a
 }
 

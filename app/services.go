@@ -45,6 +45,13 @@ type Server interface {
 	Stop(ctx context.Context) error
 }
 
+// GenerationReporter is implemented by a Server that can tell the App about
+// its generations: New hands it the App's keep-awake (busy, held while one
+// runs) and its long-answer notification (finished).
+type GenerationReporter interface {
+	ReportGenerations(busy func(reason string) (done func()), finished func(elapsed time.Duration, answer string))
+}
+
 // Notifier shows a desktop notification.
 type Notifier interface {
 	Notify(ctx context.Context, title, body string) error
