@@ -12,7 +12,7 @@ func runRun(ctx context.Context, cfg app.Config, args []string) error {
 	r := &cfg.Run
 	fs.StringVar(&r.Model, "model", r.Model, "model directory (config.json and safetensors shards)")
 	ids := fs.String("ids", "", "prompt as comma-separated token ids, e.g. 1,2,3")
-	fs.StringVar(&r.Prompt, "prompt", r.Prompt, "prompt text (needs the tokenizer)")
+	fs.StringVar(&r.Prompt, "prompt", r.Prompt, "prompt text, tokenized with the model directory's tokenizer (no BOS)")
 	fs.BoolVar(&r.Chat, "chat", r.Chat, "send --prompt as a chat turn and stop at the end-of-turn token")
 	fs.IntVar(&r.MaxNew, "max-new", r.MaxNew, "tokens to generate (a raw completion always runs to this)")
 	fs.BoolVar(&r.JSON, "json", r.JSON, `print one JSON object: {"prompt_ids","ids","text","stats"}`)

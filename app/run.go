@@ -15,14 +15,16 @@ import (
 	"strings"
 
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/engine/tokenizer"
 )
 
 // RunConfig is `deltafin run`: one generation from the command line.
 type RunConfig struct {
 	Model     string // model directory (config.json + safetensors)
 	IDs       []int  // prompt as token ids (no tokenizer needed)
-	Prompt    string // prompt as text (needs the tokenizer)
-	Chat      bool   // wrap Prompt as a chat turn; stops at eos_token_id
+	Prompt    string // prompt as text (needs the model's tokenizer)
+	Chat      bool   // send Prompt as a chat turn; stops at eos_token_id
 	MaxNew    int    // tokens to generate
 	JSON      bool   // print one JSON object at the end
 	LogitsOut string // file for little-endian float32 logits rows
@@ -30,9 +32,6 @@ type RunConfig struct {
 
 // DefaultMaxNew is --max-new's default.
 const DefaultMaxNew = 16
-
-// ErrNoTokenizer is returned for --prompt while this build has no tokenizer.
-var ErrNoTokenizer = errors.New("app: --prompt needs the tokenizer, which is not in this build yet; pass token ids with --ids")
 
 // ParseIDs parses "1,2,3" into token ids.
 func ParseIDs(s string) ([]int, error) {
@@ -79,21 +78,26 @@ type RunStats struct {
 
 // RunOutput is what `deltafin run --json` prints.
 type RunOutput struct {
-	PromptIDs []int    `json:"prompt_ids"`
-	IDs       []int    `json:"ids"`
-	Text      *string  `json:"text,omitempty"` // once a tokenizer is in the build
+	PromptIDs []int   `json:"prompt_ids"`
+	IDs       []int   `json:"ids"`
+	Text      *string `json:"text,omitempty"` // when the model directory has a tokenizer
+	// Reasoning and Content split a --chat answer at the response marker.
+	Reasoning *string  `json:"reasoning,omitempty"`
+	Content   *string  `json:"content,omitempty"`
 	Stats     RunStats `json:"stats"`
 }
 
 // Run generates greedily from cfg.Run's prompt. Without --json it prints
-// each generated id as it is decoded, then a stats line on stderr.
+// the generated text as it is decoded (the ids when the model directory has
+// no tokenizer), then a stats line on stderr.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	rc := cfg.Run
 	if err := rc.validate(); err != nil {
 		return err
 	}
-	if rc.Prompt != "" {
-		return ErrNoTokenizer
+	ids, text, err := rc.promptIDs()
+	if err != nil {
+		return err
 	}
 	m, err := engine.Open(ctx, rc.Model, engine.Options{})
 	if err != nil {
@@ -115,19 +119,31 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		opts.Logits = logits.write
 	}
 
-	out := RunOutput{PromptIDs: rc.IDs, IDs: []int{}}
-	res, err := m.NewSession().Generate(ctx, rc.IDs, opts, func(tok int) error {
-		out.IDs = append(out.IDs, tok)
-		if !rc.JSON {
+	printer := text.printer(stdout, rc)
+	out := RunOutput{PromptIDs: ids, IDs: []int{}}
+	res, err := m.NewSession().Generate(ctx, ids, opts, func(id int) error {
+		out.IDs = append(out.IDs, id)
+		switch {
+		case printer != nil:
+			return printer.add(id)
+		case !rc.JSON:
 			sep := " "
 			if len(out.IDs) == 1 {
 				sep = ""
 			}
-			_, err := fmt.Fprintf(stdout, "%s%d", sep, tok)
+			_, err := fmt.Fprintf(stdout, "%s%d", sep, id)
 			return err
 		}
 		return nil
 	})
+	if printer != nil {
+		// Also after an error (Ctrl-C): what was printed stays valid text.
+		if ferr := printer.finish(res.FinishReason != "stop"); err == nil {
+			err = ferr
+		}
+		text, reasoning, content := printer.result()
+		out.Text, out.Reasoning, out.Content = &text, reasoning, content
+	}
 	if err != nil {
 		return err
 	}
@@ -153,6 +169,43 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s\n",
 		s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason)
 	return nil
+}
+
+// runText is the text side of a run: the model directory's tokenizer (nil
+// when it has none, which only --prompt needs) and the chat options.
+type runText struct {
+	tok  *tokenizer.Tokenizer
+	chat chat.Options
+}
+
+// promptIDs returns the prompt as token ids: --ids as given, --prompt
+// tokenized (rendered as a chat turn with --chat).
+func (r RunConfig) promptIDs() ([]int, runText, error) {
+	text := runText{chat: chat.DefaultOptions()}
+	tok, err := tokenizer.Load(r.Model)
+	if err == nil {
+		text.tok = tok
+	}
+	if r.Prompt == "" {
+		return r.IDs, text, nil
+	}
+	if err != nil {
+		return nil, text, fmt.Errorf("app: --prompt needs the model's tokenizer: %w", err)
+	}
+	ids, err := textPrompt(tok, r.Prompt, r.Chat, text.chat)
+	return ids, text, err
+}
+
+// printer prints the generated text to stdout as it arrives, or only
+// collects it for --json; nil without a tokenizer (ids are printed).
+func (t runText) printer(stdout io.Writer, r RunConfig) *textPrinter {
+	if t.tok == nil {
+		return nil
+	}
+	if r.JSON {
+		return newTextPrinter(io.Discard, false, t.tok, r.Chat, t.chat)
+	}
+	return newTextPrinter(stdout, isTerminal(stdout), t.tok, r.Chat, t.chat)
 }
 
 func ms(sec float64) float64 { return math.Round(sec*1e6) / 1e3 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/deltafin/deltafin/engine/safetensors"
@@ -87,6 +88,48 @@ func TestRunK3Tiny(t *testing.T) {
 	}
 }
 
+// TestRunPrompt: --prompt tokenizes "The capital of France is" with the
+// model's tokenizer into the reference's ids and continues as the
+// reference does; --json carries the decoded text.
+func TestRunPrompt(t *testing.T) {
+	cfg := DefaultConfig(func(string) string { return "" })
+	cfg.Run = RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), Prompt: "The capital of France is", MaxNew: 16, JSON: true}
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, Run(t.Context(), cfg, &stdout, &stderr))
+	var out RunOutput
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out))
+	require.Equal(t, ints(reference(t, "text.input_ids")), out.PromptIDs)
+	greedy := ints(reference(t, "text.greedy_tokens"))
+	require.Equal(t, greedy, out.IDs)
+	require.NotNil(t, out.Text)
+	require.Equal(t, tinyTokenizer(t).Decode(greedy), *out.Text)
+	require.Nil(t, out.Reasoning)
+
+	// Without --json the text is printed as it is decoded.
+	cfg.Run.JSON = false
+	stdout.Reset()
+	require.NoError(t, Run(t.Context(), cfg, &stdout, &stderr))
+	require.Equal(t, tinyTokenizer(t).Decode(greedy)+"\n", stdout.String())
+	require.Contains(t, stderr.String(), "finish length")
+}
+
+// TestRunChat: --chat renders the turn in the K3 format, stops at the
+// end-of-turn token at the latest and splits reasoning from content.
+func TestRunChat(t *testing.T) {
+	cfg := DefaultConfig(func(string) string { return "" })
+	cfg.Run = RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), Prompt: "Hello", Chat: true, MaxNew: 8, JSON: true}
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, Run(t.Context(), cfg, &stdout, &stderr))
+	var out RunOutput
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out))
+	tok := tinyTokenizer(t)
+	require.True(t, strings.HasSuffix(tok.Decode(out.PromptIDs), `<|open|>message role="assistant"<|sep|><|open|>think<|sep|>`))
+	require.NotContains(t, out.IDs, 770, "the end-of-turn token is not part of the answer")
+	require.NotNil(t, out.Reasoning)
+	require.NotNil(t, out.Content)
+	require.Contains(t, []string{"stop", "length"}, out.Stats.FinishReason)
+}
+
 func TestRunErrors(t *testing.T) {
 	model := filepath.Join("..", "testdata", "k3-tiny")
 	tests := []struct {
@@ -101,7 +144,7 @@ func TestRunErrors(t *testing.T) {
 		{"max-new 0", RunConfig{Model: model, IDs: []int{1}}, "--max-new 0"},
 		{"id outside the vocabulary", RunConfig{Model: model, IDs: []int{5000}, MaxNew: 1}, "token id 5000 outside the vocabulary"},
 		{"not a model", RunConfig{Model: t.TempDir(), IDs: []int{1}, MaxNew: 1}, "config.json"},
-		{"prompt without tokenizer", RunConfig{Model: model, Prompt: "hello", MaxNew: 1}, "tokenizer"},
+		{"prompt without tokenizer", RunConfig{Model: filepath.Join("..", "testdata", "kimi-linear-tiny", "hf"), Prompt: "hello", MaxNew: 1}, "--prompt needs the model's tokenizer"},
 		{"logits file in a missing directory", RunConfig{Model: model, IDs: []int{1}, MaxNew: 1, LogitsOut: filepath.Join(t.TempDir(), "no", "x")}, "--logits-out"},
 	}
 	for _, tt := range tests {
