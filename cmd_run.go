@@ -9,6 +9,7 @@ import (
 
 func runRun(ctx context.Context, cfg app.Config, args []string) error {
 	fs := newFlags("run", "", &cfg)
+	addStreamFlags(fs, &cfg)
 	r := &cfg.Run
 	fs.StringVar(&r.Model, "model", r.Model, "model directory (config.json and safetensors shards)")
 	ids := fs.String("ids", "", "prompt as comma-separated token ids, e.g. 1,2,3")

@@ -8,6 +8,7 @@ import (
 
 func runServe(ctx context.Context, cfg app.Config, args []string) error {
 	fs := newFlags("serve", "", &cfg)
+	addStreamFlags(fs, &cfg)
 	if err := parse(fs, args, &cfg); err != nil {
 		return err
 	}

@@ -48,6 +48,21 @@ func TestDoctorUsesDataDir(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 }
 
+func TestBenchTargets(t *testing.T) {
+	// bench slice writes a checkpoint larger than RAM: only its refusals
+	// run in a test.
+	code, _, errOut := runArgs(t, map[string]string{"DELTAFIN_HOME": t.TempDir()}, "bench", "slice", "--moe-layers", "93")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "a slice has 1 to 92 MoE layers")
+	code, _, _ = runArgs(t, nil, "bench") // the target is missing
+	require.Equal(t, 2, code)
+	code, _, _ = runArgs(t, nil, "bench", "disk")
+	require.Equal(t, 2, code)
+	code, _, errOut = runArgs(t, map[string]string{"DELTAFIN_KERNELS": "cuda"}, "bench", "kernels")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, `unknown backend "cuda"`)
+}
+
 func TestRunBadIDs(t *testing.T) {
 	code, _, errOut := runArgs(t, nil, "run", "--model", "testdata/k3-tiny", "--ids", "1,x")
 	require.Equal(t, 1, code)

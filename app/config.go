@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/adrg/xdg"
+
+	"github.com/deltafin/deltafin/kernels"
 )
 
 // Config is every setting Deltafin has, filled once by main.go from flags and
@@ -16,6 +18,10 @@ type Config struct {
 	// state. Default: $XDG_DATA_HOME/deltafin (~/Library/Application
 	// Support/deltafin on macOS); DELTAFIN_HOME or --data-dir override it.
 	DataDir string
+	// Kernels names the compute backend: "auto" (the fastest this build and
+	// CPU have) or one of kernels.Available(), e.g. "ref" for the pure-Go
+	// reference. DELTAFIN_KERNELS sets it.
+	Kernels string
 
 	// Model source (issue 7). HFEndpoint and HFToken follow huggingface_hub:
 	// HF_ENDPOINT (default https://huggingface.co) and HF_TOKEN (else
@@ -29,6 +35,13 @@ type Config struct {
 	Jobs int
 	// Run holds `deltafin run`'s flags (run.go).
 	Run RunConfig
+	// RAMGB overrides the RAM the budget plans for, in GB (--ram-gb); 0
+	// uses the machine's (MemAvailable on Linux, hw.memsize and the VM
+	// statistics on macOS).
+	RAMGB float64
+	// Trace, when set, is a file that receives the router trace of the run
+	// (--trace): one JSON line per token and MoE layer, for `deltafin warm`.
+	Trace string
 
 	// Menu-bar app (issue 9).
 	// NotifyAfter: answers that take longer get a notification (0: never).
@@ -52,9 +65,13 @@ type Getenv func(string) string
 func DefaultConfig(getenv Getenv) Config {
 	c := Config{
 		DataDir:     filepath.Join(xdg.DataHome, "deltafin"),
+		Kernels:     "auto",
 		Run:         RunConfig{MaxNew: DefaultMaxNew},
 		NotifyAfter: 30 * time.Second, WarmIdleAfter: 10 * time.Minute, WarmPoll: 30 * time.Second,
 		SessionBus: getenv("DBUS_SESSION_BUS_ADDRESS"), RuntimeDir: getenv("XDG_RUNTIME_DIR"),
+	}
+	if v := getenv("DELTAFIN_KERNELS"); v != "" {
+		c.Kernels = v
 	}
 	if v := getenv("DELTAFIN_HOME"); v != "" {
 		c.DataDir = v
@@ -78,6 +95,12 @@ func (c *Config) Validate() error {
 	}
 	if c.WarmPoll <= 0 {
 		return fmt.Errorf("app: warm poll interval must be positive, got %v", c.WarmPoll)
+	}
+	if c.RAMGB < 0 || c.RAMGB > 1<<20 {
+		return fmt.Errorf("app: --ram-gb %g is not a RAM size in GB", c.RAMGB)
+	}
+	if _, err := kernels.ByName(c.Kernels); err != nil {
+		return fmt.Errorf("app: DELTAFIN_KERNELS: %w", err)
 	}
 	return nil
 }

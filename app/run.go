@@ -17,6 +17,7 @@ import (
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/engine/chat"
 	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/kernels"
 )
 
 // RunConfig is `deltafin run`: one generation from the command line.
@@ -99,12 +100,22 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := engine.Open(ctx, rc.Model, engine.Options{})
+	backend, err := kernels.ByName(cfg.Kernels) // DELTAFIN_KERNELS
+	if err != nil {
+		return err
+	}
+	st, err := cfg.OpenStream(nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	m, err := engine.Open(ctx, rc.Model, engine.Options{Backend: backend, Stream: st.Options})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	info := m.Info()
+	fmt.Fprintln(stderr, m.Plan())
 
 	opts := engine.GenerateOptions{MaxNew: rc.MaxNew}
 	if rc.Chat && info.EOS >= 0 {

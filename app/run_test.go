@@ -60,6 +60,7 @@ func TestRunK3Tiny(t *testing.T) {
 	prompt := ints(reference(t, "text.input_ids"))
 	logitsPath := filepath.Join(t.TempDir(), "logits.f32")
 	cfg := DefaultConfig(func(string) string { return "" })
+	cfg.DataDir = t.TempDir() // Run keeps the expert heat histogram there
 	cfg.Run = RunConfig{
 		Model: filepath.Join("..", "testdata", "k3-tiny"), IDs: prompt,
 		MaxNew: maxNew, JSON: true, LogitsOut: logitsPath,
@@ -93,6 +94,7 @@ func TestRunK3Tiny(t *testing.T) {
 // reference does; --json carries the decoded text.
 func TestRunPrompt(t *testing.T) {
 	cfg := DefaultConfig(func(string) string { return "" })
+	cfg.DataDir = t.TempDir() // Run keeps the expert heat histogram there
 	cfg.Run = RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), Prompt: "The capital of France is", MaxNew: 16, JSON: true}
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, Run(t.Context(), cfg, &stdout, &stderr))
@@ -117,6 +119,7 @@ func TestRunPrompt(t *testing.T) {
 // end-of-turn token at the latest and splits reasoning from content.
 func TestRunChat(t *testing.T) {
 	cfg := DefaultConfig(func(string) string { return "" })
+	cfg.DataDir = t.TempDir() // Run keeps the expert heat histogram there
 	cfg.Run = RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), Prompt: "Hello", Chat: true, MaxNew: 8, JSON: true}
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, Run(t.Context(), cfg, &stdout, &stderr))
@@ -150,6 +153,7 @@ func TestRunErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultConfig(func(string) string { return "" })
+			cfg.DataDir = t.TempDir() // Run keeps the expert heat histogram there
 			cfg.Run = tt.rc
 			var stdout, stderr bytes.Buffer
 			err := Run(t.Context(), cfg, &stdout, &stderr)

@@ -46,8 +46,13 @@ func kernelFloor(m *Model, iters int) time.Duration {
 			if e.shared != nil {
 				ffns = append(ffns, *e.shared)
 			}
-			for j := 0; j < c.TopK; j++ {
-				x, _ := m.experts.expert(context.Background(), i, j)
+			ids := make([]int, c.TopK)
+			for j := range ids {
+				ids[j] = j
+			}
+			batch, _ := m.experts.acquire(context.Background(), i, ids)
+			for j := range ids {
+				x, _ := batch.expert(context.Background(), j)
 				ffns = append(ffns, x)
 			}
 		}

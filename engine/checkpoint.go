@@ -74,6 +74,9 @@ func (ck *checkpoint) index(ctx context.Context, dir string, files []string, ind
 		s := &shard{name: f, src: src}
 		ck.shards = append(ck.shards, s)
 		if s.hdr, err = safetensors.Read(readerAt{ctx, src}, src.Size()); err != nil {
+			if terr := diagnoseTruncation(f, src); terr != nil {
+				return terr
+			}
 			return fmt.Errorf("%w: %s: %v", ErrCheckpoint, f, err)
 		}
 	}

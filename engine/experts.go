@@ -8,13 +8,27 @@ import (
 )
 
 // expertStore hands out routed experts. It is the one seam between the
-// forward pass and where expert bytes live: this file's store holds them all
-// in RAM (right for the tiny models); the streaming layer replaces it with a
-// cache over pread'd spans without touching the forward pass.
+// forward pass and where expert bytes live: ramExperts holds them all in RAM
+// (right for the tiny models and float experts); streamExperts reads MXFP4
+// spans per token through an ExpertStore (streaming.go).
 type expertStore interface {
-	// expert returns expert e of MoE layer l. The views stay valid until the
-	// store is closed.
-	expert(ctx context.Context, layer, e int) (kernels.Expert, error)
+	// acquire returns layer's experts ids and starts reading those not in
+	// RAM; the batch's views stay valid until release.
+	acquire(ctx context.Context, layer int, ids []int) (expertBatch, error)
+	// prefetch hints that layer's experts ids will probably be acquired
+	// soon; it never blocks and never changes what acquire returns.
+	prefetch(layer int, ids []int)
+	// prefetchPrevious prefetches the experts layer used last time: about
+	// 31% of a token's experts repeat from the previous token.
+	prefetchPrevious(layer int)
+	close() error
+}
+
+// expertBatch is one acquire's experts, in the order asked for.
+type expertBatch interface {
+	// expert waits for the i-th expert and views it as kernels matrices.
+	expert(ctx context.Context, i int) (kernels.Expert, error)
+	release()
 }
 
 // expertSpan is where one routed expert lives on disk: for MXFP4 the six
@@ -111,9 +125,25 @@ func readExpert(ctx context.Context, ck *checkpoint, c *Config, layer, e int) (k
 	return x, nil
 }
 
-func (s *ramExperts) expert(_ context.Context, layer, e int) (kernels.Expert, error) {
-	if layer < 0 || layer >= len(s.layers) || e < 0 || e >= len(s.layers[layer]) {
-		return kernels.Expert{}, fmt.Errorf("%w: no expert %d in layer %d", ErrCheckpoint, e, layer)
+func (s *ramExperts) acquire(_ context.Context, layer int, ids []int) (expertBatch, error) {
+	b := make(ramBatch, len(ids))
+	for i, e := range ids {
+		if layer < 0 || layer >= len(s.layers) || e < 0 || e >= len(s.layers[layer]) {
+			return nil, fmt.Errorf("%w: no expert %d in layer %d", ErrCheckpoint, e, layer)
+		}
+		b[i] = s.layers[layer][e]
 	}
-	return s.layers[layer][e], nil
+	return b, nil
 }
+
+func (s *ramExperts) prefetch(int, []int) {}
+
+func (s *ramExperts) prefetchPrevious(int) {}
+
+func (s *ramExperts) close() error { return nil }
+
+type ramBatch []kernels.Expert
+
+func (b ramBatch) expert(_ context.Context, i int) (kernels.Expert, error) { return b[i], nil }
+
+func (ramBatch) release() {}

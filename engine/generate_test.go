@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/deltafin/deltafin/kernels"
 	"github.com/stretchr/testify/require"
 )
 
@@ -131,7 +132,7 @@ func TestInfo(t *testing.T) {
 	require.NoError(t, err)
 	defer m.Close()
 	require.Equal(t, Info{ID: "hf", ModelType: "kimi_linear", VocabSize: 512, EOS: -1, BOS: -1, ContextLen: 4096,
-		Layers: 8, Hidden: 64, Experts: 16, TopK: 4, Backend: "ref"}, m.Info())
+		Layers: 8, Hidden: 64, Experts: 16, TopK: 4, Backend: kernels.Default().Name()}, m.Info())
 	require.NoError(t, m.Close())
 	_, err = m.NewSession().Forward(t.Context(), []int{1}, false)
 	require.ErrorIs(t, err, ErrClosed)

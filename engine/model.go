@@ -15,6 +15,10 @@ type Options struct {
 	// OpenSource opens each checkpoint file; nil means OpenFile (pread on a
 	// local file). The streaming layer and the downloader plug in here.
 	OpenSource OpenSource
+	// Stream, when set, streams what the RAM budget does not hold: routed
+	// MXFP4 experts through an expert store, spine layers past the pinned
+	// prefix per pass (streaming.go). Nil loads the whole model into RAM.
+	Stream *StreamOptions
 }
 
 // Info describes an opened model.
@@ -41,6 +45,11 @@ type Model struct {
 	experts expertStore
 	backend kernels.Backend
 	closed  atomic.Bool
+	// pinned is the number of spine layers in RAM; layers from pinned on are
+	// read per pass, one layer ahead of compute.
+	pinned      int
+	plan        BudgetPlan
+	routerTrace *TraceWriter
 }
 
 // Open reads dir/config.json, opens the safetensors shards, validates every
@@ -61,24 +70,36 @@ func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: cfg, ck: ck, backend: opts.Backend}
-	if err := m.load(ctx, dir); err != nil {
+	m := &Model{cfg: cfg, ck: ck, backend: opts.Backend, pinned: cfg.Layers}
+	if err := m.load(ctx, dir, opts.Stream); err != nil {
 		ck.close()
 		return nil, err
 	}
 	return m, nil
 }
 
-func (m *Model) load(ctx context.Context, dir string) error {
+func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) error {
 	if err := m.ck.validate(m.cfg); err != nil {
 		return err
 	}
-	w, err := loadWeights(ctx, m.ck, m.cfg)
+	if stream != nil {
+		plan, err := m.planStreaming(stream)
+		if err != nil {
+			return err
+		}
+		m.plan, m.pinned, m.routerTrace = plan, min(plan.PinnedLayers, m.cfg.Layers), stream.Trace
+	}
+	w, err := loadWeights(ctx, m.ck, m.cfg, m.pinned)
 	if err != nil {
 		return err
 	}
 	m.w = w
-	if m.experts, err = loadRAMExperts(ctx, m.ck, m.cfg); err != nil {
+	if stream != nil && m.cfg.ExpertsMXFP4 && m.cfg.Experts > 0 {
+		m.experts, err = openStreamExperts(ctx, dir, m.ck, m.cfg, stream, m.plan.CacheExperts)
+	} else {
+		m.experts, err = loadRAMExperts(ctx, m.ck, m.cfg)
+	}
+	if err != nil {
 		return err
 	}
 	c := m.cfg
@@ -94,6 +115,10 @@ func (m *Model) load(ctx context.Context, dir string) error {
 	return nil
 }
 
+// Plan returns the RAM budget the model was opened with (zero without
+// streaming), for printing at startup.
+func (m *Model) Plan() BudgetPlan { return m.plan }
+
 // Info returns the model's description.
 func (m *Model) Info() Info { return m.info }
 
@@ -102,7 +127,14 @@ func (m *Model) Close() error {
 	if m.closed.Swap(true) {
 		return nil
 	}
-	return m.ck.close()
+	var err error
+	if m.experts != nil {
+		err = m.experts.close()
+	}
+	if cerr := m.ck.close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // traceFunc observes the embeddings (layer = −1), the residual stream after
@@ -144,11 +176,28 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 	}
 	x := make([]float32, T*H)
 	y := make([]float32, T*H)
+	// Spine layers past the pinned prefix are read one layer ahead: layer
+	// i+1 loads while layer i computes.
+	var ahead *spineLoad
+	if m.pinned < len(w.layers) {
+		ahead = m.loadSpineLayer(ctx, m.pinned)
+	}
 	for i := range w.layers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		m.experts.prefetchPrevious(i)
 		lw := &w.layers[i]
+		if i >= m.pinned {
+			streamed, err := ahead.wait(ctx)
+			if err != nil {
+				return nil, err
+			}
+			lw = streamed
+			if i+1 < len(w.layers) {
+				ahead = m.loadSpineLayer(ctx, i+1)
+			}
+		}
 		aIn := mix(lw.attnRes)
 		if c.AttnResBlock > 0 && i%c.AttnResBlock == 0 {
 			blocks = append(blocks, partial)
@@ -165,9 +214,11 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 			partial = make([]float32, T*H)
 		}
 		add(partial, y)
-		rmsNormRows(x, mix(lw.mlpRes), lw.postNorm, c.Eps, H)
+		mIn := mix(lw.mlpRes)
+		rmsNormRows(x, mIn, lw.postNorm, c.Eps, H)
+		m.lookahead(i, mIn, T, ahead)
 		if lw.moe != nil {
-			if err := m.moeForward(ctx, y, x, T, i, lw.moe); err != nil {
+			if err := m.moeForward(ctx, y, x, T, i, s.pos, lw.moe); err != nil {
 				return nil, err
 			}
 		} else {

@@ -89,7 +89,7 @@ func topK(x []float32, k int) []int {
 //	routed: r_t = Σ_j w_j · expert_{ids_j}(z_t), z = down·x (latent) or x
 //	latent: u = up · RMSNorm(r)
 //	out = u (or r) + shared(x)
-func (m *Model) moeForward(ctx context.Context, out, x []float32, T, layer int, w *moeWeights) error {
+func (m *Model) moeForward(ctx context.Context, out, x []float32, T, layer, pos int, w *moeWeights) error {
 	c, be := m.cfg, m.backend
 	H, D, K := c.Hidden, c.ExpertDim(), c.TopK
 
@@ -98,12 +98,11 @@ func (m *Model) moeForward(ctx context.Context, out, x []float32, T, layer int, 
 	routes := make([]route, T)
 	for t := range routes {
 		routes[t] = c.router(logits[t*c.Experts:(t+1)*c.Experts], w.bias)
-	}
-
-	z := x
-	if c.Latent > 0 {
-		z = make([]float32, T*D)
-		be.MatMul(z, w.down, x, T)
+		if m.routerTrace != nil {
+			if err := m.routerTrace.Record(pos+t, layer, routes[t].ids); err != nil {
+				return err
+			}
+		}
 	}
 
 	// Run each selected expert once over all the tokens that chose it; keep
@@ -119,22 +118,62 @@ func (m *Model) moeForward(ctx context.Context, out, x []float32, T, layer int, 
 		ids = append(ids, id)
 	}
 	sort.Ints(ids)
+	// The router has run: start reading the experts now, so the reads
+	// overlap the latent projection and the shared experts. A prefill's
+	// union can name hundreds of experts; they are acquired a decode
+	// token's worth (maxTopK) at a time, the next group prefetched.
+	var groups [][]int
+	for len(ids) > 0 {
+		n := min(len(ids), maxTopK)
+		groups, ids = append(groups, ids[:n]), ids[n:]
+	}
+	batch, err := m.experts.acquire(ctx, layer, groups[0])
+	if err != nil {
+		return err
+	}
+	if len(groups) > 1 {
+		m.experts.prefetch(layer, groups[1])
+	}
+
+	z := x
+	if c.Latent > 0 {
+		z = make([]float32, T*D)
+		be.MatMul(z, w.down, x, T)
+	}
+	var shared []float32
+	if w.shared != nil {
+		shared = make([]float32, T*H)
+		m.ffn(shared, *w.shared, x, T)
+	}
+
 	ys := make([]float32, T*K*D) // [T, K, D]
-	for _, id := range ids {
-		ex, err := m.experts.expert(ctx, layer, id)
-		if err != nil {
-			return err
+	for g, group := range groups {
+		if g > 0 {
+			if batch, err = m.experts.acquire(ctx, layer, group); err != nil {
+				return err
+			}
+			if g+1 < len(groups) {
+				m.experts.prefetch(layer, groups[g+1])
+			}
 		}
-		u := users[id]
-		in := make([]float32, len(u)*D)
-		for i, tk := range u {
-			copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
+		for i, id := range group {
+			ex, err := batch.expert(ctx, i)
+			if err != nil {
+				batch.release()
+				return err
+			}
+			u := users[id]
+			in := make([]float32, len(u)*D)
+			for i, tk := range u {
+				copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
+			}
+			y := make([]float32, len(u)*D)
+			be.ExpertFFN(y, ex, c.Act, in, len(u))
+			for i, tk := range u {
+				copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
+			}
 		}
-		y := make([]float32, len(u)*D)
-		be.ExpertFFN(y, ex, c.Act, in, len(u))
-		for i, tk := range u {
-			copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
-		}
+		batch.release()
 	}
 	r := make([]float32, T*D)
 	for t, rt := range routes {
@@ -154,10 +193,8 @@ func (m *Model) moeForward(ctx context.Context, out, x []float32, T, layer int, 
 	} else {
 		copy(out, r[:T*H])
 	}
-	if w.shared != nil {
-		s := make([]float32, T*H)
-		m.ffn(s, *w.shared, x, T)
-		add(out, s)
+	if shared != nil {
+		add(out, shared)
 	}
 	return ctx.Err()
 }

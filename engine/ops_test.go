@@ -163,7 +163,10 @@ func TestExpertView(t *testing.T) {
 	require.NoError(t, err)
 	defer m.Close()
 	const layer, e = 2, 7
-	x, err := m.experts.expert(t.Context(), layer, e)
+	batch, err := m.experts.acquire(t.Context(), layer, []int{e})
+	require.NoError(t, err)
+	defer batch.release()
+	x, err := batch.expert(t.Context(), 0)
 	require.NoError(t, err)
 	sp := m.ck.span(m.cfg, layer, e)
 	require.Equal(t, int64(3*(64*32+64*2)), sp.n)

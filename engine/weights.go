@@ -52,8 +52,10 @@ func (l *loader) vec(name string) []float32 {
 	return v
 }
 
-// loadWeights reads the spine of a validated checkpoint into memory.
-func loadWeights(ctx context.Context, ck *checkpoint, c *Config) (*weights, error) {
+// loadWeights reads the spine of a validated checkpoint into memory: the
+// globals and the first pinned layers; the others are read per pass
+// (spineLayer).
+func loadWeights(ctx context.Context, ck *checkpoint, c *Config, pinned int) (*weights, error) {
 	l := &loader{ctx: ctx, ck: ck}
 	w := &weights{
 		embed: l.mat("model.embed_tokens.weight"),
@@ -68,28 +70,34 @@ func loadWeights(ctx context.Context, ck *checkpoint, c *Config) (*weights, erro
 		w.outRes = l.attnRes("model.output_attn_res_")
 	}
 	w.layers = make([]layerWeights, c.Layers)
-	for i := range w.layers {
-		p := layerPrefix(i)
-		lw := &w.layers[i]
-		lw.inNorm = l.vec(p + "input_layernorm.weight")
-		lw.postNorm = l.vec(p + "post_attention_layernorm.weight")
-		if c.AttnResBlock > 0 {
-			lw.attnRes = l.attnRes(p + "self_attention_res_")
-			lw.mlpRes = l.attnRes(p + "mlp_res_")
-		}
-		switch c.Kinds[i] {
-		case KDA:
-			lw.kda = l.kda(p+"self_attn.", c)
-		case MLA:
-			lw.mla = l.mla(p+"self_attn.", c)
-		}
-		if c.IsMoE(i) {
-			lw.moe = l.moe(p+"block_sparse_moe.", c)
-		} else {
-			lw.mlp = l.ffn(p + "mlp.")
-		}
+	for i := range min(pinned, c.Layers) {
+		w.layers[i] = l.layer(c, i)
 	}
 	return w, l.err
+}
+
+// layer reads the spine of decoder layer i.
+func (l *loader) layer(c *Config, i int) layerWeights {
+	p := layerPrefix(i)
+	var lw layerWeights
+	lw.inNorm = l.vec(p + "input_layernorm.weight")
+	lw.postNorm = l.vec(p + "post_attention_layernorm.weight")
+	if c.AttnResBlock > 0 {
+		lw.attnRes = l.attnRes(p + "self_attention_res_")
+		lw.mlpRes = l.attnRes(p + "mlp_res_")
+	}
+	switch c.Kinds[i] {
+	case KDA:
+		lw.kda = l.kda(p+"self_attn.", c)
+	case MLA:
+		lw.mla = l.mla(p+"self_attn.", c)
+	}
+	if c.IsMoE(i) {
+		lw.moe = l.moe(p+"block_sparse_moe.", c)
+	} else {
+		lw.mlp = l.ffn(p + "mlp.")
+	}
+	return lw
 }
 
 // ffn loads a gate/up/down MLP as a kernels.Expert.

@@ -1,9 +1,91 @@
 package kernels
 
-// Default returns the fastest backend this build contains for this CPU. Until
-// a SIMD backend is compiled in it is the reference.
-func Default() Backend { return Ref() }
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+)
 
-// Available lists the backends compiled into this build, fastest first, for
-// `deltafin doctor`.
-func Available() []string { return []string{Ref().Name()} }
+// ErrUnknownBackend reports a backend name that this build or CPU lacks.
+var ErrUnknownBackend = errors.New("kernels: unknown backend")
+
+// Default returns the fastest backend this build contains for this CPU, using
+// every core: the C kernels (avx2, neon or portable c) when built with cgo,
+// the pure-Go reference otherwise.
+func Default() Backend {
+	b, err := Open("auto", 0)
+	if err != nil {
+		return Ref() // unreachable: "auto" always resolves
+	}
+	return b
+}
+
+// Available lists the backends compiled into this build that this CPU can
+// run, fastest first; "ref" is always last.
+func Available() []string {
+	var names []string
+	for _, i := range fastISAs() {
+		names = append(names, i.name)
+	}
+	return append(names, Ref().Name())
+}
+
+// ByName returns the named backend with every core: "auto" (= Default), "ref",
+// or one of Available(). The engine's configuration (DELTAFIN_KERNELS) picks
+// it; kernels itself reads no environment.
+func ByName(name string) (Backend, error) { return Open(name, 0) }
+
+var (
+	openMu sync.Mutex
+	opened = map[openKey]Backend{}
+)
+
+type openKey struct {
+	name    string
+	threads int
+}
+
+// Open returns the named backend (as ByName) running on threads goroutines,
+// the caller included; threads <= 0 means one per CPU. Backends are created
+// once per (name, threads) and shared, so their worker pools are started
+// once for the life of the process.
+func Open(name string, threads int) (Backend, error) {
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	isas := fastISAs()
+	switch name {
+	case "ref":
+		return Ref(), nil
+	case "auto", "":
+		if len(isas) == 0 {
+			return Ref(), nil
+		}
+		name = isas[0].name
+	}
+	for _, info := range isas {
+		if info.name != name {
+			continue
+		}
+		openMu.Lock()
+		defer openMu.Unlock()
+		k := openKey{name, threads}
+		if b, ok := opened[k]; ok {
+			return b, nil
+		}
+		b := newFast(info, threads)
+		opened[k] = b
+		return b, nil
+	}
+	return nil, fmt.Errorf("%w %q: this build and CPU have %s and auto", ErrUnknownBackend, name, strings.Join(Available(), ", "))
+}
+
+// Threads reports how many goroutines b splits an operation over (1 for ref).
+func Threads(b Backend) int {
+	if t, ok := b.(interface{ Threads() int }); ok {
+		return t.Threads()
+	}
+	return 1
+}

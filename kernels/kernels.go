@@ -107,7 +107,8 @@ type Expert struct {
 // methods are safe for concurrent use. Shapes are the caller's contract
 // (checked once at model open), so a mismatch is a programmer error and panics.
 type Backend interface {
-	// Name identifies the backend in doctor and bench output ("ref", "avx2", "neon").
+	// Name identifies the backend in doctor and bench output ("ref", "c",
+	// "avx2", "avx512", "neon").
 	Name() string
 	// MatVec computes dst[r] = Σ_c W[r,c]·x[c]; len(dst) = Rows, len(x) = Cols.
 	MatVec(dst []float32, w Matrix, x []float32)

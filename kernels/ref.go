@@ -34,6 +34,7 @@ func (refBackend) MatMul(dst []float32, w Matrix, x []float32, n int) {
 }
 
 func (r refBackend) ExpertFFN(dst []float32, e Expert, act Activation, x []float32, n int) {
+	checkFFN(dst, e, x, n)
 	inter := e.W1.Rows
 	g := make([]float32, n*inter)
 	u := make([]float32, n*inter)

@@ -1,0 +1,58 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// One quick pass over K3-sized matrices (the smallest buffer Bench allows,
+// twice the largest matrix): checks the JSON that issue #5 specifies and the
+// table; the figures themselves come from `deltafin bench kernels`.
+func TestBenchKernelsOutput(t *testing.T) {
+	cfg := DefaultConfig(func(string) string { return "" })
+	require.NoError(t, cfg.Validate())
+	opt := BenchKernelsOptions{JSON: true, BufferBytes: 1, MinTime: time.Nanosecond}
+	var out bytes.Buffer
+	require.NoError(t, BenchKernels(t.Context(), cfg, &out, opt))
+	var rep struct {
+		MemReadGBps float64 `json:"mem_read_gbps"`
+		Kernels     []struct {
+			Name    string  `json:"name"`
+			Threads int     `json:"threads"`
+			GBps    float64 `json:"gbps"`
+			Ratio   float64 `json:"ratio"`
+		} `json:"kernels"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	require.Positive(t, rep.MemReadGBps)
+	require.NotEmpty(t, rep.Kernels)
+	seen := map[string]bool{}
+	for _, k := range rep.Kernels {
+		require.Positive(t, k.GBps, k.Name)
+		require.InDelta(t, k.GBps/rep.MemReadGBps, k.Ratio, 1e-9)
+		seen[k.Name] = true
+	}
+	for _, want := range []string{"matvec_BF16_12288x7168", "matvec_I8_12288x7168", "expert_ffn_mxfp4_3072x3584"} {
+		require.True(t, seen[want], want)
+	}
+
+	out.Reset()
+	opt.JSON = false
+	require.NoError(t, BenchKernels(t.Context(), cfg, &out, opt))
+	require.Contains(t, out.String(), "memory read")
+	require.Contains(t, out.String(), "expert_ffn_mxfp4_3072x3584")
+}
+
+func TestConfigRejectsUnknownKernels(t *testing.T) {
+	cfg := DefaultConfig(func(k string) string {
+		return map[string]string{"DELTAFIN_KERNELS": "ref"}[k]
+	})
+	require.Equal(t, "ref", cfg.Kernels)
+	require.NoError(t, cfg.Validate())
+	cfg.Kernels = "tpu"
+	require.ErrorContains(t, cfg.Validate(), `unknown backend "tpu"`)
+}

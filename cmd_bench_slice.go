@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+
+	"github.com/deltafin/deltafin/app"
+)
+
+// addRAMFlag binds --ram-gb, shared by the commands that load a model.
+func addRAMFlag(fs *flag.FlagSet, cfg *app.Config) {
+	fs.Float64Var(&cfg.RAMGB, "ram-gb", cfg.RAMGB, "plan memory as if the machine had this many GB (default: measured)")
+}
+
+// addStreamFlags binds the flags of the commands that generate: --ram-gb
+// and --trace.
+func addStreamFlags(fs *flag.FlagSet, cfg *app.Config) {
+	addRAMFlag(fs, cfg)
+	fs.StringVar(&cfg.Trace, "trace", cfg.Trace, "write the router's expert choices to this file (JSON lines)")
+}
+
+// runBenchSlice is `deltafin bench slice`.
+func runBenchSlice(ctx context.Context, cfg app.Config, args []string) error {
+	fs := newFlags("bench slice", "", &cfg)
+	addRAMFlag(fs, &cfg)
+	var o app.BenchSliceOptions
+	fs.IntVar(&o.MoELayers, "moe-layers", 0, "MoE layers in the synthetic slice (default: enough for 1.5 × RAM)")
+	fs.BoolVar(&o.JSON, "json", false, "print the report as JSON")
+	fs.IntVar(&o.Tokens, "tokens", 8, "decode tokens to measure")
+	fs.BoolVar(&o.Engine, "engine", true, "also decode with the engine's forward pass over the slice")
+	if err := parse(fs, args, &cfg); err != nil {
+		return err
+	}
+	return app.BenchSlice(ctx, cfg, o, os.Stdout, os.Stderr)
+}

@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestSystemReserve(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ram  int64
+		want int64
+	}{
+		{"24 GB machine keeps 10 GiB", 24e9, 10 * GiB},
+		{"64 GiB Mac keeps 11.52 GiB", 64 * GiB, 64 * GiB * 18 / 100},
+		{"128 GiB Mac keeps 18%", 128 * GiB, 128 * GiB * 18 / 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) { require.Equal(t, tc.want, SystemReserve(tc.ram)) })
+	}
+}
+
+func TestPlanBudget(t *testing.T) {
+	layers := []int64{3 * GiB, 2 * GiB, 2 * GiB, 2 * GiB}
+	base := BudgetInput{
+		GlobalBytes: 1 * GiB, LayerBytes: layers, WorkingBytes: GiB / 2,
+		SpanBytes: ExpertSpanBytes, MoELayers: 3, ExpertsPerLayer: 896, TopK: 16,
+	}
+	slot := alignUp(ExpertSpanBytes) + ioAlign
+	for _, tc := range []struct {
+		name       string
+		total      int64
+		avail      int64
+		override   int64
+		wantPinned int
+		wantGlobal bool
+		wantErr    string
+	}{
+		{"override pins a prefix", 64 * GiB, 0, 20 * GiB, 3, true, ""},
+		{"room for the head only: zero layers", 64 * GiB, 0, 12 * GiB, 0, true, ""},
+		{"MemAvailable limits the plan", 64 * GiB, 6 * GiB, 0, 1, true, ""},
+		{"nothing pinned at all", 64 * GiB, 0, 11 * GiB, 0, false, ""},
+		{"too small for the working set", 64 * GiB, 0, 10 * GiB, 0, false, "RAM budget too small"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base
+			in.TotalRAM, in.AvailableRAM, in.OverrideRAM = tc.total, tc.avail, tc.override
+			p, err := PlanBudget(in)
+			if tc.wantErr != "" {
+				require.ErrorIs(t, err, ErrBudget)
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.wantPinned, p.PinnedLayers)
+			require.Equal(t, tc.wantGlobal, p.GlobalsPinned)
+			require.LessOrEqual(t, p.PinnedBytes+p.CacheBytes, p.Usable)
+			require.Less(t, p.Usable-p.PinnedBytes-p.CacheBytes, slot, "the cache takes what remains")
+			var spine int64 = base.GlobalBytes
+			for _, b := range layers {
+				spine += b
+			}
+			require.Equal(t, spine-p.PinnedBytes, p.StreamedSpineBytes)
+			require.Equal(t, p.StreamedSpineBytes+p.ExpertBytesPerToken, p.DiskBytesPerToken)
+			require.Contains(t, p.String(), "expected from disk per token")
+		})
+	}
+}
+
+func TestHeatPersistsAcrossRuns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data", "expert_heat.jsonl")
+	h, err := LoadHeat(path, 4, 8)
+	require.NoError(t, err, "a missing file is an empty histogram")
+	h.Touch(2, []int{1, 5})
+	h.Touch(2, []int{5})
+	h.Touch(9, []int{1}) // out of range: ignored
+	require.NoError(t, h.Save(path))
+	g, err := LoadHeat(path, 4, 8)
+	require.NoError(t, err)
+	require.Equal(t, float32(2), g.Score(ExpertID{2, 5}))
+	require.Equal(t, float32(1), g.Score(ExpertID{2, 1}))
+	require.Zero(t, g.Score(ExpertID{3, 5}))
+
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "{\"layer\":2,\"expert\":1,\"heat\":1}\n{\"layer\":2,\"expert\":5,\"heat\":2}\n", string(b),
+		"the format deltafin warm reads")
+	for _, tc := range []struct {
+		name    string
+		content string
+		want    string
+	}{
+		{"another model's shape", `{"layer":4,"expert":1,"heat":1}`, "outside the model's 4×8 experts"},
+		{"negative heat", `{"layer":1,"expert":1,"heat":-1}`, "heat -1"},
+		{"not JSON", "hello", "line 1"},
+		{"second line damaged", "{\"layer\":1,\"expert\":1,\"heat\":1}\n{\"layer\":", "line 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "h")
+			require.NoError(t, os.WriteFile(p, []byte(tc.content), 0o644))
+			h, err := LoadHeat(p, 4, 8)
+			require.ErrorIs(t, err, ErrHeatFormat)
+			require.ErrorContains(t, err, tc.want)
+			require.NotNil(t, h, "an empty histogram to start afresh with")
+			require.Zero(t, h.Score(ExpertID{1, 1}))
+		})
+	}
+}
+
+func TestHeatHalvesInsteadOfOverflowing(t *testing.T) {
+	h := NewHeat(2, 2)
+	for range heatHalving - 1 {
+		h.Touch(1, []int{0})
+	}
+	h.Touch(1, []int{1})
+	require.Equal(t, float32(heatHalving-1), h.Score(ExpertID{1, 0}))
+	h.Touch(1, []int{0})
+	require.Equal(t, float32(heatHalving/2), h.Score(ExpertID{1, 0}))
+	require.Equal(t, float32(0.5), h.Score(ExpertID{1, 1}))
+}
+
+func TestTraceWritesOneLinePerLayer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	tw, err := CreateTrace(path)
+	require.NoError(t, err)
+	require.NoError(t, tw.Record(0, 1, []int{5, 3}))
+	require.NoError(t, tw.Record(0, 2, []int{7}))
+	require.NoError(t, tw.Record(1, 1, []int{3, 9}))
+	_, err = os.Stat(path)
+	require.True(t, os.IsNotExist(err), "the trace appears only when complete")
+	require.NoError(t, tw.Close())
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	require.Len(t, lines, 3)
+	var r TraceRecord
+	require.NoError(t, json.Unmarshal([]byte(lines[2]), &r))
+	require.Equal(t, TraceRecord{Token: 1, Layer: 1, Experts: []int{3, 9}}, r)
+	require.Equal(t, `{"token":0,"layer":2,"experts":[7]}`, lines[1])
+	require.ErrorContains(t, tw.Record(2, 1, []int{1}), "closed")
+	entries, err := os.ReadDir(filepath.Dir(path))
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temporary file left behind")
+}

@@ -1,0 +1,707 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrTruncated reports a shard that ends inside a routed expert.
+var ErrTruncated = errors.New("engine: shard truncated")
+
+// errDropped marks the skipped chunks of a prefetch dropped before its read
+// finished; nobody waits for such an entry.
+var errDropped = errors.New("engine: prefetch dropped")
+
+// ErrStoreClosed is returned by a store used after Close.
+var ErrStoreClosed = errors.New("engine: expert store closed")
+
+// A Fetcher makes a byte range of a checkpoint file present on local disk
+// (stream mode: the downloader fetches it with an HTTP range request into the
+// sparse shard and marks it present after fsync). It must return quickly when
+// the range is already present. The engine never imports the downloader; app
+// wires the downloader's Mirror in.
+type Fetcher interface {
+	Ensure(ctx context.Context, file string, off, n int64) error
+}
+
+// ExpertStoreOptions configures OpenExpertStore.
+type ExpertStoreOptions struct {
+	Dir   string                  // model directory holding the shards
+	Spans map[ExpertID]ExpertSpan // every routed expert (IndexExperts over each shard)
+	Mode  IOMode                  // IODirect unless a measurement says otherwise
+	Heat  *Heat                   // nil: a fresh in-memory histogram
+	Fetch Fetcher                 // nil: an all-local checkpoint
+	// CacheExperts is how many experts the in-RAM cache keeps between uses
+	// (the budget plan's cache size ÷ the span size); 0 keeps none.
+	CacheExperts int
+	// PrefetchExperts bounds the buffers speculative reads may hold
+	// (default 32: one layer's top-16 twice).
+	PrefetchExperts int
+	// Readers is the number of chunk reads in flight (default 32: NVMe and
+	// Apple SSDs reach their bandwidth at a queue depth of 4 to 16, the
+	// virtio disk here wants more).
+	Readers int
+	// ChunkBytes is the size of one read (default readChunk; rounded up to
+	// the 4096-byte alignment of direct reads).
+	ChunkBytes int
+}
+
+// ExpertStore reads routed experts from shard files: a layer's selected
+// experts are read in parallel, each with one positional read of its span
+// into a reusable aligned buffer, bypassing the page cache so that expert
+// traffic does not evict the spine. Experts stay in RAM while in use, while a
+// prefetch holds them, and in a cache ranked by the heat histogram. Which
+// experts a token uses is decided by the router alone: the store only changes
+// where their bytes come from.
+type ExpertStore struct {
+	spans       map[ExpertID]ExpertSpan
+	shards      map[string]*shardFile
+	mode        IOMode
+	heat        *Heat
+	fetch       Fetcher
+	bufSize     int
+	cacheCap    int
+	prefetchCap int
+	chunk       int64
+
+	ctx    context.Context // cancelled by Close; reads run under it
+	cancel context.CancelFunc
+	demand chan readJob
+	spec   chan readJob
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	entries map[ExpertID]*entry
+	free    [][]byte
+	nbufs   int
+	cached  int
+	specN   int
+	closed  bool
+
+	stats storeCounters
+	last  map[int][]int // each layer's most recent selection
+}
+
+type shardFile struct {
+	name   string
+	f      *os.File
+	fd     int
+	direct bool
+}
+
+// entry is one expert's bytes in RAM or on their way there.
+type entry struct {
+	id      ExpertID
+	buf     []byte        // aligned backing buffer
+	data    []byte        // the span inside buf
+	done    chan struct{} // closed when the read has finished
+	err     error         // set before done closes
+	mu      sync.Mutex    // guards err and pending while chunks are read
+	pending int           // chunk reads not yet finished
+	bytes   int64         // bytes the chunks read
+	refs    int           // batches holding it, plus one while its read is in flight
+	spec    bool          // read by a prefetch and not yet used by a batch
+	cache   bool          // admitted to the cache
+	gone    bool          // removed from the table; the buffer returns when refs reach 0
+	// dropped is set with gone: chunk reads not yet started are skipped, so
+	// a wrong prefetch costs only what is already in flight.
+	dropped atomic.Bool
+}
+
+// storeCounters are the store's statistics (atomics: read without the lock).
+type storeCounters struct {
+	diskBytes, reads, specReads, specHits, cacheHits, shared, misses, specWasted atomic.Int64
+}
+
+// StoreStats is a snapshot of the store's counters since open.
+type StoreStats struct {
+	DiskBytes   int64 // bytes read from disk, alignment padding included
+	Reads       int64 // expert reads (demand and prefetch)
+	SpecReads   int64 // of which prefetches
+	SpecHits    int64 // demanded experts found prefetched
+	SpecWasted  int64 // prefetched experts dropped unused
+	CacheHits   int64 // demanded experts found in the cache
+	Shared      int64 // demanded experts another batch was already reading or holding
+	Misses      int64 // demanded experts read on demand
+	CachedNow   int   // experts in the cache now
+	BufferBytes int64 // RAM held by the store's buffers
+}
+
+// OpenExpertStore opens the shards named by opts.Spans and checks that every
+// span lies inside its shard, so that a truncated download fails here with
+// the expert it cut, not in the middle of a token.
+func OpenExpertStore(ctx context.Context, opts ExpertStoreOptions) (*ExpertStore, error) {
+	if len(opts.Spans) == 0 {
+		return nil, fmt.Errorf("engine: expert store: no experts")
+	}
+	if opts.Readers <= 0 {
+		opts.Readers = 32
+	}
+	if opts.PrefetchExperts <= 0 {
+		opts.PrefetchExperts = 32
+	}
+	if opts.ChunkBytes <= 0 {
+		opts.ChunkBytes = readChunk
+	}
+	if opts.CacheExperts < 0 {
+		opts.CacheExperts = 0
+	}
+	s := &ExpertStore{
+		spans: opts.Spans, shards: map[string]*shardFile{}, mode: opts.Mode, heat: opts.Heat,
+		fetch: opts.Fetch, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: alignUp(int64(opts.ChunkBytes)),
+		demand: make(chan readJob, 1024), spec: make(chan readJob, 1024), entries: map[ExpertID]*entry{}, last: map[int][]int{},
+	}
+	var maxSpan int64
+	maxLayer, maxExpert := 0, 0
+	for id := range opts.Spans {
+		maxLayer, maxExpert = max(maxLayer, id.Layer), max(maxExpert, id.Expert)
+	}
+	if s.heat == nil {
+		s.heat = NewHeat(maxLayer+1, maxExpert+1)
+	}
+	sizes := map[string]int64{}
+	for _, id := range sortedExpertIDs(opts.Spans) {
+		sp := opts.Spans[id]
+		if sp.Size <= 0 || sp.Offset < 0 {
+			return nil, fmt.Errorf("%w: %s has span [%d,+%d) in %s", ErrExpertLayout, id, sp.Offset, sp.Size, sp.Shard)
+		}
+		maxSpan = max(maxSpan, sp.Size)
+		if _, ok := s.shards[sp.Shard]; !ok {
+			sf, size, err := openShardFile(filepath.Join(opts.Dir, sp.Shard), sp.Shard, opts.Mode)
+			if err != nil {
+				s.closeFiles()
+				return nil, err
+			}
+			s.shards[sp.Shard], sizes[sp.Shard] = sf, size
+		}
+	}
+	if id, ok := firstTruncated(opts.Spans, sizes); ok {
+		s.closeFiles()
+		sp := opts.Spans[id]
+		return nil, truncatedError(id, sp, sizes[sp.Shard])
+	}
+	// A covering aligned range is at most one block longer at each end.
+	s.bufSize = int(alignUp(maxSpan) + ioAlign)
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	for range opts.Readers {
+		s.wg.Add(1)
+		go s.reader()
+	}
+	return s, nil
+}
+
+// firstTruncated finds an expert that runs past the end of its shard,
+// preferring the one the end of the file cuts through (the others lie wholly
+// beyond it).
+func firstTruncated(spans map[ExpertID]ExpertSpan, sizes map[string]int64) (ExpertID, bool) {
+	var found ExpertID
+	ok := false
+	for _, id := range sortedExpertIDs(spans) {
+		sp := spans[id]
+		size := sizes[sp.Shard]
+		if sp.Offset+sp.Size <= size {
+			continue
+		}
+		if sp.Offset < size {
+			return id, true
+		}
+		if !ok || sp.Offset < spans[found].Offset {
+			found, ok = id, true
+		}
+	}
+	return found, ok
+}
+
+func openShardFile(path, name string, mode IOMode) (*shardFile, int64, error) {
+	f, direct, err := openShard(path, mode)
+	if err != nil {
+		return nil, 0, fmt.Errorf("engine: open shard %s: %w", name, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("engine: shard %s: %w", name, err)
+	}
+	return &shardFile{name: name, f: f, fd: int(f.Fd()), direct: direct}, st.Size(), nil
+}
+
+func truncatedError(id ExpertID, sp ExpertSpan, size int64) error {
+	return fmt.Errorf("%w: %s ends at byte %d, inside %s (bytes %d to %d); the download is incomplete or the file was cut",
+		ErrTruncated, sp.Shard, size, id, sp.Offset, sp.Offset+sp.Size)
+}
+
+// Mode reports how the store reads: the requested mode, or buffered where
+// the filesystem refused direct I/O.
+func (s *ExpertStore) Mode() IOMode {
+	for _, sf := range s.shards {
+		if !sf.direct && s.mode != IOBuffered {
+			return IODropBehind
+		}
+	}
+	return s.mode
+}
+
+// SpanBytes is the size of the largest expert span.
+func (s *ExpertStore) SpanBytes() int64 { return int64(s.bufSize) - ioAlign }
+
+// Stats returns the store's counters.
+func (s *ExpertStore) Stats() StoreStats {
+	s.mu.Lock()
+	cached, nbufs := s.cached, s.nbufs
+	s.mu.Unlock()
+	c := &s.stats
+	return StoreStats{
+		DiskBytes: c.diskBytes.Load(), Reads: c.reads.Load(), SpecReads: c.specReads.Load(),
+		SpecHits: c.specHits.Load(), SpecWasted: c.specWasted.Load(), CacheHits: c.cacheHits.Load(), Shared: c.shared.Load(),
+		Misses: c.misses.Load(), CachedNow: cached, BufferBytes: int64(nbufs) * int64(s.bufSize),
+	}
+}
+
+// Close stops the readers and closes the shards. Batches still held stay
+// readable; their Wait returns ErrStoreClosed if their read had not finished.
+func (s *ExpertStore) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return s.closeFiles()
+}
+
+func (s *ExpertStore) closeFiles() error {
+	var first error
+	for _, sf := range s.shards {
+		if err := sf.f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// A Batch is one layer's selected experts for one token, in router order.
+// Its bytes are valid until Release.
+type Batch struct {
+	s       *ExpertStore
+	entries []*entry
+}
+
+// Len is the number of experts in the batch.
+func (b *Batch) Len() int { return len(b.entries) }
+
+// ID is the i-th expert.
+func (b *Batch) ID(i int) ExpertID { return b.entries[i].id }
+
+// Done is closed when the i-th expert's read has finished (successfully or
+// not), so a caller can compute each expert as soon as it arrives.
+func (b *Batch) Done(i int) <-chan struct{} { return b.entries[i].done }
+
+// Wait blocks until the i-th expert's bytes are in RAM and returns them.
+func (b *Batch) Wait(ctx context.Context, i int) ([]byte, error) {
+	e := b.entries[i]
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if e.err != nil {
+		return nil, e.err
+	}
+	return e.data, nil
+}
+
+// Release gives the batch's experts back: each one is admitted to the cache
+// or its buffer is reused. The batch must not be used afterwards.
+func (b *Batch) Release() {
+	s := b.s
+	s.mu.Lock()
+	for _, e := range b.entries {
+		s.unref(e)
+	}
+	s.mu.Unlock()
+	b.entries = nil
+}
+
+// Acquire returns layer's experts ids (the router's selection, in its order),
+// starting reads for those not already in RAM. It does not wait for the
+// reads: Batch.Wait does. Any prefetched expert of this layer that ids does
+// not name is dropped, since the router has decided.
+func (s *ExpertStore) Acquire(ctx context.Context, layer int, ids []int) (*Batch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i, e := range ids {
+		if _, ok := s.spans[ExpertID{layer, e}]; !ok {
+			return nil, fmt.Errorf("engine: %s is not in the checkpoint", ExpertID{layer, e})
+		}
+		for _, d := range ids[:i] {
+			if d == e {
+				return nil, fmt.Errorf("engine: layer %d selects expert %d twice", layer, e)
+			}
+		}
+	}
+	s.heat.Touch(layer, ids)
+	b := &Batch{s: s, entries: make([]*entry, len(ids))}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrStoreClosed
+	}
+	for i, x := range ids {
+		id := ExpertID{layer, x}
+		e := s.entries[id]
+		switch {
+		case e == nil:
+			e = s.newEntry(id, s.takeBuffer(true))
+			s.stats.misses.Add(1)
+			s.submit(e, s.demand)
+		case e.spec:
+			e.spec = false
+			s.specN--
+			s.stats.specHits.Add(1)
+		case e.cache:
+			s.stats.cacheHits.Add(1)
+		default:
+			s.stats.shared.Add(1)
+		}
+		e.refs++
+		b.entries[i] = e
+	}
+	s.last[layer] = append(s.last[layer][:0], ids...)
+	// The router of this layer has run: its unused prefetches are wrong guesses.
+	for id, e := range s.entries {
+		if id.Layer == layer && e.spec {
+			s.stats.specWasted.Add(1)
+			s.drop(e)
+		}
+	}
+	return b, nil
+}
+
+// Prefetch starts reading layer's experts ids that are not in RAM, at a lower
+// priority than demand reads and only while prefetch buffers are free: a hint
+// that never blocks and never changes which experts a batch gets. The engine
+// calls it with the previous token's selection of a layer, and with the next
+// layer's selection as soon as its router has run.
+func (s *ExpertStore) Prefetch(layer int, ids []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	for _, x := range ids {
+		id := ExpertID{layer, x}
+		if _, ok := s.spans[id]; !ok || s.entries[id] != nil || s.specN >= s.prefetchCap {
+			continue
+		}
+		buf := s.takeBuffer(false)
+		if buf == nil {
+			return
+		}
+		e := s.newEntry(id, buf)
+		e.spec = true
+		s.specN++
+		s.stats.specReads.Add(1)
+		s.submit(e, s.spec)
+	}
+}
+
+// PrefetchPrevious prefetches the experts layer selected last time (a
+// decode token repeats about 31% of the previous token's experts).
+func (s *ExpertStore) PrefetchPrevious(layer int) {
+	s.mu.Lock()
+	ids := append([]int(nil), s.last[layer]...)
+	s.mu.Unlock()
+	s.Prefetch(layer, ids)
+}
+
+func (s *ExpertStore) newEntry(id ExpertID, buf []byte) *entry {
+	e := &entry{id: id, buf: buf, done: make(chan struct{})}
+	s.entries[id] = e
+	return e
+}
+
+// readChunk is the size of one positional read. A span is read as several
+// chunks in parallel: on the virtio disk here 4 MiB reads reach about 20%
+// more bandwidth than whole 17.5 MB ones (STREAMING.md), and a layer whose
+// cache hits leave only a few misses still keeps the queue deep.
+const readChunk = 4 << 20
+
+// A readJob is one chunk [lo, hi) of the file range covering an entry's
+// span (the whole range in stream mode, where the Fetcher is asked for the
+// expert as one request).
+type readJob struct {
+	e      *entry
+	lo, hi int64
+}
+
+// submit queues e's read as chunk jobs; the in-flight read holds a reference.
+// Called with mu held; when the queue is full the jobs are handed over from
+// a goroutine, so the lock is never held across a blocking send.
+func (s *ExpertStore) submit(e *entry, q chan readJob) {
+	e.refs++
+	sp := s.spans[e.id]
+	lo, hi := sp.Offset, sp.Offset+sp.Size
+	if s.shards[sp.Shard].direct {
+		lo, hi = alignDown(lo), alignUp(hi)
+	}
+	var jobs []readJob
+	if s.fetch != nil {
+		jobs = []readJob{{e, lo, hi}}
+	} else {
+		for c := lo; c < hi; c += s.chunk {
+			jobs = append(jobs, readJob{e, c, min(c+s.chunk, hi)})
+		}
+	}
+	e.pending = len(jobs)
+	for i, j := range jobs {
+		select {
+		case q <- j:
+		default:
+			rest := jobs[i:]
+			go func() {
+				for _, j := range rest {
+					select {
+					case q <- j:
+					case <-s.ctx.Done():
+						s.chunkDone(j.e, ErrStoreClosed, 0)
+					}
+				}
+			}()
+			return
+		}
+	}
+}
+
+// takeBuffer returns a free buffer. Demand reads may evict (wrong
+// prefetches first, then the coldest cached expert) or allocate past the
+// budget rather than wait; prefetches only use what is free. Called with mu
+// held.
+func (s *ExpertStore) takeBuffer(demand bool) []byte {
+	if n := len(s.free); n > 0 {
+		b := s.free[n-1]
+		s.free = s.free[:n-1]
+		return b
+	}
+	limit := s.cacheCap + s.prefetchCap + 2*maxTopK
+	if s.nbufs < limit || demand {
+		if s.nbufs >= limit {
+			if v := s.victim(); v != nil {
+				s.drop(v)
+				if n := len(s.free); n > 0 {
+					b := s.free[n-1]
+					s.free = s.free[:n-1]
+					return b
+				}
+			}
+		}
+		s.nbufs++
+		return alignedBytes(s.bufSize)
+	}
+	return nil
+}
+
+// maxTopK is the largest selection the buffer budget plans for (K3: 16).
+const maxTopK = 16
+
+// victim picks the entry to evict: an unused prefetch, else the cached
+// expert with the lowest heat. Only entries nobody holds qualify.
+func (s *ExpertStore) victim() *entry {
+	var best *entry
+	var bestHeat float32
+	for _, e := range s.entries {
+		if e.refs != 0 || (!e.spec && !e.cache) {
+			continue
+		}
+		if e.spec {
+			return e
+		}
+		if h := s.heat.Score(e.id); best == nil || h < bestHeat {
+			best, bestHeat = e, h
+		}
+	}
+	return best
+}
+
+// drop removes e from the table; its buffer is reused once nothing holds it.
+func (s *ExpertStore) drop(e *entry) {
+	if e.gone {
+		return
+	}
+	e.gone = true
+	e.dropped.Store(true)
+	delete(s.entries, e.id)
+	if e.spec {
+		e.spec = false
+		s.specN--
+	}
+	if e.cache {
+		e.cache = false
+		s.cached--
+	}
+	if e.refs == 0 {
+		s.free = append(s.free, e.buf)
+		e.buf, e.data = nil, nil
+	}
+}
+
+// unref drops one reference; at zero the entry is kept (prefetched, cached
+// or newly admitted by heat) or its buffer is reused. Called with mu held.
+func (s *ExpertStore) unref(e *entry) {
+	e.refs--
+	if e.refs > 0 {
+		return
+	}
+	switch {
+	case e.gone:
+		s.free = append(s.free, e.buf)
+		e.buf, e.data = nil, nil
+	case e.err != nil:
+		s.drop(e) // a failed read is retried by the next Acquire
+	case e.spec || e.cache:
+	case s.cached < s.cacheCap:
+		e.cache = true
+		s.cached++
+	default:
+		if v := s.coldestCached(); v != nil && s.heat.Score(v.id) < s.heat.Score(e.id) {
+			s.drop(v)
+			e.cache = true
+			s.cached++
+			return
+		}
+		s.drop(e)
+	}
+}
+
+func (s *ExpertStore) coldestCached() *entry {
+	var best *entry
+	var bestHeat float32
+	for _, e := range s.entries {
+		if !e.cache || e.refs != 0 {
+			continue
+		}
+		if h := s.heat.Score(e.id); best == nil || h < bestHeat {
+			best, bestHeat = e, h
+		}
+	}
+	return best
+}
+
+// reader serves demand reads before prefetches.
+func (s *ExpertStore) reader() {
+	defer s.wg.Done()
+	for {
+		var j readJob
+		select {
+		case j = <-s.demand:
+		default:
+			select {
+			case j = <-s.demand:
+			case j = <-s.spec:
+			case <-s.ctx.Done():
+				return
+			}
+		}
+		n, err := s.read(j)
+		s.chunkDone(j.e, err, n)
+	}
+}
+
+// chunkDone records one chunk; the last one publishes the entry.
+func (s *ExpertStore) chunkDone(e *entry, err error, n int64) {
+	s.stats.diskBytes.Add(n)
+	e.mu.Lock()
+	if e.err == nil {
+		e.err = err
+	}
+	e.pending--
+	last := e.pending == 0
+	e.mu.Unlock()
+	if !last {
+		return
+	}
+	s.stats.reads.Add(1)
+	if e.err == nil {
+		sp := s.spans[e.id]
+		lo := sp.Offset
+		if s.shards[sp.Shard].direct {
+			lo = alignDown(lo)
+		}
+		e.data = e.buf[sp.Offset-lo : sp.Offset-lo+sp.Size : sp.Offset-lo+sp.Size]
+	}
+	// Drop the read's reference before waking waiters, so that a batch
+	// released right after Wait sees the entry as its own to cache.
+	s.mu.Lock()
+	s.unref(e)
+	s.mu.Unlock()
+	close(e.done)
+}
+
+// read fills one chunk of e's buffer: the buffer holds the file range
+// covering the span (aligned for direct descriptors, since the span need not
+// start on a block boundary). It returns the bytes read from the device.
+func (s *ExpertStore) read(j readJob) (int64, error) {
+	e := j.e
+	if err := s.ctx.Err(); err != nil {
+		return 0, ErrStoreClosed
+	}
+	if e.dropped.Load() {
+		return 0, errDropped
+	}
+	sp := s.spans[e.id]
+	sf := s.shards[sp.Shard]
+	if s.fetch != nil {
+		if err := s.fetch.Ensure(s.ctx, sp.Shard, sp.Offset, sp.Size); err != nil {
+			return 0, fmt.Errorf("engine: fetch %s (%s bytes %d to %d): %w", e.id, sp.Shard, sp.Offset, sp.Offset+sp.Size, err)
+		}
+	}
+	base := sp.Offset
+	if sf.direct {
+		base = alignDown(base)
+	}
+	got, err := preadFull(sf.fd, e.buf[j.lo-base:j.hi-base], j.lo, sf.direct)
+	if err != nil {
+		return got, fmt.Errorf("engine: read %s from %s bytes %d to %d: %w", e.id, sp.Shard, sp.Offset, sp.Offset+sp.Size, err)
+	}
+	if need := min(j.hi, sp.Offset+sp.Size) - j.lo; got < need {
+		return got, truncatedError(e.id, sp, j.lo+got)
+	}
+	if !sf.direct && s.mode != IOBuffered {
+		dropRange(sf.f, j.lo, j.hi-j.lo)
+	}
+	return got, nil
+}
+
+// preadFull reads until buf is full or the file ends. A direct read that
+// comes back short has met the end of the file: asking again at an
+// unaligned offset would fail with EINVAL instead of reporting it.
+func preadFull(fd int, buf []byte, off int64, direct bool) (int64, error) {
+	var got int64
+	for got < int64(len(buf)) {
+		n, err := unix.Pread(fd, buf[got:], off+got)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return got, err
+		}
+		if n == 0 {
+			break
+		}
+		got += int64(n)
+		if direct && n%ioAlign != 0 {
+			break
+		}
+	}
+	return got, nil
+}

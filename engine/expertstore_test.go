@@ -1,0 +1,435 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deltafin/deltafin/engine/safetensors"
+	"github.com/stretchr/testify/require"
+)
+
+// Tiny experts: inter 64, latent 96 → a 9,792-byte span, so spans start and
+// end off the 4096-byte grid and the covering aligned range is exercised.
+const (
+	tinyInter  = 64
+	tinyLatent = 96
+)
+
+func tinyExperts(layer, n int) []synthTensor {
+	shapes := [6][2]int64{
+		{tinyInter, tinyLatent / 2}, {tinyInter, tinyLatent / 32},
+		{tinyLatent, tinyInter / 2}, {tinyLatent, tinyInter / 32},
+		{tinyInter, tinyLatent / 2}, {tinyInter, tinyLatent / 32},
+	}
+	var t []synthTensor
+	for e := n - 1; e >= 0; e-- { // physical order differs from id order
+		for part, s := range shapes {
+			t = append(t, synthTensor{ExpertName(ExpertID{layer, e}, part), "U8", s[:], fillKind(part % 2)})
+		}
+	}
+	return t
+}
+
+// writeTinyModel writes one shard per layer (a spine tensor, then n
+// experts) and returns the directory and the expert index.
+func writeTinyModel(t testing.TB, layers []int, n int) (string, map[ExpertID]ExpertSpan) {
+	dir := t.TempDir()
+	spans := map[ExpertID]ExpertSpan{}
+	for i, l := range layers {
+		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, len(layers))
+		ts := append([]synthTensor{{fmt.Sprintf("language_model.model.layers.%d.mlp.gate.weight", l), "BF16", []int64{12, 4}, fillBF16}},
+			tinyExperts(l, n)...)
+		require.NoError(t, writeSyntheticShard(context.Background(), filepath.Join(dir, name), ts, uint64(i+11), func(int64) {}))
+		f, err := os.Open(filepath.Join(dir, name))
+		require.NoError(t, err)
+		st, err := f.Stat()
+		require.NoError(t, err)
+		h, err := safetensors.Read(f, st.Size())
+		require.NoError(t, f.Close())
+		require.NoError(t, err)
+		sp, err := IndexExperts(name, h)
+		require.NoError(t, err)
+		require.Len(t, sp, n)
+		for id, s := range sp {
+			require.Equal(t, ExpertSpanSize(tinyInter, tinyLatent), s.Size)
+			spans[id] = s
+		}
+	}
+	return dir, spans
+}
+
+func spanBytes(t testing.TB, dir string, sp ExpertSpan) []byte {
+	b, err := os.ReadFile(filepath.Join(dir, sp.Shard))
+	require.NoError(t, err)
+	return b[sp.Offset : sp.Offset+sp.Size]
+}
+
+func TestExpertStoreReadsTheBytesOnDisk(t *testing.T) {
+	dir, spans := writeTinyModel(t, []int{1, 2}, 12)
+	for _, tc := range []struct {
+		name  string
+		mode  IOMode
+		cache int
+		chunk int
+	}{
+		{"direct, no cache", IODirect, 0, 0},
+		{"direct, cache 5", IODirect, 5, 0},
+		{"direct, 4096-byte chunks", IODirect, 0, 4096},
+		{"direct, 5000-byte chunks round up", IODirect, 2, 5000},
+		{"buffered", IOBuffered, 3, 0},
+		{"buffered, chunks", IOBuffered, 0, 4096},
+		{"drop-behind", IODropBehind, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Mode: tc.mode, CacheExperts: tc.cache, Readers: 4, ChunkBytes: tc.chunk})
+			require.NoError(t, err)
+			defer s.Close()
+			// Every expert, including the first and the last of each shard
+			// (whose covering aligned range runs past the end of the file),
+			// several times, from concurrent callers.
+			var wg sync.WaitGroup
+			for g := range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for round := range 3 {
+						layer := 1 + (g+round)%2
+						ids := []int{11, 0, 5, 3, 7, 1, 10, 2, 4, 6, 8, 9}
+						b, err := s.Acquire(t.Context(), layer, ids)
+						if !(assertNoError(t, err)) {
+							return
+						}
+						for i, e := range ids {
+							got, err := b.Wait(t.Context(), i)
+							if assertNoError(t, err) {
+								require.Equal(t, spanBytes(t, dir, spans[ExpertID{layer, e}]), got, "layer %d expert %d", layer, e)
+							}
+						}
+						b.Release()
+					}
+				}()
+			}
+			wg.Wait()
+			st := s.Stats()
+			require.LessOrEqual(t, st.CachedNow, tc.cache)
+			require.Equal(t, int64(3*3*12), st.Misses+st.CacheHits+st.SpecHits+st.Shared)
+		})
+	}
+}
+
+// assertNoError reports err without stopping a goroutine that is not the test's.
+func assertNoError(t *testing.T, err error) bool {
+	if err != nil {
+		t.Errorf("unexpected error: %v", err)
+		return false
+	}
+	return true
+}
+
+func TestAlignedRangeEdgeCases(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		off, n         int64
+		wantLo, wantHi int64
+	}{
+		{"aligned start and end", 8192, 4096, 8192, 12288},
+		{"unaligned start", 8200, 4088, 8192, 12288},
+		{"unaligned end", 8192, 4100, 8192, 16384},
+		{"both unaligned across blocks", 4095, 2, 0, 8192},
+		{"zero offset", 0, 1, 0, 4096},
+		{"K3 span at an odd offset", 8 + 1234568, ExpertSpanBytes, 1232896, 18784256},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lo, hi := alignDown(tc.off), alignUp(tc.off+tc.n)
+			require.Equal(t, tc.wantLo, lo)
+			require.Equal(t, tc.wantHi, hi)
+			require.LessOrEqual(t, hi-lo, alignUp(tc.n)+ioAlign, "a store buffer must hold the covering range")
+		})
+	}
+	b := alignedBytes(12345)
+	require.Len(t, b, 12345)
+	require.Zero(t, addrOf(b)%bufAlign)
+}
+
+func TestExpertCacheKeepsTheHottest(t *testing.T) {
+	dir, spans := writeTinyModel(t, []int{1}, 8)
+	heat := NewHeat(2, 8)
+	// Experts 6 and 7 are hot from earlier runs.
+	for range 50 {
+		heat.Touch(1, []int{6, 7})
+	}
+	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Heat: heat, CacheExperts: 2, Readers: 2})
+	require.NoError(t, err)
+	defer s.Close()
+	use := func(ids ...int) {
+		b, err := s.Acquire(t.Context(), 1, ids)
+		require.NoError(t, err)
+		for i := range ids {
+			_, err := b.Wait(t.Context(), i)
+			require.NoError(t, err)
+		}
+		b.Release()
+	}
+	use(0, 1) // the empty cache admits them
+	require.Equal(t, 2, s.Stats().CachedNow)
+	use(6) // hotter than 0 and 1: evicts one of them
+	use(7) // and the other
+	before := s.Stats()
+	use(6, 7)
+	after := s.Stats()
+	require.Equal(t, int64(2), after.CacheHits-before.CacheHits, "6 and 7 stay cached")
+	use(2, 3) // colder than 6 and 7: not admitted
+	before = s.Stats()
+	use(6, 7, 2)
+	after = s.Stats()
+	require.Equal(t, int64(2), after.CacheHits-before.CacheHits)
+	require.Equal(t, int64(1), after.Misses-before.Misses)
+	require.Equal(t, 2, after.CachedNow)
+}
+
+func TestPrefetchNeverChangesTheExperts(t *testing.T) {
+	dir, spans := writeTinyModel(t, []int{1, 2}, 10)
+	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Readers: 3, PrefetchExperts: 4})
+	require.NoError(t, err)
+	defer s.Close()
+	s.Prefetch(2, []int{0, 1, 2, 3, 4, 5}) // only 4 fit the prefetch budget
+	ids := []int{3, 9, 1}
+	b, err := s.Acquire(t.Context(), 2, ids)
+	require.NoError(t, err)
+	for i, e := range ids {
+		got, err := b.Wait(t.Context(), i)
+		require.NoError(t, err)
+		require.Equal(t, spanBytes(t, dir, spans[ExpertID{2, e}]), got)
+	}
+	b.Release()
+	st := s.Stats()
+	require.Equal(t, int64(4), st.SpecReads)
+	require.Equal(t, int64(2), st.SpecHits, "3 and 1 were prefetched")
+	require.Equal(t, int64(1), st.Misses)
+	require.Equal(t, int64(2), st.SpecWasted, "0 and 2 were wrong guesses")
+	require.Zero(t, st.CachedNow)
+}
+
+// copyFetcher fills a sparse mirror from the complete files, as the
+// downloader fills it from the hub.
+type copyFetcher struct {
+	src, dst string
+	mu       sync.Mutex
+	calls    int
+}
+
+func (c *copyFetcher) Ensure(_ context.Context, file string, off, n int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	b, err := os.ReadFile(filepath.Join(c.src, file))
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(c.dst, file), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(b[off:off+n], off); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func TestFetcherFillsMissingExperts(t *testing.T) {
+	src, spans := writeTinyModel(t, []int{1}, 6)
+	mirror := t.TempDir()
+	name := spans[ExpertID{1, 0}].Shard
+	full, err := os.ReadFile(filepath.Join(src, name))
+	require.NoError(t, err)
+	// A stream-mode mirror: the shard at full size, holes where experts are.
+	require.NoError(t, os.WriteFile(filepath.Join(mirror, name), nil, 0o644))
+	require.NoError(t, os.Truncate(filepath.Join(mirror, name), int64(len(full))))
+	fetch := &copyFetcher{src: src, dst: mirror}
+	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: mirror, Spans: spans, Fetch: fetch, Readers: 2})
+	require.NoError(t, err)
+	defer s.Close()
+	b, err := s.Acquire(t.Context(), 1, []int{4, 2})
+	require.NoError(t, err)
+	defer b.Release()
+	for i, e := range []int{4, 2} {
+		got, err := b.Wait(t.Context(), i)
+		require.NoError(t, err)
+		require.Equal(t, spanBytes(t, src, spans[ExpertID{1, e}]), got)
+	}
+	require.Equal(t, 2, fetch.calls)
+}
+
+func TestTruncatedShardNamesTheExpert(t *testing.T) {
+	dir, spans := writeTinyModel(t, []int{3}, 6)
+	victim := ExpertID{3, 2}
+	sp := spans[victim]
+	cut := sp.Offset + sp.Size/2
+	t.Run("at open", func(t *testing.T) {
+		d := t.TempDir()
+		b, err := os.ReadFile(filepath.Join(dir, sp.Shard))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(d, sp.Shard), b[:cut], 0o644))
+		_, err = OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: d, Spans: spans})
+		require.ErrorIs(t, err, ErrTruncated)
+		require.ErrorContains(t, err, fmt.Sprintf("inside layer 3 expert 2 (bytes %d to %d)", sp.Offset, sp.Offset+sp.Size))
+		require.ErrorContains(t, err, sp.Shard)
+	})
+	t.Run("while running", func(t *testing.T) {
+		d := t.TempDir()
+		b, err := os.ReadFile(filepath.Join(dir, sp.Shard))
+		require.NoError(t, err)
+		path := filepath.Join(d, sp.Shard)
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: d, Spans: spans, Readers: 2, ChunkBytes: 4096})
+		require.NoError(t, err)
+		defer s.Close()
+		require.NoError(t, os.Truncate(path, cut))
+		batch, err := s.Acquire(t.Context(), 3, []int{2})
+		require.NoError(t, err)
+		_, err = batch.Wait(t.Context(), 0)
+		batch.Release()
+		require.ErrorIs(t, err, ErrTruncated)
+		require.ErrorContains(t, err, "layer 3 expert 2")
+		// Once the file is whole again the expert reads: errors are not cached.
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		batch, err = s.Acquire(t.Context(), 3, []int{2})
+		require.NoError(t, err)
+		got, err := batch.Wait(t.Context(), 0)
+		require.NoError(t, err)
+		require.Equal(t, b[sp.Offset:sp.Offset+sp.Size], got)
+		batch.Release()
+	})
+}
+
+func TestAcquireRejectsBadSelections(t *testing.T) {
+	dir, spans := writeTinyModel(t, []int{1}, 4)
+	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name  string
+		layer int
+		ids   []int
+		want  string
+	}{
+		{"unknown expert", 1, []int{0, 4}, "layer 1 expert 4 is not in the checkpoint"},
+		{"unknown layer", 2, []int{0}, "layer 2 expert 0 is not in the checkpoint"},
+		{"duplicate", 1, []int{1, 2, 1}, "selects expert 1 twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.Acquire(t.Context(), tc.layer, tc.ids)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	require.NoError(t, s.Close())
+	_, err = s.Acquire(t.Context(), 1, []int{0})
+	require.ErrorIs(t, err, ErrStoreClosed)
+}
+
+func TestIndexExpertsRejectsBrokenLayouts(t *testing.T) {
+	good := tinyExperts(1, 2)
+	swapped := append([]synthTensor(nil), good...)
+	swapped[1], swapped[2] = swapped[2], swapped[1] // w2 packed before w1 scale
+	missing := append([]synthTensor(nil), good[:5]...)
+	wrongType := append([]synthTensor(nil), good...)
+	wrongType[0].dtype = "BF16"
+	for _, tc := range []struct {
+		name string
+		ts   []synthTensor
+		want string
+	}{
+		{"parts out of order", swapped, "not where"},
+		{"a part missing", missing, "has no w3.weight_scale"},
+		{"not U8", wrongType, "want U8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _ := shardHeader(tc.ts)
+			size := int64(len(h)) + sumSize(tc.ts)
+			hdr, err := safetensors.Parse(h[8:], size)
+			require.NoError(t, err)
+			_, err = IndexExperts("x.safetensors", hdr)
+			require.ErrorIs(t, err, ErrExpertLayout)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestExpertMatricesViewTheSpan(t *testing.T) {
+	b := make([]byte, ExpertSpanBytes)
+	e, err := ExpertMatrices(b, 3072, 3584)
+	require.NoError(t, err)
+	for _, m := range []struct {
+		name string
+		err  error
+	}{{"w1", e.W1.Validate()}, {"w2", e.W2.Validate()}, {"w3", e.W3.Validate()}} {
+		require.NoError(t, m.err, m.name)
+	}
+	// The K3 offsets inside the span (K3-ARCHITECTURE.md §3.3).
+	base := addrOf(b)
+	require.Equal(t, uintptr(5_849_088), addrOf(e.W2.Data)-base)
+	require.Equal(t, uintptr(11_354_112), addrOf(e.W2.Scales)-base)
+	require.Equal(t, uintptr(17_203_200), addrOf(e.W3.Scales)-base)
+	_, err = ExpertMatrices(b[:100], 3072, 3584)
+	require.True(t, errors.Is(err, ErrExpertLayout))
+}
+
+func TestPrefetchPreviousReadsTheLastSelection(t *testing.T) {
+	dir, spans := writeTinyModel(t, []int{1}, 10)
+	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Readers: 2})
+	require.NoError(t, err)
+	defer s.Close()
+	s.PrefetchPrevious(1) // nothing selected yet: nothing to do
+	require.Zero(t, s.Stats().SpecReads)
+	b, err := s.Acquire(t.Context(), 1, []int{4, 8})
+	require.NoError(t, err)
+	for i := range 2 {
+		_, err := b.Wait(t.Context(), i)
+		require.NoError(t, err)
+	}
+	b.Release() // no cache: both buffers are reused
+	s.PrefetchPrevious(1)
+	require.Equal(t, int64(2), s.Stats().SpecReads)
+	b, err = s.Acquire(t.Context(), 1, []int{8, 5})
+	require.NoError(t, err)
+	got, err := b.Wait(t.Context(), 0)
+	require.NoError(t, err)
+	require.Equal(t, spanBytes(t, dir, spans[ExpertID{1, 8}]), got)
+	b.Release()
+	st := s.Stats()
+	require.Equal(t, int64(1), st.SpecHits)
+	require.Equal(t, int64(1), st.SpecWasted, "4 was not chosen again")
+}
+
+func TestWrongPrefetchesStopReading(t *testing.T) {
+	dir, spans := writeTinyModel(t, []int{1}, 12)
+	// One reader and 4096-byte chunks: a prefetch of 8 experts queues about
+	// 24 chunk reads, most still queued when the router decides.
+	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Readers: 1, ChunkBytes: 4096, PrefetchExperts: 8})
+	require.NoError(t, err)
+	defer s.Close()
+	s.Prefetch(1, []int{0, 1, 2, 3, 4, 5, 6, 7})
+	b, err := s.Acquire(t.Context(), 1, []int{11})
+	require.NoError(t, err)
+	got, err := b.Wait(t.Context(), 0)
+	require.NoError(t, err)
+	require.Equal(t, spanBytes(t, dir, spans[ExpertID{1, 11}]), got)
+	b.Release()
+	// Every entry finishes, read or skipped.
+	require.Eventually(t, func() bool { return s.Stats().Reads == 9 }, 10*time.Second, time.Millisecond)
+	st := s.Stats()
+	require.Equal(t, int64(8), st.SpecWasted)
+	// Reading all nine experts would take at least 9 × 12288 bytes; the
+	// demanded one and the chunks in flight take at most about three.
+	require.Less(t, st.DiskBytes, 4*alignUp(ExpertSpanSize(tinyInter, tinyLatent)), "dropped prefetches were not read to the end")
+}

@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// ErrHeatFormat reports a heat file that is damaged or belongs to a model of
+// another shape.
+var ErrHeatFormat = errors.New("engine: heat file")
+
+// heatHalving is the count at which every count is halved: a step decay, so
+// that routing from long ago fades (about 65k uses of the hottest expert
+// between halvings, a few thousand tokens) and no count can overflow.
+const heatHalving = 1 << 16
+
+// Heat is a histogram of how often each routed expert was selected, decayed
+// by halving. The expert cache admits and evicts by it, and it is saved in the
+// data directory so that a new run starts with what the last runs learned.
+// Safe for concurrent use.
+type Heat struct {
+	mu              sync.Mutex
+	layers, experts int
+	counts          []float32 // [layers, experts]
+}
+
+// NewHeat returns an empty histogram for layer numbers 0..layers-1 and
+// experts 0..experts-1 per layer.
+func NewHeat(layers, experts int) *Heat {
+	return &Heat{layers: layers, experts: experts, counts: make([]float32, layers*experts)}
+}
+
+// LoadHeat reads a histogram saved by Save: JSON lines
+// {"layer":L,"expert":E,"heat":h}, the format `deltafin warm` reads. A
+// missing file gives an empty histogram; a damaged line or an expert outside
+// the model gives ErrHeatFormat and an empty histogram (the caller decides
+// whether to start afresh).
+func LoadHeat(path string, layers, experts int) (*Heat, error) {
+	h := NewHeat(layers, experts)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return h, nil
+	}
+	if err != nil {
+		return h, fmt.Errorf("engine: read heat: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var r heatRecord
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return NewHeat(layers, experts), fmt.Errorf("%w: %s line %d: %v", ErrHeatFormat, path, line, err)
+		}
+		switch {
+		case r.Layer < 0 || r.Layer >= layers || r.Expert < 0 || r.Expert >= experts:
+			return NewHeat(layers, experts), fmt.Errorf("%w: %s line %d: layer %d expert %d is outside the model's %d×%d experts",
+				ErrHeatFormat, path, line, r.Layer, r.Expert, layers, experts)
+		case !(r.Heat >= 0 && r.Heat <= heatHalving):
+			return NewHeat(layers, experts), fmt.Errorf("%w: %s line %d: heat %v", ErrHeatFormat, path, line, r.Heat)
+		}
+		h.counts[r.Layer*experts+r.Expert] = float32(r.Heat)
+	}
+	if err := sc.Err(); err != nil {
+		return NewHeat(layers, experts), fmt.Errorf("%w: %s: %v", ErrHeatFormat, path, err)
+	}
+	return h, nil
+}
+
+// heatRecord is one line of a saved histogram.
+type heatRecord struct {
+	Layer  int     `json:"layer"`
+	Expert int     `json:"expert"`
+	Heat   float64 `json:"heat"`
+}
+
+// Touch records one selection of each of ids in layer. Out-of-range ids are
+// ignored: the router has already validated them.
+func (h *Heat) Touch(layer int, ids []int) {
+	if h == nil || layer < 0 || layer >= h.layers {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	row := h.counts[layer*h.experts : (layer+1)*h.experts]
+	halve := false
+	for _, e := range ids {
+		if e >= 0 && e < h.experts {
+			row[e]++
+			halve = halve || row[e] >= heatHalving
+		}
+	}
+	if halve {
+		for i := range h.counts {
+			h.counts[i] /= 2
+		}
+	}
+}
+
+// Score is id's decayed selection count (0 when out of range).
+func (h *Heat) Score(id ExpertID) float32 {
+	if h == nil || id.Layer < 0 || id.Layer >= h.layers || id.Expert < 0 || id.Expert >= h.experts {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.counts[id.Layer*h.experts+id.Expert]
+}
+
+// Save writes the non-zero counts as JSON lines atomically (temporary
+// file, fsync, rename), so a crash leaves the previous file or the new one,
+// never a torn one.
+func (h *Heat) Save(path string) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	h.mu.Lock()
+	for i, v := range h.counts {
+		if v > 0 {
+			enc.Encode(heatRecord{Layer: i / h.experts, Expert: i % h.experts, Heat: float64(v)})
+		}
+	}
+	h.mu.Unlock()
+	return writeFileAtomic(path, b.Bytes())
+}
+
+// writeFileAtomic replaces path with b: temporary file in the same
+// directory, fsync, rename, fsync of the directory.
+func writeFileAtomic(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("engine: write %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

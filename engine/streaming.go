@@ -1,0 +1,247 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/deltafin/deltafin/engine/safetensors"
+	"github.com/deltafin/deltafin/kernels"
+)
+
+// StreamOptions turns on streaming for a checkpoint larger than RAM: routed
+// MXFP4 experts are read per token through an ExpertStore (cache, prefetch,
+// page cache bypassed) and spine layers beyond the budget's pinned prefix are
+// read per token, one layer ahead of compute.
+type StreamOptions struct {
+	// Machine RAM for the budget (sysinfo.ReadMemory) and the --ram-gb
+	// override; ignored when Plan is set.
+	TotalRAM, AvailableRAM, OverrideRAM int64
+	// Plan, when set, is used as is instead of planning from the RAM
+	// figures (tests force a small cache or zero pinned layers with it).
+	Plan  *BudgetPlan
+	Mode  IOMode  // IODirect unless measured otherwise
+	Fetch Fetcher // stream mode: makes missing expert ranges present
+	Heat  *Heat   // the histogram to use; nil: HeatPath's, or a fresh one
+	// HeatPath is where the heat histogram persists across runs: loaded at
+	// open (a damaged or foreign file starts afresh) and saved at Close.
+	HeatPath string
+	Trace    *TraceWriter // --trace: one line per token and MoE layer
+}
+
+// spineBytes returns the spine bytes of each decoder layer and of the
+// globals (embedding, lm_head, final norms: the engine keeps them in RAM),
+// from the checkpoint's tensor index.
+func (ck *checkpoint) spineBytes(c *Config) ([]int64, int64) {
+	layers := make([]int64, c.Layers)
+	var globals int64
+	for name, r := range ck.tensors {
+		if strings.Contains(name, ".experts.") {
+			continue
+		}
+		rest, ok := strings.CutPrefix(name, "model.layers.")
+		if !ok {
+			globals += r.t.Size
+			continue
+		}
+		var i int
+		if _, err := fmt.Sscanf(rest, "%d.", &i); err == nil && i >= 0 && i < c.Layers {
+			layers[i] += r.t.Size
+		}
+	}
+	return layers, globals
+}
+
+// planStreaming applies the budget: how many spine layers are pinned and
+// how many experts the cache keeps.
+func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
+	if o.Plan != nil {
+		return *o.Plan, nil
+	}
+	c := m.cfg
+	layers, globals := m.ck.spineBytes(c)
+	moe := 0
+	for i := range c.Layers {
+		if c.IsMoE(i) {
+			moe++
+		}
+	}
+	var span int64
+	if c.ExpertsMXFP4 && c.Experts > 0 {
+		span = ExpertSpanSize(c.MoEIntermediate, c.ExpertDim())
+	}
+	working := int64(2*maxTopK+32) * (alignUp(span) + ioAlign)
+	return PlanBudget(BudgetInput{
+		TotalRAM: o.TotalRAM, AvailableRAM: o.AvailableRAM, OverrideRAM: o.OverrideRAM,
+		GlobalBytes: globals, LayerBytes: layers, WorkingBytes: working,
+		SpanBytes: span, MoELayers: moe, ExpertsPerLayer: c.Experts, TopK: c.TopK,
+	})
+}
+
+// streamExperts serves routed experts from an ExpertStore.
+type streamExperts struct {
+	store         *ExpertStore
+	inter, latent int
+	heatPath      string
+}
+
+func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *Config, o *StreamOptions, cache int) (*streamExperts, error) {
+	heat := o.Heat
+	if heat == nil && o.HeatPath != "" {
+		// A damaged or foreign histogram only costs warm-up: start afresh
+		// and overwrite it at close.
+		heat, _ = LoadHeat(o.HeatPath, c.Layers, c.Experts)
+	}
+	spans := map[ExpertID]ExpertSpan{}
+	for i := range c.Layers {
+		if !c.IsMoE(i) {
+			continue
+		}
+		for e := range c.Experts {
+			sp := ck.span(c, i, e)
+			spans[ExpertID{i, e}] = ExpertSpan{Shard: sp.shard.name, Offset: sp.off, Size: sp.n}
+		}
+	}
+	s, err := OpenExpertStore(ctx, ExpertStoreOptions{
+		Dir: dir, Spans: spans, Mode: o.Mode, Heat: heat, Fetch: o.Fetch, CacheExperts: cache,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &streamExperts{store: s, inter: c.MoEIntermediate, latent: c.ExpertDim(), heatPath: o.HeatPath}, nil
+}
+
+func (s *streamExperts) acquire(ctx context.Context, layer int, ids []int) (expertBatch, error) {
+	b, err := s.store.Acquire(ctx, layer, ids)
+	if err != nil {
+		return nil, err
+	}
+	return &streamBatch{b: b, s: s}, nil
+}
+
+func (s *streamExperts) prefetch(layer int, ids []int) { s.store.Prefetch(layer, ids) }
+
+func (s *streamExperts) prefetchPrevious(layer int) { s.store.PrefetchPrevious(layer) }
+
+func (s *streamExperts) close() error {
+	err := s.store.Close()
+	if s.heatPath != "" {
+		if serr := s.store.heat.Save(s.heatPath); err == nil {
+			err = serr
+		}
+	}
+	return err
+}
+
+type streamBatch struct {
+	b *Batch
+	s *streamExperts
+}
+
+func (b *streamBatch) expert(ctx context.Context, i int) (kernels.Expert, error) {
+	data, err := b.b.Wait(ctx, i)
+	if err != nil {
+		return kernels.Expert{}, err
+	}
+	return ExpertMatrices(data, b.s.inter, b.s.latent)
+}
+
+func (b *streamBatch) release() { b.b.Release() }
+
+// diagnoseTruncation explains a shard whose header the parser rejected: if
+// the file ends inside a routed expert, the error names that expert and its
+// bytes rather than whichever tensor the parser met first. It returns nil
+// when the file is not cut inside an expert.
+func diagnoseTruncation(name string, src Source) error {
+	var prefix [8]byte
+	if err := src.ReadAt(context.Background(), prefix[:], 0); err != nil {
+		return nil
+	}
+	n, err := safetensors.HeaderLength(prefix[:], src.Size())
+	if err != nil {
+		return nil
+	}
+	buf := make([]byte, n)
+	if err := src.ReadAt(context.Background(), buf, 8); err != nil {
+		return nil
+	}
+	// Trust the offsets as if the file were whole, to see what it cuts.
+	h, err := safetensors.Parse(buf, math.MaxInt64/2)
+	if err != nil {
+		return nil
+	}
+	spans, err := IndexExperts(name, h)
+	if err != nil {
+		return nil
+	}
+	if id, ok := firstTruncated(spans, map[string]int64{name: src.Size()}); ok {
+		return fmt.Errorf("%w: %w", ErrCheckpoint, truncatedError(id, spans[id], src.Size()))
+	}
+	return nil
+}
+
+// spineLoad is one streamed spine layer being read in the background.
+type spineLoad struct {
+	done chan struct{}
+	lw   layerWeights
+	err  error
+}
+
+// loadSpineLayer starts reading layer i's spine.
+func (m *Model) loadSpineLayer(ctx context.Context, i int) *spineLoad {
+	sl := &spineLoad{done: make(chan struct{})}
+	go func() {
+		defer close(sl.done)
+		l := &loader{ctx: ctx, ck: m.ck}
+		sl.lw = l.layer(m.cfg, i)
+		sl.err = l.err
+	}()
+	return sl
+}
+
+func (sl *spineLoad) wait(ctx context.Context) (*layerWeights, error) {
+	select {
+	case <-sl.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if sl.err != nil {
+		return nil, sl.err
+	}
+	return &sl.lw, nil
+}
+
+// lookahead guesses layer i+1's experts while layer i still has its MoE
+// block to run: layer i+1's norm and router applied to layer i's
+// post-attention residual (the Deltafin "PILOT" lookahead, 59–70% recall on
+// K3). The guess is only a prefetch: layer i+1's own router decides, and
+// the store drops wrong guesses. Decode steps only (T = 1), streamed experts
+// only, and only when layer i+1's spine is already in RAM.
+func (m *Model) lookahead(i int, mIn []float32, T int, ahead *spineLoad) {
+	if _, ok := m.experts.(*streamExperts); !ok || T != 1 || i+1 >= m.cfg.Layers {
+		return
+	}
+	var next *layerWeights
+	switch {
+	case i+1 < m.pinned:
+		next = &m.w.layers[i+1]
+	case ahead != nil:
+		select {
+		case <-ahead.done:
+			if ahead.err == nil {
+				next = &ahead.lw
+			}
+		default:
+		}
+	}
+	if next == nil || next.moe == nil {
+		return
+	}
+	c := m.cfg
+	x := make([]float32, c.Hidden)
+	rmsNormRows(x, mIn, next.postNorm, c.Eps, c.Hidden)
+	logits := make([]float32, c.Experts)
+	m.backend.MatVec(logits, next.moe.router, x)
+	m.experts.prefetch(i+1, c.router(logits, next.moe.bias).ids)
+}

@@ -1,0 +1,26 @@
+//go:build !cgo || !(amd64 || arm64)
+
+package kernels
+
+// Without cgo (or on another architecture) only the reference exists.
+
+type isaInfo struct {
+	name string
+	isa  int
+}
+
+func fastISAs() []isaInfo { return nil }
+
+type fastBackend struct{ refBackend }
+
+func newFast(isaInfo, int) *fastBackend { return &fastBackend{} }
+
+func (b *fastBackend) decodeRow(dst []float32, w Matrix, r int) { DecodeRow(dst, w, r) }
+
+const cgoKernels = false
+
+func (b *fastBackend) applyAct(act Activation, g, u []float32) {
+	for i := range g {
+		g[i] = act.Apply(g[i], u[i])
+	}
+}

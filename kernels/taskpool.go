@@ -1,0 +1,52 @@
+package kernels
+
+import (
+	"fmt"
+	"sync"
+)
+
+// taskPool recycles tasks; get binds one to a backend's executor.
+type taskPool struct{ p sync.Pool }
+
+func (tp *taskPool) getFor(isa int, bufs *bufPool, exec func(*task, int, int, []float32)) *task {
+	t, ok := tp.p.Get().(*task)
+	if !ok {
+		t = new(task)
+	}
+	t.isa, t.bufs, t.exec = isa, bufs, exec
+	return t
+}
+
+// put clears the task's references to the caller's slices before recycling
+// it, so a pooled task does not keep an expert's bytes alive.
+func (tp *taskPool) put(t *task) {
+	t.w, t.w3 = Matrix{}, Matrix{}
+	t.x, t.dst, t.u = nil, nil, nil
+	t.scratchLen = 0
+	tp.p.Put(t)
+}
+
+// mxLayout writes x (a multiple of 32 long) in the layout the MXFP4 kernels
+// read: per group of 32 columns, the 16 even columns (low nibbles) then the
+// 16 odd ones (high nibbles).
+func mxLayout(dst, x []float32) {
+	for g := 0; g+MXFP4GroupSize <= len(x); g += MXFP4GroupSize {
+		for j := range 16 {
+			dst[g+j] = x[g+2*j]
+			dst[g+16+j] = x[g+2*j+1]
+		}
+	}
+}
+
+// checkFFN panics unless e is a consistent expert and x, dst hold n rows of
+// its hidden size: shapes are the caller's contract (see Backend).
+func checkFFN(dst []float32, e Expert, x []float32, n int) {
+	inter, dim := e.W1.Rows, e.W1.Cols
+	if e.W3.Rows != inter || e.W3.Cols != dim || e.W2.Rows != dim || e.W2.Cols != inter ||
+		len(x) < n*dim || len(dst) < n*dim {
+		panic(fmt.Sprintf("kernels: ExpertFFN: W1 and W3 must be [I,D], W2 [D,I], x and dst %d×D; have "+
+			"W1 %s[%d,%d] W3 %s[%d,%d] W2 %s[%d,%d], x %d, dst %d", n,
+			e.W1.DType, e.W1.Rows, e.W1.Cols, e.W3.DType, e.W3.Rows, e.W3.Cols, e.W2.DType, e.W2.Rows, e.W2.Cols,
+			len(x), len(dst)))
+	}
+}

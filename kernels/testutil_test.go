@@ -1,0 +1,136 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// u is the unit roundoff of float32.
+const u = 1.0 / (1 << 24)
+
+// randMatrix fills a matrix with values of the size real weights have. Every
+// dtype gets its full range of codes that matter: F16 includes subnormals,
+// MXFP4 every nibble (negative zero too), with scales in a 16-value window
+// as in the checkpoint (K3-ARCHITECTURE.md §3.3).
+func randMatrix(rng *rand.Rand, dt DType, rows, cols int) Matrix {
+	m := Matrix{DType: dt, Rows: rows, Cols: cols}
+	n := rows * cols
+	switch dt {
+	case F32:
+		m.Data = make([]byte, 4*n)
+		for i := range n {
+			binary.LittleEndian.PutUint32(m.Data[4*i:], math.Float32bits(float32(rng.NormFloat64()*0.05)))
+		}
+	case BF16:
+		m.Data = make([]byte, 2*n)
+		// Random sign and mantissa, exponent 2^-8..2^-2: cheap enough for
+		// the 1.2-billion-element lm_head.
+		for i := 0; i < n; i += 2 {
+			r := rng.Uint64()
+			for k := 0; k < 2 && i+k < n; k++ {
+				v := uint16(r>>(32*k)) & 0x807f
+				v |= uint16(119+(r>>(32*k+16))%7) << 7
+				binary.LittleEndian.PutUint16(m.Data[2*(i+k):], v)
+			}
+		}
+	case F16:
+		m.Data = make([]byte, 2*n)
+		for i := range n {
+			h := uint16(rng.Uint32())
+			if (h>>10)&0x1f == 0x1f || (h>>10)&0x1f > 16 { // no inf/NaN, and keep |v| ≤ 4
+				h &^= 0x4000
+			}
+			binary.LittleEndian.PutUint16(m.Data[2*i:], h)
+		}
+	case I8:
+		m.Data = make([]byte, n)
+		for i := range m.Data {
+			m.Data[i] = byte(rng.Uint32())
+		}
+		m.Scales = make([]byte, 4*rows)
+		for r := range rows {
+			binary.LittleEndian.PutUint32(m.Scales[4*r:], math.Float32bits(float32(0.0005+0.001*rng.Float64())))
+		}
+	case MXFP4:
+		m.Data = make([]byte, n/2)
+		for i := range m.Data {
+			m.Data[i] = byte(rng.Uint32())
+		}
+		m.Scales = make([]byte, n/MXFP4GroupSize)
+		for i := range m.Scales {
+			m.Scales[i] = byte(118 + rng.IntN(16))
+		}
+	}
+	return m
+}
+
+func randVec(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x
+}
+
+// absDot returns S[t*Rows+r] = Σ_c |W[r,c]·x_t[c]| in float64, the scale of
+// the rounding error of any summation order.
+func absDot(w Matrix, x []float32, n int) []float64 {
+	s := make([]float64, n*w.Rows)
+	row := make([]float32, w.Cols)
+	for r := range w.Rows {
+		DecodeRow(row, w, r)
+		for t := range n {
+			var a float64
+			for c, v := range row {
+				a += math.Abs(float64(v) * float64(x[t*w.Cols+c]))
+			}
+			s[t*w.Rows+r] = a
+		}
+	}
+	return s
+}
+
+// dotTol is the tolerance of one dot product of length cols against the
+// reference. Both sides round every partial sum; the fast kernels sum in a
+// different order (SIMD lanes, MXFP4 group sums scaled afterwards, INT8
+// scaled at the end), so the results differ by rounding only. With partial
+// sums of random sign the first-order error bound u·Σ_k|s_k| is about
+// u·√cols·Σ|w·x|; we allow 4× that (and never less than the worst case
+// u·cols·Σ|w·x| for cols ≤ 16). A wrong element, scale or nibble costs about
+// Σ|w·x|/cols, above this bound for every cols < 26,000, so the check still
+// catches single-element mistakes on K3 shapes.
+func dotTol(cols int, s float64) float64 {
+	return 4*u*math.Sqrt(float64(cols))*s + 1e-30
+}
+
+func requireClose(t *testing.T, want, got []float32, s []float64, cols int, what string) {
+	t.Helper()
+	require.Len(t, got, len(want))
+	for i := range want {
+		d := math.Abs(float64(want[i]) - float64(got[i]))
+		if !(d <= dotTol(cols, s[i])) { // NaN fails too
+			require.Failf(t, "kernels differ", "%s: element %d: ref %g, fast %g, |Δ| %g > tol %g (Σ|w·x| = %g)",
+				what, i, want[i], got[i], d, dotTol(cols, s[i]), s[i])
+		}
+	}
+}
+
+// fastBackends returns every C backend this CPU runs, at the given thread
+// count.
+func fastBackends(t *testing.T, threads int) []Backend {
+	t.Helper()
+	var out []Backend
+	for _, name := range Available() {
+		if name == "ref" {
+			continue
+		}
+		b, err := Open(name, threads)
+		require.NoError(t, err)
+		out = append(out, b)
+	}
+	return out
+}
