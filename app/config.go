@@ -49,7 +49,7 @@ type Config struct {
 	// WarmIdleAfter: overnight warming starts after this long without
 	// user input, on AC power.
 	WarmIdleAfter time.Duration
-	// WarmPoll: how often warming checks idle time and power.
+	// WarmPoll: how often warming checks idle time and power (0: 30 s).
 	WarmPoll time.Duration
 	// SessionBus is DBUS_SESSION_BUS_ADDRESS and RuntimeDir is
 	// XDG_RUNTIME_DIR: on Linux the tray and notifications need a
@@ -93,8 +93,8 @@ func (c *Config) Validate() error {
 	if c.NotifyAfter < 0 || c.WarmIdleAfter < 0 {
 		return fmt.Errorf("app: negative duration (notify after %v, warm idle after %v)", c.NotifyAfter, c.WarmIdleAfter)
 	}
-	if c.WarmPoll <= 0 {
-		return fmt.Errorf("app: warm poll interval must be positive, got %v", c.WarmPoll)
+	if c.WarmPoll < 0 {
+		return fmt.Errorf("app: negative warm poll interval %v", c.WarmPoll)
 	}
 	if c.RAMGB < 0 || c.RAMGB > 1<<20 {
 		return fmt.Errorf("app: --ram-gb %g is not a RAM size in GB", c.RAMGB)

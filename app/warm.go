@@ -44,7 +44,11 @@ func (a *App) setWarm(on bool) {
 // AC power, warms while it stays so, and stops at the first sign of the
 // user (or on battery) to resume at the next idle stretch.
 func (a *App) warmLoop(ctx context.Context) {
-	tick := time.NewTicker(a.cfg.WarmPoll)
+	poll := a.cfg.WarmPoll
+	if poll <= 0 {
+		poll = 30 * time.Second
+	}
+	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {
 		ok, why := a.warmAllowed(ctx)
