@@ -12,16 +12,10 @@ DARWIN_CGO_ONLY :=
 DARWIN_PKGS = $(filter-out $(DARWIN_CGO_ONLY),$(shell $(GO) list ./...))
 
 # Debian packages the tests use, as "command:package" pairs.
-<<<<<<< HEAD
 # dbus-daemon: the app's tests start a private session bus (tray, notifications).
-APT_DEPS := dbus-daemon:dbus-daemon
+APT_DEPS := qemu-aarch64:qemu-user aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu dbus-daemon:dbus-daemon
 
-.PHONY: all build run test vet fmt-check darwin-vet info-plist unit deps bench app lint clean
-=======
-APT_DEPS := qemu-aarch64:qemu-user aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu
-
-.PHONY: all build run test vet fmt-check darwin-vet unit kernels-arm64 deps bench app lint clean
->>>>>>> main
+.PHONY: all build run test vet fmt-check darwin-vet info-plist unit kernels-arm64 deps bench app lint clean
 
 all: build
 
@@ -31,10 +25,7 @@ build:
 run: build
 	./$(BIN)
 
-<<<<<<< HEAD
-test: deps vet fmt-check darwin-vet info-plist unit
-=======
-test: deps vet fmt-check darwin-vet unit kernels-arm64
+test: deps vet fmt-check darwin-vet info-plist unit kernels-arm64
 
 # The NEON kernels, cross-compiled and run under qemu-user: the conformance
 # tests in -short mode (the K3-sized matrices take minutes emulated; amd64
@@ -43,7 +34,6 @@ KERNELS_ARM64_TESTS := RandomShapes|ExpertFFN|Activation|Decode|ByName|Threads|A
 kernels-arm64:
 	CC=aarch64-linux-gnu-gcc CGO_ENABLED=1 GOARCH=arm64 $(GO) test -c -o bin/kernels-arm64.test ./kernels
 	qemu-aarch64 -L /usr/aarch64-linux-gnu bin/kernels-arm64.test -test.short -test.count=1 -test.run '$(KERNELS_ARM64_TESTS)'
->>>>>>> main
 
 vet:
 	$(GO) vet ./...
