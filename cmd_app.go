@@ -30,7 +30,11 @@ func runApp(ctx context.Context, cfg app.Config, args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	deps, err := app.MenuBarDeps(cfg)
+	demo, err := demoModel()
+	if err != nil {
+		return err
+	}
+	deps, err := app.MenuBarDeps(cfg, demo, log)
 	if err != nil {
 		return err
 	}

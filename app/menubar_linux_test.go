@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/deltafin/deltafin/downloader/hubtest"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -245,19 +246,31 @@ func TestLongAnswerNotification(t *testing.T) {
 func TestServerStartStop(t *testing.T) {
 	desk.reset()
 	cfg := testConfig(t)
-	a := startApp(t, cfg, Deps{Server: &httpServer{}})
-	st := waitFor(t, a, "serving", func(s State) bool { return s.ServerAddr != "" })
+	cfg.Server.Port = 0
+	mi := newMirrorInstall(cfg)
+	a := startApp(t, cfg, Deps{Downloader: mi, Server: &apiServer{cfg: cfg, mi: mi, demo: os.DirFS("../testdata/k3-tiny"), log: slog.Default()}})
+	st := waitFor(t, a, "serving", func(s State) bool { return s.ServerAddr != "" || s.Problem != "" })
+	require.Empty(t, st.Problem)
+	require.True(t, st.Demo)
 	require.Equal(t, LabelStopServer, a.Menu().Item(ItemServer).Label)
+	resp, err := http.Get(st.ServerAddr + "/v1/models")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.Contains(t, string(body), "deltafin-kimi-k3")
+
 	a.Click(ItemServer)
 	waitFor(t, a, "stopped", func(s State) bool { return s.ServerAddr == "" })
-	_, err := http.Get(st.ServerAddr)
+	_, err = http.Get(st.ServerAddr + "/health")
 	require.Error(t, err)
 	require.False(t, a.Menu().Item(ItemCopyAddress).Enabled)
 	a.Click(ItemServer)
 	st = waitFor(t, a, "serving again", func(s State) bool { return s.ServerAddr != "" })
-	resp, err := http.Get(st.ServerAddr)
+	resp, err = http.Get(st.ServerAddr + "/health")
 	require.NoError(t, err)
 	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
 func TestOpenDataFolder(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 
@@ -16,15 +17,17 @@ import (
 var ErrNoTray = errors.New("app: no menu bar")
 
 // MenuBarDeps returns the app's collaborators for cfg: the downloader and
-// warmer over the model mirror, and this machine's notifier, idle and power
-// sources, keep-awake, login item and desktop helpers.
-func MenuBarDeps(cfg Config) (Deps, error) {
+// warmer over the model mirror, the API server (on demo when nothing is
+// installed), and this machine's notifier, idle and power sources,
+// keep-awake, login item and desktop helpers.
+func MenuBarDeps(cfg Config, demo fs.FS, log *slog.Logger) (Deps, error) {
 	d, err := PlatformDeps()
 	if err != nil {
 		return d, err
 	}
 	mi := newMirrorInstall(cfg)
 	d.Downloader, d.Warmer = mi, mi
+	d.Server = &apiServer{cfg: cfg, mi: mi, demo: demo, log: log}
 	return d, nil
 }
 

@@ -43,6 +43,16 @@ func (d *mirrorInstall) mirror(ctx context.Context) (*downloader.Mirror, error) 
 	return d.m, nil
 }
 
+// dir is the mirror's directory, the installed model's.
+func (d *mirrorInstall) dir() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m != nil {
+		return d.m.Dir()
+	}
+	return d.cfg.ModelDir()
+}
+
 // Close releases the mirror (and its lock).
 func (d *mirrorInstall) Close() error {
 	d.mu.Lock()
