@@ -24,7 +24,7 @@ import (
 func testConfig(t *testing.T) Config {
 	cfg := DefaultConfig(func(string) string { return "" })
 	cfg.DataDir = t.TempDir()
-	cfg.WarmPoll, cfg.WarmIdleAfter = 20*time.Millisecond, time.Minute
+	cfg.WarmPoll, cfg.WarmIdleAfter, cfg.Server.Port = 20*time.Millisecond, time.Minute, 0
 	require.NoError(t, cfg.Validate())
 	return cfg
 }
@@ -43,7 +43,7 @@ func slowHub(t *testing.T, delay time.Duration) *hubtest.Hub {
 // hubAppConfig is testConfig pointed at the fake hub, one request at a time.
 func hubAppConfig(t *testing.T, h *hubtest.Hub) Config {
 	cfg := hubConfig(t, h)
-	cfg.WarmPoll, cfg.WarmIdleAfter, cfg.Jobs = 20*time.Millisecond, time.Minute, 1
+	cfg.WarmPoll, cfg.WarmIdleAfter, cfg.Jobs, cfg.Server.Port = 20*time.Millisecond, time.Minute, 1, 0
 	return cfg
 }
 
@@ -56,7 +56,7 @@ func testDeps(cfg Config, power string) Deps {
 	return Deps{
 		Downloader: mi,
 		Warmer:     &countingWarmer{total: 30, step: 10 * time.Millisecond, started: make(chan struct{}, 1)},
-		Server:     &httpServer{},
+		Server:     &apiServer{cfg: cfg, mi: mi, demo: os.DirFS("../testdata/k3-tiny"), log: slog.Default()},
 		Notifier:   NewNotifier("Deltafin"),
 		Idle:       &logindIdle{now: time.Now, dial: privateBus},
 		Power:      sysfsPower{root: power},
@@ -122,11 +122,12 @@ func TestDownloadPausesAndResumesAfterRelaunch(t *testing.T) {
 	}
 	// The server moved from the demo to the installed model.
 	st = waitFor(t, a, "real model served", func(s State) bool { return !s.Demo && s.ServerAddr != "" })
-	resp, err := http.Get(st.ServerAddr)
+	resp, err := http.Get(st.ServerAddr + "/v1/models")
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	require.Equal(t, "ok demo=false\n", string(body))
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.Contains(t, string(body), "deltafin-kimi-k3")
 }
 
 func TestDownloadFailureNeedsTheUser(t *testing.T) {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -22,13 +24,14 @@ import (
 
 // trayChild is the menu-bar app as the tray test runs it: the real App,
 // systray and beeep on the test bus, the real downloader and warmer against
-// the fake hub, the logind and sysfs twins, and a loopback HTTP server in
-// place of the API server.
+// the fake hub, the real API server (demo model, then the installed one),
+// and the logind and sysfs twins.
 func trayChild() int {
 	dir := os.Getenv("DELTAFIN_TEST_DIR")
 	cfg := DefaultConfig(os.Getenv)
 	cfg.DataDir = filepath.Join(dir, "data")
-	cfg.WarmPoll, cfg.WarmIdleAfter, cfg.Jobs = 100*time.Millisecond, time.Minute, 1
+	cfg.WarmPoll, cfg.WarmIdleAfter, cfg.Jobs, cfg.Server.Port = 100*time.Millisecond, time.Minute, 1, 0
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	// The real downloader and warmer, against the parent's fake hub
 	// (HF_ENDPOINT, HF_TOKEN), in small chunks so progress shows.
 	mi := newMirrorInstall(cfg)
@@ -36,7 +39,7 @@ func trayChild() int {
 	deps := Deps{
 		Downloader: mi,
 		Warmer:     mi,
-		Server:     &httpServer{},
+		Server:     &apiServer{cfg: cfg, mi: mi, demo: os.DirFS("../testdata/k3-tiny"), log: log},
 		Notifier:   NewNotifier("Deltafin"),
 		Idle: &logindIdle{now: time.Now, dial: func() (*dbus.Conn, error) {
 			return dbus.Connect(cfg.SessionBus)
@@ -51,7 +54,7 @@ func trayChild() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	if err := RunMenuBar(ctx, cfg, deps, slog.New(slog.NewTextHandler(os.Stderr, nil))); err != nil {
+	if err := RunMenuBar(ctx, cfg, deps, log); err != nil {
 		fmt.Fprintln(os.Stderr, "tray child:", err)
 		return 1
 	}
@@ -252,6 +255,12 @@ func TestTrayOverDBus(t *testing.T) {
 		return serving.MatchString(s) && !strings.Contains(s, "demo")
 	}, 20*time.Second, 20*time.Millisecond)
 	addr = serving.FindStringSubmatch(m.status())[1]
+	resp, err := http.Get(addr + "/v1/models")
+	require.NoError(t, err)
+	models, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(models))
+	require.Contains(t, string(models), "deltafin-kimi-k3")
 	m.click(LabelCopyAddress)
 	require.Eventually(t, func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "clipboard"))
