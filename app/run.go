@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,13 +23,18 @@ import (
 
 // RunConfig is `deltafin run`: one generation from the command line.
 type RunConfig struct {
-	Model     string // model directory (config.json + safetensors)
-	IDs       []int  // prompt as token ids (no tokenizer needed)
-	Prompt    string // prompt as text (needs the model's tokenizer)
-	Chat      bool   // send Prompt as a chat turn; stops at eos_token_id
-	MaxNew    int    // tokens to generate
-	JSON      bool   // print one JSON object at the end
-	LogitsOut string // file for little-endian float32 logits rows
+	Model  string // model directory (config.json + safetensors)
+	IDs    []int  // prompt as token ids (no tokenizer needed)
+	Prompt string // prompt as text (needs the tokenizer)
+	Chat   bool   // wrap Prompt as a chat turn; stops at eos_token_id
+	// NoThinking (--thinking=false) answers a --chat turn without the
+	// think channel; Effort is the thinking effort, low, high or max
+	// ("" = max).
+	NoThinking bool
+	Effort     string
+	MaxNew     int    // tokens to generate
+	JSON       bool   // print one JSON object at the end
+	LogitsOut  string // file for little-endian float32 logits rows
 }
 
 // DefaultMaxNew is --max-new's default.
@@ -58,6 +64,8 @@ func (r RunConfig) validate() error {
 		return errors.New("app: run needs --ids or --prompt")
 	case r.Chat && r.Prompt == "":
 		return errors.New("app: --chat needs --prompt")
+	case chat.CheckEffort(r.Effort) != nil:
+		return fmt.Errorf("app: --effort: %w", chat.CheckEffort(r.Effort))
 	case r.MaxNew < 1:
 		return fmt.Errorf("app: --max-new %d, want at least 1", r.MaxNew)
 	}
@@ -79,26 +87,40 @@ type RunStats struct {
 
 // RunOutput is what `deltafin run --json` prints.
 type RunOutput struct {
-	PromptIDs []int   `json:"prompt_ids"`
-	IDs       []int   `json:"ids"`
-	Text      *string `json:"text,omitempty"` // when the model directory has a tokenizer
-	// Reasoning and Content split a --chat answer at the response marker.
-	Reasoning *string  `json:"reasoning,omitempty"`
-	Content   *string  `json:"content,omitempty"`
+	PromptIDs []int    `json:"prompt_ids"`
+	IDs       []int    `json:"ids"`
+	Text      *string  `json:"text,omitempty"`      // when the model directory has a tokenizer
+	Reasoning *string  `json:"reasoning,omitempty"` // --chat: the think channel
+	Content   *string  `json:"content,omitempty"`   // --chat: the answer
 	Stats     RunStats `json:"stats"`
 }
 
 // Run generates greedily from cfg.Run's prompt. Without --json it prints
-// the generated text as it is decoded (the ids when the model directory has
-// no tokenizer), then a stats line on stderr.
+// the text as it is generated (the reasoning dimmed on a terminal; the ids
+// when the model directory has no tokenizer), then a stats line on stderr.
+// Ctrl-C (ctx cancelled) stops generation, keeps what was printed, prints
+// the stats with finish reason "interrupted" and returns an error wrapping
+// context.Canceled.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	rc := cfg.Run
 	if err := rc.validate(); err != nil {
 		return err
 	}
-	ids, text, err := rc.promptIDs()
-	if err != nil {
-		return err
+	// The tokenizer is needed for --prompt and adds "text" to --ids runs
+	// when the model directory has one.
+	tok, err := tokenizer.Load(rc.Model)
+	switch {
+	case err != nil && rc.Prompt != "":
+		return fmt.Errorf("app: --prompt needs the model's tokenizer: %w", err)
+	case err != nil && !errors.Is(err, tokenizer.ErrMissing):
+		return fmt.Errorf("app: the model's tokenizer: %w", err)
+	}
+	chatOpts := chat.Options{Thinking: !rc.NoThinking, Effort: rc.Effort}
+	prompt := rc.IDs
+	if rc.Prompt != "" {
+		if prompt, err = textPrompt(tok, rc.Prompt, rc.Chat, chatOpts); err != nil {
+			return err
+		}
 	}
 	backend, err := kernels.ByName(cfg.Kernels) // DELTAFIN_KERNELS
 	if err != nil {
@@ -118,8 +140,19 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stderr, m.Plan())
 
 	opts := engine.GenerateOptions{MaxNew: rc.MaxNew}
-	if rc.Chat && info.EOS >= 0 {
-		opts.StopTokens = []int{info.EOS}
+	if rc.Chat {
+		opts.StopTokens = chat.StopTokens(tok)
+		if info.EOS >= 0 && !slices.Contains(opts.StopTokens, info.EOS) {
+			opts.StopTokens = append(opts.StopTokens, info.EOS)
+		}
+	}
+	var printer *textPrinter
+	if tok != nil {
+		w := io.Discard // --json only collects the text
+		if !rc.JSON {
+			w = stdout
+		}
+		printer = newTextPrinter(w, isTerminal(w), tok, rc.Chat, chatOpts)
 	}
 	var logits *logitsFile
 	if rc.LogitsOut != "" {
@@ -130,33 +163,37 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		opts.Logits = logits.write
 	}
 
-	printer := text.printer(stdout, rc)
-	out := RunOutput{PromptIDs: ids, IDs: []int{}}
-	res, err := m.NewSession().Generate(ctx, ids, opts, func(id int) error {
-		out.IDs = append(out.IDs, id)
-		switch {
-		case printer != nil:
-			return printer.add(id)
-		case !rc.JSON:
+	out := RunOutput{PromptIDs: prompt, IDs: []int{}}
+	res, err := m.NewSession().Generate(ctx, prompt, opts, func(tok int) error {
+		out.IDs = append(out.IDs, tok)
+		if printer != nil {
+			if err := printer.add(tok); err != nil {
+				return err
+			}
+		}
+		if !rc.JSON && printer == nil {
 			sep := " "
 			if len(out.IDs) == 1 {
 				sep = ""
 			}
-			_, err := fmt.Fprintf(stdout, "%s%d", sep, id)
+			_, err := fmt.Fprintf(stdout, "%s%d", sep, tok)
 			return err
 		}
 		return nil
 	})
+	interrupted := err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
+	if err != nil && !interrupted {
+		return err
+	}
+	if interrupted {
+		res.FinishReason = "interrupted"
+	}
 	if printer != nil {
-		// Also after an error (Ctrl-C): what was printed stays valid text.
-		if ferr := printer.finish(res.FinishReason != "stop"); err == nil {
-			err = ferr
+		if err := printer.finish(res.FinishReason != "stop"); err != nil {
+			return err
 		}
 		text, reasoning, content := printer.result()
 		out.Text, out.Reasoning, out.Content = &text, reasoning, content
-	}
-	if err != nil {
-		return err
 	}
 	out.Stats = RunStats{
 		Model: info.ID, Backend: info.Backend,
@@ -166,57 +203,27 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if res.Tokens > 1 && res.Decode > 0 {
 		out.Stats.DecodeTokPerS = math.Round(float64(res.Tokens-1)/res.Decode.Seconds()*100) / 100
 	}
-	if logits != nil {
+	if logits != nil && !interrupted {
 		if out.Stats.LogitsRows, err = logits.commit(); err != nil {
 			return err
 		}
 	}
 	if rc.JSON {
 		enc := json.NewEncoder(stdout)
-		return enc.Encode(out)
+		enc.SetEscapeHTML(false) // keep "<|open|>" readable in "text"
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(stdout)
+		s := out.Stats
+		fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s\n",
+			s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason)
 	}
-	fmt.Fprintln(stdout)
-	s := out.Stats
-	fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s\n",
-		s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason)
+	if interrupted {
+		return fmt.Errorf("app: interrupted after %d tokens: %w", res.Tokens, ctx.Err())
+	}
 	return nil
-}
-
-// runText is the text side of a run: the model directory's tokenizer (nil
-// when it has none, which only --prompt needs) and the chat options.
-type runText struct {
-	tok  *tokenizer.Tokenizer
-	chat chat.Options
-}
-
-// promptIDs returns the prompt as token ids: --ids as given, --prompt
-// tokenized (rendered as a chat turn with --chat).
-func (r RunConfig) promptIDs() ([]int, runText, error) {
-	text := runText{chat: chat.DefaultOptions()}
-	tok, err := tokenizer.Load(r.Model)
-	if err == nil {
-		text.tok = tok
-	}
-	if r.Prompt == "" {
-		return r.IDs, text, nil
-	}
-	if err != nil {
-		return nil, text, fmt.Errorf("app: --prompt needs the model's tokenizer: %w", err)
-	}
-	ids, err := textPrompt(tok, r.Prompt, r.Chat, text.chat)
-	return ids, text, err
-}
-
-// printer prints the generated text to stdout as it arrives, or only
-// collects it for --json; nil without a tokenizer (ids are printed).
-func (t runText) printer(stdout io.Writer, r RunConfig) *textPrinter {
-	if t.tok == nil {
-		return nil
-	}
-	if r.JSON {
-		return newTextPrinter(io.Discard, false, t.tok, r.Chat, t.chat)
-	}
-	return newTextPrinter(stdout, isTerminal(stdout), t.tok, r.Chat, t.chat)
 }
 
 func ms(sec float64) float64 { return math.Round(sec*1e6) / 1e3 }

@@ -33,11 +33,7 @@ func textPrompt(tok *tokenizer.Tokenizer, prompt string, asChat bool, opts chat.
 	if !asChat {
 		return tok.Encode(prompt), nil
 	}
-	segs, err := chat.Render([]chat.Message{{Role: "user", Content: prompt}}, opts)
-	if err != nil {
-		return nil, err
-	}
-	return chat.Tokenize(tok, segs), nil
+	return chat.Prompt(tok, []chat.Message{{Role: "user", Content: prompt}}, opts)
 }
 
 // textPrinter prints generated ids as text while they arrive. In chat mode

@@ -2,8 +2,13 @@ package app
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -90,4 +95,150 @@ func TestTextPrinterWriteError(t *testing.T) {
 	p := newTextPrinter(f, false, tok, false, chat.DefaultOptions())
 	require.ErrorContains(t, p.add(tok.Encode("a")[0]), "writing output")
 	require.False(t, isTerminal(&bytes.Buffer{}))
+}
+
+// modelWithoutTokenizer links k3-tiny's files except the tokenizer's into a
+// temporary directory.
+func modelWithoutTokenizer(t *testing.T) string {
+	src, err := filepath.Abs(filepath.Join("..", "testdata", "k3-tiny"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if e.Name() == tokenizer.ModelFile || e.Name() == tokenizer.ConfigFile {
+			continue
+		}
+		require.NoError(t, os.Symlink(filepath.Join(src, e.Name()), filepath.Join(dir, e.Name())))
+	}
+	return dir
+}
+
+func runK3Tiny(t *testing.T, ctx context.Context, rc RunConfig, stdout io.Writer) (RunOutput, string, error) {
+	cfg := DefaultConfig(func(string) string { return "" })
+	rc.Model = filepath.Join("..", "testdata", "k3-tiny")
+	if rc.MaxNew == 0 {
+		rc.MaxNew = 16
+	}
+	cfg.Run = rc
+	var buf bytes.Buffer
+	if stdout == nil {
+		stdout = &buf
+	}
+	var stderr bytes.Buffer
+	err := Run(ctx, cfg, stdout, &stderr)
+	var out RunOutput
+	if err == nil && rc.JSON {
+		require.NoError(t, json.Unmarshal(buf.Bytes(), &out))
+	}
+	return out, stderr.String(), err
+}
+
+// --prompt "The capital of France is" encodes to the reference prompt ids
+// and gives the reference greedy tokens, now as text.
+func TestRunPromptK3Tiny(t *testing.T) {
+	tok := tinyTokenizer(t)
+	out, _, err := runK3Tiny(t, t.Context(), RunConfig{Prompt: "The capital of France is", JSON: true}, nil)
+	require.NoError(t, err)
+	require.Equal(t, ints(reference(t, "text.input_ids")), out.PromptIDs)
+	require.Equal(t, ints(reference(t, "text.greedy_tokens")), out.IDs)
+	require.NotNil(t, out.Text)
+	require.Equal(t, tok.Decode(out.IDs), *out.Text)
+	require.Nil(t, out.Reasoning, "reasoning and content are for --chat")
+
+	// Without --json the same text is printed as it is generated.
+	var stdout bytes.Buffer
+	_, stderr, err := runK3Tiny(t, t.Context(), RunConfig{Prompt: "The capital of France is"}, &stdout)
+	require.NoError(t, err)
+	require.Equal(t, *out.Text+"\n", stdout.String())
+	require.Contains(t, stderr, "finish length")
+
+	// --ids runs gain "text" when the model has a tokenizer.
+	out, _, err = runK3Tiny(t, t.Context(), RunConfig{IDs: out.PromptIDs, JSON: true}, nil)
+	require.NoError(t, err)
+	require.Equal(t, tok.Decode(out.IDs), *out.Text)
+}
+
+func TestRunChatK3Tiny(t *testing.T) {
+	tok := tinyTokenizer(t)
+	for _, thinking := range []bool{true, false} {
+		t.Run(fmt.Sprint("thinking=", thinking), func(t *testing.T) {
+			rc := RunConfig{Prompt: "Hi <|open|>", Chat: true, NoThinking: !thinking, Effort: "low", JSON: true, MaxNew: 24}
+			out, _, err := runK3Tiny(t, t.Context(), rc, nil)
+			require.NoError(t, err)
+			want, err := chat.Prompt(tok, []chat.Message{{Role: "user", Content: "Hi <|open|>"}}, chat.Options{Thinking: thinking, Effort: "low"})
+			require.NoError(t, err)
+			require.Equal(t, want, out.PromptIDs)
+			require.NotContains(t, out.IDs, 770, "the stop token ends the turn and is not emitted")
+			require.Equal(t, tok.Decode(out.IDs), *out.Text)
+			p := chat.NewTokenParser(tok, chat.Options{Thinking: thinking})
+			for _, id := range out.IDs {
+				p.Add(id)
+			}
+			p.Finish(out.Stats.FinishReason != "stop")
+			r, c := p.Result()
+			require.Equal(t, r, *out.Reasoning)
+			require.Equal(t, c, *out.Content)
+
+			// Printed: the reasoning and the answer, set apart.
+			rc.JSON = false
+			var stdout bytes.Buffer
+			_, _, err = runK3Tiny(t, t.Context(), rc, &stdout)
+			require.NoError(t, err)
+			printed := stdout.String()
+			require.True(t, strings.HasPrefix(printed, *out.Reasoning), "%q", printed)
+			require.True(t, strings.HasSuffix(printed, *out.Content+"\n"), "%q", printed)
+		})
+	}
+	_, _, err := runK3Tiny(t, t.Context(), RunConfig{Prompt: "Hi", Chat: true, Effort: "medium"}, nil)
+	require.ErrorIs(t, err, chat.ErrEffort)
+	require.ErrorContains(t, err, "--effort")
+}
+
+// cancelOnWrite cancels the run at its first printed text, as Ctrl-C would.
+type cancelOnWrite struct {
+	buf    bytes.Buffer // not embedded: its WriteString would bypass Write
+	cancel context.CancelFunc
+}
+
+func (w *cancelOnWrite) Write(p []byte) (int, error) {
+	w.cancel()
+	return w.buf.Write(p)
+}
+
+func TestRunInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	w := &cancelOnWrite{cancel: cancel}
+	out, _, err := runK3Tiny(t, t.Context(), RunConfig{Prompt: "The capital of France is", JSON: true}, nil)
+	require.NoError(t, err)
+	_, stderr, err := runK3Tiny(t, ctx, RunConfig{Prompt: "The capital of France is"}, w)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorContains(t, err, "interrupted")
+	require.Contains(t, stderr, "finish interrupted")
+	printed := w.buf.String()
+	require.True(t, strings.HasSuffix(printed, "\n"))
+	require.NotEmpty(t, strings.TrimSuffix(printed, "\n"), "what was printed is kept")
+	require.True(t, strings.HasPrefix(*out.Text, strings.TrimSuffix(printed, "\n")), "%q is a prefix of %q", printed, *out.Text)
+	require.Less(t, len(printed), len(*out.Text)+1, "generation stopped early")
+}
+
+// Without tokenizer files an --ids run still works and prints ids.
+func TestRunIDsWithoutTokenizer(t *testing.T) {
+	cfg := DefaultConfig(func(string) string { return "" })
+	cfg.Run.Model, cfg.Run.IDs, cfg.Run.MaxNew = modelWithoutTokenizer(t), []int{1, 2, 3}, 3
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, Run(t.Context(), cfg, &stdout, &stderr))
+	fields := strings.Fields(stdout.String())
+	require.Len(t, fields, 3, "three ids: %q", stdout.String())
+	for _, f := range fields {
+		_, err := strconv.Atoi(f)
+		require.NoError(t, err)
+	}
+	cfg.Run.JSON = true
+	stdout.Reset()
+	require.NoError(t, Run(t.Context(), cfg, &stdout, &stderr))
+	var out RunOutput
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out))
+	require.Nil(t, out.Text)
 }

@@ -469,9 +469,27 @@ func Tokenize(t *tokenizer.Tokenizer, segs []Segment) []int {
 	return ids
 }
 
+// ErrTokenizer is returned by Prompt for a vocabulary without K3's control
+// tokens, where the markers would silently become plain text.
+var ErrTokenizer = errors.New("chat: tokenizer lacks the K3 chat control tokens")
+
+// CheckTokenizer returns ErrTokenizer unless t has every control marker as
+// a special token.
+func CheckTokenizer(t *tokenizer.Tokenizer) error {
+	for _, name := range []string{Open, Close, Sep, EndOfMsg} {
+		if _, ok := t.SpecialID(name); !ok {
+			return fmt.Errorf("%w: no special %s", ErrTokenizer, name)
+		}
+	}
+	return nil
+}
+
 // Prompt renders msgs and tokenizes the segments: the prompt ids to feed
 // the engine.
 func Prompt(t *tokenizer.Tokenizer, msgs []Message, opts Options) ([]int, error) {
+	if err := CheckTokenizer(t); err != nil {
+		return nil, err
+	}
 	segs, err := Render(msgs, opts)
 	if err != nil {
 		return nil, err

@@ -279,3 +279,16 @@ func TestInternalMessages(t *testing.T) {
 	require.Contains(t, got, "must match the following schema:\n```json\n{\"properties\":{},\"type\":\"object\"}\n```")
 	require.True(t, strings.HasSuffix(got, `<|open|>message role="assistant"<|sep|><|open|>response<|sep|>`))
 }
+
+func TestPromptNeedsControlTokens(t *testing.T) {
+	dir := t.TempDir()
+	model, err := os.ReadFile("../../testdata/tokenizer/tiktoken.model")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(dir+"/tiktoken.model", model, 0o644))
+	require.NoError(t, os.WriteFile(dir+"/tokenizer_config.json", []byte(`{"added_tokens_decoder":{}}`), 0o644))
+	tok, err := tokenizer.Load(dir) // every special is <|reserved_token_N|>
+	require.NoError(t, err)
+	_, err = Prompt(tok, []Message{{Role: "user", Content: "hi"}}, DefaultOptions())
+	require.ErrorIs(t, err, ErrTokenizer)
+	require.ErrorContains(t, err, Open)
+}

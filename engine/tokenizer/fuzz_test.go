@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,7 +81,8 @@ func benchText(n int) string {
 // that tokenization_kimi.py cuts into 25,000-character pieces (the input
 // that would make a quadratic merge blow up). The "scaling" metric is the
 // time per byte at 1 MB divided by the time per byte at 64 kB of the same
-// input, measured in the same run: about 1 means linear.
+// input (16 runs after a warm-up), measured in the same run: about 1 means
+// linear; a quadratic merge would show about 16.
 func BenchmarkEncode(b *testing.B) {
 	tok := loadFixture(b)
 	const size = 1 << 20
@@ -93,11 +95,12 @@ func BenchmarkEncode(b *testing.B) {
 	for _, in := range inputs {
 		b.Run(in.name, func(b *testing.B) {
 			small := in.text[:len(in.text)/16]
+			tok.Encode(small) // warm up: class table, allocator
 			start := time.Now()
-			for range 4 {
+			for range 16 {
 				tok.Encode(small)
 			}
-			smallPerByte := float64(time.Since(start)) / float64(4*len(small))
+			smallPerByte := float64(time.Since(start)) / float64(16*len(small))
 			b.SetBytes(int64(len(in.text)))
 			b.ResetTimer()
 			for b.Loop() {
@@ -116,5 +119,34 @@ func BenchmarkDecode(b *testing.B) {
 	b.SetBytes(1 << 20)
 	for b.Loop() {
 		tok.Decode(ids)
+	}
+}
+
+// BenchmarkLongPiece merges one 25,000-byte piece (the longest the input
+// splitting lets through, for a one-byte character) of spaces and of
+// letters. "scaling" is the time per byte relative to a piece 16 times
+// shorter, measured in the same run: about 1 for the heap merge, where
+// tiktoken's scan would be about 16.
+func BenchmarkLongPiece(b *testing.B) {
+	tok := loadFixture(b)
+	for _, c := range []string{" ", "x", "ab"} {
+		b.Run(fmt.Sprintf("%q", c), func(b *testing.B) {
+			piece := strings.Repeat(c, 25_000/len(c))
+			short := piece[:len(piece)/16]
+			var m bpe
+			m.encode(nil, short, tok.ranks)
+			start := time.Now()
+			for range 16 {
+				m.encode(nil, short, tok.ranks)
+			}
+			shortPerByte := float64(time.Since(start)) / float64(16*len(short))
+			b.SetBytes(int64(len(piece)))
+			b.ResetTimer()
+			for b.Loop() {
+				m.encode(nil, piece, tok.ranks)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(len(piece))/shortPerByte, "scaling")
+		})
 	}
 }
