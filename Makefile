@@ -13,13 +13,19 @@ DARWIN_PKGS = $(filter-out $(DARWIN_CGO_ONLY),$(shell $(GO) list ./...))
 
 # Debian packages the tests use, as "command:package" pairs.
 # dbus-daemon: the app's tests start a private session bus (tray, notifications).
-APT_DEPS := qemu-aarch64:qemu-user aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu node:nodejs npm:npm dbus-daemon:dbus-daemon
+APT_DEPS := qemu-aarch64:qemu-user aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu node:nodejs npm:npm \
+	glslangValidator:glslang-tools spirv-cross:spirv-cross dbus-daemon:dbus-daemon
+# Debian packages without a command, as "file:package" pairs: the Vulkan
+# loader's headers (kernels/vulkan is cgo over them) and Mesa's software
+# Vulkan driver, lavapipe, which the GPU conformance tests run on.
+APT_FILES := /usr/include/vulkan/vulkan.h:libvulkan-dev \
+	/usr/share/vulkan/icd.d/lvp_icd.x86_64.json:mesa-vulkan-drivers
 
 # npm packages the tests use (the official openai client, run by
 # server/node_test.go), installed from the committed package-lock.json.
 NPM_DIRS := server/testdata/node
 
-.PHONY: all build run test vet fmt-check darwin-vet info-plist unit kernels-arm64 deps bench app lint clean
+.PHONY: all build run test vet fmt-check darwin-vet info-plist unit kernels-arm64 deps bench app lint clean shaders shaders-check gpu-bundle
 
 all: build
 
@@ -29,7 +35,7 @@ build:
 run: build
 	./$(BIN)
 
-test: deps vet fmt-check darwin-vet info-plist unit kernels-arm64
+test: deps shaders-check vet fmt-check darwin-vet info-plist unit kernels-arm64
 
 # The NEON kernels, cross-compiled and run under qemu-user: the conformance
 # tests in -short mode (the K3-sized matrices take minutes emulated; amd64
@@ -38,6 +44,16 @@ KERNELS_ARM64_TESTS := RandomShapes|ExpertFFN|Activation|Decode|ByName|Threads|A
 kernels-arm64:
 	CC=aarch64-linux-gnu-gcc CGO_ENABLED=1 GOARCH=arm64 $(GO) test -c -o bin/kernels-arm64.test ./kernels
 	qemu-aarch64 -L /usr/aarch64-linux-gnu bin/kernels-arm64.test -test.short -test.count=1 -test.run '$(KERNELS_ARM64_TESTS)'
+
+# The GPU kernels are GLSL compute shaders written once (kernels/shaders/*.comp),
+# compiled to SPIR-V (Vulkan) and translated to MSL (Metal); the generated files
+# are committed, and shaders-check fails when they are stale.
+shaders:
+	kernels/shaders/gen.sh kernels/shaders
+
+shaders-check:
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	kernels/shaders/gen.sh $$tmp && kernels/shaders/gen.sh --compare $$tmp kernels/shaders
 
 vet:
 	$(GO) vet ./...
@@ -59,6 +75,8 @@ unit:
 deps:
 	@missing=""; for pair in $(APT_DEPS); do cmd=$${pair%%:*}; pkg=$${pair#*:}; \
 	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+	for pair in $(APT_FILES); do f=$${pair%%:*}; pkg=$${pair#*:}; \
+	  [ -e $$f ] || missing="$$missing $$pkg"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
@@ -69,6 +87,15 @@ deps:
 	  if [ ! -f $$d/node_modules/.package-lock.json ] || [ $$d/package-lock.json -nt $$d/node_modules/.package-lock.json ]; then \
 	    echo "installing npm packages in $$d"; npm ci --prefix $$d --no-audit --no-fund --loglevel=error || exit 1; \
 	  fi; done
+
+# What kernels/vulkan/device_bench.sh needs on a GPU machine without Go: the
+# Vulkan test binary, deltafin, and the Vulkan loader's .deb in .gl/ (carried;
+# unpacked there only when the machine lacks the loader).
+gpu-bundle:
+	mkdir -p bin/gpu .gl
+	$(GO) test -c -o bin/gpu/vulkan.test ./kernels/vulkan
+	$(GO) build -o bin/gpu/deltafin .
+	cd .gl && apt-get download libvulkan1
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...

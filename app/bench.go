@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -16,23 +17,85 @@ type BenchKernelsOptions struct {
 	JSON        bool
 	BufferBytes int           // 0: 1 GiB
 	MinTime     time.Duration // per figure; 0: 300 ms
+	// GPUShrink divides the rows of the GPU reports' matrices (1 or 0: K3
+	// sizes); tests use it to bench the software Vulkan device quickly.
+	GPUShrink int
+}
+
+// BenchKernelsReport is the report of the backend cfg.Kernels names, plus
+// one per GPU backend present (kernels.Registered) when that backend is a
+// CPU one.
+type BenchKernelsReport struct {
+	kernels.BenchReport
+	GPU []GPUBenchReport `json:"gpu,omitempty"`
+}
+
+// GPUBenchReport is a GPU backend's figures with the device they ran on.
+// Its ratios are to the host's memory read, which bounds a GPU that reads
+// the weights from host memory as these backends do.
+type GPUBenchReport struct {
+	Device string `json:"device"`
+	kernels.BenchReport
 }
 
 // BenchKernels measures the memory read bandwidth and every kernel against
 // it on the backend cfg.Kernels names, and prints the report as a table or
 // as JSON.
 func BenchKernels(ctx context.Context, cfg Config, w io.Writer, opt BenchKernelsOptions) error {
-	rep, err := kernels.Bench(ctx, kernels.BenchOptions{Backend: cfg.Kernels, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime})
+	main, err := kernels.Bench(ctx, kernels.BenchOptions{Backend: cfg.Kernels, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime})
 	if err != nil {
 		return fmt.Errorf("app: bench kernels: %w", err)
+	}
+	rep := BenchKernelsReport{BenchReport: main}
+	gpus := kernels.Registered()
+	if slices.Contains(gpus, main.Backend) {
+		gpus = nil // a GPU backend was asked for: its report is the main one
+	}
+	for _, name := range gpus {
+		g, err := kernels.Bench(ctx, kernels.BenchOptions{Backend: name, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime, Shrink: opt.GPUShrink})
+		if err != nil {
+			return fmt.Errorf("app: bench kernels on %s: %w", name, err)
+		}
+		rep.GPU = append(rep.GPU, GPUBenchReport{Device: deviceOf(name), BenchReport: g})
 	}
 	if opt.JSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(w, "backend %s; memory read %.1f GB/s with %d threads (%.1f GB/s with 1), over %d MiB\n\n",
-		rep.Backend, rep.MemReadGBps, rep.MemThreads, rep.MemReadOneGBps, rep.BufferBytes>>20)
+	if err := writeBenchTable(w, main, ""); err != nil {
+		return err
+	}
+	for _, g := range rep.GPU {
+		fmt.Fprintln(w)
+		if err := writeBenchTable(w, g.BenchReport, g.Device); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deviceOf describes the device of a GPU backend.
+func deviceOf(name string) string {
+	b, err := kernels.ByName(name)
+	if err != nil {
+		return ""
+	}
+	if d, ok := b.(interface{ Device() string }); ok {
+		return d.Device()
+	}
+	return ""
+}
+
+func writeBenchTable(w io.Writer, rep kernels.BenchReport, device string) error {
+	if device == "" {
+		device = deviceOf(rep.Backend)
+	}
+	if device != "" {
+		device = " on " + device
+	}
+	fmt.Fprintf(w, "backend %s%s; memory read %.1f GB/s with %d threads (%.1f GB/s with 1), over %d MiB\n\n",
+		rep.Backend, device, rep.MemReadGBps, rep.MemThreads, rep.MemReadOneGBps, rep.BufferBytes>>20)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "kernel\tthreads\tGB/s\tratio to memory read\tpaired ratio\t")
 	for _, k := range rep.Kernels {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/deltafin/deltafin/kernels"
 )
 
 // One quick pass over K3-sized matrices (the smallest buffer Bench allows,
@@ -15,7 +17,7 @@ import (
 func TestBenchKernelsOutput(t *testing.T) {
 	cfg := DefaultConfig(func(string) string { return "" })
 	require.NoError(t, cfg.Validate())
-	opt := BenchKernelsOptions{JSON: true, BufferBytes: 1, MinTime: time.Nanosecond}
+	opt := BenchKernelsOptions{JSON: true, BufferBytes: 1, MinTime: time.Nanosecond, GPUShrink: 64}
 	var out bytes.Buffer
 	require.NoError(t, BenchKernels(t.Context(), cfg, &out, opt))
 	var rep struct {
@@ -39,20 +41,32 @@ func TestBenchKernelsOutput(t *testing.T) {
 	for _, want := range []string{"matvec_BF16_12288x7168", "matvec_I8_12288x7168", "expert_ffn_mxfp4_3072x3584"} {
 		require.True(t, seen[want], want)
 	}
+	var gpus struct {
+		GPU []struct {
+			Device  string `json:"device"`
+			Backend string `json:"backend"`
+			Kernels []struct {
+				Name string  `json:"name"`
+				GBps float64 `json:"gbps"`
+			} `json:"kernels"`
+		} `json:"gpu"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &gpus))
+	require.Len(t, gpus.GPU, len(kernels.Registered()), "one report per GPU backend present")
+	for _, g := range gpus.GPU {
+		require.NotEmpty(t, g.Device, g.Backend)
+		require.NotEmpty(t, g.Kernels, g.Backend)
+		for _, k := range g.Kernels {
+			require.Positive(t, k.GBps, k.Name)
+		}
+	}
 
 	out.Reset()
 	opt.JSON = false
 	require.NoError(t, BenchKernels(t.Context(), cfg, &out, opt))
 	require.Contains(t, out.String(), "memory read")
 	require.Contains(t, out.String(), "expert_ffn_mxfp4_3072x3584")
-}
-
-func TestConfigRejectsUnknownKernels(t *testing.T) {
-	cfg := DefaultConfig(func(k string) string {
-		return map[string]string{"DELTAFIN_KERNELS": "ref"}[k]
-	})
-	require.Equal(t, "ref", cfg.Kernels)
-	require.NoError(t, cfg.Validate())
-	cfg.Kernels = "tpu"
-	require.ErrorContains(t, cfg.Validate(), `unknown backend "tpu"`)
+	for _, g := range gpus.GPU {
+		require.Contains(t, out.String(), "backend "+g.Backend+" on "+g.Device)
+	}
 }

@@ -21,7 +21,8 @@ type Config struct {
 	DataDir string
 	// Kernels names the compute backend: "auto" (the fastest this build and
 	// CPU have) or one of kernels.Available(), e.g. "ref" for the pure-Go
-	// reference. DELTAFIN_KERNELS sets it.
+	// reference, "vulkan" or "metal" for a GPU, or "gpu" (GPU prefill, CPU
+	// decode; the CPU alone without a GPU). DELTAFIN_KERNELS sets it.
 	Kernels string
 
 	// Model source (issue 7). HFEndpoint and HFToken follow huggingface_hub:

@@ -23,17 +23,21 @@ func Default() Backend {
 }
 
 // Available lists the backends compiled into this build that this CPU can
-// run, fastest first; "ref" is always last.
+// run, fastest first, then the registered (GPU) backends that opened; "ref"
+// is always last.
 func Available() []string {
 	var names []string
 	for _, i := range fastISAs() {
 		names = append(names, i.name)
 	}
+	names = append(names, registeredAvailable()...)
 	return append(names, Ref().Name())
 }
 
 // ByName returns the named backend with every core: "auto" (= Default), "ref",
-// or one of Available(). The engine's configuration (DELTAFIN_KERNELS) picks
+// "gpu" (the first registered GPU backend that opens for prefill and Default
+// for decode, see Split; Default alone when no GPU backend opens: the
+// automatic CPU fallback), or one of Available(). The engine's configuration (DELTAFIN_KERNELS) picks
 // it; kernels itself reads no environment.
 func ByName(name string) (Backend, error) { return Open(name, 0) }
 
@@ -59,11 +63,26 @@ func Open(name string, threads int) (Backend, error) {
 	switch name {
 	case "ref":
 		return Ref(), nil
+	case "gpu":
+		if reg := registeredAvailable(); len(reg) > 0 {
+			b, _, err := openRegistered(reg[0])
+			if err != nil {
+				return nil, err
+			}
+			return Split(b, Default()), nil
+		}
+		return Default(), nil
 	case "auto", "":
 		if len(isas) == 0 {
 			return Ref(), nil
 		}
 		name = isas[0].name
+	}
+	if b, ok, err := openRegistered(name); ok {
+		if err != nil {
+			return nil, fmt.Errorf("kernels: backend %q: %w", name, err)
+		}
+		return b, nil
 	}
 	for _, info := range isas {
 		if info.name != name {

@@ -1,0 +1,126 @@
+package gpu
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"unsafe"
+
+	"github.com/deltafin/deltafin/kernels"
+)
+
+// ErrLimit reports an operand larger than the device takes; the call ran on
+// the CPU.
+var ErrLimit = errors.New("gpu: operand exceeds the device's limits")
+
+// A Device runs the shaders of kernels/shaders. Buffers live in numbered
+// slots (at most 16); a call is Begin, Dispatches (each sees the writes of
+// the ones before it), Submit (runs them and waits). Slots must not grow
+// between Begin and Submit. Calls are serialised by Backend.
+type Device interface {
+	// Describe names the device, for doctor and bench output.
+	Describe() string
+	// MaxBuffer is the most bytes one binding may hold.
+	MaxBuffer() int
+	// MaxGroups is the most workgroups per dispatch dimension.
+	MaxGroups() int
+	// Slot returns slot i's host-visible memory, at least n bytes.
+	Slot(i, n int) ([]byte, error)
+	Begin() error
+	// Dispatch records shader over slots (bound at 1..len(slots)) with the
+	// push constants, on gx×gy workgroups.
+	Dispatch(shader string, slots []int, push []uint32, gx, gy int) error
+	Submit() error
+}
+
+// Backend is a kernels.Backend and kernels.LayerOps on a Device.
+type Backend struct {
+	name     string
+	mu       sync.Mutex
+	dev      Device
+	fallback kernels.Backend
+	lastErr  error
+}
+
+var (
+	_ kernels.Backend  = (*Backend)(nil)
+	_ kernels.LayerOps = (*Backend)(nil)
+)
+
+// New returns a backend called name on dev; calls the device cannot run go
+// to fallback (the fastest CPU backend when nil).
+func New(name string, dev Device, fallback kernels.Backend) *Backend {
+	if fallback == nil {
+		fallback = kernels.Default()
+	}
+	return &Backend{name: name, dev: dev, fallback: fallback}
+}
+
+// Name is the backend's name ("vulkan", "metal").
+func (b *Backend) Name() string { return b.name }
+
+// Device describes the device.
+func (b *Backend) Device() string { return b.dev.Describe() }
+
+// Fallback is the CPU backend that runs what the device cannot.
+func (b *Backend) Fallback() kernels.Backend { return b.fallback }
+
+// Err returns the last reason a call ran on the CPU, nil when every call
+// ran on the device, and forgets it.
+func (b *Backend) Err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	err := b.lastErr
+	b.lastErr = nil
+	return err
+}
+
+func (b *Backend) fail(err error) { b.lastErr = err }
+
+func (b *Backend) maxBuf() int { return b.dev.MaxBuffer() }
+
+func (b *Backend) slot(i, n int) ([]byte, error) { return b.dev.Slot(i, n) }
+
+func (b *Backend) putBytes(i int, data []byte) error {
+	m, err := b.dev.Slot(i, len(data))
+	if err != nil {
+		return err
+	}
+	copy(m, data)
+	return nil
+}
+
+func f32bytes(v []float32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+}
+
+func (b *Backend) putF32(i int, v []float32) error { return b.putBytes(i, f32bytes(v)) }
+
+func (b *Backend) getF32(i int, v []float32) error {
+	m, err := b.dev.Slot(i, 4*len(v))
+	if err != nil {
+		return err
+	}
+	copy(f32bytes(v), m)
+	return nil
+}
+
+func (b *Backend) begin() error  { return b.dev.Begin() }
+func (b *Backend) submit() error { return b.dev.Submit() }
+
+func (b *Backend) dispatch(shader string, slots []int, push []uint32, gx, gy, _ int) error {
+	return b.dev.Dispatch(shader, slots, push, gx, gy)
+}
+
+// grid splits groups workgroups over x and y within the dispatch limit.
+func (b *Backend) grid(groups int) (gx, gy int) {
+	gx = max(min(groups, b.dev.MaxGroups()), 1)
+	return gx, (groups + gx - 1) / gx
+}
+
+func (b *Backend) groups() int { return b.dev.MaxGroups() }
+
+func f32bits(v float32) uint32 { return math.Float32bits(v) }

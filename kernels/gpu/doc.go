@@ -1,0 +1,14 @@
+// Package gpu is the part of the GPU kernels backends that does not depend
+// on the graphics API: kernels.Backend and kernels.LayerOps over a Device
+// that holds numbered buffers and runs the compute shaders of
+// kernels/shaders in order. kernels/vulkan (Linux, tested here on lavapipe)
+// and kernels/metal (macOS) provide the Device; everything else, from the
+// row blocking to the push constants and the CPU fallback, is this package
+// and is exercised by the Vulkan conformance tests. Its place in the data
+// flow is the kernels' (downloader → disk → engine → kernels → tokens).
+//
+// Calls are serialised; each copies its operands into the device's buffers,
+// records its dispatches, submits and waits. When the device fails (or an
+// operand exceeds its limits) the call is computed on the CPU instead, by the
+// fallback kernels.Backend and kernels.RefLayerOps, and Err reports why.
+package gpu

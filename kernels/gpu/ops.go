@@ -1,0 +1,152 @@
+package gpu
+
+import (
+	"fmt"
+
+	"github.com/deltafin/deltafin/kernels"
+	"github.com/deltafin/deltafin/kernels/shaders"
+)
+
+// Slots (device buffers) by role; calls are serialised, so they are reused.
+const (
+	slotW1, slotS1, slotW3, slotS3, slotW2, slotS2 = 0, 1, 2, 3, 4, 5
+	slotX, slotG, slotU, slotY                     = 6, 7, 8, 9
+	slotA, slotB, slotC, slotD                     = 10, 11, 12, 13
+)
+
+func (b *Backend) MatVec(dst []float32, w kernels.Matrix, x []float32) { b.MatMul(dst, w, x, 1) }
+
+// MatMul computes dst = W·x for n positions on the device; rows are split
+// into blocks that fit one storage buffer.
+func (b *Backend) MatMul(dst []float32, w kernels.Matrix, x []float32, n int) {
+	mustShape(dst, w, x, n)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.matmul(dst, w, x, n); err != nil {
+		b.fail(err)
+		b.fallback.MatMul(dst, w, x, n)
+	}
+}
+
+func mustShape(dst []float32, w kernels.Matrix, x []float32, n int) {
+	if err := w.Validate(); err != nil {
+		panic(fmt.Sprintf("gpu: MatMul: %v", err))
+	}
+	if n < 1 || len(x) < n*w.Cols || len(dst) < n*w.Rows {
+		panic(fmt.Sprintf("gpu: MatMul %s [%d,%d] × %d: x has %d, dst has %d", w.DType, w.Rows, w.Cols, n, len(x), len(dst)))
+	}
+}
+
+// fits reports whether every operand of W·x for n positions fits a binding.
+func (b *Backend) fits(w kernels.Matrix, n int) bool {
+	return len(w.Data) <= b.maxBuf() && 4*n*w.Cols <= b.maxBuf() && 4*n*w.Rows <= b.maxBuf()
+}
+
+func matPush(w kernels.Matrix, rows, n, yRows, yOff int) []uint32 {
+	return []uint32{uint32(rows), uint32(w.Cols), uint32(n), uint32(w.DType), uint32(yRows), uint32(yOff)}
+}
+
+func (b *Backend) matmul(dst []float32, w kernels.Matrix, x []float32, n int) error {
+	if 4*n*w.Cols > b.maxBuf() || 4*n*w.Rows > b.maxBuf() {
+		return fmt.Errorf("%w: %d positions of [%d,%d] exceed a %d-byte buffer", ErrLimit, n, w.Rows, w.Cols, b.maxBuf())
+	}
+	rowData, rowScales := len(w.Data)/w.Rows, len(w.Scales)/w.Rows
+	block := max(1, b.maxBuf()/rowData)
+	if err := b.putF32(slotX, x[:n*w.Cols]); err != nil {
+		return err
+	}
+	if _, err := b.slot(slotY, 4*n*w.Rows); err != nil {
+		return err
+	}
+	for r0 := 0; r0 < w.Rows; r0 += block {
+		r1 := min(w.Rows, r0+block)
+		if err := b.putBytes(slotW1, w.Data[r0*rowData:r1*rowData]); err != nil {
+			return err
+		}
+		if err := b.putBytes(slotS1, w.Scales[r0*rowScales:r1*rowScales]); err != nil {
+			return err
+		}
+		if err := b.begin(); err != nil {
+			return err
+		}
+		gx, _ := b.grid(r1 - r0)
+		if err := b.dispatch(shaders.MatMul, []int{slotW1, slotS1, slotX, slotY}, matPush(w, r1-r0, n, w.Rows, r0), gx, 1, 1); err != nil {
+			return err
+		}
+		if err := b.submit(); err != nil {
+			return err
+		}
+	}
+	return b.getF32(slotY, dst[:n*w.Rows])
+}
+
+// ExpertFFN computes dst = W2·act(W1·x, W3·x) in one submission: the three
+// products and the activation stay on the device.
+func (b *Backend) ExpertFFN(dst []float32, e kernels.Expert, act kernels.Activation, x []float32, n int) {
+	inter, dim := e.W1.Rows, e.W1.Cols
+	if e.W3.Rows != inter || e.W3.Cols != dim || e.W2.Rows != dim || e.W2.Cols != inter {
+		panic(fmt.Sprintf("gpu: ExpertFFN shapes W1 [%d,%d] W3 [%d,%d] W2 [%d,%d]",
+			e.W1.Rows, e.W1.Cols, e.W3.Rows, e.W3.Cols, e.W2.Rows, e.W2.Cols))
+	}
+	mustShape(dst, e.W2, make([]float32, n*inter), n)
+	mustShape(make([]float32, n*inter), e.W1, x, n)
+	mustShape(make([]float32, n*inter), e.W3, x, n)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.expertFFN(dst, e, act, x, n); err != nil {
+		b.fail(err)
+		b.fallback.ExpertFFN(dst, e, act, x, n)
+	}
+}
+
+func (b *Backend) expertFFN(dst []float32, e kernels.Expert, act kernels.Activation, x []float32, n int) error {
+	inter, dim := e.W1.Rows, e.W1.Cols
+	if !b.fits(e.W1, n) || !b.fits(e.W3, n) || !b.fits(e.W2, n) {
+		return fmt.Errorf("%w: expert [%d,%d] × %d exceeds a %d-byte buffer", ErrLimit, inter, dim, n, b.maxBuf())
+	}
+	for _, p := range []struct {
+		slot int
+		data []byte
+	}{
+		{slotW1, e.W1.Data}, {slotS1, e.W1.Scales}, {slotW3, e.W3.Data}, {slotS3, e.W3.Scales},
+		{slotW2, e.W2.Data}, {slotS2, e.W2.Scales},
+	} {
+		if err := b.putBytes(p.slot, p.data); err != nil {
+			return err
+		}
+	}
+	if err := b.putF32(slotX, x[:n*dim]); err != nil {
+		return err
+	}
+	for _, s := range []struct{ slot, bytes int }{{slotG, 4 * n * inter}, {slotU, 4 * n * inter}, {slotY, 4 * n * dim}} {
+		if _, err := b.slot(s.slot, s.bytes); err != nil {
+			return err
+		}
+	}
+	if err := b.begin(); err != nil {
+		return err
+	}
+	gi, _ := b.grid(inter)
+	gd, _ := b.grid(dim)
+	ax, ay := b.grid((n*inter + shaders.LocalSize - 1) / shaders.LocalSize)
+	steps := []struct {
+		shader string
+		slots  []int
+		push   []uint32
+		gx, gy int
+	}{
+		{shaders.MatMul, []int{slotW1, slotS1, slotX, slotG}, matPush(e.W1, inter, n, inter, 0), gi, 1},
+		{shaders.MatMul, []int{slotW3, slotS3, slotX, slotU}, matPush(e.W3, inter, n, inter, 0), gi, 1},
+		{shaders.Act, []int{slotG, slotU}, []uint32{uint32(n * inter), uint32(act.Kind), f32bits(act.Beta), f32bits(act.LinearBeta)}, ax, ay},
+		{shaders.MatMul, []int{slotW2, slotS2, slotG, slotY}, matPush(e.W2, dim, n, dim, 0), gd, 1},
+	}
+	for _, s := range steps {
+		if err := b.dispatch(s.shader, s.slots, s.push, s.gx, s.gy, 1); err != nil {
+			return err
+		}
+	}
+	if err := b.submit(); err != nil {
+		return err
+	}
+	return b.getF32(slotY, dst[:n*dim])
+}

@@ -1,0 +1,23 @@
+// Package metal is the GPU kernels backend on the Mac: kernels.Backend and
+// kernels.LayerOps (through kernels/gpu) on the Metal device, running the
+// Metal Shading Language that SPIRV-Cross generated from the same SPIR-V the
+// Vulkan backend runs (kernels/shaders). Its place in the data flow is the
+// kernels' (downloader → disk → engine → kernels → tokens).
+//
+// The Objective-C (metal_darwin.m) is limited to the device, buffers,
+// pipeline states and command buffers; everything else is kernels/gpu,
+// whose arithmetic and driver logic are tested on Linux through the Vulkan
+// backend on lavapipe. THIS CODE NEEDS macOS: it is built only with darwin
+// and cgo, and it has not been compiled or run here (no macOS SDK on the
+// Linux development and CI machines). Other builds get Open returning
+// ErrUnsupported (metal_other.go, tested on Linux).
+//
+// The device is taken by capability, never by chip name: the system default
+// device must support the Metal 3 family (or Apple7 / Mac2), 64-thread
+// threadgroups with the shaders' threadgroup memory, and 256 MiB buffers;
+// the MSL is compiled with fast math off, so exp, division and square root
+// keep the precision the conformance tolerances assume. Without such a
+// device Open fails and the engine stays on the CPU kernels ("gpu" in
+// kernels.ByName falls back to them automatically); a call the device
+// cannot take runs on the fastest CPU backend.
+package metal

@@ -1,0 +1,52 @@
+package shaders
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+)
+
+//go:embed *.spv *.metal
+var files embed.FS
+
+// ErrUnknown reports a shader name this package does not hold.
+var ErrUnknown = errors.New("shaders: unknown shader")
+
+// The compute kernels. Each name has NAME.comp, NAME.spv and NAME.metal.
+const (
+	MatMul  = "matmul"  // y = W·x over any kernels.DType, n positions (matvec, prefill, expert FFN)
+	Act     = "act"     // the expert FFN's gated activation, in place
+	RMSNorm = "rmsnorm" // RMSNorm of each row
+	KDA     = "kda"     // the KDA gated delta rule over T tokens
+	Attn    = "attn"    // causal attention over the MLA cache
+)
+
+// Names lists every shader, in a fixed order (backends index pipelines by it).
+var Names = []string{MatMul, Act, RMSNorm, KDA, Attn}
+
+// Bindings is how many storage buffers each shader binds (SPIR-V bindings 1..n).
+var Bindings = map[string]int{MatMul: 4, Act: 2, RMSNorm: 3, KDA: 7, Attn: 5}
+
+// LocalSize is every shader's workgroup width (local_size_x).
+const LocalSize = 64
+
+// SPIRV returns the SPIR-V words of a shader as bytes.
+func SPIRV(name string) ([]byte, error) {
+	b, err := files.ReadFile(name + ".spv")
+	if err != nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknown, name)
+	}
+	if len(b) < 20 || len(b)%4 != 0 || b[0] != 0x03 || b[1] != 0x02 || b[2] != 0x23 || b[3] != 0x07 {
+		return nil, fmt.Errorf("%w %q: not little-endian SPIR-V", ErrUnknown, name)
+	}
+	return b, nil
+}
+
+// MSL returns the Metal Shading Language source of a shader (entry point main0).
+func MSL(name string) (string, error) {
+	b, err := files.ReadFile(name + ".metal")
+	if err != nil {
+		return "", fmt.Errorf("%w %q", ErrUnknown, name)
+	}
+	return string(b), nil
+}

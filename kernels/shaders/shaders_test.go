@@ -1,0 +1,34 @@
+package shaders
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestEveryShaderHasSPIRVAndMSL(t *testing.T) {
+	for _, name := range Names {
+		t.Run(name, func(t *testing.T) {
+			spv, err := SPIRV(name)
+			require.NoError(t, err)
+			require.Zero(t, len(spv)%4)
+			msl, err := MSL(name)
+			require.NoError(t, err)
+			require.Contains(t, msl, "kernel void main0(")
+			// Storage buffers are Metal buffers 1..n, push constants buffer 0.
+			require.Contains(t, msl, "[[buffer(0)]]")
+			require.Contains(t, msl, fmt.Sprintf("[[buffer(%d)]]", Bindings[name]))
+			require.NotContains(t, msl, fmt.Sprintf("[[buffer(%d)]]", Bindings[name]+1))
+		})
+	}
+}
+
+func TestUnknownShader(t *testing.T) {
+	_, err := SPIRV("nope")
+	require.ErrorIs(t, err, ErrUnknown)
+	_, err = MSL("nope")
+	require.ErrorIs(t, err, ErrUnknown)
+	require.True(t, strings.Contains(err.Error(), "nope"))
+}

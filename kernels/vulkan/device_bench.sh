@@ -1,0 +1,58 @@
+#!/bin/sh
+# device_bench.sh: run the Vulkan conformance tests and `deltafin bench
+# kernels --json` on a machine with a GPU and its driver but no Go, possibly
+# without the Vulkan loader, writing the results to $OUT.
+#
+# Built beforehand on the development machine (`make gpu-bundle`), and
+# carried with the working tree:
+#   bin/gpu/vulkan.test   go test -c ./kernels/vulkan (dlopens libvulkan.so.1)
+#   bin/gpu/deltafin      go build .
+#   .gl/*.deb             libvulkan1 (the loader), used only when the machine
+#                         has none: unpacked into / and registered with ldconfig
+# Run from the repository root (the tests read testdata/):
+#   OUT=/some/dir kernels/vulkan/device_bench.sh
+# Outputs: env.txt (loader, ICD, GPU), conformance.txt (go test -v output),
+# bench.json (the CPU report with the GPU backends under "gpu"),
+# bench_vulkan.json (the Vulkan backend as the main report), bench.txt.
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${OUT:?set OUT to the results folder}
+mkdir -p "$out"
+cd "$root"
+
+{
+	echo "== host"; uname -a; nproc
+	command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+	if ! ldconfig -p | grep -q 'libvulkan\.so\.1'; then
+		echo "== no Vulkan loader: unpacking .gl/*.deb"
+		for f in .gl/*.deb; do [ -e "$f" ] && dpkg -x "$f" / && echo "unpacked $f"; done
+		ldconfig
+	fi
+	ldconfig -p | grep libvulkan || echo "still no libvulkan.so.1: the tests will report ErrNoDevice"
+	# The NVIDIA ICD manifest: where the container runtime mounts it, else
+	# the usual places.
+	if [ -z "${VK_DRIVER_FILES:-}" ] && [ -z "${VK_ICD_FILENAMES:-}" ]; then
+		for j in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json \
+			/etc/vulkan/icd.d/nvidia_icd.json; do
+			# VK_ICD_FILENAMES for loaders older than 1.3.207.
+			if [ -e "$j" ]; then export VK_DRIVER_FILES="$j" VK_ICD_FILENAMES="$j"; break; fi
+		done
+	fi
+	echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-} VK_ICD_FILENAMES=${VK_ICD_FILENAMES:-}"
+	[ -n "${VK_DRIVER_FILES:-}" ] && cat "$VK_DRIVER_FILES"
+} >"$out/env.txt" 2>&1 # a group, not a subshell: the exports stay
+# Conformance (the package's tests, the engine's exactness on the tiny
+# checkpoints included), run from the package folder as go test would.
+(cd kernels/vulkan && "$root/bin/gpu/vulkan.test" -test.v -test.count=1 -test.timeout 8m) >"$out/conformance.txt" 2>&1
+echo "conformance exit $?" >>"$out/env.txt"
+grep -m1 'device ' "$out/conformance.txt" >>"$out/env.txt"
+
+# Speed: the default (CPU) backend with every GPU backend present beside it,
+# then the Vulkan backend as the main report.
+bin/gpu/deltafin bench kernels --json >"$out/bench.json" 2>>"$out/env.txt"
+echo "bench exit $?" >>"$out/env.txt"
+DELTAFIN_KERNELS=vulkan bin/gpu/deltafin bench kernels >"$out/bench.txt" 2>&1
+DELTAFIN_KERNELS=vulkan bin/gpu/deltafin bench kernels --json >"$out/bench_vulkan.json" 2>>"$out/env.txt"
+echo "bench vulkan exit $?" >>"$out/env.txt"
+tail -3 "$out/conformance.txt"
+cat "$out/env.txt" | tail -5

@@ -1,0 +1,23 @@
+// Package vulkan is the GPU kernels backend on Linux: kernels.Backend (and
+// kernels.LayerOps) over the Vulkan C API through cgo, running the SPIR-V
+// compute shaders of kernels/shaders. It sits where the CPU kernels do in
+// the data flow (downloader → disk → engine → kernels → tokens): the engine
+// hands it weight bytes as they are on disk and fp32 activations.
+//
+// It exists so that the GPU arithmetic that the Mac runs through Metal (the
+// same shaders, translated to MSL) is tested here: `make test` runs its
+// conformance tests against the pure-Go references on Mesa's software
+// Vulkan (lavapipe); on a machine with a GPU it runs there (a discrete GPU
+// is preferred). Importing the package registers the backend as "vulkan"
+// with kernels (kernels.ByName("vulkan"), DELTAFIN_KERNELS=vulkan).
+//
+// The Vulkan loader (libvulkan.so.1) is opened at run time with dlopen, not
+// linked, so a binary built with this package starts on a machine without
+// Vulkan, where Open reports ErrNoDevice.
+//
+// Every call copies its operands into host-visible buffers, records one
+// command buffer and waits for it; calls are serialised. When the device
+// fails mid-call the call is computed by the pure-Go reference instead (an
+// exact fallback) and Err reports the failure. Builds without cgo or for
+// other systems have Open return ErrUnsupported.
+package vulkan

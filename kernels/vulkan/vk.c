@@ -1,0 +1,415 @@
+#include "vk.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The loader is opened at run time, not linked: a deltafin binary must start
+// (and fall back to the CPU kernels) on a machine without libvulkan1.
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+
+#define DFVK_FUNCS(F)                                                                                                \
+	F(vkCreateInstance) F(vkDestroyInstance) F(vkEnumeratePhysicalDevices) F(vkGetPhysicalDeviceProperties)           \
+	F(vkGetPhysicalDeviceQueueFamilyProperties) F(vkGetPhysicalDeviceMemoryProperties) F(vkCreateDevice)             \
+	F(vkDestroyDevice) F(vkGetDeviceQueue) F(vkDeviceWaitIdle) F(vkCreateDescriptorSetLayout)                        \
+	F(vkDestroyDescriptorSetLayout) F(vkCreatePipelineLayout) F(vkDestroyPipelineLayout) F(vkCreateShaderModule)     \
+	F(vkDestroyShaderModule) F(vkCreateComputePipelines) F(vkDestroyPipeline) F(vkCreateDescriptorPool)              \
+	F(vkDestroyDescriptorPool) F(vkResetDescriptorPool) F(vkAllocateDescriptorSets) F(vkUpdateDescriptorSets)        \
+	F(vkCreateCommandPool) F(vkDestroyCommandPool) F(vkAllocateCommandBuffers) F(vkResetCommandBuffer)               \
+	F(vkBeginCommandBuffer) F(vkEndCommandBuffer) F(vkCmdPipelineBarrier) F(vkCmdBindPipeline)                       \
+	F(vkCmdBindDescriptorSets) F(vkCmdPushConstants) F(vkCmdDispatch) F(vkQueueSubmit) F(vkCreateFence)              \
+	F(vkDestroyFence) F(vkWaitForFences) F(vkResetFences) F(vkCreateBuffer) F(vkDestroyBuffer)                       \
+	F(vkGetBufferMemoryRequirements) F(vkAllocateMemory) F(vkFreeMemory) F(vkBindBufferMemory) F(vkMapMemory)
+
+#define DFVK_DECLARE(n) static PFN_##n n;
+DFVK_FUNCS(DFVK_DECLARE)
+
+static pthread_once_t loadOnce = PTHREAD_ONCE_INIT;
+static const char *loadErr;
+
+// load resolves every entry point from the loader's exported symbols (its
+// trampolines dispatch on the handle, so they serve every instance).
+static void load(void) {
+	void *h = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h) h = dlopen("libvulkan.so", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		loadErr = "the Vulkan loader libvulkan.so.1 is not installed (Debian: libvulkan1)";
+		return;
+	}
+#define DFVK_LOAD(n)                                                                                                   \
+	if (!(n = (PFN_##n)dlsym(h, #n))) {                                                                            \
+		loadErr = "the Vulkan loader lacks " #n;                                                               \
+		return;                                                                                                \
+	}
+	DFVK_FUNCS(DFVK_LOAD)
+}
+
+typedef struct {
+	VkBuffer buf;
+	VkDeviceMemory mem;
+	void *map;
+	VkDeviceSize size;
+} slot;
+
+struct dfvk {
+	VkInstance inst;
+	VkPhysicalDevice phys;
+	VkDevice dev;
+	VkQueue queue;
+	uint32_t family;
+	uint32_t memType;
+	VkDescriptorSetLayout setLayout;
+	VkPipelineLayout pipeLayout;
+	VkPipeline *pipes;
+	VkShaderModule *mods;
+	int npipes;
+	VkDescriptorPool pool;
+	VkCommandPool cmdPool;
+	VkCommandBuffer cmd;
+	VkFence fence;
+	slot slots[DFVK_SLOTS];
+};
+
+#define MAX_SETS 64
+
+static void seterr(char *err, int len, const char *what, int res) { snprintf(err, len, "%s (VkResult %d)", what, res); }
+
+void dfvk_close(dfvk *c) {
+	if (!c) return;
+	if (c->dev) {
+		vkDeviceWaitIdle(c->dev);
+		for (int i = 0; i < DFVK_SLOTS; i++) {
+			if (c->slots[i].buf) vkDestroyBuffer(c->dev, c->slots[i].buf, NULL);
+			if (c->slots[i].mem) vkFreeMemory(c->dev, c->slots[i].mem, NULL);
+		}
+		if (c->fence) vkDestroyFence(c->dev, c->fence, NULL);
+		if (c->cmdPool) vkDestroyCommandPool(c->dev, c->cmdPool, NULL);
+		if (c->pool) vkDestroyDescriptorPool(c->dev, c->pool, NULL);
+		for (int i = 0; i < c->npipes; i++) {
+			if (c->pipes && c->pipes[i]) vkDestroyPipeline(c->dev, c->pipes[i], NULL);
+			if (c->mods && c->mods[i]) vkDestroyShaderModule(c->dev, c->mods[i], NULL);
+		}
+		if (c->pipeLayout) vkDestroyPipelineLayout(c->dev, c->pipeLayout, NULL);
+		if (c->setLayout) vkDestroyDescriptorSetLayout(c->dev, c->setLayout, NULL);
+		vkDestroyDevice(c->dev, NULL);
+	}
+	if (c->inst) vkDestroyInstance(c->inst, NULL);
+	free(c->pipes);
+	free(c->mods);
+	free(c);
+}
+
+// rank is the position of t in prefer (lower is better), or -1.
+static int rank(const int *prefer, int n, int t) {
+	for (int i = 0; i < n; i++)
+		if (prefer[i] == t) return i;
+	return -1;
+}
+
+int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const *code, const size_t *codeBytes,
+              int nshaders, dfvk_info *info, char *err, int errlen) {
+	*out = NULL;
+	pthread_once(&loadOnce, load);
+	if (loadErr) {
+		snprintf(err, errlen, "%s", loadErr);
+		return -1;
+	}
+	dfvk *c = calloc(1, sizeof *c);
+	if (!c) {
+		seterr(err, errlen, "out of memory", -1);
+		return -1;
+	}
+	VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+	                         .pApplicationName = "deltafin",
+	                         .apiVersion = VK_API_VERSION_1_0};
+	VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
+	VkResult r = vkCreateInstance(&ici, NULL, &c->inst);
+	if (r != VK_SUCCESS) {
+		seterr(err, errlen, "vkCreateInstance", r);
+		free(c);
+		return r;
+	}
+	uint32_t n = 0;
+	r = vkEnumeratePhysicalDevices(c->inst, &n, NULL);
+	if (r != VK_SUCCESS || n == 0) {
+		seterr(err, errlen, "no Vulkan physical device", r);
+		dfvk_close(c);
+		return r ? r : -1;
+	}
+	VkPhysicalDevice *devs = calloc(n, sizeof *devs);
+	vkEnumeratePhysicalDevices(c->inst, &n, devs);
+	int best = -1, bestRank = 1 << 30;
+	uint32_t bestFamily = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		VkPhysicalDeviceProperties p;
+		vkGetPhysicalDeviceProperties(devs[i], &p);
+		int rk = rank(prefer, nprefer, (int)p.deviceType);
+		if (rk < 0 || rk >= bestRank) continue;
+		uint32_t nf = 0;
+		vkGetPhysicalDeviceQueueFamilyProperties(devs[i], &nf, NULL);
+		VkQueueFamilyProperties fam[64];
+		if (nf > 64) nf = 64;
+		vkGetPhysicalDeviceQueueFamilyProperties(devs[i], &nf, fam);
+		for (uint32_t f = 0; f < nf; f++) {
+			if (fam[f].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+				best = (int)i, bestRank = rk, bestFamily = f;
+				break;
+			}
+		}
+	}
+	if (best < 0) {
+		free(devs);
+		seterr(err, errlen, "no Vulkan device of the wanted type with a compute queue", -1);
+		dfvk_close(c);
+		return -1;
+	}
+	c->phys = devs[best];
+	c->family = bestFamily;
+	free(devs);
+
+	VkPhysicalDeviceProperties p;
+	vkGetPhysicalDeviceProperties(c->phys, &p);
+	memset(info, 0, sizeof *info);
+	snprintf(info->name, sizeof info->name, "%s", p.deviceName);
+	info->type = (int)p.deviceType;
+	info->api = p.apiVersion;
+	info->vendor = p.vendorID;
+	info->maxBuffer = p.limits.maxStorageBufferRange;
+	info->maxGroups = p.limits.maxComputeWorkGroupCount[0] < p.limits.maxComputeWorkGroupCount[1]
+	                      ? p.limits.maxComputeWorkGroupCount[0]
+	                      : p.limits.maxComputeWorkGroupCount[1];
+
+	VkPhysicalDeviceMemoryProperties mp;
+	vkGetPhysicalDeviceMemoryProperties(c->phys, &mp);
+	const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+	int mt = -1;
+	for (uint32_t i = 0; i < mp.memoryTypeCount && mt < 0; i++)
+		if ((mp.memoryTypes[i].propertyFlags & (want | VK_MEMORY_PROPERTY_HOST_CACHED_BIT)) ==
+		    (want | VK_MEMORY_PROPERTY_HOST_CACHED_BIT))
+			mt = (int)i;
+	for (uint32_t i = 0; i < mp.memoryTypeCount && mt < 0; i++)
+		if ((mp.memoryTypes[i].propertyFlags & want) == want) mt = (int)i;
+	if (mt < 0) {
+		seterr(err, errlen, "no host-visible coherent memory type", -1);
+		dfvk_close(c);
+		return -1;
+	}
+	c->memType = (uint32_t)mt;
+
+	float prio = 1;
+	VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+	                               .queueFamilyIndex = c->family,
+	                               .queueCount = 1,
+	                               .pQueuePriorities = &prio};
+	VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1, .pQueueCreateInfos = &qci};
+	if ((r = vkCreateDevice(c->phys, &dci, NULL, &c->dev)) != VK_SUCCESS) {
+		seterr(err, errlen, "vkCreateDevice", r);
+		dfvk_close(c);
+		return r;
+	}
+	vkGetDeviceQueue(c->dev, c->family, 0, &c->queue);
+
+	VkDescriptorSetLayoutBinding b[DFVK_MAX_BINDINGS];
+	for (int i = 0; i < DFVK_MAX_BINDINGS; i++)
+		b[i] = (VkDescriptorSetLayoutBinding){.binding = (uint32_t)i + 1,
+		                                      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+		                                      .descriptorCount = 1,
+		                                      .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+	VkDescriptorSetLayoutCreateInfo sli = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+	                                       .bindingCount = DFVK_MAX_BINDINGS,
+	                                       .pBindings = b};
+	if ((r = vkCreateDescriptorSetLayout(c->dev, &sli, NULL, &c->setLayout)) != VK_SUCCESS) {
+		seterr(err, errlen, "vkCreateDescriptorSetLayout", r);
+		dfvk_close(c);
+		return r;
+	}
+	VkPushConstantRange pcr = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = DFVK_PUSH_BYTES};
+	VkPipelineLayoutCreateInfo pli = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+	                                  .setLayoutCount = 1,
+	                                  .pSetLayouts = &c->setLayout,
+	                                  .pushConstantRangeCount = 1,
+	                                  .pPushConstantRanges = &pcr};
+	if ((r = vkCreatePipelineLayout(c->dev, &pli, NULL, &c->pipeLayout)) != VK_SUCCESS) {
+		seterr(err, errlen, "vkCreatePipelineLayout", r);
+		dfvk_close(c);
+		return r;
+	}
+	c->pipes = calloc((size_t)nshaders, sizeof *c->pipes);
+	c->mods = calloc((size_t)nshaders, sizeof *c->mods);
+	c->npipes = nshaders;
+	for (int i = 0; i < nshaders; i++) {
+		VkShaderModuleCreateInfo smi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = codeBytes[i], .pCode = code[i]};
+		if ((r = vkCreateShaderModule(c->dev, &smi, NULL, &c->mods[i])) != VK_SUCCESS) {
+			seterr(err, errlen, "vkCreateShaderModule", r);
+			dfvk_close(c);
+			return r;
+		}
+		VkComputePipelineCreateInfo cpi = {
+		    .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+		    .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+		              .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+		              .module = c->mods[i],
+		              .pName = "main"},
+		    .layout = c->pipeLayout};
+		if ((r = vkCreateComputePipelines(c->dev, VK_NULL_HANDLE, 1, &cpi, NULL, &c->pipes[i])) != VK_SUCCESS) {
+			seterr(err, errlen, "vkCreateComputePipelines", r);
+			dfvk_close(c);
+			return r;
+		}
+	}
+	VkDescriptorPoolSize ps = {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = MAX_SETS * DFVK_MAX_BINDINGS};
+	VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+	                                  .maxSets = MAX_SETS,
+	                                  .poolSizeCount = 1,
+	                                  .pPoolSizes = &ps};
+	if ((r = vkCreateDescriptorPool(c->dev, &dpi, NULL, &c->pool)) != VK_SUCCESS) {
+		seterr(err, errlen, "vkCreateDescriptorPool", r);
+		dfvk_close(c);
+		return r;
+	}
+	VkCommandPoolCreateInfo cpci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+	                                .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+	                                .queueFamilyIndex = c->family};
+	if ((r = vkCreateCommandPool(c->dev, &cpci, NULL, &c->cmdPool)) != VK_SUCCESS) {
+		seterr(err, errlen, "vkCreateCommandPool", r);
+		dfvk_close(c);
+		return r;
+	}
+	VkCommandBufferAllocateInfo cbi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+	                                   .commandPool = c->cmdPool,
+	                                   .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+	                                   .commandBufferCount = 1};
+	if ((r = vkAllocateCommandBuffers(c->dev, &cbi, &c->cmd)) != VK_SUCCESS) {
+		seterr(err, errlen, "vkAllocateCommandBuffers", r);
+		dfvk_close(c);
+		return r;
+	}
+	VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+	if ((r = vkCreateFence(c->dev, &fci, NULL, &c->fence)) != VK_SUCCESS) {
+		seterr(err, errlen, "vkCreateFence", r);
+		dfvk_close(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+void *dfvk_slot(dfvk *c, int i, uint64_t bytes, int *res) {
+	*res = 0;
+	if (i < 0 || i >= DFVK_SLOTS) {
+		*res = -1;
+		return NULL;
+	}
+	slot *s = &c->slots[i];
+	if (bytes < 16) bytes = 16;
+	bytes = (bytes + 255) & ~(uint64_t)255;
+	if (s->buf && s->size >= bytes) return s->map;
+	if (s->buf) {
+		// Grow by at least half so that a run of slightly larger calls
+		// does not reallocate every time.
+		if (bytes < s->size + s->size / 2) bytes = (s->size + s->size / 2 + 255) & ~(uint64_t)255;
+		vkDestroyBuffer(c->dev, s->buf, NULL);
+		vkFreeMemory(c->dev, s->mem, NULL);
+		memset(s, 0, sizeof *s);
+	}
+	VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+	                          .size = bytes,
+	                          .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+	                          .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+	VkResult r = vkCreateBuffer(c->dev, &bci, NULL, &s->buf);
+	if (r != VK_SUCCESS) {
+		*res = r;
+		s->buf = VK_NULL_HANDLE;
+		return NULL;
+	}
+	VkMemoryRequirements req;
+	vkGetBufferMemoryRequirements(c->dev, s->buf, &req);
+	if (!(req.memoryTypeBits & (1u << c->memType))) {
+		vkDestroyBuffer(c->dev, s->buf, NULL);
+		s->buf = VK_NULL_HANDLE;
+		*res = -1;
+		return NULL;
+	}
+	VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size, .memoryTypeIndex = c->memType};
+	if ((r = vkAllocateMemory(c->dev, &mai, NULL, &s->mem)) == VK_SUCCESS &&
+	    (r = vkBindBufferMemory(c->dev, s->buf, s->mem, 0)) == VK_SUCCESS &&
+	    (r = vkMapMemory(c->dev, s->mem, 0, VK_WHOLE_SIZE, 0, &s->map)) == VK_SUCCESS) {
+		s->size = bytes;
+		return s->map;
+	}
+	vkDestroyBuffer(c->dev, s->buf, NULL);
+	if (s->mem) vkFreeMemory(c->dev, s->mem, NULL);
+	memset(s, 0, sizeof *s);
+	*res = r;
+	return NULL;
+}
+
+int dfvk_begin(dfvk *c) {
+	VkResult r = vkResetDescriptorPool(c->dev, c->pool, 0);
+	if (r != VK_SUCCESS) return r;
+	if ((r = vkResetCommandBuffer(c->cmd, 0)) != VK_SUCCESS) return r;
+	VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+	                               .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+	if ((r = vkBeginCommandBuffer(c->cmd, &bi)) != VK_SUCCESS) return r;
+	// Host writes to the mapped slots before the shaders read them.
+	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+	                      .srcAccessMask = VK_ACCESS_HOST_WRITE_BIT,
+	                      .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+	vkCmdPipelineBarrier(c->cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+	return 0;
+}
+
+int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void *push, int pushBytes, uint32_t gx,
+                  uint32_t gy, uint32_t gz) {
+	if (shader < 0 || shader >= c->npipes || nslots < 0 || nslots > DFVK_MAX_BINDINGS || pushBytes > DFVK_PUSH_BYTES)
+		return -1;
+	VkDescriptorSet set;
+	VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+	                                  .descriptorPool = c->pool,
+	                                  .descriptorSetCount = 1,
+	                                  .pSetLayouts = &c->setLayout};
+	VkResult r = vkAllocateDescriptorSets(c->dev, &ai, &set);
+	if (r != VK_SUCCESS) return r;
+	VkDescriptorBufferInfo bi[DFVK_MAX_BINDINGS];
+	VkWriteDescriptorSet wr[DFVK_MAX_BINDINGS];
+	for (int i = 0; i < nslots; i++) {
+		int s = slots[i];
+		if (s < 0 || s >= DFVK_SLOTS || !c->slots[s].buf) return -1;
+		bi[i] = (VkDescriptorBufferInfo){.buffer = c->slots[s].buf, .offset = 0, .range = VK_WHOLE_SIZE};
+		wr[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+		                               .dstSet = set,
+		                               .dstBinding = (uint32_t)i + 1,
+		                               .descriptorCount = 1,
+		                               .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+		                               .pBufferInfo = &bi[i]};
+	}
+	vkUpdateDescriptorSets(c->dev, (uint32_t)nslots, wr, 0, NULL);
+	vkCmdBindPipeline(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipes[shader]);
+	vkCmdBindDescriptorSets(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipeLayout, 0, 1, &set, 0, NULL);
+	if (pushBytes > 0) vkCmdPushConstants(c->cmd, c->pipeLayout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)pushBytes, push);
+	vkCmdDispatch(c->cmd, gx, gy, gz);
+	// Each dispatch sees the writes of the ones before it.
+	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+	                      .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+	vkCmdPipelineBarrier(c->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0,
+	                     NULL);
+	return 0;
+}
+
+int dfvk_submit(dfvk *c) {
+	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+	                      .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+	vkCmdPipelineBarrier(c->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+	VkResult r = vkEndCommandBuffer(c->cmd);
+	if (r != VK_SUCCESS) return r;
+	VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->cmd};
+	if ((r = vkQueueSubmit(c->queue, 1, &si, c->fence)) != VK_SUCCESS) return r;
+	r = vkWaitForFences(c->dev, 1, &c->fence, VK_TRUE, UINT64_MAX);
+	vkResetFences(c->dev, 1, &c->fence);
+	return r;
+}

@@ -1,0 +1,47 @@
+// Thin host glue over the Vulkan C API for kernels/vulkan: one device, one
+// compute queue, one pipeline per shader, host-visible buffers in numbered
+// slots, and a command buffer recorded per call. Not thread-safe: the Go
+// side serialises every call.
+#ifndef DF_VK_H
+#define DF_VK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DFVK_SLOTS 16
+#define DFVK_MAX_BINDINGS 8
+#define DFVK_PUSH_BYTES 32
+
+typedef struct dfvk dfvk;
+
+typedef struct {
+	char name[256];
+	int type;            // VkPhysicalDeviceType: 1 integrated, 2 discrete, 3 virtual, 4 cpu
+	uint32_t api;        // VkPhysicalDeviceProperties.apiVersion
+	uint32_t vendor;
+	uint64_t maxBuffer;  // the largest storage buffer a shader may bind
+	uint32_t maxGroups;  // maxComputeWorkGroupCount[0], [1] (the smaller)
+} dfvk_info;
+
+// dfvk_open creates the instance and a device: the physical device whose
+// type ranks highest in prefer (a list of VkPhysicalDeviceType, best first;
+// types not listed are never taken) with a compute queue, then one compute
+// pipeline per SPIR-V module. Returns a VkResult (0 on success) or -1 when no
+// device qualifies; err gets a message.
+int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const *code, const size_t *codeBytes,
+              int nshaders, dfvk_info *info, char *err, int errlen);
+void dfvk_close(dfvk *c);
+
+// dfvk_slot makes slot hold at least bytes and returns its mapped memory
+// (host-visible, coherent), or NULL with *res set.
+void *dfvk_slot(dfvk *c, int slot, uint64_t bytes, int *res);
+
+// A call: dfvk_begin, any number of dfvk_dispatch (each waits for the ones
+// before), dfvk_submit (runs them and waits). Slots must not grow between
+// begin and submit.
+int dfvk_begin(dfvk *c);
+int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void *push, int pushBytes, uint32_t gx,
+                  uint32_t gy, uint32_t gz);
+int dfvk_submit(dfvk *c);
+
+#endif

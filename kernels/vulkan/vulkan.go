@@ -1,0 +1,154 @@
+//go:build linux && cgo
+
+package vulkan
+
+/*
+#cgo CFLAGS: -O2 -std=c11
+#cgo LDFLAGS: -ldl -lpthread
+#include <stdlib.h>
+#include "vk.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/deltafin/deltafin/kernels"
+	"github.com/deltafin/deltafin/kernels/gpu"
+	"github.com/deltafin/deltafin/kernels/shaders"
+)
+
+func init() {
+	kernels.Register("vulkan", func() (kernels.Backend, error) { return Open() })
+}
+
+// Device is one Vulkan device with a compute pipeline per shader; it
+// implements gpu.Device.
+type Device struct {
+	c      *C.dfvk
+	info   Info
+	groups int
+	pipe   map[string]C.int
+}
+
+var _ gpu.Device = (*Device)(nil)
+
+// Open returns the "vulkan" backend on the first device of the preferred
+// types (DefaultPreference when none are given); calls the device cannot
+// run go to the fastest CPU backend.
+func Open(prefer ...DeviceType) (*gpu.Backend, error) {
+	d, err := OpenDevice(prefer...)
+	if err != nil {
+		return nil, err
+	}
+	return gpu.New("vulkan", d, nil), nil
+}
+
+// OpenDevice opens the first device of the preferred types (DefaultPreference
+// when none are given) that has a compute queue.
+func OpenDevice(prefer ...DeviceType) (*Device, error) {
+	if len(prefer) == 0 {
+		prefer = DefaultPreference
+	}
+	pref := make([]C.int, len(prefer))
+	for i, t := range prefer {
+		pref[i] = C.int(t)
+	}
+	// The SPIR-V goes to C in C memory (cgo forbids Go pointers to Go
+	// pointers); vkCreateShaderModule copies it.
+	n := len(shaders.Names)
+	code := unsafe.Slice((**C.uint32_t)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof((*C.uint32_t)(nil))))), n)
+	sizes := make([]C.size_t, n)
+	defer func() {
+		for _, p := range code {
+			C.free(unsafe.Pointer(p))
+		}
+		C.free(unsafe.Pointer(&code[0]))
+	}()
+	pipe := map[string]C.int{}
+	for i, name := range shaders.Names {
+		spv, err := shaders.SPIRV(name)
+		if err != nil {
+			return nil, err
+		}
+		code[i] = (*C.uint32_t)(C.CBytes(spv))
+		sizes[i] = C.size_t(len(spv))
+		pipe[name] = C.int(i)
+	}
+	var info C.dfvk_info
+	var cerr [256]C.char
+	var c *C.dfvk
+	res := C.dfvk_open(&c, &pref[0], C.int(len(pref)), &code[0], &sizes[0], C.int(n), &info, &cerr[0], C.int(len(cerr)))
+	if res != 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNoDevice, C.GoString(&cerr[0]))
+	}
+	api := uint32(info.api)
+	return &Device{
+		c: c,
+		info: Info{
+			Name:      C.GoString(&info.name[0]),
+			Type:      DeviceType(info._type),
+			API:       fmt.Sprintf("%d.%d.%d", api>>22, (api>>12)&0x3ff, api&0xfff),
+			MaxBuffer: int(min(uint64(info.maxBuffer), 1<<30)),
+		},
+		groups: int(min(uint32(info.maxGroups), 65535)),
+		pipe:   pipe,
+	}, nil
+}
+
+// Info describes the device.
+func (d *Device) Info() Info { return d.info }
+
+// Describe is "NAME (TYPE, Vulkan X.Y.Z)".
+func (d *Device) Describe() string {
+	return fmt.Sprintf("%s (%s, Vulkan %s)", d.info.Name, d.info.Type, d.info.API)
+}
+
+// MaxBuffer is the device's storage-buffer range, capped at 1 GiB.
+func (d *Device) MaxBuffer() int { return d.info.MaxBuffer }
+
+// MaxGroups is the dispatch limit per dimension, capped at 65535.
+func (d *Device) MaxGroups() int { return d.groups }
+
+func check(what string, r C.int) error {
+	if r != 0 {
+		return fmt.Errorf("%w: %s: VkResult %d", ErrDevice, what, int(r))
+	}
+	return nil
+}
+
+// Slot returns slot i's mapped memory, at least n bytes.
+func (d *Device) Slot(i, n int) ([]byte, error) {
+	var res C.int
+	p := C.dfvk_slot(d.c, C.int(i), C.uint64_t(n), &res)
+	if p == nil {
+		return nil, check(fmt.Sprintf("allocating %d bytes", n), min(res, -1))
+	}
+	return unsafe.Slice((*byte)(p), max(n, 1))[:n], nil
+}
+
+// Dispatch records one shader run over the given slots (bindings 1..n).
+func (d *Device) Dispatch(shader string, slots []int, push []uint32, gx, gy int) error {
+	idx, ok := d.pipe[shader]
+	if !ok {
+		return fmt.Errorf("%w: no shader %q", ErrDevice, shader)
+	}
+	cs := make([]C.int, max(len(slots), 1))
+	for i, s := range slots {
+		cs[i] = C.int(s)
+	}
+	pc := make([]C.uint32_t, max(len(push), 1))
+	for i, v := range push {
+		pc[i] = C.uint32_t(v)
+	}
+	r := C.dfvk_dispatch(d.c, idx, &cs[0], C.int(len(slots)), unsafe.Pointer(&pc[0]), C.int(4*len(push)),
+		C.uint32_t(gx), C.uint32_t(gy), 1)
+	return check("dispatch "+shader, r)
+}
+
+// Begin starts recording a call.
+func (d *Device) Begin() error { return check("begin", C.dfvk_begin(d.c)) }
+
+// Submit runs the recorded call and waits for it.
+func (d *Device) Submit() error { return check("submit", C.dfvk_submit(d.c)) }
