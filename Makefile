@@ -12,8 +12,9 @@ DARWIN_CGO_ONLY :=
 DARWIN_PKGS = $(filter-out $(DARWIN_CGO_ONLY),$(shell $(GO) list ./...))
 
 # Debian packages the tests use, as "command:package" pairs.
+# dbus-daemon: the app's tests start a private session bus (tray, notifications).
 APT_DEPS := qemu-aarch64:qemu-user aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu node:nodejs npm:npm \
-	glslangValidator:glslang-tools spirv-cross:spirv-cross
+	glslangValidator:glslang-tools spirv-cross:spirv-cross dbus-daemon:dbus-daemon
 # Debian packages without a command, as "file:package" pairs: the Vulkan
 # loader's headers (kernels/vulkan is cgo over them) and Mesa's software
 # Vulkan driver, lavapipe, which the GPU conformance tests run on.
@@ -24,7 +25,7 @@ APT_FILES := /usr/include/vulkan/vulkan.h:libvulkan-dev \
 # server/node_test.go), installed from the committed package-lock.json.
 NPM_DIRS := server/testdata/node
 
-.PHONY: all build run test vet fmt-check darwin-vet unit kernels-arm64 deps bench app lint clean shaders shaders-check gpu-bundle
+.PHONY: all build run test vet fmt-check darwin-vet info-plist unit kernels-arm64 deps bench app lint clean shaders shaders-check gpu-bundle
 
 all: build
 
@@ -34,7 +35,7 @@ build:
 run: build
 	./$(BIN)
 
-test: deps shaders-check vet fmt-check darwin-vet unit kernels-arm64
+test: deps shaders-check vet fmt-check darwin-vet info-plist unit kernels-arm64
 
 # The NEON kernels, cross-compiled and run under qemu-user: the conformance
 # tests in -short mode (the K3-sized matrices take minutes emulated; amd64
@@ -62,6 +63,11 @@ fmt-check:
 
 darwin-vet:
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet $(DARWIN_PKGS)
+
+# Info.plist must be well formed and carry the keys macOS needs; checked on
+# every platform, before a Mac ever sees it.
+info-plist:
+	$(GO) test -count=1 -run '^(TestInfoPlist|TestReadPlistRejects)$$' .
 
 unit:
 	$(GO) test -count=1 -timeout 30m ./...

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/adrg/xdg"
 
@@ -45,6 +46,19 @@ type Config struct {
 	Trace string
 	// Server is `deltafin serve` and the app's embedded server (issue 8).
 	Server ServerConfig
+
+	// Menu-bar app (issue 9).
+	// NotifyAfter: answers that take longer get a notification (0: never).
+	NotifyAfter time.Duration
+	// WarmIdleAfter: overnight warming starts after this long without
+	// user input, on AC power.
+	WarmIdleAfter time.Duration
+	// WarmPoll: how often warming checks idle time and power (0: 30 s).
+	WarmPoll time.Duration
+	// SessionBus is DBUS_SESSION_BUS_ADDRESS and RuntimeDir is
+	// XDG_RUNTIME_DIR: on Linux the tray and notifications need a
+	// session bus, and the app refuses to start without one.
+	SessionBus, RuntimeDir string
 }
 
 // ServerConfig configures the OpenAI-compatible server.
@@ -83,7 +97,13 @@ type Getenv func(string) string
 // DefaultConfig returns the configuration before flags, with the environment
 // applied.
 func DefaultConfig(getenv Getenv) Config {
-	c := Config{DataDir: filepath.Join(xdg.DataHome, "deltafin"), Kernels: "auto", Run: RunConfig{MaxNew: DefaultMaxNew}}
+	c := Config{
+		DataDir:     filepath.Join(xdg.DataHome, "deltafin"),
+		Kernels:     "auto",
+		Run:         RunConfig{MaxNew: DefaultMaxNew},
+		NotifyAfter: 30 * time.Second, WarmIdleAfter: 10 * time.Minute, WarmPoll: 30 * time.Second,
+		SessionBus: getenv("DBUS_SESSION_BUS_ADDRESS"), RuntimeDir: getenv("XDG_RUNTIME_DIR"),
+	}
 	if v := getenv("DELTAFIN_KERNELS"); v != "" {
 		c.Kernels = v
 	}
@@ -112,6 +132,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("app: data directory %q: %w", c.DataDir, err)
 	}
 	c.DataDir = abs
+	if c.NotifyAfter < 0 || c.WarmIdleAfter < 0 {
+		return fmt.Errorf("app: negative duration (notify after %v, warm idle after %v)", c.NotifyAfter, c.WarmIdleAfter)
+	}
+	if c.WarmPoll < 0 {
+		return fmt.Errorf("app: negative warm poll interval %v", c.WarmPoll)
+	}
 	if c.RAMGB < 0 || c.RAMGB > 1<<20 {
 		return fmt.Errorf("app: --ram-gb %g is not a RAM size in GB", c.RAMGB)
 	}

@@ -2,6 +2,16 @@
 // one Config into the downloader, the engine, the server and the menu bar,
 // and runs the CLI subcommands that main.go dispatches to.
 //
+// The menu-bar app (`deltafin` with no arguments) is one App struct:
+// BuildMenu renders its State into a plain Menu value, the tray (systray:
+// Cocoa on macOS, StatusNotifierItem + com.canonical.dbusmenu over the
+// session bus on Linux) mirrors that value and forwards clicks to
+// App.Click, and the actions call the downloader, warmer and server
+// through the interfaces in services.go. Platform seams (idle time, AC
+// power, keep-awake, launch at login, clipboard) have one portable file
+// and small _darwin/_linux files; the darwin ones run only on a Mac and
+// their parsers are tested everywhere.
+//
 // It is the only place besides server that logs (log/slog) and the only
 // place that knows about the environment: main.go fills a Config from flags
 // and environment variables, and every package below takes options.

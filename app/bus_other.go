@@ -1,0 +1,8 @@
+//go:build !linux
+
+package app
+
+import "context"
+
+// checkDesktop: macOS always has a window server for a logged-in user.
+func checkDesktop(context.Context, Config) (string, error) { return "", nil }

@@ -1,0 +1,126 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/kernels"
+)
+
+// apiServer is the menu's Server: the engine and the OpenAI-compatible
+// server in this process, on the installed model (read through the menu's
+// mirror, so a stream install fetches missing experts on demand) or on the
+// built-in demo model.
+type apiServer struct {
+	cfg  Config
+	mi   *mirrorInstall
+	demo fs.FS
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	busy     func(reason string) func()
+	finished func(time.Duration, string)
+	hs       *http.Server
+	done     chan error
+	close    func() error
+}
+
+// ReportGenerations receives the App's keep-awake and long-answer
+// notification (GenerationReporter).
+func (s *apiServer) ReportGenerations(busy func(reason string) func(), finished func(time.Duration, string)) {
+	s.mu.Lock()
+	s.busy, s.finished = busy, finished
+	s.mu.Unlock()
+}
+
+func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err error) {
+	backend, err := kernels.ByName(s.cfg.Kernels)
+	if err != nil {
+		return "", err
+	}
+	eopts := engine.Options{Backend: backend}
+	var fetch engine.Fetcher
+	scfg := s.cfg
+	if demo {
+		if s.demo == nil {
+			return "", fmt.Errorf("%w: nothing is installed and this build has no demo model", ErrNoModel)
+		}
+		// The demo keeps its own heat histogram, apart from the real model's.
+		scfg.DataDir = filepath.Join(s.cfg.DataDir, "demo-k3-tiny")
+		if err := InstallDemo(s.demo, scfg.DataDir); err != nil {
+			return "", err
+		}
+	} else {
+		m, err := s.mi.mirror(ctx)
+		if err != nil {
+			return "", err
+		}
+		eopts.OpenSource, fetch = MirrorSource(m), m
+	}
+	dir := scfg.DataDir
+	if !demo {
+		dir = s.mi.dir()
+	}
+	st, err := scfg.OpenStream(fetch)
+	if err != nil {
+		return "", err
+	}
+	eopts.Stream = st.Options
+	srv, closeModel, err := OpenServer(ctx, s.cfg.Server, dir, eopts, s.log)
+	if err != nil {
+		return "", errors.Join(err, st.Close())
+	}
+	closeAll := func() error { return errors.Join(closeModel(), st.Close()) }
+	host, port := s.cfg.Server.Host, strconv.Itoa(s.cfg.Server.Port)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return "", errors.Join(fmt.Errorf("app: listen: %w", err), closeAll())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	busy, finished := s.busy, s.finished
+	if busy == nil {
+		busy = func(string) func() { return func() {} }
+	}
+	if finished == nil {
+		finished = func(time.Duration, string) {}
+	}
+	// As server.Serve: a header timeout, and no read or write timeout,
+	// which would cut a long generation.
+	s.hs = &http.Server{Handler: watchGenerations(srv, busy, finished), ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	s.done, s.close = make(chan error, 1), closeAll
+	go func(hs *http.Server, done chan error) { done <- hs.Serve(ln) }(s.hs, s.done)
+	return "http://" + ln.Addr().String(), nil
+}
+
+func (s *apiServer) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	hs, done, closeAll := s.hs, s.done, s.close
+	s.hs, s.done, s.close = nil, nil, nil
+	s.mu.Unlock()
+	if hs == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := hs.Shutdown(ctx)
+	if err != nil {
+		// Generations in flight end when their connections close.
+		err = errors.Join(err, hs.Close())
+	}
+	if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return errors.Join(err, closeAll())
+}
