@@ -20,6 +20,7 @@ func runRun(ctx context.Context, cfg app.Config, args []string) error {
 	fs.IntVar(&r.MaxNew, "max-new", r.MaxNew, "tokens to generate (a raw completion always runs to this)")
 	fs.BoolVar(&r.JSON, "json", r.JSON, `print one JSON object: {"prompt_ids","ids","text","reasoning","content","stats"}`)
 	fs.StringVar(&r.LogitsOut, "logits-out", r.LogitsOut, "write float32 little-endian logits rows (prompt positions, then each step) to this file")
+	fs.DurationVar(&cfg.NotifyAfter, "notify-after", cfg.NotifyAfter, "notify on the desktop when the answer takes longer than this (0: never)")
 	if err := parse(fs, args, &cfg); err != nil {
 		return err
 	}
@@ -29,6 +30,9 @@ func runRun(ctx context.Context, cfg app.Config, args []string) error {
 		if r.IDs, err = app.ParseIDs(*ids); err != nil {
 			return err
 		}
+	}
+	if cfg.NotifyAfter > 0 {
+		r.Notify = app.NewNotifier("Deltafin")
 	}
 	return app.Run(ctx, cfg, os.Stdout, os.Stderr)
 }

@@ -1,9 +1,10 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
-	"github.com/deltafin/deltafin/downloader/hubtest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/godbus/dbus/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/deltafin/deltafin/downloader/hubtest"
 )
 
 // These tests drive the App without a tray: clicks through Click, the
@@ -379,4 +382,22 @@ func TestLogindIdleTwin(t *testing.T) {
 	_, err = nobody.IdleTime(t.Context())
 	require.ErrorIs(t, err, ErrIdleUnknown)
 	desk.reset()
+}
+
+// TestRunNotifiesLongAnswer: `deltafin run` sends the long-answer
+// notification itself (the CLI has no App), with the answer's first words.
+func TestRunNotifiesLongAnswer(t *testing.T) {
+	desk.reset()
+	cfg := testConfig(t)
+	cfg.NotifyAfter = time.Nanosecond // every answer is "long"
+	cfg.Run = RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), Prompt: "The capital of France is",
+		MaxNew: 4, JSON: true, Notify: NewNotifier("Deltafin")}
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, Run(t.Context(), cfg, &stdout, &stderr))
+	var out RunOutput
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out))
+	require.NotNil(t, out.Text)
+	n := desk.waitNotification(t, "Answer finished")
+	require.Equal(t, firstWords(*out.Text, 12, 120), n.Body)
+	require.NotContains(t, stderr.String(), "notification")
 }

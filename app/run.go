@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/engine/chat"
@@ -35,6 +36,9 @@ type RunConfig struct {
 	MaxNew     int    // tokens to generate
 	JSON       bool   // print one JSON object at the end
 	LogitsOut  string // file for little-endian float32 logits rows
+	// Notify, when set, is told of an answer that took longer than
+	// Config.NotifyAfter (cmd_run sets the desktop notifier).
+	Notify Notifier
 }
 
 // DefaultMaxNew is --max-new's default.
@@ -164,6 +168,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	}
 
 	out := RunOutput{PromptIDs: prompt, IDs: []int{}}
+	start := time.Now()
 	res, err := m.NewSession().Generate(ctx, prompt, opts, func(tok int) error {
 		out.IDs = append(out.IDs, tok)
 		if printer != nil {
@@ -219,6 +224,20 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		s := out.Stats
 		fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s\n",
 			s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason)
+	}
+	if rc.Notify != nil && !interrupted {
+		answer := ""
+		switch {
+		case out.Content != nil:
+			answer = *out.Content
+		case out.Text != nil:
+			answer = *out.Text
+		}
+		// A notification that cannot be shown costs the user nothing they
+		// asked for: the answer is printed, so report and carry on.
+		if err := NotifyLongAnswer(ctx, cfg, rc.Notify, time.Since(start), answer); err != nil {
+			fmt.Fprintf(stderr, "deltafin: long-answer notification: %v\n", err)
+		}
 	}
 	if interrupted {
 		return fmt.Errorf("app: interrupted after %d tokens: %w", res.Tokens, ctx.Err())
