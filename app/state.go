@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/deltafin/deltafin/internal/atomicfile"
 )
 
 // savedState is what the menu-bar app remembers across restarts: a
@@ -69,34 +71,14 @@ func modeName(m DownloadMode) string {
 	return m.String()
 }
 
-// writeFileAtomic writes through a temporary file in the same directory and
-// renames it into place, so a crash leaves the old file or the new one.
+// writeFileAtomic replaces path with data so a crash leaves the old file or
+// the new one, creating the directory first.
 func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("app: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, data, perm); err != nil {
 		return fmt.Errorf("app: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, perm)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("app: write %s: %w", path, err)
 	}
 	return nil
 }

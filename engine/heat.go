@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/deltafin/deltafin/internal/atomicfile"
 )
 
 // ErrHeatFormat reports a heat file that is damaged or belongs to a model of
@@ -132,35 +134,14 @@ func (h *Heat) Save(path string) error {
 	return writeFileAtomic(path, b.Bytes())
 }
 
-// writeFileAtomic replaces path with b: temporary file in the same
-// directory, fsync, rename, fsync of the directory.
+// writeFileAtomic replaces path with b (see atomicfile), creating the
+// directory first. 0o600 is what the temporary file always had.
 func writeFileAtomic(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("engine: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("engine: write %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }
