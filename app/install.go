@@ -54,9 +54,7 @@ func StartInstall(ctx context.Context, cfg Config, opts InstallOptions) (*Instal
 }
 
 func chooseMode(m *downloader.Mirror, p *downloader.Plan, mode downloader.Mode, headroom int64) (downloader.Mode, error) {
-	if headroom <= 0 {
-		headroom = downloader.DefaultHeadroom
-	}
+	headroom = orDefaultHeadroom(headroom)
 	stream, err := m.Totals(p.Work(downloader.Stream))
 	if err != nil {
 		return "", err

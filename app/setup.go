@@ -102,6 +102,30 @@ func openMirror(ctx context.Context, cfg Config, opts downloader.Options) (*down
 	return downloader.Open(opts)
 }
 
+// openPlan opens the mirror and lists what the install needs; the caller
+// closes the mirror (it is closed here when planning fails).
+func openPlan(ctx context.Context, cfg Config, opts downloader.Options) (*downloader.Mirror, *downloader.Plan, error) {
+	m, err := openMirror(ctx, cfg, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := m.Plan(ctx)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return m, p, nil
+}
+
+// orDefaultHeadroom is the free space kept after an install: h, or
+// downloader.DefaultHeadroom when h is not set.
+func orDefaultHeadroom(h int64) int64 {
+	if h <= 0 {
+		return downloader.DefaultHeadroom
+	}
+	return h
+}
+
 // SetupOptions are the flags of deltafin setup.
 type SetupOptions struct {
 	Mode   downloader.Mode // Auto, Stream or Full
@@ -121,15 +145,11 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions, out io.Writer) er
 
 func setupModel(ctx context.Context, cfg Config, opts SetupOptions, out io.Writer) error {
 	ui := newProgressUI(out)
-	m, err := openMirror(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event})
+	m, p, err := openPlan(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	p, err := m.Plan(ctx)
-	if err != nil {
-		return err
-	}
 	stream, err := m.Totals(p.Work(downloader.Stream))
 	if err != nil {
 		return err
@@ -142,10 +162,7 @@ func setupModel(ctx context.Context, cfg Config, opts SetupOptions, out io.Write
 	if err != nil {
 		return err
 	}
-	headroom := opts.Headroom
-	if headroom <= 0 {
-		headroom = downloader.DefaultHeadroom
-	}
+	headroom := orDefaultHeadroom(opts.Headroom)
 	mode, chooseErr := downloader.Choose(opts.Mode, stream, full, int64(free), headroom)
 	if opts.DryRun {
 		fmt.Fprintf(out, "%s@%s in %s\n", cfg.Repo, cfg.Revision, m.Dir())
@@ -215,20 +232,13 @@ func FetchExperts(ctx context.Context, cfg Config, opts FetchOptions, out io.Wri
 
 func fetchExperts(ctx context.Context, cfg Config, opts FetchOptions, out io.Writer) error {
 	layers, dryRun := opts.Layers, opts.DryRun
-	headroom := opts.Headroom
-	if headroom <= 0 {
-		headroom = downloader.DefaultHeadroom
-	}
+	headroom := orDefaultHeadroom(opts.Headroom)
 	ui := newProgressUI(out)
-	m, err := openMirror(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event})
+	m, p, err := openPlan(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	p, err := m.Plan(ctx)
-	if err != nil {
-		return err
-	}
 	work := p.Work(downloader.Full)
 	what := "every missing byte of the model"
 	if layers != "" {
@@ -278,15 +288,11 @@ func interrupted(cmd string, err error) error {
 // cached and what completing the install costs; nothing for a full one. It
 // reads only the local mirror (no network once setup has run).
 func InstallSummary(ctx context.Context, cfg Config, out io.Writer) error {
-	m, err := openMirror(ctx, cfg, downloader.Options{})
+	m, p, err := openPlan(ctx, cfg, downloader.Options{})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	p, err := m.Plan(ctx)
-	if err != nil {
-		return err
-	}
 	return printStreamStatus(m, p, out)
 }
 
@@ -348,15 +354,11 @@ func warmExperts(ctx context.Context, cfg Config, opts WarmOptions, out io.Write
 		}
 	}
 	ui := newProgressUI(out)
-	m, err := openMirror(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event})
+	m, p, err := openPlan(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	p, err := m.Plan(ctx)
-	if err != nil {
-		return err
-	}
 	ranked, unknown, err := m.RankMissing(p, counts)
 	if err != nil {
 		return err
