@@ -9,8 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// u is the unit roundoff of float32.
-const u = 1.0 / (1 << 24)
+var allDTypes = []DType{F32, BF16, F16, I8, MXFP4}
+
+// Exported for conformance_test.go (package kernels_test, which imports
+// package conformance: an in-package test cannot, conformance imports
+// kernels).
+var (
+	AllDTypes    = allDTypes
+	FastBackends = fastBackends
+)
 
 // randMatrix fills a matrix with values of the size real weights have. Every
 // dtype gets its full range of codes that matter: F16 includes subnormals,
@@ -74,49 +81,6 @@ func randVec(rng *rand.Rand, n int) []float32 {
 		x[i] = float32(rng.NormFloat64())
 	}
 	return x
-}
-
-// absDot returns S[t*Rows+r] = Σ_c |W[r,c]·x_t[c]| in float64, the scale of
-// the rounding error of any summation order.
-func absDot(w Matrix, x []float32, n int) []float64 {
-	s := make([]float64, n*w.Rows)
-	row := make([]float32, w.Cols)
-	for r := range w.Rows {
-		DecodeRow(row, w, r)
-		for t := range n {
-			var a float64
-			for c, v := range row {
-				a += math.Abs(float64(v) * float64(x[t*w.Cols+c]))
-			}
-			s[t*w.Rows+r] = a
-		}
-	}
-	return s
-}
-
-// dotTol is the tolerance of one dot product of length cols against the
-// reference. Both sides round every partial sum; the fast kernels sum in a
-// different order (SIMD lanes, MXFP4 group sums scaled afterwards, INT8
-// scaled at the end), so the results differ by rounding only. With partial
-// sums of random sign the first-order error bound u·Σ_k|s_k| is about
-// u·√cols·Σ|w·x|; we allow 4× that (and never less than the worst case
-// u·cols·Σ|w·x| for cols ≤ 16). A wrong element, scale or nibble costs about
-// Σ|w·x|/cols, above this bound for every cols < 26,000, so the check still
-// catches single-element mistakes on K3 shapes.
-func dotTol(cols int, s float64) float64 {
-	return 4*u*math.Sqrt(float64(cols))*s + 1e-30
-}
-
-func requireClose(t *testing.T, want, got []float32, s []float64, cols int, what string) {
-	t.Helper()
-	require.Len(t, got, len(want))
-	for i := range want {
-		d := math.Abs(float64(want[i]) - float64(got[i]))
-		if !(d <= dotTol(cols, s[i])) { // NaN fails too
-			require.Failf(t, "kernels differ", "%s: element %d: ref %g, fast %g, |Δ| %g > tol %g (Σ|w·x| = %g)",
-				what, i, want[i], got[i], d, dotTol(cols, s[i]), s[i])
-		}
-	}
 }
 
 // fastBackends returns every C backend this CPU runs, at the given thread
