@@ -3,7 +3,6 @@ package app
 import (
 	"encoding/binary"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -12,25 +11,13 @@ import (
 	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/downloader/hubtest"
 	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/safetensors"
 )
 
 // refInts reads an I64 tensor of testdata/k3-tiny/reference.safetensors.
 func refInts(t *testing.T, name string) []int {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "testdata", "k3-tiny", "reference.safetensors"))
-	require.NoError(t, err)
-	defer f.Close()
-	st, err := f.Stat()
-	require.NoError(t, err)
-	h, err := safetensors.Read(f, st.Size())
-	require.NoError(t, err)
-	x, ok := h.Lookup(name)
-	require.True(t, ok, name)
-	require.Equal(t, "I64", x.DType)
-	b := make([]byte, x.Size)
-	_, err = f.ReadAt(b, x.Offset)
-	require.NoError(t, err)
+	dtype, b := referenceBytes(t, name)
+	require.Equal(t, "I64", dtype)
 	out := make([]int, len(b)/8)
 	for i := range out {
 		out[i] = int(int64(binary.LittleEndian.Uint64(b[8*i:])))

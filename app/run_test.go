@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// reference reads one tensor of testdata/k3-tiny/reference.safetensors as
-// float64 values (F32 or I64).
-func reference(t *testing.T, name string) []float64 {
+// referenceBytes reads one tensor of testdata/k3-tiny/reference.safetensors:
+// its dtype and raw bytes.
+func referenceBytes(t *testing.T, name string) (string, []byte) {
 	t.Helper()
 	f, err := os.Open(filepath.Join("..", "testdata", "k3-tiny", "reference.safetensors"))
 	require.NoError(t, err)
@@ -30,8 +30,16 @@ func reference(t *testing.T, name string) []float64 {
 	b := make([]byte, x.Size)
 	_, err = f.ReadAt(b, x.Offset)
 	require.NoError(t, err)
+	return x.DType, b
+}
+
+// reference reads one tensor of the reference as float64 values (F32 or
+// I64).
+func reference(t *testing.T, name string) []float64 {
+	t.Helper()
+	dtype, b := referenceBytes(t, name)
 	var out []float64
-	switch x.DType {
+	switch dtype {
 	case "F32":
 		for i := 0; i < len(b); i += 4 {
 			out = append(out, float64(math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))))
