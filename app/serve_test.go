@@ -31,15 +31,7 @@ func TestServeK3Tiny(t *testing.T) {
 	require.Equal(t, 2, cfg.Server.MaxTokens)
 
 	ctx, cancel := context.WithCancel(t.Context())
-	urls := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, cfg, slog.New(slog.DiscardHandler), func(u string) { urls <- u }) }()
-	var base string
-	select {
-	case base = <-urls:
-	case err := <-done:
-		t.Fatalf("serve ended early: %v", err)
-	}
+	base, done := startServe(t, ctx, cfg)
 
 	resp, err := http.Get(base + "/health")
 	require.NoError(t, err)
@@ -108,15 +100,7 @@ func TestServeStreamInstall(t *testing.T) {
 	before := h.Requests.Load()
 
 	ctx, cancel := context.WithCancel(ctx)
-	urls := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, cfg, slog.New(slog.DiscardHandler), func(u string) { urls <- u }) }()
-	var base string
-	select {
-	case base = <-urls:
-	case err := <-done:
-		t.Fatalf("serve ended early: %v", err)
-	}
+	base, done := startServe(t, ctx, cfg)
 	prompt, want := refInts(t, "short.input_ids"), refInts(t, "short.greedy_tokens")
 	body, err := json.Marshal(map[string]any{"model": "deltafin-kimi-k3", "prompt": prompt, "max_tokens": len(want)})
 	require.NoError(t, err)
@@ -174,4 +158,20 @@ func TestServerConfig(t *testing.T) {
 		return map[string]string{"DELTAFIN_SERVER_MAX_TOKENS": "64", "DELTAFIN_API_KEY": "k"}[k]
 	})
 	require.Equal(t, ServerConfig{Host: "127.0.0.1", Port: 8000, MemoEntries: 32, MaxTokens: 64, APIKey: "k"}, cfg.Server)
+}
+
+// startServe runs Serve until ctx ends and returns its base URL and the
+// channel its result arrives on.
+func startServe(t *testing.T, ctx context.Context, cfg Config) (string, <-chan error) {
+	t.Helper()
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, cfg, slog.New(slog.DiscardHandler), func(u string) { urls <- u }) }()
+	var base string
+	select {
+	case base = <-urls:
+	case err := <-done:
+		t.Fatalf("serve ended early: %v", err)
+	}
+	return base, done
 }
