@@ -186,7 +186,11 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		m.experts.prefetchPrevious(i)
+		if T == 1 {
+			// A prompt's union holds most of the previous token's experts
+			// anyway, and its group prefetches read them in order.
+			m.experts.prefetchPrevious(i)
+		}
 		lw := &w.layers[i]
 		if i >= m.pinned {
 			streamed, err := ahead.wait(ctx)

@@ -122,12 +122,13 @@ func (m *Model) moeForward(ctx context.Context, out, x []float32, T, layer, pos 
 	// overlap the latent projection and the shared experts. A prefill's
 	// union can name hundreds of experts; they are acquired a decode
 	// token's worth (maxTopK) at a time, the next group prefetched.
+	union := ids
 	var groups [][]int
 	for len(ids) > 0 {
 		n := min(len(ids), maxTopK)
 		groups, ids = append(groups, ids[:n]), ids[n:]
 	}
-	batch, err := m.experts.acquire(ctx, layer, groups[0])
+	batch, err := m.experts.acquire(ctx, layer, groups[0], union)
 	if err != nil {
 		return err
 	}
@@ -149,7 +150,7 @@ func (m *Model) moeForward(ctx context.Context, out, x []float32, T, layer, pos 
 	ys := make([]float32, T*K*D) // [T, K, D]
 	for g, group := range groups {
 		if g > 0 {
-			if batch, err = m.experts.acquire(ctx, layer, group); err != nil {
+			if batch, err = m.experts.acquire(ctx, layer, group, union); err != nil {
 				return err
 			}
 			if g+1 < len(groups) {

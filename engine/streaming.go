@@ -112,8 +112,8 @@ func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *Confi
 	return &streamExperts{store: s, inter: c.MoEIntermediate, latent: c.ExpertDim(), heatPath: o.HeatPath}, nil
 }
 
-func (s *streamExperts) acquire(ctx context.Context, layer int, ids []int) (expertBatch, error) {
-	b, err := s.store.Acquire(ctx, layer, ids)
+func (s *streamExperts) acquire(ctx context.Context, layer int, ids, union []int) (expertBatch, error) {
+	b, err := s.store.AcquirePart(ctx, layer, ids, union)
 	if err != nil {
 		return nil, err
 	}
