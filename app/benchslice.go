@@ -19,6 +19,7 @@ type BenchSliceOptions struct {
 	JSON      bool // print the report as JSON instead of text
 	Tokens    int  // measured decode tokens (0: 8)
 	Engine    bool // also decode with the engine's forward pass over the slice
+	Prefill   int  // prompt tokens for the prefill measurement (0: none)
 }
 
 // BenchSlice creates (once, in the data directory) a synthetic checkpoint
@@ -80,7 +81,7 @@ func BenchSlice(ctx context.Context, cfg Config, o BenchSliceOptions, out, log i
 	}
 	fmt.Fprintf(log, "slice %s\n", plan)
 	rep, err := engine.BenchSlice(ctx, engine.SliceBenchOptions{
-		Dir: dir, Layout: layout, Plan: plan, Engine: o.Engine, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: uint64(time.Now().UnixNano()),
+		Dir: dir, Layout: layout, Plan: plan, Engine: o.Engine, Prefill: o.Prefill, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: uint64(time.Now().UnixNano()),
 		RAM: engine.BudgetInput{TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override},
 		Log: func(f string, a ...any) { fmt.Fprintf(log, f+"\n", a...) },
 	})
@@ -98,6 +99,10 @@ func BenchSlice(ctx context.Context, cfg Config, o BenchSliceOptions, out, log i
 	if d := rep.EngineDecode; d != nil {
 		fmt.Fprintf(out, "engine forward over the slice: %.3f s/token, %.1f MB/token from disk, ratio %.2f (backend %s)\n",
 			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.Ratio, rep.Backend)
+	}
+	if p := rep.EnginePrefill; p != nil {
+		fmt.Fprintf(out, "prefill of %d tokens: time to first token %.2f s; read amplification %.4f (target 1.05; %d distinct experts, token-major %.2f×)\n",
+			p.Tokens, p.TimeToFirstToken, p.ReadAmplification, p.DistinctExperts, p.TokenMajorAmplification)
 	}
 	fmt.Fprintf(out, "K3 (93 layers) on this machine: %s\n", rep.K3Plan)
 	fmt.Fprintf(out, "K3 projected: %.1f s/token with reads overlapped, %.1f s/token serial (backend %s)\n",

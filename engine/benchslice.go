@@ -32,7 +32,11 @@ type SliceBenchOptions struct {
 	// Engine also runs the engine's forward pass over the slice (slow with
 	// the reference kernels: the spine and lm_head are computed too).
 	Engine bool
-	Log    func(format string, args ...any) // progress lines; nil: silent
+	// Prefill, when positive, also runs a prompt of that many tokens
+	// through the engine with a cold store: time to first token and read
+	// amplification of the expert-major prefill.
+	Prefill int
+	Log     func(format string, args ...any) // progress lines; nil: silent
 }
 
 // ReadBandwidth is one read mode's parallel bandwidth over cold expert spans.
@@ -67,9 +71,10 @@ type SliceReport struct {
 	Decode         DecodeResult    `json:"decode"` // (b)
 	// EngineDecode is the real forward pass over the slice (the router
 	// chooses; spine, router, attention and lm_head computed too).
-	EngineDecode    *DecodeResult `json:"engine_decode,omitempty"`
-	K3Plan          BudgetPlan    `json:"k3_plan"`
-	K3SecondsPerTok [2]float64    `json:"k3_projected_s_per_token"` // [overlapped, serial]
+	EngineDecode    *DecodeResult  `json:"engine_decode,omitempty"`
+	EnginePrefill   *PrefillResult `json:"engine_prefill,omitempty"`
+	K3Plan          BudgetPlan     `json:"k3_plan"`
+	K3SecondsPerTok [2]float64     `json:"k3_projected_s_per_token"` // [overlapped, serial]
 }
 
 // BenchSlice measures the slice: (a) parallel read bandwidth of 16 random
@@ -149,6 +154,15 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		r.EngineDecode = &d
 		logf("(b) decode, engine forward: %.3f s/token, %.1f MB/token from disk, %.2f GB/s = %.2f of (a); cache hits %.0f%%, prefetch hits %.0f%%",
 			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.DiskGBPerSecond, d.Ratio, 100*d.CacheHitRate, 100*d.PrefetchHitRate)
+	}
+	if o.Prefill > 0 {
+		p, err := o.enginePrefill(ctx, o.Plan)
+		if err != nil {
+			return r, err
+		}
+		r.EnginePrefill = &p
+		logf("prefill, engine forward: %d tokens, time to first token %.2f s; %d distinct experts read, amplification %.4f (token-major would acquire %.2f×)",
+			p.Tokens, p.TimeToFirstToken, p.DistinctExperts, p.ReadAmplification, p.TokenMajorAmplification)
 	}
 	r.K3Plan, r.K3SecondsPerTok, err = projectK3(o.RAM, r)
 	return r, err

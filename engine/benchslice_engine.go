@@ -1,7 +1,13 @@
 package engine
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -44,4 +50,85 @@ func (o SliceBenchOptions) engineDecode(ctx context.Context, plan BudgetPlan, he
 	}
 	d.DiskGBPerSecond = d.DiskBytesPerToken / d.SecondsPerToken / 1e9
 	return d, nil
+}
+
+// PrefillResult is one prompt run over the slice with a cold expert store.
+type PrefillResult struct {
+	Tokens int `json:"tokens"`
+	// TimeToFirstToken is the prompt's pass plus lm_head, in seconds.
+	TimeToFirstToken float64 `json:"ttft_s"`
+	// DistinctExperts is the number of (layer, expert) pairs the router
+	// chose over the whole prompt; TokenMajorExperts what a token-at-a-time
+	// prefill would acquire (tokens × top-k per layer).
+	DistinctExperts   int   `json:"distinct_experts"`
+	TokenMajorExperts int   `json:"token_major_experts"`
+	DiskBytes         int64 `json:"disk_bytes"`
+	// ReadAmplification is expert bytes read ÷ bytes of the distinct
+	// experts (target ≤ 1.05); TokenMajorAmplification the same for a
+	// token-at-a-time prefill without a cache.
+	ReadAmplification       float64 `json:"read_amplification"`
+	TokenMajorAmplification float64 `json:"token_major_amplification"`
+}
+
+// enginePrefill opens the slice with an empty expert cache and runs a
+// prompt of o.Prefill pseudo-random token ids through it, expert-major.
+func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan BudgetPlan) (PrefillResult, error) {
+	r := PrefillResult{Tokens: o.Prefill}
+	plan.CacheExperts = 0 // every distinct expert is read: the worst case
+	tracePath := filepath.Join(o.Dir, "prefill-trace.jsonl")
+	tw, err := CreateTrace(tracePath)
+	if err != nil {
+		return r, err
+	}
+	defer os.Remove(tracePath)
+	m, err := Open(ctx, o.Dir, Options{Backend: o.Backend, Stream: &StreamOptions{Plan: &plan, Trace: tw}})
+	if err != nil {
+		tw.Close()
+		return r, err
+	}
+	store := m.experts.(*streamExperts).store
+	rng := rand.New(rand.NewPCG(o.Seed, 0x9EF1))
+	prompt := make([]int, o.Prefill)
+	for i := range prompt {
+		prompt[i] = rng.IntN(m.cfg.Vocab)
+	}
+	start := time.Now()
+	_, err = m.NewSession().Forward(ctx, prompt, false)
+	r.TimeToFirstToken = time.Since(start).Seconds()
+	st := store.Stats()
+	if cerr := m.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := tw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return r, err
+	}
+	f, err := os.Open(tracePath)
+	if err != nil {
+		return r, err
+	}
+	defer f.Close()
+	distinct := map[ExpertID]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var rec TraceRecord
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return r, fmt.Errorf("engine: prefill trace: %w", err)
+		}
+		r.TokenMajorExperts += len(rec.Experts)
+		for _, e := range rec.Experts {
+			distinct[ExpertID{rec.Layer, e}] = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return r, err
+	}
+	r.DistinctExperts, r.DiskBytes = len(distinct), st.DiskBytes
+	if r.DistinctExperts > 0 {
+		r.ReadAmplification = float64(st.DiskBytes) / float64(int64(r.DistinctExperts)*ExpertSpanBytes)
+		r.TokenMajorAmplification = float64(r.TokenMajorExperts) / float64(r.DistinctExperts)
+	}
+	return r, nil
 }
