@@ -34,8 +34,8 @@ type mlaCache struct {
 // attends to every cached position and to new positions ≤ t.
 //
 //	x: [T, H] (already input-normalised) → out: [T, H]
-func (m *Model) mlaForward(out, x []float32, T int, w *mlaWeights, cache *mlaCache) {
-	c, be := m.cfg, m.backend
+func (m *Model) mlaForward(be kernels.Backend, out, x []float32, T int, w *mlaWeights, cache *mlaCache) {
+	c := m.cfg
 	nh, nope, rope, dv, r := c.Heads, c.NoPE, c.RoPE, c.VHead, c.KVLoRA
 	qk := nope + rope
 	mat := func(wm kernels.Matrix, in []float32) []float32 {

@@ -19,6 +19,9 @@ type Options struct {
 	// MXFP4 experts through an expert store, spine layers past the pinned
 	// prefix per pass (streaming.go). Nil loads the whole model into RAM.
 	Stream *StreamOptions
+	// NoSpec turns n-gram speculation off (spec.go; DELTAFIN_SPEC=0).
+	// Speculation never changes the tokens, only how many passes they take.
+	NoSpec bool
 }
 
 // Info describes an opened model.
@@ -50,6 +53,7 @@ type Model struct {
 	pinned      int
 	plan        BudgetPlan
 	routerTrace *TraceWriter
+	noSpec      bool
 }
 
 // Open reads dir/config.json, opens the safetensors shards, validates every
@@ -70,7 +74,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: cfg, ck: ck, backend: opts.Backend, pinned: cfg.Layers}
+	m := &Model{cfg: cfg, ck: ck, backend: opts.Backend, pinned: cfg.Layers, noSpec: opts.NoSpec}
 	if err := m.load(ctx, dir, opts.Stream); err != nil {
 		ck.close()
 		return nil, err
@@ -158,6 +162,12 @@ type traceFunc func(layer int, h []float32)
 func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, trace traceFunc) ([]float32, error) {
 	c, w := m.cfg, m.w
 	T, H := len(ids), c.Hidden
+	be := m.backend
+	if s.verifying {
+		// A speculative pass must give each position the bits a decode
+		// step would: one row at a time, in the single-row kernels.
+		be = rowByRow{m.backend}
+	}
 	partial := make([]float32, T*H) // [T, H]
 	for t, id := range ids {
 		kernels.DecodeRow(partial[t*H:(t+1)*H], w.embed, id)
@@ -186,9 +196,10 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if T == 1 {
-			// A prompt's union holds most of the previous token's experts
-			// anyway, and its group prefetches read them in order.
+		if T <= 2 {
+			// Decode and speculative steps. A prompt's union holds most of
+			// the previous token's experts anyway, and its group
+			// prefetches read them in order.
 			m.experts.prefetchPrevious(i)
 		}
 		lw := &w.layers[i]
@@ -210,9 +221,9 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		rmsNormRows(x, aIn, lw.inNorm, c.Eps, H)
 		switch {
 		case lw.kda != nil:
-			m.kdaForward(y, x, T, lw.kda, s.kda[i])
+			m.kdaForward(be, y, x, T, lw.kda, s.kda[i], s.verifying)
 		default:
-			m.mlaForward(y, x, T, lw.mla, s.mla[i])
+			m.mlaForward(be, y, x, T, lw.mla, s.mla[i])
 		}
 		if partial == nil {
 			partial = make([]float32, T*H)
@@ -222,11 +233,11 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		rmsNormRows(x, mIn, lw.postNorm, c.Eps, H)
 		m.lookahead(i, mIn, T, ahead)
 		if lw.moe != nil {
-			if err := m.moeForward(ctx, y, x, T, i, s.pos, lw.moe); err != nil {
+			if err := m.moeForward(ctx, be, y, x, T, i, s.pos, lw.moe); err != nil {
 				return nil, err
 			}
 		} else {
-			m.ffn(y, *lw.mlp, x, T)
+			m.ffn(be, y, *lw.mlp, x, T)
 		}
 		add(partial, y)
 		if trace != nil {
@@ -245,6 +256,6 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		trace(c.Layers, x[:rows*H])
 	}
 	logits := make([]float32, rows*c.Vocab)
-	m.backend.MatMul(logits, w.lmHead, x[:rows*H], rows)
+	be.MatMul(logits, w.lmHead, x[:rows*H], rows)
 	return logits, nil
 }

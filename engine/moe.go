@@ -89,8 +89,8 @@ func topK(x []float32, k int) []int {
 //	routed: r_t = Σ_j w_j · expert_{ids_j}(z_t), z = down·x (latent) or x
 //	latent: u = up · RMSNorm(r)
 //	out = u (or r) + shared(x)
-func (m *Model) moeForward(ctx context.Context, out, x []float32, T, layer, pos int, w *moeWeights) error {
-	c, be := m.cfg, m.backend
+func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []float32, T, layer, pos int, w *moeWeights) error {
+	c := m.cfg
 	H, D, K := c.Hidden, c.ExpertDim(), c.TopK
 
 	logits := make([]float32, T*c.Experts)
@@ -144,7 +144,7 @@ func (m *Model) moeForward(ctx context.Context, out, x []float32, T, layer, pos 
 	var shared []float32
 	if w.shared != nil {
 		shared = make([]float32, T*H)
-		m.ffn(shared, *w.shared, x, T)
+		m.ffn(be, shared, *w.shared, x, T)
 	}
 
 	ys := make([]float32, T*K*D) // [T, K, D]

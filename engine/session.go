@@ -17,6 +17,11 @@ type Session struct {
 	pending []int
 	// broken is set when a pass failed midway and left the caches torn.
 	broken error
+	// hist is every token of the conversation, pending ones included: the
+	// text n-gram speculation searches (spec.go).
+	hist      []int
+	verifying bool // the current pass is a speculative one (spec.go)
+	spec      SpecStats
 }
 
 // NewSession returns an empty session.
@@ -64,11 +69,13 @@ func (s *Session) forward(ctx context.Context, ids []int, every bool, trace trac
 	}
 	n := len(s.pending)
 	run := append(s.pending[:n:n], ids...)
+	s.hist = append(s.hist, ids...)
 	flat, err := s.m.forward(ctx, s, run, every, trace)
 	if err != nil {
 		// A cancelled pass leaves the caches half-updated: the session
 		// cannot continue.
 		s.broken = err
+		s.hist = s.hist[:len(s.hist)-len(ids)]
 		return nil, err
 	}
 	s.pos += len(run)
