@@ -97,8 +97,8 @@ func BenchSlice(ctx context.Context, cfg Config, o BenchSliceOptions, out, log i
 	fmt.Fprintf(out, "steady decode (b): %.3f s/token, %.1f MB/token from disk, ratio %.2f (target 0.85); reads alone: ratio %.2f\n",
 		rep.Decode.SecondsPerToken, rep.Decode.DiskBytesPerToken/1e6, rep.Decode.Ratio, rep.DecodeIO.Ratio)
 	if d := rep.EngineDecode; d != nil {
-		fmt.Fprintf(out, "engine forward over the slice: %.3f s/token, %.1f MB/token from disk, ratio %.2f (backend %s)\n",
-			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.Ratio, rep.Backend)
+		fmt.Fprintf(out, "engine forward over the slice: %.3f s/token, %.1f MB/token from disk, ratio %.2f (backend %s); speculation %.0f%% accepted of %d passes, %.2f tokens/pass\n",
+			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.Ratio, rep.Backend, 100*d.SpecAcceptRate, d.SpecPasses, d.TokensPerPass)
 	}
 	if p := rep.EnginePrefill; p != nil {
 		fmt.Fprintf(out, "prefill of %d tokens: time to first token %.2f s; read amplification %.4f (target 1.05; %d distinct experts, token-major %.2f×)\n",

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 
 	"github.com/adrg/xdg"
 
@@ -41,6 +42,10 @@ type Config struct {
 	// Trace, when set, is a file that receives the router trace of the run
 	// (--trace): one JSON line per token and MoE layer, for `deltafin warm`.
 	Trace string
+	// Spec turns the engine's n-gram speculation on (default; it never
+	// changes the tokens). DELTAFIN_SPEC=0 turns it off.
+	Spec    bool
+	specErr error // a DELTAFIN_SPEC that is not a boolean
 }
 
 // Getenv is the shape of os.Getenv, so tests can pass a map lookup.
@@ -55,6 +60,14 @@ func DefaultConfig(getenv Getenv) Config {
 	}
 	if v := getenv("DELTAFIN_HOME"); v != "" {
 		c.DataDir = v
+	}
+	c.Spec = true
+	if v := getenv("DELTAFIN_SPEC"); v != "" {
+		b, err := strconv.ParseBool(v)
+		c.Spec = b
+		if err != nil {
+			c.Spec, c.specErr = true, fmt.Errorf("app: DELTAFIN_SPEC=%q: want 0 or 1", v)
+		}
 	}
 	hubFromEnv(getenv, &c)
 	return c
@@ -72,6 +85,9 @@ func (c *Config) Validate() error {
 	c.DataDir = abs
 	if c.RAMGB < 0 || c.RAMGB > 1<<20 {
 		return fmt.Errorf("app: --ram-gb %g is not a RAM size in GB", c.RAMGB)
+	}
+	if c.specErr != nil {
+		return c.specErr
 	}
 	if _, err := kernels.ByName(c.Kernels); err != nil {
 		return fmt.Errorf("app: DELTAFIN_KERNELS: %w", err)

@@ -109,7 +109,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	m, err := engine.Open(ctx, rc.Model, engine.Options{Backend: backend, Stream: st.Options})
+	m, err := engine.Open(ctx, rc.Model, engine.Options{Backend: backend, Stream: st.Options, NoSpec: !cfg.Spec})
 	if err != nil {
 		return err
 	}

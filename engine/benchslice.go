@@ -55,6 +55,11 @@ type DecodeResult struct {
 	CacheHitRate      float64 `json:"cache_hit_rate"`
 	PrefetchHitRate   float64 `json:"prefetch_hit_rate"` // demanded experts found prefetched
 	PrefetchWasted    float64 `json:"prefetch_wasted_per_token"`
+	// Speculation (engine run only): share of two-position passes whose
+	// guess was accepted, and generated tokens per pass.
+	SpecPasses     int     `json:"spec_passes,omitempty"`
+	SpecAcceptRate float64 `json:"spec_accept_rate,omitempty"`
+	TokensPerPass  float64 `json:"tokens_per_pass,omitempty"`
 }
 
 // SliceReport is everything bench slice measures in one run.
@@ -152,8 +157,8 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		}
 		d.Ratio = d.DiskGBPerSecond / r.Bandwidth[0].GBPerSecond
 		r.EngineDecode = &d
-		logf("(b) decode, engine forward: %.3f s/token, %.1f MB/token from disk, %.2f GB/s = %.2f of (a); cache hits %.0f%%, prefetch hits %.0f%%",
-			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.DiskGBPerSecond, d.Ratio, 100*d.CacheHitRate, 100*d.PrefetchHitRate)
+		logf("(b) decode, engine forward: %.3f s/token, %.1f MB/token from disk, %.2f GB/s = %.2f of (a); cache hits %.0f%%, prefetch hits %.0f%%; speculation: %d passes, %.0f%% accepted, %.2f tokens/pass",
+			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.DiskGBPerSecond, d.Ratio, 100*d.CacheHitRate, 100*d.PrefetchHitRate, d.SpecPasses, 100*d.SpecAcceptRate, d.TokensPerPass)
 	}
 	if o.Prefill > 0 {
 		p, err := o.enginePrefill(ctx, o.Plan)

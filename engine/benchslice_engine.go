@@ -49,6 +49,8 @@ func (o SliceBenchOptions) engineDecode(ctx context.Context, plan BudgetPlan, he
 		PrefetchWasted:    float64(st.SpecWasted-base.SpecWasted) / steps,
 	}
 	d.DiskGBPerSecond = d.DiskBytesPerToken / d.SecondsPerToken / 1e9
+	sp := s.SpecStats()
+	d.SpecPasses, d.SpecAcceptRate, d.TokensPerPass = sp.Passes, sp.AcceptRate(), sp.TokensPerPass()
 	return d, nil
 }
 
