@@ -19,6 +19,10 @@ type Options struct {
 	// MXFP4 experts through an expert store, spine layers past the pinned
 	// prefix per pass (streaming.go). Nil loads the whole model into RAM.
 	Stream *StreamOptions
+	// SpineInt8, when set, is a directory written by ConvertSpineInt8
+	// (SpineInt8Dir): the spine's matrices are read from its int8 copy,
+	// half the bytes, NOT exact (--spine int8; spineint8.go).
+	SpineInt8 string
 	// NoSpec turns n-gram speculation off (spec.go; DELTAFIN_SPEC=0).
 	// Speculation never changes the tokens, only how many passes they take.
 	NoSpec bool
@@ -54,6 +58,7 @@ type Model struct {
 	plan        BudgetPlan
 	routerTrace *TraceWriter
 	noSpec      bool
+	i8          *checkpoint // the int8 spine, or nil
 }
 
 // Open reads dir/config.json, opens the safetensors shards, validates every
@@ -75,8 +80,17 @@ func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
 		return nil, err
 	}
 	m := &Model{cfg: cfg, ck: ck, backend: opts.Backend, pinned: cfg.Layers, noSpec: opts.NoSpec}
+	if opts.SpineInt8 != "" {
+		if m.i8, err = openSpineInt8(ctx, opts.SpineInt8, ck); err != nil {
+			ck.close()
+			return nil, err
+		}
+	}
 	if err := m.load(ctx, dir, opts.Stream); err != nil {
 		ck.close()
+		if m.i8 != nil {
+			m.i8.close()
+		}
 		return nil, err
 	}
 	return m, nil
@@ -93,7 +107,7 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 		}
 		m.plan, m.pinned, m.routerTrace = plan, min(plan.PinnedLayers, m.cfg.Layers), stream.Trace
 	}
-	w, err := loadWeights(ctx, m.ck, m.cfg, m.pinned)
+	w, err := loadWeights(ctx, m.ck, m.i8, m.cfg, m.pinned)
 	if err != nil {
 		return err
 	}
@@ -137,6 +151,11 @@ func (m *Model) Close() error {
 	}
 	if cerr := m.ck.close(); err == nil {
 		err = cerr
+	}
+	if m.i8 != nil {
+		if cerr := m.i8.close(); err == nil {
+			err = cerr
+		}
 	}
 	return err
 }

@@ -193,7 +193,7 @@ func (m *Model) loadSpineLayer(ctx context.Context, i int) *spineLoad {
 	sl := &spineLoad{done: make(chan struct{})}
 	go func() {
 		defer close(sl.done)
-		l := &loader{ctx: ctx, ck: m.ck}
+		l := &loader{ctx: ctx, ck: m.ck, i8: m.i8}
 		sl.lw = l.layer(m.cfg, i)
 		sl.err = l.err
 	}()
