@@ -18,6 +18,7 @@ func addRAMFlag(fs *flag.FlagSet, cfg *app.Config) {
 func addStreamFlags(fs *flag.FlagSet, cfg *app.Config) {
 	addRAMFlag(fs, cfg)
 	fs.StringVar(&cfg.Trace, "trace", cfg.Trace, "write the router's expert choices to this file (JSON lines)")
+	fs.StringVar(&cfg.Spine, "spine", cfg.Spine, "spine weights: bf16 (exact) or int8 (the convert-spine-int8 copy: half the bytes, NOT exact)")
 }
 
 // runBenchSlice is `deltafin bench slice`.

@@ -46,6 +46,10 @@ type Config struct {
 	// changes the tokens). DELTAFIN_SPEC=0 turns it off.
 	Spec    bool
 	specErr error // a DELTAFIN_SPEC that is not a boolean
+	// Spine picks the spine's weights: "bf16" (as published, exact; the
+	// default) or "int8" (--spine int8: the per-row int8 copy written by
+	// `deltafin convert-spine-int8`, half the bytes, NOT exact).
+	Spine string
 }
 
 // Getenv is the shape of os.Getenv, so tests can pass a map lookup.
@@ -61,7 +65,7 @@ func DefaultConfig(getenv Getenv) Config {
 	if v := getenv("DELTAFIN_HOME"); v != "" {
 		c.DataDir = v
 	}
-	c.Spec = true
+	c.Spec, c.Spine = true, "bf16"
 	if v := getenv("DELTAFIN_SPEC"); v != "" {
 		b, err := strconv.ParseBool(v)
 		c.Spec = b
@@ -88,6 +92,9 @@ func (c *Config) Validate() error {
 	}
 	if c.specErr != nil {
 		return c.specErr
+	}
+	if c.Spine != "bf16" && c.Spine != "int8" {
+		return fmt.Errorf("app: --spine %q: want bf16 or int8", c.Spine)
 	}
 	if _, err := kernels.ByName(c.Kernels); err != nil {
 		return fmt.Errorf("app: DELTAFIN_KERNELS: %w", err)

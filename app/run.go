@@ -109,7 +109,12 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	m, err := engine.Open(ctx, rc.Model, engine.Options{Backend: backend, Stream: st.Options, NoSpec: !cfg.Spec})
+	eo := engine.Options{Backend: backend, Stream: st.Options, NoSpec: !cfg.Spec}
+	if cfg.Spine == "int8" {
+		eo.SpineInt8 = engine.SpineInt8Dir(rc.Model)
+		fmt.Fprintf(stderr, "spine: int8 copy in %s (approximate: NOT the exact K3 output)\n", eo.SpineInt8)
+	}
+	m, err := engine.Open(ctx, rc.Model, eo)
 	if err != nil {
 		return err
 	}
