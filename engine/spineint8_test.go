@@ -130,3 +130,20 @@ func TestSpineInt8(t *testing.T) {
 		})
 	}
 }
+
+// TestInt8SpineHalvesThePlannedSpine: the budget plans the int8 spine's
+// bytes, about half of BF16's (lm_head and the layer matrices).
+func TestInt8SpineHalvesThePlannedSpine(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "k3-tiny")
+	out := filepath.Join(t.TempDir(), "i8")
+	require.NoError(t, ConvertSpineInt8(t.Context(), dir, out, nil))
+	plan := func(i8 string) BudgetPlan {
+		m, err := Open(t.Context(), dir, Options{SpineInt8: i8, Stream: &StreamOptions{TotalRAM: 64 << 30, OverrideRAM: 10<<30 + 2<<20}})
+		require.NoError(t, err)
+		defer m.Close()
+		return m.Plan()
+	}
+	bf, i8 := plan(""), plan(out)
+	t.Logf("BF16 plan: %s\nint8 plan: %s", bf, i8)
+	require.Less(t, i8.StreamedSpineBytes+i8.PinnedBytes, (bf.StreamedSpineBytes+bf.PinnedBytes)*3/4)
+}

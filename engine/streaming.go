@@ -61,6 +61,25 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 	}
 	c := m.cfg
 	layers, globals := m.ck.spineBytes(c)
+	if m.i8 != nil {
+		// With the int8 spine its matrices take 1 byte per weight plus
+		// a float32 scale per row in RAM.
+		for name, r := range m.i8.tensors {
+			orig := m.ck.tensors[name]
+			if strings.HasSuffix(name, "_scale") || orig == nil || len(r.t.Shape) != 2 {
+				continue
+			}
+			d := r.t.Size + 4*r.t.Shape[0] - orig.t.Size
+			var i int
+			if rest, ok := strings.CutPrefix(name, "model.layers."); ok {
+				if _, err := fmt.Sscanf(rest, "%d.", &i); err == nil && i >= 0 && i < c.Layers {
+					layers[i] += d
+					continue
+				}
+			}
+			globals += d
+		}
+	}
 	moe := 0
 	for i := range c.Layers {
 		if c.IsMoE(i) {
