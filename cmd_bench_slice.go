@@ -30,6 +30,7 @@ func runBenchSlice(ctx context.Context, cfg app.Config, args []string) error {
 	fs.BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	fs.IntVar(&o.Tokens, "tokens", 8, "decode tokens to measure")
 	fs.IntVar(&o.Prefill, "prefill", 0, "also time a prompt of this many tokens through the engine (time to first token, expert read amplification)")
+	fs.BoolVar(&o.Int8, "int8", false, "also convert the slice's spine to int8 (once) and compare its logits with BF16")
 	fs.BoolVar(&o.Engine, "engine", true, "also decode with the engine's forward pass over the slice")
 	if err := parse(fs, args, &cfg); err != nil {
 		return err

@@ -36,7 +36,10 @@ type SliceBenchOptions struct {
 	// through the engine with a cold store: time to first token and read
 	// amplification of the expert-major prefill.
 	Prefill int
-	Log     func(format string, args ...any) // progress lines; nil: silent
+	// Int8 also converts the slice's spine to int8 (once) and compares its
+	// logits with BF16's.
+	Int8 bool
+	Log  func(format string, args ...any) // progress lines; nil: silent
 }
 
 // ReadBandwidth is one read mode's parallel bandwidth over cold expert spans.
@@ -78,6 +81,7 @@ type SliceReport struct {
 	// chooses; spine, router, attention and lm_head computed too).
 	EngineDecode    *DecodeResult  `json:"engine_decode,omitempty"`
 	EnginePrefill   *PrefillResult `json:"engine_prefill,omitempty"`
+	EngineInt8      *Int8Result    `json:"engine_int8,omitempty"`
 	K3Plan          BudgetPlan     `json:"k3_plan"`
 	K3SecondsPerTok [2]float64     `json:"k3_projected_s_per_token"` // [overlapped, serial]
 }
@@ -168,6 +172,15 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		r.EnginePrefill = &p
 		logf("prefill, engine forward: %d tokens, time to first token %.2f s; %d distinct experts read, amplification %.4f (token-major would acquire %.2f×)",
 			p.Tokens, p.TimeToFirstToken, p.DistinctExperts, p.ReadAmplification, p.TokenMajorAmplification)
+	}
+	if o.Int8 {
+		q, err := o.engineInt8(ctx, o.Plan)
+		if err != nil {
+			return r, err
+		}
+		r.EngineInt8 = &q
+		logf("int8 spine vs BF16 over %d positions: max |Δlogit| %.4g (BF16 logits span %.4g), top-1 agreement %.0f%%; spine %.2f → %.2f GB",
+			q.Positions, q.MaxLogitDev, q.LogitRange, 100*q.Top1Agree, float64(q.SpineBytes[0])/1e9, float64(q.SpineBytes[1])/1e9)
 	}
 	r.K3Plan, r.K3SecondsPerTok, err = projectK3(o.RAM, r)
 	return r, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -132,5 +133,66 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan BudgetPlan) (
 		r.ReadAmplification = float64(st.DiskBytes) / float64(int64(r.DistinctExperts)*ExpertSpanBytes)
 		r.TokenMajorAmplification = float64(r.TokenMajorExperts) / float64(r.DistinctExperts)
 	}
+	return r, nil
+}
+
+// Int8Result compares the int8 spine with BF16 over the slice.
+type Int8Result struct {
+	Positions   int      `json:"positions"`
+	MaxLogitDev float64  `json:"max_logit_deviation"`
+	LogitRange  float64  `json:"bf16_logit_range"` // max − min of the BF16 logits, for scale
+	Top1Agree   float64  `json:"top1_agreement"`
+	SpineBytes  [2]int64 `json:"spine_bytes"` // [BF16, int8] pinned spine and globals
+}
+
+// engineInt8 converts the slice's spine to int8 (once; resumable) and runs
+// the same prompt through the BF16 and the int8 spine, every position's
+// logits compared.
+func (o SliceBenchOptions) engineInt8(ctx context.Context, plan BudgetPlan) (Int8Result, error) {
+	var r Int8Result
+	out := SpineInt8Dir(o.Dir)
+	if err := ConvertSpineInt8(ctx, o.Dir, out, nil); err != nil {
+		return r, err
+	}
+	plan.CacheExperts = 0
+	rng := rand.New(rand.NewPCG(o.Seed, 0x18))
+	prompt := make([]int, 16)
+	for i := range prompt {
+		prompt[i] = rng.IntN(k3Vocab)
+	}
+	var rows [2][][]float32
+	for i, dir := range []string{"", out} {
+		p := plan
+		m, err := Open(ctx, o.Dir, Options{Backend: o.Backend, SpineInt8: dir, NoSpec: true, Stream: &StreamOptions{Plan: &p}})
+		if err != nil {
+			return r, err
+		}
+		// The spine as the budget counts it (int8: a byte per weight and
+		// a float32 scale per row), everything pinned on a 1 TB machine.
+		if q, err := m.planStreaming(&StreamOptions{TotalRAM: 1 << 40}); err == nil {
+			r.SpineBytes[i] = q.PinnedBytes
+		}
+		rows[i], err = m.NewSession().Forward(ctx, prompt, true)
+		if cerr := m.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return r, err
+		}
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	same := 0
+	for p := range rows[0] {
+		a, b := rows[0][p], rows[1][p]
+		for j := range a {
+			r.MaxLogitDev = max(r.MaxLogitDev, math.Abs(float64(a[j]-b[j])))
+			lo, hi = min(lo, float64(a[j])), max(hi, float64(a[j]))
+		}
+		if argmax(a) == argmax(b) {
+			same++
+		}
+	}
+	r.Positions, r.LogitRange = len(rows[0]), hi-lo
+	r.Top1Agree = float64(same) / float64(len(rows[0]))
 	return r, nil
 }
