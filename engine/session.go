@@ -40,6 +40,16 @@ func (m *Model) NewSession() *Session {
 // Len returns the number of tokens in the conversation, pending ones included.
 func (s *Session) Len() int { return s.pos + len(s.pending) }
 
+// Tokens returns a copy of the conversation's tokens, pending ones included:
+// every prompt given and every token generated (a turn's stop token too).
+// A later Generate whose prompt continues these ids continues the same
+// conversation (the server's conversation reuse).
+func (s *Session) Tokens() []int { return append([]int(nil), s.hist...) }
+
+// Usable reports whether the session can run another pass (not torn by an
+// interrupted one).
+func (s *Session) Usable() bool { return s.broken == nil }
+
 // Forward runs ids (after any pending tokens) through the model and returns
 // logits: one row of VocabSize per position of ids when every is set, else
 // the last position's row. Prefill is Forward of the prompt; a decode step

@@ -150,3 +150,14 @@ func TestVerifyAcceptsAndRewinds(t *testing.T) {
 		})
 	}
 }
+
+func TestSessionTokens(t *testing.T) {
+	m := openK3Tiny(t)
+	s := m.NewSession()
+	var got []int
+	_, err := s.Generate(t.Context(), []int{5, 6, 7}, GenerateOptions{MaxNew: 5}, collect(&got))
+	require.NoError(t, err)
+	require.Equal(t, append([]int{5, 6, 7}, got...), s.Tokens())
+	require.Equal(t, s.Len(), len(s.Tokens()))
+	require.True(t, s.Usable())
+}
