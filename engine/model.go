@@ -275,6 +275,17 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		trace(c.Layers, x[:rows*H])
 	}
 	logits := make([]float32, rows*c.Vocab)
+	if s.verifying && rows == 2 {
+		// The guess's row is only needed when the guess is the greedy
+		// token: a rejected guess skips half of lm_head.
+		V := c.Vocab
+		be.MatMul(logits[:V], w.lmHead, x[:H], 1)
+		if argmax(logits[:V]) != ids[1] {
+			return logits[:V], nil
+		}
+		be.MatMul(logits[V:], w.lmHead, x[H:2*H], 1)
+		return logits, nil
+	}
 	be.MatMul(logits, w.lmHead, x[:rows*H], rows)
 	return logits, nil
 }

@@ -79,8 +79,9 @@ func equalInts(a, b []int) bool {
 	return true
 }
 
-// verify runs the pending token and guess in one pass and returns both
-// positions' logits; the caller keeps the guess or calls rewind.
+// verify runs the pending token and guess in one pass and returns the
+// first position's logits and, when the guess is their greedy token, the
+// second's; the caller keeps the guess or calls rewind.
 func (s *Session) verify(ctx context.Context, guess int) ([][]float32, error) {
 	tok := s.pending[0]
 	s.pending = nil
