@@ -75,6 +75,9 @@ type RunStats struct {
 	DecodeMS        float64 `json:"decode_ms"`
 	DecodeTokPerS   float64 `json:"decode_tokens_per_s"`
 	LogitsRows      int     `json:"logits_rows,omitempty"`
+	// Speculation: two-position passes and how many guesses were accepted.
+	SpecPasses   int `json:"spec_passes"`
+	SpecAccepted int `json:"spec_accepted"`
 }
 
 // RunOutput is what `deltafin run --json` prints.
@@ -137,7 +140,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 
 	printer := text.printer(stdout, rc)
 	out := RunOutput{PromptIDs: ids, IDs: []int{}}
-	res, err := m.NewSession().Generate(ctx, ids, opts, func(id int) error {
+	sess := m.NewSession()
+	res, err := sess.Generate(ctx, ids, opts, func(id int) error {
 		out.IDs = append(out.IDs, id)
 		switch {
 		case printer != nil:
@@ -167,6 +171,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		Model: info.ID, Backend: info.Backend,
 		PromptTokens: res.PromptTokens, GeneratedTokens: res.Tokens, FinishReason: res.FinishReason,
 		PrefillMS: ms(res.Prefill.Seconds()), DecodeMS: ms(res.Decode.Seconds()),
+		SpecPasses: sess.SpecStats().Passes, SpecAccepted: sess.SpecStats().Accepted,
 	}
 	if res.Tokens > 1 && res.Decode > 0 {
 		out.Stats.DecodeTokPerS = math.Round(float64(res.Tokens-1)/res.Decode.Seconds()*100) / 100
@@ -182,8 +187,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout)
 	s := out.Stats
-	fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s\n",
-		s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason)
+	fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s; speculation: %d of %d guesses accepted\n",
+		s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason, s.SpecAccepted, s.SpecPasses)
 	return nil
 }
 
