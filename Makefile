@@ -12,7 +12,11 @@ DARWIN_CGO_ONLY :=
 DARWIN_PKGS = $(filter-out $(DARWIN_CGO_ONLY),$(shell $(GO) list ./...))
 
 # Debian packages the tests use, as "command:package" pairs.
-APT_DEPS := qemu-aarch64:qemu-user aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu
+APT_DEPS := qemu-aarch64:qemu-user aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu node:nodejs npm:npm
+
+# npm packages the tests use (the official openai client, run by
+# server/node_test.go), installed from the committed package-lock.json.
+NPM_DIRS := server/testdata/node
 
 .PHONY: all build run test vet fmt-check darwin-vet unit kernels-arm64 deps bench app lint clean
 
@@ -55,6 +59,10 @@ deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 	$(GO) mod download
+	@for d in $(NPM_DIRS); do \
+	  if [ ! -f $$d/node_modules/.package-lock.json ] || [ $$d/package-lock.json -nt $$d/node_modules/.package-lock.json ]; then \
+	    echo "installing npm packages in $$d"; npm ci --prefix $$d --no-audit --no-fund --loglevel=error || exit 1; \
+	  fi; done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...

@@ -50,6 +50,38 @@ type Config struct {
 	// default) or "int8" (--spine int8: the per-row int8 copy written by
 	// `deltafin convert-spine-int8`, half the bytes, NOT exact).
 	Spine string
+	// Server is `deltafin serve` and the app's embedded server (issue 8).
+	Server ServerConfig
+}
+
+// ServerConfig configures the OpenAI-compatible server.
+type ServerConfig struct {
+	// Host and Port to listen on (--host, --port): 127.0.0.1:8000. A
+	// non-loopback host exposes the model to the network: set APIKey.
+	Host string
+	Port int
+	// ModelDir is the model directory to serve (--model): config.json,
+	// the safetensors shards, tiktoken.model and tokenizer_config.json.
+	ModelDir string
+	// MaxTokens is a hard cap on generated tokens per request, chat and
+	// completions alike (--max-tokens, DELTAFIN_SERVER_MAX_TOKENS); 0 = none.
+	MaxTokens int
+	// Queue is how many requests may wait while one generates (--queue);
+	// 0 answers them 429 at once.
+	Queue int
+	// MemoEntries bounds the exact response memo (--memo-entries; 0
+	// disables it); it also holds at most 64 MiB.
+	MemoEntries int
+	// APIKey, when set, is required as "Authorization: Bearer KEY"
+	// (--api-key, DELTAFIN_API_KEY).
+	APIKey string
+	// CORSOrigins are the browser origins allowed to call the API
+	// (--cors-origin, repeatable); none = CORS off.
+	CORSOrigins []string
+
+	// envErr is an environment value that did not parse; Validate reports
+	// it, so that it only stops the commands that serve.
+	envErr error
 }
 
 // Getenv is the shape of os.Getenv, so tests can pass a map lookup.
@@ -74,6 +106,14 @@ func DefaultConfig(getenv Getenv) Config {
 		}
 	}
 	hubFromEnv(getenv, &c)
+	c.Server = ServerConfig{Host: "127.0.0.1", Port: 8000, MemoEntries: 32, APIKey: getenv("DELTAFIN_API_KEY")}
+	if v := getenv("DELTAFIN_SERVER_MAX_TOKENS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			c.Server.envErr = fmt.Errorf("app: DELTAFIN_SERVER_MAX_TOKENS=%q is not a number", v)
+		}
+		c.Server.MaxTokens = n
+	}
 	return c
 }
 
@@ -98,6 +138,32 @@ func (c *Config) Validate() error {
 	}
 	if _, err := kernels.ByName(c.Kernels); err != nil {
 		return fmt.Errorf("app: DELTAFIN_KERNELS: %w", err)
+	}
+	return nil
+}
+
+// Validate rejects server settings that cannot work; Serve calls it.
+func (s *ServerConfig) Validate() error {
+	switch {
+	case s.envErr != nil:
+		return s.envErr
+	case s.Host == "":
+		return fmt.Errorf("app: empty server host")
+	case s.Port < 0 || s.Port > 65535:
+		return fmt.Errorf("app: server port %d out of range", s.Port)
+	case s.MaxTokens < 0:
+		return fmt.Errorf("app: negative max tokens %d", s.MaxTokens)
+	case s.Queue < 0:
+		return fmt.Errorf("app: negative queue length %d", s.Queue)
+	case s.MemoEntries < 0:
+		return fmt.Errorf("app: negative memo entries %d", s.MemoEntries)
+	}
+	if s.ModelDir != "" {
+		abs, err := filepath.Abs(s.ModelDir)
+		if err != nil {
+			return fmt.Errorf("app: model directory %q: %w", s.ModelDir, err)
+		}
+		s.ModelDir = abs
 	}
 	return nil
 }

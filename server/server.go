@@ -1,0 +1,299 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+)
+
+// Options configure a Server. Start from DefaultOptions: the zero value
+// disables the memo.
+type Options struct {
+	// Host and Port to listen on; loopback by default.
+	Host string
+	Port int
+	// MaxTokens is a hard cap on generated tokens for every request; 0 = none.
+	MaxTokens int
+	// Queue is how many requests may wait while one generates; beyond it
+	// requests get 429. 0 = refuse at once.
+	Queue int
+	// MemoEntries and MemoBytes bound the response memo; 0 entries disables it.
+	MemoEntries int
+	MemoBytes   int64
+	// APIKey, when set, is required as "Authorization: Bearer KEY".
+	APIKey string
+	// CORSOrigins lists browser origins allowed to call the API ("*" for
+	// any); empty = CORS off and browser requests refused.
+	CORSOrigins []string
+	// BodyLimit bounds request bodies in bytes.
+	BodyLimit int64
+	// Heartbeat is the interval of SSE comments while the model works.
+	Heartbeat time.Duration
+	// HeaderTimeout bounds reading request headers and BodyTimeout reading
+	// the body. Nothing bounds writing: a generation may take hours.
+	HeaderTimeout time.Duration
+	BodyTimeout   time.Duration
+	// RetryAfter is the Retry-After advertised with a 429.
+	RetryAfter time.Duration
+	// Logger receives one line per request; nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultOptions returns the defaults: 127.0.0.1:8000, no queue, a memo of
+// 32 entries and 64 MiB, 4 MiB bodies, a heartbeat every 10 s (clients'
+// idle timeouts are commonly 15 s or more).
+func DefaultOptions() Options {
+	return Options{
+		Host:          "127.0.0.1",
+		Port:          8000,
+		MemoEntries:   32,
+		MemoBytes:     64 << 20,
+		BodyLimit:     4 << 20,
+		Heartbeat:     10 * time.Second,
+		HeaderTimeout: 10 * time.Second,
+		BodyTimeout:   60 * time.Second,
+		RetryAfter:    2 * time.Second,
+	}
+}
+
+// modelMeta is what the HTTP layer knows about the served model.
+type modelMeta struct {
+	id         string
+	vocabSize  int
+	contextLen int
+	created    int64
+}
+
+// Server is the HTTP API. Create it with New; it is an http.Handler.
+type Server struct {
+	opts Options
+	meta modelMeta
+	log  *slog.Logger
+	echo *echo.Echo
+	gate *gate
+	memo *memo
+
+	model    Model
+	tok      *tokenizer.Tokenizer
+	chatStop []int // the ids that end an assistant turn
+
+	// generations counts engine runs (memo hits excluded); emitsAfterStop
+	// counts tokens handed to an emit callback after it had returned an
+	// error: the engine must stop at the first (both read by tests).
+	generations    atomic.Int64
+	emitsAfterStop atomic.Int64
+}
+
+func newServer(opts Options, meta modelMeta) (*Server, error) {
+	if opts.BodyLimit <= 0 {
+		return nil, fmt.Errorf("server: body limit must be positive, got %d", opts.BodyLimit)
+	}
+	if opts.Heartbeat <= 0 || opts.BodyTimeout <= 0 {
+		return nil, fmt.Errorf("server: heartbeat interval and body timeout must be positive, got %v and %v", opts.Heartbeat, opts.BodyTimeout)
+	}
+	if opts.Queue < 0 || opts.MaxTokens < 0 || opts.MemoEntries < 0 || opts.MemoBytes < 0 {
+		return nil, fmt.Errorf("server: negative queue, max tokens or memo size")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opts: opts, meta: meta, log: log, gate: newGate(opts.Queue),
+		memo: newMemo(opts.MemoEntries, opts.MemoBytes)}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			s.log.Error("panic in handler", "path", c.Path(), "err", err, "stack", string(stack))
+			return err
+		},
+	}))
+	e.Use(s.logRequests())
+	e.Use(s.checkHost, s.checkOrigin)
+	if len(opts.CORSOrigins) > 0 {
+		e.Use(s.cors())
+	}
+	if opts.APIKey != "" {
+		e.Use(s.apiKey())
+	}
+	e.Use(middleware.BodyLimit(strconv.FormatInt(opts.BodyLimit, 10) + "B"))
+	e.Use(requireJSON)
+
+	e.GET("/health", s.health)
+	e.GET("/v1/models", s.models)
+	e.GET("/v1/models/:id", s.modelByID)
+	e.POST("/v1/chat/completions", s.chatCompletions)
+	e.POST("/v1/completions", s.completions)
+	s.echo = e
+	return s, nil
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// Addr is the host:port the options ask to listen on.
+func (s *Server) Addr() string {
+	return net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port))
+}
+
+// Serve answers on ln until ctx ends, then shuts down gracefully: new
+// connections are refused and running requests get ctx's end (a generation
+// stops within one token).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.opts.HeaderTimeout,
+		// No ReadTimeout or WriteTimeout: either would cut a long
+		// generation (a read deadline hit while the handler runs cancels
+		// the request's context). The body gets its own deadline in
+		// readBody.
+		IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("server: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := hs.Shutdown(shutdownCtx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = hs.Close()
+	}
+	if serveErr := <-done; !errors.Is(serveErr, http.ErrServerClosed) && err == nil {
+		err = serveErr
+	}
+	if err != nil {
+		return fmt.Errorf("server: shutdown: %w", err)
+	}
+	return nil
+}
+
+// ListenAndServe listens on Addr and serves until ctx ends; ready, if not
+// nil, receives the bound address once the listener is up.
+func (s *Server) ListenAndServe(ctx context.Context, ready func(addr net.Addr)) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.Addr())
+	if err != nil {
+		return fmt.Errorf("server: listen: %w", err)
+	}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	return s.Serve(ctx, ln)
+}
+
+// handleError writes every error in OpenAI's shape.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		ae = fromEchoError(err)
+	}
+	if ae.status == http.StatusTooManyRequests {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
+	}
+	if ae.status >= 500 {
+		s.log.Error("request failed", "path", c.Path(), "err", err)
+	}
+	var werr error
+	if c.Request().Method == http.MethodHead {
+		werr = c.NoContent(ae.status)
+	} else {
+		werr = c.JSON(ae.status, ae.body())
+	}
+	if werr != nil {
+		s.log.Debug("write error response", "err", werr)
+	}
+}
+
+// fromEchoError maps echo's own errors (404, 405, 413, ...) to OpenAI's shape.
+func fromEchoError(err error) *apiError {
+	var he *echo.HTTPError
+	if !errors.As(err, &he) {
+		return &apiError{status: http.StatusInternalServerError, kind: ErrGeneration, typ: "server_error",
+			code: "internal_error", msg: "internal error: " + err.Error()}
+	}
+	ae := &apiError{status: he.Code, kind: ErrInvalidRequest, typ: "invalid_request_error", msg: fmt.Sprint(he.Message)}
+	switch he.Code {
+	case http.StatusNotFound:
+		ae.code, ae.msg = "not_found", "no such endpoint: this server has GET /v1/models, POST /v1/chat/completions, POST /v1/completions and GET /health"
+	case http.StatusMethodNotAllowed:
+		ae.code = "method_not_allowed"
+	case http.StatusRequestEntityTooLarge:
+		ae.code, ae.msg = "request_too_large", "the request body is larger than the server's limit"
+	}
+	if he.Code >= 500 {
+		ae.typ, ae.kind = "server_error", ErrGeneration
+	}
+	return ae
+}
+
+// readBody reads the (size-limited) body under its own deadline, then
+// lifts the deadline so that it cannot cut the generation that follows.
+func (s *Server) readBody(c echo.Context) ([]byte, error) {
+	rc := http.NewResponseController(c.Response())
+	// Errors mean the connection cannot take deadlines (HTTP/2 with old
+	// proxies); the size limit still bounds the read.
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		// Close the connection after the answer: net/http would otherwise
+		// try to read the rest of the body before answering.
+		c.Response().Header().Set(echo.HeaderConnection, "close")
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return nil, err
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, &apiError{status: http.StatusRequestTimeout, kind: ErrInvalidRequest, typ: "invalid_request_error",
+				code: "timeout", msg: fmt.Sprintf("the request body did not arrive within %v", s.opts.BodyTimeout)}
+		}
+		return nil, invalid(codeInvalidJSON, "", "read request body: %v", err)
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	return body, nil
+}
+
+func (s *Server) health(c echo.Context) error {
+	busy, queued := s.gate.status()
+	return c.JSON(http.StatusOK, Health{Status: "ok", Model: s.meta.id, Busy: busy, Queued: queued})
+}
+
+func (s *Server) modelObject() ModelObject {
+	return ModelObject{ID: s.meta.id, Object: "model", Created: s.meta.created, OwnedBy: "deltafin"}
+}
+
+func (s *Server) models(c echo.Context) error {
+	return c.JSON(http.StatusOK, ModelList{Object: "list", Data: []ModelObject{s.modelObject()}})
+}
+
+func (s *Server) modelByID(c echo.Context) error {
+	if id := c.Param("id"); id != s.meta.id {
+		return checkModel(id, limits{modelID: s.meta.id})
+	}
+	return c.JSON(http.StatusOK, s.modelObject())
+}
+
+// ModelID is the id the server advertises.
+func (s *Server) ModelID() string { return s.meta.id }
