@@ -133,6 +133,9 @@ func (c *Config) Validate() error {
 	if c.specErr != nil {
 		return c.specErr
 	}
+	if c.Spine == "" {
+		c.Spine = "bf16"
+	}
 	if c.Spine != "bf16" && c.Spine != "int8" {
 		return fmt.Errorf("app: --spine %q: want bf16 or int8", c.Spine)
 	}
