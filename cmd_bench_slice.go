@@ -18,6 +18,7 @@ func addRAMFlag(fs *flag.FlagSet, cfg *app.Config) {
 func addStreamFlags(fs *flag.FlagSet, cfg *app.Config) {
 	addRAMFlag(fs, cfg)
 	fs.StringVar(&cfg.Trace, "trace", cfg.Trace, "write the router's expert choices to this file (JSON lines)")
+	fs.StringVar(&cfg.Spine, "spine", cfg.Spine, "spine weights: bf16 (exact) or int8 (the convert-spine-int8 copy: half the bytes, NOT exact)")
 }
 
 // runBenchSlice is `deltafin bench slice`.
@@ -28,6 +29,8 @@ func runBenchSlice(ctx context.Context, cfg app.Config, args []string) error {
 	fs.IntVar(&o.MoELayers, "moe-layers", 0, "MoE layers in the synthetic slice (default: enough for 1.5 × RAM)")
 	fs.BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	fs.IntVar(&o.Tokens, "tokens", 8, "decode tokens to measure")
+	fs.IntVar(&o.Prefill, "prefill", 0, "also time a prompt of this many tokens through the engine (time to first token, expert read amplification)")
+	fs.BoolVar(&o.Int8, "int8", false, "also convert the slice's spine to int8 (once) and compare its logits with BF16")
 	fs.BoolVar(&o.Engine, "engine", true, "also decode with the engine's forward pass over the slice")
 	if err := parse(fs, args, &cfg); err != nil {
 		return err

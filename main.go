@@ -37,6 +37,7 @@ func init() {
 		{"setup", "download the model (stream, full or auto)", runSetup},
 		{"fetch-experts", "download missing routed experts (stream to full)", runFetchExperts},
 		{"warm", "rank missing experts by use and optionally fetch them", runWarm},
+		{"convert-spine-int8", "write the opt-in, non-exact int8 copy of the spine (--spine int8)", runConvertSpineInt8},
 		{"bench", "measure kernels and streaming against this machine's limits", runBench},
 		{"doctor", "report this machine, the data directory and the compute backends", runDoctor},
 	}

@@ -19,6 +19,8 @@ type BenchSliceOptions struct {
 	JSON      bool // print the report as JSON instead of text
 	Tokens    int  // measured decode tokens (0: 8)
 	Engine    bool // also decode with the engine's forward pass over the slice
+	Prefill   int  // prompt tokens for the prefill measurement (0: none)
+	Int8      bool // compare the int8 spine with BF16 (converts the slice's spine once)
 }
 
 // BenchSlice creates (once, in the data directory) a synthetic checkpoint
@@ -80,7 +82,7 @@ func BenchSlice(ctx context.Context, cfg Config, o BenchSliceOptions, out, log i
 	}
 	fmt.Fprintf(log, "slice %s\n", plan)
 	rep, err := engine.BenchSlice(ctx, engine.SliceBenchOptions{
-		Dir: dir, Layout: layout, Plan: plan, Engine: o.Engine, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: uint64(time.Now().UnixNano()),
+		Dir: dir, Layout: layout, Plan: plan, Engine: o.Engine, Prefill: o.Prefill, Int8: o.Int8, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: uint64(time.Now().UnixNano()),
 		RAM: engine.BudgetInput{TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override},
 		Log: func(f string, a ...any) { fmt.Fprintf(log, f+"\n", a...) },
 	})
@@ -96,8 +98,16 @@ func BenchSlice(ctx context.Context, cfg Config, o BenchSliceOptions, out, log i
 	fmt.Fprintf(out, "steady decode (b): %.3f s/token, %.1f MB/token from disk, ratio %.2f (target 0.85); reads alone: ratio %.2f\n",
 		rep.Decode.SecondsPerToken, rep.Decode.DiskBytesPerToken/1e6, rep.Decode.Ratio, rep.DecodeIO.Ratio)
 	if d := rep.EngineDecode; d != nil {
-		fmt.Fprintf(out, "engine forward over the slice: %.3f s/token, %.1f MB/token from disk, ratio %.2f (backend %s)\n",
-			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.Ratio, rep.Backend)
+		fmt.Fprintf(out, "engine forward over the slice: %.3f s/token, %.1f MB/token from disk, ratio %.2f (backend %s); speculation %.0f%% accepted of %d passes, %.2f tokens/pass\n",
+			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.Ratio, rep.Backend, 100*d.SpecAcceptRate, d.SpecPasses, d.TokensPerPass)
+	}
+	if p := rep.EnginePrefill; p != nil {
+		fmt.Fprintf(out, "prefill of %d tokens: time to first token %.2f s; read amplification %.4f (target 1.05; %d distinct experts, token-major %.2f×)\n",
+			p.Tokens, p.TimeToFirstToken, p.ReadAmplification, p.DistinctExperts, p.TokenMajorAmplification)
+	}
+	if q := rep.EngineInt8; q != nil {
+		fmt.Fprintf(out, "int8 spine (NOT exact) vs BF16: max |Δlogit| %.4g (BF16 logits span %.4g), top-1 agreement %.0f%% over %d positions; spine %.2f → %.2f GB\n",
+			q.MaxLogitDev, q.LogitRange, 100*q.Top1Agree, q.Positions, float64(q.SpineBytes[0])/1e9, float64(q.SpineBytes[1])/1e9)
 	}
 	fmt.Fprintf(out, "K3 (93 layers) on this machine: %s\n", rep.K3Plan)
 	fmt.Fprintf(out, "K3 projected: %.1f s/token with reads overlapped, %.1f s/token serial (backend %s)\n",

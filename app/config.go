@@ -44,6 +44,14 @@ type Config struct {
 	// Trace, when set, is a file that receives the router trace of the run
 	// (--trace): one JSON line per token and MoE layer, for `deltafin warm`.
 	Trace string
+	// Spec turns the engine's n-gram speculation on (default; it never
+	// changes the tokens). DELTAFIN_SPEC=0 turns it off.
+	Spec    bool
+	specErr error // a DELTAFIN_SPEC that is not a boolean
+	// Spine picks the spine's weights: "bf16" (as published, exact; the
+	// default) or "int8" (--spine int8: the per-row int8 copy written by
+	// `deltafin convert-spine-int8`, half the bytes, NOT exact).
+	Spine string
 	// Server is `deltafin serve` and the app's embedded server (issue 8).
 	Server ServerConfig
 
@@ -110,6 +118,14 @@ func DefaultConfig(getenv Getenv) Config {
 	if v := getenv("DELTAFIN_HOME"); v != "" {
 		c.DataDir = v
 	}
+	c.Spec, c.Spine = true, "bf16"
+	if v := getenv("DELTAFIN_SPEC"); v != "" {
+		b, err := strconv.ParseBool(v)
+		c.Spec = b
+		if err != nil {
+			c.Spec, c.specErr = true, fmt.Errorf("app: DELTAFIN_SPEC=%q: want 0 or 1", v)
+		}
+	}
 	hubFromEnv(getenv, &c)
 	c.Server = ServerConfig{Host: "127.0.0.1", Port: 8000, MemoEntries: 32, APIKey: getenv("DELTAFIN_API_KEY")}
 	if v := getenv("DELTAFIN_SERVER_MAX_TOKENS"); v != "" {
@@ -140,6 +156,15 @@ func (c *Config) Validate() error {
 	}
 	if c.RAMGB < 0 || c.RAMGB > 1<<20 {
 		return fmt.Errorf("app: --ram-gb %g is not a RAM size in GB", c.RAMGB)
+	}
+	if c.specErr != nil {
+		return c.specErr
+	}
+	if c.Spine == "" {
+		c.Spine = "bf16"
+	}
+	if c.Spine != "bf16" && c.Spine != "int8" {
+		return fmt.Errorf("app: --spine %q: want bf16 or int8", c.Spine)
 	}
 	if _, err := kernels.ByName(c.Kernels); err != nil {
 		return fmt.Errorf("app: DELTAFIN_KERNELS: %w", err)

@@ -87,6 +87,9 @@ type RunStats struct {
 	DecodeMS        float64 `json:"decode_ms"`
 	DecodeTokPerS   float64 `json:"decode_tokens_per_s"`
 	LogitsRows      int     `json:"logits_rows,omitempty"`
+	// Speculation: two-position passes and how many guesses were accepted.
+	SpecPasses   int `json:"spec_passes"`
+	SpecAccepted int `json:"spec_accepted"`
 }
 
 // RunOutput is what `deltafin run --json` prints.
@@ -135,7 +138,12 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	m, err := engine.Open(ctx, rc.Model, engine.Options{Backend: backend, Stream: st.Options})
+	eo := engine.Options{Backend: backend, Stream: st.Options, NoSpec: !cfg.Spec}
+	if cfg.Spine == "int8" {
+		eo.SpineInt8 = engine.SpineInt8Dir(rc.Model)
+		fmt.Fprintf(stderr, "spine: int8 copy in %s (approximate: NOT the exact K3 output)\n", eo.SpineInt8)
+	}
+	m, err := engine.Open(ctx, rc.Model, eo)
 	if err != nil {
 		return err
 	}
@@ -169,7 +177,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 
 	out := RunOutput{PromptIDs: prompt, IDs: []int{}}
 	start := time.Now()
-	res, err := m.NewSession().Generate(ctx, prompt, opts, func(tok int) error {
+	sess := m.NewSession()
+	res, err := sess.Generate(ctx, prompt, opts, func(tok int) error {
 		out.IDs = append(out.IDs, tok)
 		if printer != nil {
 			if err := printer.add(tok); err != nil {
@@ -204,6 +213,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		Model: info.ID, Backend: info.Backend,
 		PromptTokens: res.PromptTokens, GeneratedTokens: res.Tokens, FinishReason: res.FinishReason,
 		PrefillMS: ms(res.Prefill.Seconds()), DecodeMS: ms(res.Decode.Seconds()),
+		SpecPasses: sess.SpecStats().Passes, SpecAccepted: sess.SpecStats().Accepted,
 	}
 	if res.Tokens > 1 && res.Decode > 0 {
 		out.Stats.DecodeTokPerS = math.Round(float64(res.Tokens-1)/res.Decode.Seconds()*100) / 100
@@ -222,8 +232,8 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintln(stdout)
 		s := out.Stats
-		fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s\n",
-			s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason)
+		fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s; speculation: %d of %d guesses accepted\n",
+			s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason, s.SpecAccepted, s.SpecPasses)
 	}
 	if rc.Notify != nil && !interrupted {
 		answer := ""

@@ -60,7 +60,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, ready func(baseURL
 	if err != nil {
 		return err
 	}
-	dir, eopts := sc.ModelDir, engine.Options{Backend: backend}
+	dir, eopts := sc.ModelDir, engine.Options{Backend: backend, NoSpec: !cfg.Spec}
 	var fetch engine.Fetcher
 	if dir == "" {
 		installed := cfg.ModelDir()
@@ -82,6 +82,10 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, ready func(baseURL
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
 	eopts.Stream = st.Options
+	if cfg.Spine == "int8" {
+		eopts.SpineInt8 = engine.SpineInt8Dir(dir)
+		log.Warn("spine: int8 copy (approximate: NOT the exact K3 output)", "dir", eopts.SpineInt8)
+	}
 	s, closeModel, err := OpenServer(ctx, sc, dir, eopts, log)
 	if err != nil {
 		return err

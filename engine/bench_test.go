@@ -50,7 +50,7 @@ func kernelFloor(m *Model, iters int) time.Duration {
 			for j := range ids {
 				ids[j] = j
 			}
-			batch, _ := m.experts.acquire(context.Background(), i, ids)
+			batch, _ := m.experts.acquire(context.Background(), i, ids, ids)
 			for j := range ids {
 				x, _ := batch.expert(context.Background(), j)
 				ffns = append(ffns, x)

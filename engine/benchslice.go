@@ -32,7 +32,14 @@ type SliceBenchOptions struct {
 	// Engine also runs the engine's forward pass over the slice (slow with
 	// the reference kernels: the spine and lm_head are computed too).
 	Engine bool
-	Log    func(format string, args ...any) // progress lines; nil: silent
+	// Prefill, when positive, also runs a prompt of that many tokens
+	// through the engine with a cold store: time to first token and read
+	// amplification of the expert-major prefill.
+	Prefill int
+	// Int8 also converts the slice's spine to int8 (once) and compares its
+	// logits with BF16's.
+	Int8 bool
+	Log  func(format string, args ...any) // progress lines; nil: silent
 }
 
 // ReadBandwidth is one read mode's parallel bandwidth over cold expert spans.
@@ -51,6 +58,11 @@ type DecodeResult struct {
 	CacheHitRate      float64 `json:"cache_hit_rate"`
 	PrefetchHitRate   float64 `json:"prefetch_hit_rate"` // demanded experts found prefetched
 	PrefetchWasted    float64 `json:"prefetch_wasted_per_token"`
+	// Speculation (engine run only): share of two-position passes whose
+	// guess was accepted, and generated tokens per pass.
+	SpecPasses     int     `json:"spec_passes,omitempty"`
+	SpecAcceptRate float64 `json:"spec_accept_rate,omitempty"`
+	TokensPerPass  float64 `json:"tokens_per_pass,omitempty"`
 }
 
 // SliceReport is everything bench slice measures in one run.
@@ -67,9 +79,11 @@ type SliceReport struct {
 	Decode         DecodeResult    `json:"decode"` // (b)
 	// EngineDecode is the real forward pass over the slice (the router
 	// chooses; spine, router, attention and lm_head computed too).
-	EngineDecode    *DecodeResult `json:"engine_decode,omitempty"`
-	K3Plan          BudgetPlan    `json:"k3_plan"`
-	K3SecondsPerTok [2]float64    `json:"k3_projected_s_per_token"` // [overlapped, serial]
+	EngineDecode    *DecodeResult  `json:"engine_decode,omitempty"`
+	EnginePrefill   *PrefillResult `json:"engine_prefill,omitempty"`
+	EngineInt8      *Int8Result    `json:"engine_int8,omitempty"`
+	K3Plan          BudgetPlan     `json:"k3_plan"`
+	K3SecondsPerTok [2]float64     `json:"k3_projected_s_per_token"` // [overlapped, serial]
 }
 
 // BenchSlice measures the slice: (a) parallel read bandwidth of 16 random
@@ -147,8 +161,26 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		}
 		d.Ratio = d.DiskGBPerSecond / r.Bandwidth[0].GBPerSecond
 		r.EngineDecode = &d
-		logf("(b) decode, engine forward: %.3f s/token, %.1f MB/token from disk, %.2f GB/s = %.2f of (a); cache hits %.0f%%, prefetch hits %.0f%%",
-			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.DiskGBPerSecond, d.Ratio, 100*d.CacheHitRate, 100*d.PrefetchHitRate)
+		logf("(b) decode, engine forward: %.3f s/token, %.1f MB/token from disk, %.2f GB/s = %.2f of (a); cache hits %.0f%%, prefetch hits %.0f%%; speculation: %d passes, %.0f%% accepted, %.2f tokens/pass",
+			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.DiskGBPerSecond, d.Ratio, 100*d.CacheHitRate, 100*d.PrefetchHitRate, d.SpecPasses, 100*d.SpecAcceptRate, d.TokensPerPass)
+	}
+	if o.Prefill > 0 {
+		p, err := o.enginePrefill(ctx, o.Plan)
+		if err != nil {
+			return r, err
+		}
+		r.EnginePrefill = &p
+		logf("prefill, engine forward: %d tokens, time to first token %.2f s; %d distinct experts read, amplification %.4f (token-major would acquire %.2f×)",
+			p.Tokens, p.TimeToFirstToken, p.DistinctExperts, p.ReadAmplification, p.TokenMajorAmplification)
+	}
+	if o.Int8 {
+		q, err := o.engineInt8(ctx, o.Plan)
+		if err != nil {
+			return r, err
+		}
+		r.EngineInt8 = &q
+		logf("int8 spine vs BF16 over %d positions: max |Δlogit| %.4g (BF16 logits span %.4g), top-1 agreement %.0f%%; spine %.2f → %.2f GB",
+			q.Positions, q.MaxLogitDev, q.LogitRange, 100*q.Top1Agree, float64(q.SpineBytes[0])/1e9, float64(q.SpineBytes[1])/1e9)
 	}
 	r.K3Plan, r.K3SecondsPerTok, err = projectK3(o.RAM, r)
 	return r, err

@@ -1,7 +1,14 @@
 package engine
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -43,5 +50,149 @@ func (o SliceBenchOptions) engineDecode(ctx context.Context, plan BudgetPlan, he
 		PrefetchWasted:    float64(st.SpecWasted-base.SpecWasted) / steps,
 	}
 	d.DiskGBPerSecond = d.DiskBytesPerToken / d.SecondsPerToken / 1e9
+	sp := s.SpecStats()
+	d.SpecPasses, d.SpecAcceptRate, d.TokensPerPass = sp.Passes, sp.AcceptRate(), sp.TokensPerPass()
 	return d, nil
+}
+
+// PrefillResult is one prompt run over the slice with a cold expert store.
+type PrefillResult struct {
+	Tokens int `json:"tokens"`
+	// TimeToFirstToken is the prompt's pass plus lm_head, in seconds.
+	TimeToFirstToken float64 `json:"ttft_s"`
+	// DistinctExperts is the number of (layer, expert) pairs the router
+	// chose over the whole prompt; TokenMajorExperts what a token-at-a-time
+	// prefill would acquire (tokens × top-k per layer).
+	DistinctExperts   int   `json:"distinct_experts"`
+	TokenMajorExperts int   `json:"token_major_experts"`
+	DiskBytes         int64 `json:"disk_bytes"`
+	// ReadAmplification is expert bytes read ÷ bytes of the distinct
+	// experts (target ≤ 1.05); TokenMajorAmplification the same for a
+	// token-at-a-time prefill without a cache.
+	ReadAmplification       float64 `json:"read_amplification"`
+	TokenMajorAmplification float64 `json:"token_major_amplification"`
+}
+
+// enginePrefill opens the slice with an empty expert cache and runs a
+// prompt of o.Prefill pseudo-random token ids through it, expert-major.
+func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan BudgetPlan) (PrefillResult, error) {
+	r := PrefillResult{Tokens: o.Prefill}
+	plan.CacheExperts = 0 // every distinct expert is read: the worst case
+	tracePath := filepath.Join(o.Dir, "prefill-trace.jsonl")
+	tw, err := CreateTrace(tracePath)
+	if err != nil {
+		return r, err
+	}
+	defer os.Remove(tracePath)
+	m, err := Open(ctx, o.Dir, Options{Backend: o.Backend, Stream: &StreamOptions{Plan: &plan, Trace: tw}})
+	if err != nil {
+		tw.Close()
+		return r, err
+	}
+	store := m.experts.(*streamExperts).store
+	rng := rand.New(rand.NewPCG(o.Seed, 0x9EF1))
+	prompt := make([]int, o.Prefill)
+	for i := range prompt {
+		prompt[i] = rng.IntN(m.cfg.Vocab)
+	}
+	start := time.Now()
+	_, err = m.NewSession().Forward(ctx, prompt, false)
+	r.TimeToFirstToken = time.Since(start).Seconds()
+	st := store.Stats()
+	if cerr := m.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := tw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return r, err
+	}
+	f, err := os.Open(tracePath)
+	if err != nil {
+		return r, err
+	}
+	defer f.Close()
+	distinct := map[ExpertID]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var rec TraceRecord
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return r, fmt.Errorf("engine: prefill trace: %w", err)
+		}
+		r.TokenMajorExperts += len(rec.Experts)
+		for _, e := range rec.Experts {
+			distinct[ExpertID{rec.Layer, e}] = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return r, err
+	}
+	r.DistinctExperts, r.DiskBytes = len(distinct), st.DiskBytes
+	if r.DistinctExperts > 0 {
+		r.ReadAmplification = float64(st.DiskBytes) / float64(int64(r.DistinctExperts)*ExpertSpanBytes)
+		r.TokenMajorAmplification = float64(r.TokenMajorExperts) / float64(r.DistinctExperts)
+	}
+	return r, nil
+}
+
+// Int8Result compares the int8 spine with BF16 over the slice.
+type Int8Result struct {
+	Positions   int      `json:"positions"`
+	MaxLogitDev float64  `json:"max_logit_deviation"`
+	LogitRange  float64  `json:"bf16_logit_range"` // max − min of the BF16 logits, for scale
+	Top1Agree   float64  `json:"top1_agreement"`
+	SpineBytes  [2]int64 `json:"spine_bytes"` // [BF16, int8] pinned spine and globals
+}
+
+// engineInt8 converts the slice's spine to int8 (once; resumable) and runs
+// the same prompt through the BF16 and the int8 spine, every position's
+// logits compared.
+func (o SliceBenchOptions) engineInt8(ctx context.Context, plan BudgetPlan) (Int8Result, error) {
+	var r Int8Result
+	out := SpineInt8Dir(o.Dir)
+	if err := ConvertSpineInt8(ctx, o.Dir, out, nil); err != nil {
+		return r, err
+	}
+	plan.CacheExperts = 0
+	rng := rand.New(rand.NewPCG(o.Seed, 0x18))
+	prompt := make([]int, 16)
+	for i := range prompt {
+		prompt[i] = rng.IntN(k3Vocab)
+	}
+	var rows [2][][]float32
+	for i, dir := range []string{"", out} {
+		p := plan
+		m, err := Open(ctx, o.Dir, Options{Backend: o.Backend, SpineInt8: dir, NoSpec: true, Stream: &StreamOptions{Plan: &p}})
+		if err != nil {
+			return r, err
+		}
+		// The spine as the budget counts it (int8: a byte per weight and
+		// a float32 scale per row), everything pinned on a 1 TB machine.
+		if q, err := m.planStreaming(&StreamOptions{TotalRAM: 1 << 40}); err == nil {
+			r.SpineBytes[i] = q.PinnedBytes
+		}
+		rows[i], err = m.NewSession().Forward(ctx, prompt, true)
+		if cerr := m.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return r, err
+		}
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	same := 0
+	for p := range rows[0] {
+		a, b := rows[0][p], rows[1][p]
+		for j := range a {
+			r.MaxLogitDev = max(r.MaxLogitDev, math.Abs(float64(a[j]-b[j])))
+			lo, hi = min(lo, float64(a[j])), max(hi, float64(a[j]))
+		}
+		if argmax(a) == argmax(b) {
+			same++
+		}
+	}
+	r.Positions, r.LogitRange = len(rows[0]), hi-lo
+	r.Top1Agree = float64(same) / float64(len(rows[0]))
+	return r, nil
 }

@@ -23,6 +23,13 @@
 //	mla.go         multi-head latent attention (NoPE)
 //	moe.go, mlp.go router, routed and shared experts, dense MLP
 //	model.go       Open and the decoder; session.go, generate.go
+//	heads.go       attention heads spread over the cores (bit-identical)
+//	spec.go        exact n-gram speculation (two-position verify passes)
+//	spineint8.go   the opt-in, non-exact int8 spine (convert-spine-int8)
+//
+// A prompt runs expert-major: every position of a layer is routed first,
+// then each selected expert is read once and applied to all the positions
+// that chose it (moe.go). SPEEDUPS.md has the design and the figures.
 //
 // Weights are read through Source and routed experts through a small
 // store, so the streaming layer can pin the spine and stream experts from

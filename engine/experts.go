@@ -13,8 +13,10 @@ import (
 // spans per token through an ExpertStore (streaming.go).
 type expertStore interface {
 	// acquire returns layer's experts ids and starts reading those not in
-	// RAM; the batch's views stay valid until release.
-	acquire(ctx context.Context, layer int, ids []int) (expertBatch, error)
+	// RAM; the batch's views stay valid until release. union is the whole
+	// selection ids is part of (a prefill acquires it a group at a time):
+	// prefetches of the layer outside it are dropped.
+	acquire(ctx context.Context, layer int, ids, union []int) (expertBatch, error)
 	// prefetch hints that layer's experts ids will probably be acquired
 	// soon; it never blocks and never changes what acquire returns.
 	prefetch(layer int, ids []int)
@@ -125,7 +127,7 @@ func readExpert(ctx context.Context, ck *checkpoint, c *Config, layer, e int) (k
 	return x, nil
 }
 
-func (s *ramExperts) acquire(_ context.Context, layer int, ids []int) (expertBatch, error) {
+func (s *ramExperts) acquire(_ context.Context, layer int, ids, _ []int) (expertBatch, error) {
 	b := make(ramBatch, len(ids))
 	for i, e := range ids {
 		if layer < 0 || layer >= len(s.layers) || e < 0 || e >= len(s.layers[layer]) {

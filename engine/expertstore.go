@@ -337,6 +337,14 @@ func (b *Batch) Release() {
 // reads: Batch.Wait does. Any prefetched expert of this layer that ids does
 // not name is dropped, since the router has decided.
 func (s *ExpertStore) Acquire(ctx context.Context, layer int, ids []int) (*Batch, error) {
+	return s.AcquirePart(ctx, layer, ids, ids)
+}
+
+// AcquirePart is Acquire for one part of a larger selection: a prefill's
+// union of experts is acquired a group at a time, and only the prefetches
+// outside the whole selection (union) are wrong guesses to drop. Dropping
+// the later groups' prefetches would read them twice.
+func (s *ExpertStore) AcquirePart(ctx context.Context, layer int, ids, union []int) (*Batch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -357,9 +365,21 @@ func (s *ExpertStore) Acquire(ctx context.Context, layer int, ids []int) (*Batch
 	if s.closed {
 		return nil, ErrStoreClosed
 	}
+	// Claim what is already in RAM first, so that a miss below cannot
+	// evict (as an unused prefetch or a cold cache entry) an expert this
+	// batch is about to use and so read it twice.
+	for i, x := range ids {
+		if e := s.entries[ExpertID{layer, x}]; e != nil {
+			e.refs++
+			b.entries[i] = e
+		}
+	}
 	for i, x := range ids {
 		id := ExpertID{layer, x}
-		e := s.entries[id]
+		e := b.entries[i]
+		if e != nil {
+			e.refs-- // taken again below, once the case is counted
+		}
 		switch {
 		case e == nil:
 			e = s.newEntry(id, s.takeBuffer(true))
@@ -379,8 +399,16 @@ func (s *ExpertStore) Acquire(ctx context.Context, layer int, ids []int) (*Batch
 	}
 	s.last[layer] = append(s.last[layer][:0], ids...)
 	// The router of this layer has run: its unused prefetches are wrong guesses.
+	inUnion := func(x int) bool {
+		for _, u := range union {
+			if u == x {
+				return true
+			}
+		}
+		return false
+	}
 	for id, e := range s.entries {
-		if id.Layer == layer && e.spec {
+		if id.Layer == layer && e.spec && !inUnion(id.Expert) {
 			s.stats.specWasted.Add(1)
 			s.drop(e)
 		}

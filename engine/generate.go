@@ -55,18 +55,24 @@ func (s *Session) Generate(ctx context.Context, prompt []int, opts GenerateOptio
 }
 
 // decode picks tokens greedily from last onwards and returns the finish
-// reason; n counts the emitted tokens.
+// reason; n counts the emitted tokens. With speculation a pass may yield two
+// tokens; the tokens, the logits rows handed to opts.Logits and their order
+// are those of one token per pass.
 func (s *Session) decode(ctx context.Context, last []float32, opts GenerateOptions, emit func(int) error, n *int) (string, error) {
 	stop := make(map[int]bool, len(opts.StopTokens))
 	for _, t := range opts.StopTokens {
 		stop[t] = true
 	}
 	ctxLen := s.m.cfg.ContextLen
-	for {
-		tok := argmax(last)
-		// The token is part of the conversation whether or not we go on; it
-		// runs at the start of the next pass.
-		s.pending = append(s.pending, tok)
+	// take handles one chosen token; ran says it has already run through
+	// the model (an accepted guess), else it becomes the pending token.
+	take := func(tok int, ran bool) (string, error) {
+		if !ran {
+			// The token is part of the conversation whether or not we go
+			// on; it runs at the start of the next pass.
+			s.pending = append(s.pending, tok)
+			s.hist = append(s.hist, tok)
+		}
 		if stop[tok] {
 			return "stop", nil
 		}
@@ -81,17 +87,64 @@ func (s *Session) decode(ctx context.Context, last []float32, opts GenerateOptio
 		if *n >= opts.MaxNew || (ctxLen > 0 && s.Len() >= ctxLen) {
 			return "length", nil
 		}
-		step, err := s.Forward(ctx, nil, false)
-		if err != nil {
-			return "", err
+		return "", nil
+	}
+	logits := func(row []float32) error {
+		if opts.Logits == nil {
+			return nil
 		}
-		last = step[0]
-		if opts.Logits != nil {
-			if err := opts.Logits(last); err != nil {
+		return opts.Logits(row)
+	}
+	for {
+		if fin, err := take(argmax(last), false); fin != "" || err != nil {
+			return fin, err
+		}
+		if guess, ok := s.guess(stop, opts.MaxNew-*n, ctxLen); ok {
+			rows, err := s.verify(ctx, guess)
+			if err != nil {
 				return "", err
 			}
+			s.spec.Passes++
+			if err := logits(rows[0]); err != nil {
+				return "", err
+			}
+			if argmax(rows[0]) != guess {
+				s.rewind()
+				last = rows[0]
+				continue
+			}
+			s.spec.Accepted++
+			if fin, err := take(guess, true); fin != "" || err != nil {
+				return fin, err
+			}
+			last = rows[1]
+		} else {
+			step, err := s.Forward(ctx, nil, false)
+			if err != nil {
+				return "", err
+			}
+			s.spec.Steps++
+			last = step[0]
+		}
+		if err := logits(last); err != nil {
+			return "", err
 		}
 	}
+}
+
+// guess drafts the token after the pending one when a two-token pass is
+// worth running: speculation on, room for two more tokens, and a guess that
+// would not end the turn (a turn's last token stays pending, as without
+// speculation, so the next turn's pass is the same).
+func (s *Session) guess(stop map[int]bool, left, ctxLen int) (int, bool) {
+	if s.m.noSpec || left < 2 || len(s.pending) != 1 || (ctxLen > 0 && s.Len()+2 >= ctxLen) {
+		return 0, false
+	}
+	g, ok := draft(s.hist)
+	if !ok || stop[g] {
+		return 0, false
+	}
+	return g, true
 }
 
 // argmax returns the index of the largest value, the first on ties.

@@ -97,10 +97,10 @@ func TestShortConvCarriesState(t *testing.T) {
 		w[i] = float32(r.NormFloat64())
 	}
 	// All at once vs. token by token with the carried state.
-	whole := shortConv(x, w, make([]float32, P*(K-1)), P, K)
+	whole := shortConv(x, w, make([]float32, P*(K-1)), nil, P, K)
 	state := make([]float32, P*(K-1))
 	for tk := 0; tk < T; tk++ {
-		y := shortConv(x[tk*P:(tk+1)*P], w, state, P, K)
+		y := shortConv(x[tk*P:(tk+1)*P], w, state, nil, P, K)
 		require.Equal(t, whole[tk*P:(tk+1)*P], y, "token %d", tk)
 	}
 	// By hand at t = 1 (window [0,0,x0,x1]): tap K−1 is the current token.

@@ -34,8 +34,8 @@ type mlaCache struct {
 // attends to every cached position and to new positions ≤ t.
 //
 //	x: [T, H] (already input-normalised) → out: [T, H]
-func (m *Model) mlaForward(out, x []float32, T int, w *mlaWeights, cache *mlaCache) {
-	c, be := m.cfg, m.backend
+func (m *Model) mlaForward(be kernels.Backend, out, x []float32, T int, w *mlaWeights, cache *mlaCache) {
+	c := m.cfg
 	nh, nope, rope, dv, r := c.Heads, c.NoPE, c.RoPE, c.VHead, c.KVLoRA
 	qk := nope + rope
 	mat := func(wm kernels.Matrix, in []float32) []float32 {
@@ -74,33 +74,35 @@ func (m *Model) mlaForward(out, x []float32, T int, w *mlaWeights, cache *mlaCac
 		}
 	}
 
-	// softmax(q·k / √qk) · v per head, causal.
+	// softmax(q·k / √qk) · v per head, causal; heads in parallel.
 	attn := make([]float32, T*nh*dv)
 	scale := float32(1 / math.Sqrt(float64(qk)))
-	scores := make([]float32, past+T)
-	for t := 0; t < T; t++ {
-		n := past + t + 1
-		for h := 0; h < nh; h++ {
-			qh := q[(t*nh+h)*qk : (t*nh+h+1)*qk]
-			for p := 0; p < n; p++ {
-				kp := cache.k[(p*nh+h)*qk : (p*nh+h+1)*qk]
-				var s float32
-				for i, a := range qh {
-					s += a * kp[i]
+	parallelHeads(nh, headWorkers(T*(past+T)*nh*(qk+dv)), func(h0, h1 int) {
+		scores := make([]float32, past+T)
+		for t := 0; t < T; t++ {
+			n := past + t + 1
+			for h := h0; h < h1; h++ {
+				qh := q[(t*nh+h)*qk : (t*nh+h+1)*qk]
+				for p := 0; p < n; p++ {
+					kp := cache.k[(p*nh+h)*qk : (p*nh+h+1)*qk]
+					var s float32
+					for i, a := range qh {
+						s += a * kp[i]
+					}
+					scores[p] = s * scale
 				}
-				scores[p] = s * scale
-			}
-			softmax(scores[:n])
-			oh := attn[(t*nh+h)*dv : (t*nh+h+1)*dv]
-			for p := 0; p < n; p++ {
-				vp := cache.v[(p*nh+h)*dv : (p*nh+h+1)*dv]
-				a := scores[p]
-				for i, x := range vp {
-					oh[i] += a * x
+				softmax(scores[:n])
+				oh := attn[(t*nh+h)*dv : (t*nh+h+1)*dv]
+				for p := 0; p < n; p++ {
+					vp := cache.v[(p*nh+h)*dv : (p*nh+h+1)*dv]
+					a := scores[p]
+					for i, x := range vp {
+						oh[i] += a * x
+					}
 				}
 			}
 		}
-	}
+	})
 
 	// Output gate σ(g_proj · x) on the flattened heads, then o_proj.
 	if w.gProj != nil {

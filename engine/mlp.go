@@ -7,6 +7,6 @@ import "github.com/deltafin/deltafin/kernels"
 // or SiLU (Kimi-Linear).
 //
 //	x: [T, D] → out: [T, D]; f.W1 gate and f.W3 up [I, D], f.W2 down [D, I]
-func (m *Model) ffn(out []float32, f kernels.Expert, x []float32, T int) {
-	m.backend.ExpertFFN(out, f, m.cfg.Act, x, T)
+func (m *Model) ffn(be kernels.Backend, out []float32, f kernels.Expert, x []float32, T int) {
+	be.ExpertFFN(out, f, m.cfg.Act, x, T)
 }

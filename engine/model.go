@@ -19,6 +19,13 @@ type Options struct {
 	// MXFP4 experts through an expert store, spine layers past the pinned
 	// prefix per pass (streaming.go). Nil loads the whole model into RAM.
 	Stream *StreamOptions
+	// SpineInt8, when set, is a directory written by ConvertSpineInt8
+	// (SpineInt8Dir): the spine's matrices are read from its int8 copy,
+	// half the bytes, NOT exact (--spine int8; spineint8.go).
+	SpineInt8 string
+	// NoSpec turns n-gram speculation off (spec.go; DELTAFIN_SPEC=0).
+	// Speculation never changes the tokens, only how many passes they take.
+	NoSpec bool
 }
 
 // Info describes an opened model.
@@ -50,6 +57,8 @@ type Model struct {
 	pinned      int
 	plan        BudgetPlan
 	routerTrace *TraceWriter
+	noSpec      bool
+	i8          *checkpoint // the int8 spine, or nil
 }
 
 // Open reads dir/config.json, opens the safetensors shards, validates every
@@ -70,9 +79,18 @@ func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: cfg, ck: ck, backend: opts.Backend, pinned: cfg.Layers}
+	m := &Model{cfg: cfg, ck: ck, backend: opts.Backend, pinned: cfg.Layers, noSpec: opts.NoSpec}
+	if opts.SpineInt8 != "" {
+		if m.i8, err = openSpineInt8(ctx, opts.SpineInt8, ck); err != nil {
+			ck.close()
+			return nil, err
+		}
+	}
 	if err := m.load(ctx, dir, opts.Stream); err != nil {
 		ck.close()
+		if m.i8 != nil {
+			m.i8.close()
+		}
 		return nil, err
 	}
 	return m, nil
@@ -89,7 +107,7 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 		}
 		m.plan, m.pinned, m.routerTrace = plan, min(plan.PinnedLayers, m.cfg.Layers), stream.Trace
 	}
-	w, err := loadWeights(ctx, m.ck, m.cfg, m.pinned)
+	w, err := loadWeights(ctx, m.ck, m.i8, m.cfg, m.pinned)
 	if err != nil {
 		return err
 	}
@@ -134,6 +152,11 @@ func (m *Model) Close() error {
 	if cerr := m.ck.close(); err == nil {
 		err = cerr
 	}
+	if m.i8 != nil {
+		if cerr := m.i8.close(); err == nil {
+			err = cerr
+		}
+	}
 	return err
 }
 
@@ -158,6 +181,12 @@ type traceFunc func(layer int, h []float32)
 func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, trace traceFunc) ([]float32, error) {
 	c, w := m.cfg, m.w
 	T, H := len(ids), c.Hidden
+	be := m.backend
+	if s.verifying {
+		// A speculative pass must give each position the bits a decode
+		// step would: one row at a time, in the single-row kernels.
+		be = rowByRow{m.backend}
+	}
 	partial := make([]float32, T*H) // [T, H]
 	for t, id := range ids {
 		kernels.DecodeRow(partial[t*H:(t+1)*H], w.embed, id)
@@ -186,7 +215,12 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		m.experts.prefetchPrevious(i)
+		if T <= 2 {
+			// Decode and speculative steps. A prompt's union holds most of
+			// the previous token's experts anyway, and its group
+			// prefetches read them in order.
+			m.experts.prefetchPrevious(i)
+		}
 		lw := &w.layers[i]
 		if i >= m.pinned {
 			streamed, err := ahead.wait(ctx)
@@ -206,9 +240,9 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		rmsNormRows(x, aIn, lw.inNorm, c.Eps, H)
 		switch {
 		case lw.kda != nil:
-			m.kdaForward(y, x, T, lw.kda, s.kda[i])
+			m.kdaForward(be, y, x, T, lw.kda, s.kda[i], s.verifying)
 		default:
-			m.mlaForward(y, x, T, lw.mla, s.mla[i])
+			m.mlaForward(be, y, x, T, lw.mla, s.mla[i])
 		}
 		if partial == nil {
 			partial = make([]float32, T*H)
@@ -218,11 +252,11 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		rmsNormRows(x, mIn, lw.postNorm, c.Eps, H)
 		m.lookahead(i, mIn, T, ahead)
 		if lw.moe != nil {
-			if err := m.moeForward(ctx, y, x, T, i, s.pos, lw.moe); err != nil {
+			if err := m.moeForward(ctx, be, y, x, T, i, s.pos, lw.moe); err != nil {
 				return nil, err
 			}
 		} else {
-			m.ffn(y, *lw.mlp, x, T)
+			m.ffn(be, y, *lw.mlp, x, T)
 		}
 		add(partial, y)
 		if trace != nil {
@@ -241,6 +275,17 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		trace(c.Layers, x[:rows*H])
 	}
 	logits := make([]float32, rows*c.Vocab)
-	m.backend.MatMul(logits, w.lmHead, x[:rows*H], rows)
+	if s.verifying && rows == 2 {
+		// The guess's row is only needed when the guess is the greedy
+		// token: a rejected guess skips half of lm_head.
+		V := c.Vocab
+		be.MatMul(logits[:V], w.lmHead, x[:H], 1)
+		if argmax(logits[:V]) != ids[1] {
+			return logits[:V], nil
+		}
+		be.MatMul(logits[V:], w.lmHead, x[H:2*H], 1)
+		return logits, nil
+	}
+	be.MatMul(logits, w.lmHead, x[:rows*H], rows)
 	return logits, nil
 }

@@ -89,8 +89,8 @@ func topK(x []float32, k int) []int {
 //	routed: r_t = Σ_j w_j · expert_{ids_j}(z_t), z = down·x (latent) or x
 //	latent: u = up · RMSNorm(r)
 //	out = u (or r) + shared(x)
-func (m *Model) moeForward(ctx context.Context, out, x []float32, T, layer, pos int, w *moeWeights) error {
-	c, be := m.cfg, m.backend
+func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []float32, T, layer, pos int, w *moeWeights) error {
+	c := m.cfg
 	H, D, K := c.Hidden, c.ExpertDim(), c.TopK
 
 	logits := make([]float32, T*c.Experts)
@@ -122,12 +122,13 @@ func (m *Model) moeForward(ctx context.Context, out, x []float32, T, layer, pos 
 	// overlap the latent projection and the shared experts. A prefill's
 	// union can name hundreds of experts; they are acquired a decode
 	// token's worth (maxTopK) at a time, the next group prefetched.
+	union := ids
 	var groups [][]int
 	for len(ids) > 0 {
 		n := min(len(ids), maxTopK)
 		groups, ids = append(groups, ids[:n]), ids[n:]
 	}
-	batch, err := m.experts.acquire(ctx, layer, groups[0])
+	batch, err := m.experts.acquire(ctx, layer, groups[0], union)
 	if err != nil {
 		return err
 	}
@@ -143,13 +144,13 @@ func (m *Model) moeForward(ctx context.Context, out, x []float32, T, layer, pos 
 	var shared []float32
 	if w.shared != nil {
 		shared = make([]float32, T*H)
-		m.ffn(shared, *w.shared, x, T)
+		m.ffn(be, shared, *w.shared, x, T)
 	}
 
 	ys := make([]float32, T*K*D) // [T, K, D]
 	for g, group := range groups {
 		if g > 0 {
-			if batch, err = m.experts.acquire(ctx, layer, group); err != nil {
+			if batch, err = m.experts.acquire(ctx, layer, group, union); err != nil {
 				return err
 			}
 			if g+1 < len(groups) {

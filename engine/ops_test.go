@@ -163,7 +163,7 @@ func TestExpertView(t *testing.T) {
 	require.NoError(t, err)
 	defer m.Close()
 	const layer, e = 2, 7
-	batch, err := m.experts.acquire(t.Context(), layer, []int{e})
+	batch, err := m.experts.acquire(t.Context(), layer, []int{e}, nil)
 	require.NoError(t, err)
 	defer batch.release()
 	x, err := batch.expert(t.Context(), 0)

@@ -17,6 +17,11 @@ type Session struct {
 	pending []int
 	// broken is set when a pass failed midway and left the caches torn.
 	broken error
+	// hist is every token of the conversation, pending ones included: the
+	// text n-gram speculation searches (spec.go).
+	hist      []int
+	verifying bool // the current pass is a speculative one (spec.go)
+	spec      SpecStats
 }
 
 // NewSession returns an empty session.
@@ -34,6 +39,16 @@ func (m *Model) NewSession() *Session {
 
 // Len returns the number of tokens in the conversation, pending ones included.
 func (s *Session) Len() int { return s.pos + len(s.pending) }
+
+// Tokens returns a copy of the conversation's tokens, pending ones included:
+// every prompt given and every token generated (a turn's stop token too).
+// A later Generate whose prompt continues these ids continues the same
+// conversation (the server's conversation reuse).
+func (s *Session) Tokens() []int { return append([]int(nil), s.hist...) }
+
+// Usable reports whether the session can run another pass (not torn by an
+// interrupted one).
+func (s *Session) Usable() bool { return s.broken == nil }
 
 // Forward runs ids (after any pending tokens) through the model and returns
 // logits: one row of VocabSize per position of ids when every is set, else
@@ -64,11 +79,13 @@ func (s *Session) forward(ctx context.Context, ids []int, every bool, trace trac
 	}
 	n := len(s.pending)
 	run := append(s.pending[:n:n], ids...)
+	s.hist = append(s.hist, ids...)
 	flat, err := s.m.forward(ctx, s, run, every, trace)
 	if err != nil {
 		// A cancelled pass leaves the caches half-updated: the session
 		// cannot continue.
 		s.broken = err
+		s.hist = s.hist[:len(s.hist)-len(ids)]
 		return nil, err
 	}
 	s.pos += len(run)

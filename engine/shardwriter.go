@@ -28,7 +28,7 @@ const (
 // A synthTensor is one tensor of a synthetic shard, in physical order.
 type synthTensor struct {
 	name  string
-	dtype string // "BF16", "F32", "U8"
+	dtype string // "BF16", "F32", "U8"; "I8", "F16" for the int8 spine
 	shape []int64
 	fill  fillKind
 }
@@ -39,7 +39,7 @@ func (t synthTensor) size() int64 {
 		n *= d
 	}
 	switch t.dtype {
-	case "BF16":
+	case "BF16", "F16":
 		return 2 * n
 	case "F32":
 		return 4 * n

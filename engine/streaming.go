@@ -61,6 +61,25 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 	}
 	c := m.cfg
 	layers, globals := m.ck.spineBytes(c)
+	if m.i8 != nil {
+		// With the int8 spine its matrices take 1 byte per weight plus
+		// a float32 scale per row in RAM.
+		for name, r := range m.i8.tensors {
+			orig := m.ck.tensors[name]
+			if strings.HasSuffix(name, "_scale") || orig == nil || len(r.t.Shape) != 2 {
+				continue
+			}
+			d := r.t.Size + 4*r.t.Shape[0] - orig.t.Size
+			var i int
+			if rest, ok := strings.CutPrefix(name, "model.layers."); ok {
+				if _, err := fmt.Sscanf(rest, "%d.", &i); err == nil && i >= 0 && i < c.Layers {
+					layers[i] += d
+					continue
+				}
+			}
+			globals += d
+		}
+	}
 	moe := 0
 	for i := range c.Layers {
 		if c.IsMoE(i) {
@@ -112,8 +131,8 @@ func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *Confi
 	return &streamExperts{store: s, inter: c.MoEIntermediate, latent: c.ExpertDim(), heatPath: o.HeatPath}, nil
 }
 
-func (s *streamExperts) acquire(ctx context.Context, layer int, ids []int) (expertBatch, error) {
-	b, err := s.store.Acquire(ctx, layer, ids)
+func (s *streamExperts) acquire(ctx context.Context, layer int, ids, union []int) (expertBatch, error) {
+	b, err := s.store.AcquirePart(ctx, layer, ids, union)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +212,7 @@ func (m *Model) loadSpineLayer(ctx context.Context, i int) *spineLoad {
 	sl := &spineLoad{done: make(chan struct{})}
 	go func() {
 		defer close(sl.done)
-		l := &loader{ctx: ctx, ck: m.ck}
+		l := &loader{ctx: ctx, ck: m.ck, i8: m.i8}
 		sl.lw = l.layer(m.cfg, i)
 		sl.err = l.err
 	}()

@@ -31,12 +31,20 @@ type layerWeights struct {
 type loader struct {
 	ctx context.Context
 	ck  *checkpoint
+	i8  *checkpoint // the int8 spine (--spine int8), or nil
 	err error
 }
 
 func (l *loader) mat(name string) kernels.Matrix {
 	if l.err != nil {
 		return kernels.Matrix{}
+	}
+	if r := l.ck.tensors[name]; l.i8 != nil && r != nil && len(r.t.Shape) == 2 {
+		m, ok, err := int8Matrix(l.ctx, l.i8, name, kernels.Matrix{Rows: int(r.t.Shape[0]), Cols: int(r.t.Shape[1])})
+		if ok || err != nil {
+			l.err = err
+			return m
+		}
 	}
 	m, err := l.ck.matrix(l.ctx, name)
 	l.err = err
@@ -55,8 +63,8 @@ func (l *loader) vec(name string) []float32 {
 // loadWeights reads the spine of a validated checkpoint into memory: the
 // globals and the first pinned layers; the others are read per pass
 // (spineLayer).
-func loadWeights(ctx context.Context, ck *checkpoint, c *Config, pinned int) (*weights, error) {
-	l := &loader{ctx: ctx, ck: ck}
+func loadWeights(ctx context.Context, ck, i8 *checkpoint, c *Config, pinned int) (*weights, error) {
+	l := &loader{ctx: ctx, ck: ck, i8: i8}
 	w := &weights{
 		embed: l.mat("model.embed_tokens.weight"),
 		norm:  l.vec("model.norm.weight"),

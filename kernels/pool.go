@@ -74,9 +74,15 @@ func (p *pool) run(t *task, rows, chunk int) {
 	if t.finished == nil {
 		t.finished = make(chan struct{}, 1)
 	}
+	gen := uint32(t.state.Load()>>32) + 1
+	// Close the new generation to claims before changing any field: a
+	// helper still holding the previous call's job could otherwise read
+	// the new chunk count, claim with the old generation's CAS (the state
+	// not yet replaced) and add a stale count to done, after which the
+	// last chunk never sees done == chunks and the call waits forever.
+	t.state.Store(uint64(gen)<<32 | 0xffffffff)
 	t.rows, t.chunk = rows, chunk
 	chunks := uint64((rows + chunk - 1) / chunk)
-	gen := uint32(t.state.Load()>>32) + 1
 	t.chunks.Store(chunks)
 	t.done.Store(0)
 	t.state.Store(uint64(gen) << 32) // publishes the fields above to claimers

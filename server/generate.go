@@ -145,7 +145,11 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 		return err
 	}
 	s.generations.Add(1)
-	res, err := s.model.NewSession().Generate(ctx, j.prompt, engine.GenerateOptions{MaxNew: j.maxNew, StopTokens: j.stop}, emit)
+	sess, rest, reused := s.convo.take(s.model, j.prompt)
+	if reused {
+		s.reuses.Add(1)
+	}
+	res, err := sess.Generate(ctx, rest, engine.GenerateOptions{MaxNew: j.maxNew, StopTokens: j.stop}, emit)
 	switch {
 	case ctx.Err() != nil || o.gone():
 		s.log.Info("generation stopped: client gone", "tokens", res.Tokens)
@@ -159,9 +163,10 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 		}
 		return ae
 	}
+	s.convo.keep(sess)
 	s.memo.put(j.key, memoValue{tokens: o.tokens, finish: res.FinishReason})
-	s.log.Info("generation", "prompt_tokens", res.PromptTokens, "tokens", res.Tokens, "finish", res.FinishReason,
-		"prefill", res.Prefill, "decode", res.Decode)
+	s.log.Info("generation", "prompt_tokens", len(j.prompt), "prompt_tokens_run", res.PromptTokens, "tokens", res.Tokens, "finish", res.FinishReason,
+		"prefill", res.Prefill, "decode", res.Decode, "reused_conversation", reused)
 	return o.end(c, res.FinishReason, len(j.prompt))
 }
 

@@ -93,6 +93,11 @@ type Server struct {
 	// error: the engine must stop at the first (both read by tests).
 	generations    atomic.Int64
 	emitsAfterStop atomic.Int64
+
+	// convo is the last completed generation's session (reuse.go);
+	// reuses counts the generations that continued it.
+	convo  convo
+	reuses atomic.Int64
 }
 
 func newServer(opts Options, meta modelMeta) (*Server, error) {

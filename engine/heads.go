@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Attention heads are independent, and the per-head loops of the delta rule
+// and of MLA's softmax attention are plain Go: at K3's 96 heads they are
+// worth spreading over the cores. Each head's arithmetic is unchanged, so
+// the results are bit-identical whatever the number of workers.
+
+// minHeadWork is the work (in multiply-adds, roughly) below which a layer's
+// heads run on the caller's goroutine: the tiny test models stay serial.
+const minHeadWork = 1 << 18
+
+// serialHeads forces one worker (the benchmarks' and tests' baseline).
+var serialHeads bool
+
+// headWorkers is the number of goroutines for work multiply-adds.
+func headWorkers(work int) int {
+	if work < minHeadWork || serialHeads {
+		return 1
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// parallelHeads calls f over [0, nh) split into at most workers ranges.
+func parallelHeads(nh, workers int, f func(h0, h1 int)) {
+	workers = max(1, min(workers, nh))
+	if workers == 1 {
+		f(0, nh)
+		return
+	}
+	var wg sync.WaitGroup
+	per := (nh + workers - 1) / workers
+	for h0 := 0; h0 < nh; h0 += per {
+		wg.Add(1)
+		go func(h0, h1 int) {
+			defer wg.Done()
+			f(h0, h1)
+		}(h0, min(h0+per, nh))
+	}
+	wg.Wait()
+}

@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// k3KDA returns random inputs of one K3 KDA layer (96 heads of 128) for T
+// tokens: q, k, v, g, beta, and a state.
+func k3KDA(T int) (q, k, v, g, beta, s []float32) {
+	const nh, d = 96, 128
+	rng := rand.New(rand.NewPCG(1, 2))
+	vec := func(n int, scale float32) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = (rng.Float32()*2 - 1) * scale
+		}
+		return x
+	}
+	g = vec(T*nh*d, 1)
+	for i := range g {
+		g[i] = -0.1 * (g[i] + 1)
+	}
+	return vec(T*nh*d, 0.1), vec(T*nh*d, 0.1), vec(T*nh*d, 1), g, vec(T*nh, 0.5), vec(nh*d*d, 0.01)
+}
+
+// TestParallelHeadsAreBitIdentical: the delta rule and MLA attention give
+// the same bits on one worker and on all of them.
+func TestParallelHeadsAreBitIdentical(t *testing.T) {
+	const nh, d, T = 96, 128, 3
+	q, k, v, g, beta, s := k3KDA(T)
+	run := func(serial bool) ([]float32, []float32) {
+		serialHeads = serial
+		defer func() { serialHeads = false }()
+		o, st := make([]float32, T*nh*d), append([]float32(nil), s...)
+		kdaRecurrent(o, q, k, v, g, beta, st, T, nh, d)
+		return o, st
+	}
+	o1, s1 := run(true)
+	o2, s2 := run(false)
+	require.Equal(t, o1, o2)
+	require.Equal(t, s1, s2)
+
+	m := openK3Tiny(t)
+	c := m.cfg
+	mlaLayer := -1
+	for i, kind := range c.Kinds {
+		if kind == MLA {
+			mlaLayer = i
+			break
+		}
+	}
+	require.GreaterOrEqual(t, mlaLayer, 0)
+	x := make([]float32, 64*c.Hidden) // 64 positions: enough work for the parallel path
+	for i := range x {
+		x[i] = float32(i%17) / 17
+	}
+	attn := func(serial bool) []float32 {
+		serialHeads = serial
+		defer func() { serialHeads = false }()
+		out := make([]float32, len(x))
+		m.mlaForward(m.backend, out, x, 64, m.w.layers[mlaLayer].mla, &mlaCache{})
+		return out
+	}
+	require.Equal(t, attn(true), attn(false))
+}
+
+// BenchmarkKDADecodeStep is one decode token of one K3 KDA layer's delta
+// rule: serial is the limit the parallel heads are measured against in the
+// same run (report the ratio).
+func BenchmarkKDADecodeStep(b *testing.B) {
+	const nh, d = 96, 128
+	q, k, v, g, beta, s := k3KDA(1)
+	o := make([]float32, nh*d)
+	for _, serial := range []bool{true, false} {
+		name := "parallel"
+		if serial {
+			name = "serial"
+		}
+		b.Run(name, func(b *testing.B) {
+			serialHeads = serial
+			defer func() { serialHeads = false }()
+			b.SetBytes(int64(4 * len(s)))
+			for b.Loop() {
+				kdaRecurrent(o, q, k, v, g, beta, s, 1, nh, d)
+			}
+		})
+	}
+}
