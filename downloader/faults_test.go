@@ -97,10 +97,13 @@ func TestFaultsEndIdentical(t *testing.T) {
 			for p := start; p < end; p += 2048 {
 				w.Write(f.Data[p:min(p+2048, end)])
 				http.NewResponseController(w).Flush()
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(50 * time.Millisecond)
 			}
 			return true
-		}), func(o *Options) { o.StallTimeout = 100 * time.Millisecond; o.Attempts = 1 }, nil},
+			// 32 writes 50 ms apart: the range takes 1.6 s, longer than the
+			// stall timeout, while no gap comes near it even on a loaded
+			// 2-core machine (a 5 ms / 100 ms version failed there).
+		}), func(o *Options) { o.StallTimeout = time.Second; o.Attempts = 1 }, nil},
 		{"CDN URLs expire after 3 uses", nil, nil, func(h *hubtest.Hub) { h.SignedUses = 3 }},
 		{"hub ignores Range for small files", nil, nil, func(h *hubtest.Hub) { h.WholeSmallFiles = true }},
 		{"slow but steady server", func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
