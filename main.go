@@ -47,18 +47,6 @@ func init() {
 // already printed why.
 var errUsage = errors.New("usage")
 
-// errNotLanded is returned by a subcommand whose issue has not landed yet, so
-// that it exits non-zero instead of pretending to work.
-type errNotLanded struct {
-	cmd   string
-	issue int
-	what  string
-}
-
-func (e errNotLanded) Error() string {
-	return fmt.Sprintf("deltafin %s is not in this build yet: it arrives with issue #%d (%s)", e.cmd, e.issue, e.what)
-}
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
@@ -100,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv ap
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: deltafin [command] [flags]\n\nCommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-19s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun 'deltafin COMMAND --help' for a command's flags.\n")
 }

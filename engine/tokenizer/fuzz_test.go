@@ -41,7 +41,7 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add("\u0301\u0301a\u0300 ꙰ 〇〡 ᾼ ǅa")
 	f.Fuzz(func(t *testing.T, s string) {
 		if !utf8.ValidString(s) {
-			t.Skip()
+			return // the property holds for valid UTF-8 only
 		}
 		ids := tok.Encode(s)
 		require.Equal(t, s, tok.Decode(ids))

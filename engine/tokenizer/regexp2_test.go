@@ -67,7 +67,7 @@ func FuzzPiecesMatchRegexp2(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if !utf8.ValidString(s) || len(s) > 2000 {
-			t.Skip()
+			return // the property holds for valid UTF-8 only
 		}
 		require.Equal(t, oraclePieces(t, s), Pieces(s))
 	})
