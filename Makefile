@@ -110,7 +110,7 @@ else
 endif
 
 lint: vet fmt-check darwin-vet
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 clean:
 	rm -rf bin

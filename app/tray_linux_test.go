@@ -215,7 +215,6 @@ func TestTrayOverDBus(t *testing.T) {
 	require.Eventually(t, func() bool { return serving.MatchString(m.status()) }, 20*time.Second, 20*time.Millisecond)
 	status := m.status()
 	require.True(t, strings.HasPrefix(status, "Not installed · demo model: random weights · serving"), status)
-	addr := serving.FindStringSubmatch(status)[1]
 	layout := m.layout()
 	for _, label := range []string{LabelDownloadStream, LabelDownloadFull, LabelWarm, LabelCopyAddress,
 		LabelStopServer, LabelOpenData, LabelLogin, LabelQuit} {
@@ -254,7 +253,7 @@ func TestTrayOverDBus(t *testing.T) {
 		s := m.status()
 		return serving.MatchString(s) && !strings.Contains(s, "demo")
 	}, 20*time.Second, 20*time.Millisecond)
-	addr = serving.FindStringSubmatch(m.status())[1]
+	addr := serving.FindStringSubmatch(m.status())[1]
 	resp, err := http.Get(addr + "/v1/models")
 	require.NoError(t, err)
 	models, _ := io.ReadAll(resp.Body)

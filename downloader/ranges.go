@@ -66,15 +66,6 @@ func (s rangeSet) overlap(r Range) int64 {
 	return n
 }
 
-// total returns the number of bytes in s.
-func (s rangeSet) total() int64 {
-	var n int64
-	for _, r := range s {
-		n += r.Len()
-	}
-	return n
-}
-
 // valid reports whether s is sorted, disjoint and inside [0, size).
 func (s rangeSet) valid(size int64) bool {
 	var prev int64 = -1

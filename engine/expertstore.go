@@ -105,7 +105,6 @@ type entry struct {
 	err     error         // set before done closes
 	mu      sync.Mutex    // guards err and pending while chunks are read
 	pending int           // chunk reads not yet finished
-	bytes   int64         // bytes the chunks read
 	refs    int           // batches holding it, plus one while its read is in flight
 	spec    bool          // read by a prefetch and not yet used by a batch
 	cache   bool          // admitted to the cache
