@@ -96,6 +96,8 @@ func loadRAMExperts(ctx context.Context, ck *checkpoint, c *Config) (*ramExperts
 			if err != nil {
 				return nil, err
 			}
+			// In RAM for the model's life: a GPU backend may keep them.
+			x.W1.Key, x.W2.Key, x.W3.Key = kernels.NewKey(), kernels.NewKey(), kernels.NewKey()
 			s.layers[i][e] = x
 		}
 	}

@@ -33,6 +33,10 @@ type loader struct {
 	ck  *checkpoint
 	i8  *checkpoint // the int8 spine (--spine int8), or nil
 	err error
+	// resident: the matrices stay in RAM for the model's life, so each gets
+	// a kernels.Key and a GPU backend may keep a copy (streamed layers,
+	// read into fresh buffers per pass, get none).
+	resident bool
 }
 
 func (l *loader) mat(name string) kernels.Matrix {
@@ -43,11 +47,18 @@ func (l *loader) mat(name string) kernels.Matrix {
 		m, ok, err := int8Matrix(l.ctx, l.i8, name, kernels.Matrix{Rows: int(r.t.Shape[0]), Cols: int(r.t.Shape[1])})
 		if ok || err != nil {
 			l.err = err
-			return m
+			return l.key(m)
 		}
 	}
 	m, err := l.ck.matrix(l.ctx, name)
 	l.err = err
+	return l.key(m)
+}
+
+func (l *loader) key(m kernels.Matrix) kernels.Matrix {
+	if l.resident && l.err == nil {
+		m.Key = kernels.NewKey()
+	}
 	return m
 }
 
@@ -64,7 +75,7 @@ func (l *loader) vec(name string) []float32 {
 // globals and the first pinned layers; the others are read per pass
 // (spineLayer).
 func loadWeights(ctx context.Context, ck, i8 *checkpoint, c *Config, pinned int) (*weights, error) {
-	l := &loader{ctx: ctx, ck: ck, i8: i8}
+	l := &loader{ctx: ctx, ck: ck, i8: i8, resident: true}
 	w := &weights{
 		embed: l.mat("model.embed_tokens.weight"),
 		norm:  l.vec("model.norm.weight"),

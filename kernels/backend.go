@@ -11,13 +11,13 @@ import (
 // ErrUnknownBackend reports a backend name that this build or CPU lacks.
 var ErrUnknownBackend = errors.New("kernels: unknown backend")
 
-// Default returns the fastest backend this build contains for this CPU, using
-// every core: the C kernels (avx2, neon or portable c) when built with cgo,
-// the pure-Go reference otherwise.
+// Default returns the fastest CPU backend this build contains for this CPU,
+// using every core: the C kernels (avx512, avx2, neon or portable c) when
+// built with cgo, the pure-Go reference otherwise.
 func Default() Backend {
-	b, err := Open("auto", 0)
+	b, err := Open("cpu", 0)
 	if err != nil {
-		return Ref() // unreachable: "auto" always resolves
+		return Ref() // unreachable: "cpu" always resolves
 	}
 	return b
 }
@@ -34,7 +34,9 @@ func Available() []string {
 	return append(names, Ref().Name())
 }
 
-// ByName returns the named backend with every core: "auto" (= Default), "ref",
+// ByName returns the named backend with every core: "auto" (a hardware GPU
+// registered with RegisterAccelerator, through Accelerate, beside the
+// fastest CPU backend; Default when there is none), "cpu" (= Default), "ref",
 // "gpu" (the first registered GPU backend that opens for prefill and Default
 // for decode, see Split; Default alone when no GPU backend opens: the
 // automatic CPU fallback), or one of Available(). The engine's configuration (DELTAFIN_KERNELS) picks
@@ -73,6 +75,15 @@ func Open(name string, threads int) (Backend, error) {
 		}
 		return Default(), nil
 	case "auto", "":
+		if acc, ok := openAccelerator(); ok {
+			cpu, err := Open("cpu", threads)
+			if err != nil {
+				return nil, err
+			}
+			return Accelerate(acc, cpu), nil
+		}
+		fallthrough
+	case "cpu":
 		if len(isas) == 0 {
 			return Ref(), nil
 		}

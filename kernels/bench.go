@@ -63,7 +63,12 @@ type benchCase struct {
 	name  string
 	bytes int // weight bytes per call
 	mats  func(slot []byte) []Matrix
-	call  func(b Backend, slot []byte)
+	// call runs the kernel on slot's matrices, which carry key as their
+	// Matrix.Key (0: not resident).
+	call func(b Backend, slot []byte, key uint64)
+	// resident: the matrices get keys, so a GPU backend reads them from
+	// its own memory after the first pass; only benched on GPU backends.
+	resident bool
 }
 
 // matBytes is the size of a matrix's elements and of its scales.
@@ -117,7 +122,7 @@ func benchVec(n int) []float32 {
 
 func benchCases(shrink int) []benchCase {
 	var out []benchCase
-	matmul := func(dt DType, rows, cols, n int) {
+	matmul := func(dt DType, rows, cols, n int, resident bool) {
 		rows = max(rows/shrink, 1)
 		data, scales := matBytes(dt, rows, cols)
 		x, dst := benchVec(n*cols), make([]float32, n*rows)
@@ -125,21 +130,32 @@ func benchCases(shrink int) []benchCase {
 		if n > 1 {
 			name = fmt.Sprintf("matmul_%s_%dx%d_t%d", dt, rows, cols, n)
 		}
+		if resident {
+			name += "_resident"
+		}
 		out = append(out, benchCase{
-			name: name, bytes: data + scales,
+			name: name, bytes: data + scales, resident: resident,
 			mats: func(slot []byte) []Matrix { m, _ := matAt(slot, dt, rows, cols, 0); return []Matrix{m} },
-			call: func(b Backend, slot []byte) {
+			call: func(b Backend, slot []byte, key uint64) {
 				m, _ := matAt(slot, dt, rows, cols, 0)
+				m.Key = key
 				b.MatMul(dst, m, x, n)
 			},
 		})
 	}
-	matmul(BF16, 12288, 7168, 1) // KDA q/k/v/g projections
-	matmul(I8, 12288, 7168, 1)   // the same in the int8 spine
-	matmul(F16, 12288, 7168, 1)
-	matmul(F32, 7168, 7168, 1)
-	matmul(MXFP4, 3072, 3584, 1) // one routed expert's w1
-	matmul(BF16, 12288, 7168, 8) // prefill, 8 positions
+	matmul(BF16, 12288, 7168, 1, false) // KDA q/k/v/g projections
+	matmul(I8, 12288, 7168, 1, false)   // the same in the int8 spine
+	matmul(F16, 12288, 7168, 1, false)
+	matmul(F32, 7168, 7168, 1, false)
+	matmul(MXFP4, 3072, 3584, 1, false) // one routed expert's w1
+	matmul(BF16, 12288, 7168, 8, false) // prefill, 8 positions
+	matmul(BF16, 12288, 7168, 64, false)
+	// The pinned spine as a GPU keeps it (kernels.Accelerate's decode
+	// rule): decode and prefill over weights already in device memory.
+	matmul(BF16, 12288, 7168, 1, true)
+	matmul(I8, 12288, 7168, 1, true)
+	matmul(BF16, 1536, 7168, 1, true) // a 22 MB projection: near the decode threshold
+	matmul(BF16, 12288, 7168, 64, true)
 
 	// The fused routed expert over one span laid out as on disk
 	// (K3-ARCHITECTURE.md §3.3: w1, w2, w3, each followed by its scales;
@@ -157,7 +173,7 @@ func benchCases(shrink int) []benchCase {
 	out = append(out, benchCase{
 		name: fmt.Sprintf("expert_ffn_mxfp4_%dx%d", inter, dim), bytes: 3 * (d1 + s1),
 		mats: func(slot []byte) []Matrix { e := expert(slot); return []Matrix{e.W1, e.W2, e.W3} },
-		call: func(b Backend, slot []byte) { b.ExpertFFN(dst, expert(slot), act, x, 1) },
+		call: func(b Backend, slot []byte, _ uint64) { b.ExpertFFN(dst, expert(slot), act, x, 1) },
 	})
 	return out
 }
@@ -229,6 +245,9 @@ func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
 	// during the first measurement cannot flatter the ratios.
 	again, n := memPass(opt.Threads)
 	for _, c := range cases {
+		if c.resident && cpuOnly(all) {
+			continue // a CPU backend ignores keys: the plain figures are these
+		}
 		// Slots of the buffer, 4 KiB apart, each holding one set of the
 		// kernel's matrices; a pass calls the kernel on the next few slots.
 		stride := (c.bytes + 4095) &^ 4095
@@ -239,6 +258,12 @@ func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
 			}
 		}
 		perPass := max(window/stride, 1)
+		keys := make([]uint64, slots)
+		for i := range keys {
+			if c.resident {
+				keys[i] = NewKey()
+			}
+		}
 		for _, b := range []Backend{all, one} {
 			// Kernel passes alternate with all-thread read passes, so that
 			// each kernel also has a limit measured under the same load.
@@ -254,7 +279,7 @@ func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
 				bestM = min(bestM, time.Since(t))
 				t = time.Now()
 				for range perPass {
-					c.call(b, buf[next*stride:])
+					c.call(b, buf[next*stride:], keys[next])
 					next = (next + 1) % slots
 				}
 				bestK = min(bestK, time.Since(t))
@@ -323,4 +348,14 @@ func readAll(b []byte, threads int) {
 		wg.Go(func() { benchSink.Add(readBytes(part)) })
 	}
 	wg.Wait()
+}
+
+// cpuOnly reports whether b runs on the CPU alone (where Matrix.Key changes
+// nothing).
+func cpuOnly(b Backend) bool {
+	switch b.(type) {
+	case *fastBackend, refBackend:
+		return true
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -20,10 +21,26 @@ func TestBenchReportsEveryKernelAgainstTheMeasuredLimit(t *testing.T) {
 		require.InDelta(t, k.GBps/rep.MemReadGBps, k.Ratio, 1e-9, k.Name)
 		names[k.Name] += k.Threads
 	}
-	require.Len(t, names, 7, "six matrix kernels and the fused expert")
+	require.Len(t, names, 8, "seven matrix kernels and the fused expert; no resident ones on a CPU backend")
 	all, err := Open("auto", 2)
 	require.NoError(t, err)
 	for name, threads := range names {
 		require.Equal(t, Threads(all)+1, threads, "%s measured with all threads and with one", name)
 	}
+}
+
+// On a GPU backend the resident cases run too, with keyed matrices.
+func TestBenchResidentCasesOnANonCPUBackend(t *testing.T) {
+	var calls []int
+	Register("benchgpu", func() (Backend, error) { return Split(counting{Ref(), &calls}, Ref()), nil })
+	defer unregister("benchgpu")
+	rep, err := Bench(t.Context(), BenchOptions{Backend: "benchgpu", BufferBytes: 16 << 20, MinTime: time.Millisecond, Shrink: 64, Threads: 2})
+	require.NoError(t, err)
+	var resident int
+	for _, k := range rep.Kernels {
+		if strings.HasSuffix(k.Name, "_resident") {
+			resident++
+		}
+	}
+	require.Equal(t, 2*4, resident, "four resident cases, all threads and one")
 }

@@ -3,6 +3,7 @@ package kernels
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 )
 
 // DType is how a weight matrix's elements are stored on disk.
@@ -50,7 +51,18 @@ type Matrix struct {
 	// Scales is Rows·Cols/32 e8m0 bytes for MXFP4, Rows little-endian float32
 	// for I8, and nil otherwise.
 	Scales []byte
+	// Key, when nonzero, promises that Data and Scales never change while
+	// the process runs (weights the engine keeps in RAM: the pinned spine,
+	// experts loaded whole) and names them, so that a GPU backend may keep
+	// a copy in device memory under it. Streamed bytes, which arrive in
+	// reused buffers, have none. NewKey hands keys out.
+	Key uint64
 }
+
+var lastKey atomic.Uint64
+
+// NewKey returns a Matrix.Key no other matrix of this process has.
+func NewKey() uint64 { return lastKey.Add(1) }
 
 // Validate checks that the byte slices match the shape. The engine validates
 // every matrix once at open time, so the kernels themselves do not re-check.

@@ -9,8 +9,8 @@ import (
 // and kernels/metal import kernels, so they register themselves here from
 // their init instead of kernels importing them). A registered backend is
 // opened at most once, on first use; it appears in Available after the CPU
-// backends when it opened, and "auto" never picks it: the engine asks for a
-// GPU backend by name.
+// backends when it opened. "auto" picks only accelerators
+// (RegisterAccelerator): hardware GPUs, never a software rasteriser.
 var (
 	regMu    sync.Mutex
 	regNames []string
@@ -30,7 +30,7 @@ type registered struct {
 func Register(name string, open func() (Backend, error)) {
 	regMu.Lock()
 	defer regMu.Unlock()
-	if _, dup := regs[name]; dup || name == "auto" || name == "ref" || name == "gpu" {
+	if _, dup := regs[name]; dup || name == "auto" || name == "cpu" || name == "ref" || name == "gpu" {
 		panic(fmt.Sprintf("kernels: backend %q registered twice", name))
 	}
 	regNames = append(regNames, name)
@@ -48,6 +48,44 @@ func openRegistered(name string) (b Backend, ok bool, err error) {
 	}
 	r.once.Do(func() { r.b, r.err = r.open() })
 	return r.b, true, r.err
+}
+
+// Accelerators are GPU backends that "auto" may pick: an open that fails
+// when the machine has no hardware GPU, cheaply.
+var (
+	accelNames []string
+	accels     = map[string]*registered{}
+)
+
+// RegisterAccelerator adds a hardware GPU backend that "auto" uses (for
+// prefill, and for decode of resident weights: see Accelerate) when its
+// open succeeds; the first that opens, in registration order, wins. open
+// runs once, on first use.
+func RegisterAccelerator(name string, open func() (Backend, error)) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := accels[name]; dup {
+		panic(fmt.Sprintf("kernels: accelerator %q registered twice", name))
+	}
+	accelNames = append(accelNames, name)
+	accels[name] = &registered{open: open}
+}
+
+// openAccelerator returns the first registered accelerator that opens.
+func openAccelerator() (Backend, bool) {
+	regMu.Lock()
+	names := append([]string(nil), accelNames...)
+	regMu.Unlock()
+	for _, n := range names {
+		regMu.Lock()
+		r := accels[n]
+		regMu.Unlock()
+		r.once.Do(func() { r.b, r.err = r.open() })
+		if r.err == nil && r.b != nil {
+			return r.b, true
+		}
+	}
+	return nil, false
 }
 
 // registeredAvailable lists the registered backends that open.

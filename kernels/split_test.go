@@ -48,3 +48,66 @@ func TestSplitSendsPrefillAndDecodeApart(t *testing.T) {
 	require.Equal(t, []int{1, -1, 1}, dec)
 	require.Equal(t, 1, Threads(s))
 }
+
+func TestAccelerateRunsResidentDecodeOnTheGPU(t *testing.T) {
+	var gpu, cpu []int
+	s := Accelerate(counting{Ref(), &gpu}, counting{Ref(), &cpu})
+	defer func(v int) { AccelDecodeMinBytes = v }(AccelDecodeMinBytes)
+	AccelDecodeMinBytes = 256
+	rng := rand.New(rand.NewPCG(3, 4))
+	big := randMatrix(rng, BF16, 4, 64) // 512 bytes
+	small := randMatrix(rng, BF16, 1, 64)
+	x := randVec(rng, 2*64)
+	dst := make([]float32, 8)
+
+	s.MatVec(dst, big, x) // streamed bytes (no key): CPU
+	big.Key, small.Key = NewKey(), NewKey()
+	require.NotEqual(t, big.Key, small.Key)
+	s.MatVec(dst, big, x)   // resident and large enough: GPU
+	s.MatVec(dst, small, x) // resident but small: CPU
+	s.MatMul(dst, small, x, 2)
+	require.Equal(t, []int{1, 2}, gpu)
+	require.Equal(t, []int{1, 1}, cpu)
+
+	e := Expert{W1: randMatrix(rng, BF16, 3, 64), W2: randMatrix(rng, BF16, 64, 3), W3: randMatrix(rng, BF16, 3, 64)}
+	out := make([]float32, 64)
+	s.ExpertFFN(out, e, Activation{}, x, 1) // no keys: CPU
+	e.W1.Key, e.W2.Key = NewKey(), NewKey()
+	s.ExpertFFN(out, e, Activation{}, x, 1) // one matrix streamed: CPU
+	e.W3.Key = NewKey()
+	s.ExpertFFN(out, e, Activation{}, x, 1) // all resident, 1152 bytes: GPU
+	require.Equal(t, []int{1, 2, -1}, gpu)
+	require.Equal(t, []int{1, 1, -1, -1}, cpu)
+}
+
+func TestAutoTakesAnAcceleratorThatOpens(t *testing.T) {
+	var calls []int
+	acc := counting{Ref(), &calls}
+	regMu.Lock()
+	saved, savedNames := accels, accelNames
+	accels, accelNames = map[string]*registered{}, nil
+	regMu.Unlock()
+	defer func() {
+		regMu.Lock()
+		accels, accelNames = saved, savedNames
+		regMu.Unlock()
+	}()
+
+	RegisterAccelerator("none", func() (Backend, error) { return nil, ErrUnknownBackend })
+	b, err := Open("auto", 1)
+	require.NoError(t, err)
+	require.Equal(t, Default().Name(), b.Name(), "no accelerator opens: the CPU")
+
+	RegisterAccelerator("testgpu", func() (Backend, error) { return acc, nil })
+	b, err = Open("auto", 1)
+	require.NoError(t, err)
+	require.Equal(t, "ref+"+Default().Name(), b.Name())
+	rng := rand.New(rand.NewPCG(5, 6))
+	w := randMatrix(rng, F32, 2, 32)
+	b.MatMul(make([]float32, 6), w, randVec(rng, 3*32), 3)
+	require.Equal(t, []int{3}, calls, "prefill runs on the accelerator")
+	cpu, err := Open("cpu", 0)
+	require.NoError(t, err)
+	require.Equal(t, Default(), cpu)
+	require.Panics(t, func() { RegisterAccelerator("testgpu", nil) })
+}

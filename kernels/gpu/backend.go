@@ -26,6 +26,15 @@ type Device interface {
 	MaxGroups() int
 	// Slot returns slot i's host-visible memory, at least n bytes.
 	Slot(i, n int) ([]byte, error)
+	// Upload copies data into a new buffer in device memory and returns
+	// its id, which Dispatch takes like a slot number, until Free. Not
+	// between Begin and Submit.
+	Upload(data []byte) (int, error)
+	// Free releases a buffer from Upload.
+	Free(id int)
+	// ResidentBudget is how many bytes of uploaded weights the device
+	// should hold at most.
+	ResidentBudget() int64
 	Begin() error
 	// Dispatch records shader over slots (bound at 1..len(slots)) with the
 	// push constants, on gx×gy workgroups.
@@ -40,6 +49,7 @@ type Backend struct {
 	dev      Device
 	fallback kernels.Backend
 	lastErr  error
+	res      residency
 }
 
 var (

@@ -50,8 +50,7 @@ func (b *Backend) matmul(dst []float32, w kernels.Matrix, x []float32, n int) er
 	if 4*n*w.Cols > b.maxBuf() || 4*n*w.Rows > b.maxBuf() {
 		return fmt.Errorf("%w: %d positions of [%d,%d] exceed a %d-byte buffer", ErrLimit, n, w.Rows, w.Cols, b.maxBuf())
 	}
-	rowData, rowScales := len(w.Data)/w.Rows, len(w.Scales)/w.Rows
-	block := max(1, b.maxBuf()/rowData)
+	block := max(1, b.maxBuf()/(len(w.Data)/w.Rows))
 	if err := b.putF32(slotX, x[:n*w.Cols]); err != nil {
 		return err
 	}
@@ -60,17 +59,15 @@ func (b *Backend) matmul(dst []float32, w kernels.Matrix, x []float32, n int) er
 	}
 	for r0 := 0; r0 < w.Rows; r0 += block {
 		r1 := min(w.Rows, r0+block)
-		if err := b.putBytes(slotW1, w.Data[r0*rowData:r1*rowData]); err != nil {
-			return err
-		}
-		if err := b.putBytes(slotS1, w.Scales[r0*rowScales:r1*rowScales]); err != nil {
+		wd, ws, err := b.weights(w, r0, r1, slotW1, slotS1)
+		if err != nil {
 			return err
 		}
 		if err := b.begin(); err != nil {
 			return err
 		}
 		gx, _ := b.grid(r1 - r0)
-		if err := b.dispatch(shaders.MatMul, []int{slotW1, slotS1, slotX, slotY}, matPush(w, r1-r0, n, w.Rows, r0), gx, 1, 1); err != nil {
+		if err := b.dispatch(shaders.MatMul, []int{wd, ws, slotX, slotY}, matPush(w, r1-r0, n, w.Rows, r0), gx, 1, 1); err != nil {
 			return err
 		}
 		if err := b.submit(); err != nil {
@@ -104,17 +101,17 @@ func (b *Backend) expertFFN(dst []float32, e kernels.Expert, act kernels.Activat
 	if !b.fits(e.W1, n) || !b.fits(e.W3, n) || !b.fits(e.W2, n) {
 		return fmt.Errorf("%w: expert [%d,%d] × %d exceeds a %d-byte buffer", ErrLimit, inter, dim, n, b.maxBuf())
 	}
-	for _, p := range []struct {
-		slot int
-		data []byte
-	}{
-		{slotW1, e.W1.Data}, {slotS1, e.W1.Scales}, {slotW3, e.W3.Data}, {slotS3, e.W3.Scales},
-		{slotW2, e.W2.Data}, {slotS2, e.W2.Scales},
-	} {
-		if err := b.putBytes(p.slot, p.data); err != nil {
+	var ids [6]int
+	for i, p := range []struct {
+		m            kernels.Matrix
+		data, scales int
+	}{{e.W1, slotW1, slotS1}, {e.W3, slotW3, slotS3}, {e.W2, slotW2, slotS2}} {
+		var err error
+		if ids[2*i], ids[2*i+1], err = b.weights(p.m, 0, p.m.Rows, p.data, p.scales); err != nil {
 			return err
 		}
 	}
+	w1, s1, w3, s3, w2, s2 := ids[0], ids[1], ids[2], ids[3], ids[4], ids[5]
 	if err := b.putF32(slotX, x[:n*dim]); err != nil {
 		return err
 	}
@@ -135,10 +132,10 @@ func (b *Backend) expertFFN(dst []float32, e kernels.Expert, act kernels.Activat
 		push   []uint32
 		gx, gy int
 	}{
-		{shaders.MatMul, []int{slotW1, slotS1, slotX, slotG}, matPush(e.W1, inter, n, inter, 0), gi, 1},
-		{shaders.MatMul, []int{slotW3, slotS3, slotX, slotU}, matPush(e.W3, inter, n, inter, 0), gi, 1},
+		{shaders.MatMul, []int{w1, s1, slotX, slotG}, matPush(e.W1, inter, n, inter, 0), gi, 1},
+		{shaders.MatMul, []int{w3, s3, slotX, slotU}, matPush(e.W3, inter, n, inter, 0), gi, 1},
 		{shaders.Act, []int{slotG, slotU}, []uint32{uint32(n * inter), uint32(act.Kind), f32bits(act.Beta), f32bits(act.LinearBeta)}, ax, ay},
-		{shaders.MatMul, []int{slotW2, slotS2, slotG, slotY}, matPush(e.W2, dim, n, dim, 0), gd, 1},
+		{shaders.MatMul, []int{w2, s2, slotG, slotY}, matPush(e.W2, dim, n, dim, 0), gd, 1},
 	}
 	for _, s := range steps {
 		if err := b.dispatch(s.shader, s.slots, s.push, s.gx, s.gy, 1); err != nil {

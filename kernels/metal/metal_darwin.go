@@ -12,6 +12,7 @@ import "C"
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/deltafin/deltafin/kernels"
@@ -20,7 +21,24 @@ import (
 )
 
 func init() {
-	kernels.Register("metal", func() (kernels.Backend, error) { return Open() })
+	kernels.Register("metal", func() (kernels.Backend, error) { return openShared() })
+	// Every Metal device that passes the capability check is a GPU: "auto"
+	// takes it for prefill and resident decode (kernels.Accelerate).
+	kernels.RegisterAccelerator("metal", func() (kernels.Backend, error) { return openShared() })
+}
+
+var sharedBackend struct {
+	once sync.Once
+	b    *gpu.Backend
+	err  error
+}
+
+// openShared opens the backend once per process, so that "metal" by name
+// and "auto" share one device and its resident weights.
+func openShared() (*gpu.Backend, error) {
+	s := &sharedBackend
+	s.once.Do(func() { s.b, s.err = Open() })
+	return s.b, s.err
 }
 
 // Device is the Metal device with a pipeline state per shader; it
@@ -30,6 +48,7 @@ type Device struct {
 	name    string
 	unified bool
 	maxBuf  int
+	working int64
 	pipe    map[string]C.int
 }
 
@@ -77,6 +96,7 @@ func OpenDevice() (*Device, error) {
 		name:    C.GoString(&info.name[0]),
 		unified: info.unified != 0,
 		maxBuf:  int(min(uint64(info.maxBuffer), 1<<30)),
+		working: int64(info.workingSet),
 		pipe:    pipe,
 	}, nil
 }
@@ -141,3 +161,23 @@ func (d *Device) Submit() error {
 	}
 	return nil
 }
+
+// ResidentBudget is three quarters of the device's recommended working set.
+func (d *Device) ResidentBudget() int64 { return d.working / 4 * 3 }
+
+// Upload copies data into a new shared-storage buffer; on unified memory
+// the GPU then reads it where it lies.
+func (d *Device) Upload(data []byte) (int, error) {
+	var id C.int
+	var p unsafe.Pointer
+	if len(data) > 0 {
+		p = unsafe.Pointer(&data[0])
+	}
+	if C.dfmtl_upload(d.c, p, C.uint64_t(len(data)), &id) != 0 {
+		return 0, fmt.Errorf("%w: keeping %d bytes on the device", ErrDevice, len(data))
+	}
+	return int(id), nil
+}
+
+// Free releases a buffer from Upload.
+func (d *Device) Free(id int) { C.dfmtl_free(d.c, C.int(id)) }

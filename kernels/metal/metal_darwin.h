@@ -18,6 +18,7 @@ typedef struct {
 	char name[256];
 	int unified;        // hasUnifiedMemory
 	uint64_t maxBuffer; // maxBufferLength
+	uint64_t workingSet; // recommendedMaxWorkingSetSize
 } dfmtl_info;
 
 // dfmtl_open takes the system default device if it has the capabilities the
@@ -32,5 +33,11 @@ int dfmtl_begin(dfmtl *c);
 int dfmtl_dispatch(dfmtl *c, int shader, const int *slots, int nslots, const void *push, int pushBytes, uint32_t gx,
                    uint32_t gy);
 int dfmtl_submit(dfmtl *c);
+// dfmtl_upload copies bytes of data into a new shared-storage buffer (on
+// unified memory the GPU reads it in place) and sets *id, which
+// dfmtl_dispatch takes like a slot (>= DFM_SLOTS). Returns 0 or -1.
+int dfmtl_upload(dfmtl *c, const void *data, uint64_t bytes, int *id);
+// dfmtl_free releases a buffer from dfmtl_upload.
+void dfmtl_free(dfmtl *c, int id);
 
 #endif

@@ -16,6 +16,8 @@ struct dfmtl {
 	id<MTLComputePipelineState> pipes[DFM_MAX_SHADERS];
 	int npipes;
 	id<MTLBuffer> bufs[DFM_SLOTS];
+	id<MTLBuffer> *res; // resident weights, ids DFM_SLOTS + i
+	int nres;
 	id<MTLCommandBuffer> cmd;
 	id<MTLComputeCommandEncoder> enc;
 };
@@ -23,6 +25,8 @@ struct dfmtl {
 void dfmtl_close(dfmtl *c) {
 	if (!c) return;
 	for (int i = 0; i < DFM_SLOTS; i++) [c->bufs[i] release];
+	for (int i = 0; i < c->nres; i++) [c->res[i] release];
+	free(c->res);
 	for (int i = 0; i < c->npipes; i++) [c->pipes[i] release];
 	[c->enc release];
 	[c->cmd release];
@@ -91,6 +95,7 @@ int dfmtl_open(dfmtl **out, const char *const *src, int nshaders, dfmtl_info *in
 		snprintf(info->name, sizeof info->name, "%s", [dev.name UTF8String]);
 		info->unified = dev.hasUnifiedMemory ? 1 : 0;
 		info->maxBuffer = dev.maxBufferLength;
+		info->workingSet = dev.recommendedMaxWorkingSetSize;
 		*out = c;
 	}
 	return 0;
@@ -126,15 +131,22 @@ int dfmtl_begin(dfmtl *c) {
 	return c->enc ? 0 : -1;
 }
 
+// lookup returns the slot or resident buffer behind an id, nil if none.
+static id<MTLBuffer> lookup(dfmtl *c, int id) {
+	if (id >= 0 && id < DFM_SLOTS) return c->bufs[id];
+	if (id >= DFM_SLOTS && id < DFM_SLOTS + c->nres) return c->res[id - DFM_SLOTS];
+	return nil;
+}
+
 int dfmtl_dispatch(dfmtl *c, int shader, const int *slots, int nslots, const void *push, int pushBytes, uint32_t gx,
                    uint32_t gy) {
 	if (shader < 0 || shader >= c->npipes || nslots < 0 || nslots > DFM_MAX_BINDINGS || !c->enc) return -1;
 	for (int i = 0; i < nslots; i++)
-		if (slots[i] < 0 || slots[i] >= DFM_SLOTS || !c->bufs[slots[i]]) return -1;
+		if (!lookup(c, slots[i])) return -1;
 	@autoreleasepool {
 		[c->enc setComputePipelineState:c->pipes[shader]];
 		if (pushBytes > 0) [c->enc setBytes:push length:(NSUInteger)pushBytes atIndex:0];
-		for (int i = 0; i < nslots; i++) [c->enc setBuffer:c->bufs[slots[i]] offset:0 atIndex:(NSUInteger)i + 1];
+		for (int i = 0; i < nslots; i++) [c->enc setBuffer:lookup(c, slots[i]) offset:0 atIndex:(NSUInteger)i + 1];
 		[c->enc dispatchThreadgroups:MTLSizeMake(gx, gy, 1) threadsPerThreadgroup:MTLSizeMake(DFM_LOCAL_SIZE, 1, 1)];
 	}
 	return 0;
@@ -154,4 +166,31 @@ int dfmtl_submit(dfmtl *c) {
 	c->enc = nil;
 	c->cmd = nil;
 	return r;
+}
+
+int dfmtl_upload(dfmtl *c, const void *data, uint64_t bytes, int *id) {
+	*id = -1;
+	int idx = -1;
+	for (int i = 0; i < c->nres && idx < 0; i++)
+		if (!c->res[i]) idx = i;
+	if (idx < 0) {
+		id<MTLBuffer> *grown = realloc(c->res, (size_t)(c->nres + 1) * sizeof *grown);
+		if (!grown) return -1;
+		c->res = grown;
+		c->res[c->nres] = nil;
+		idx = c->nres++;
+	}
+	@autoreleasepool {
+		c->res[idx] = bytes > 0 ? [c->dev newBufferWithBytes:data length:bytes options:MTLResourceStorageModeShared]
+		                        : [c->dev newBufferWithLength:16 options:MTLResourceStorageModeShared];
+	}
+	if (!c->res[idx]) return -1;
+	*id = DFM_SLOTS + idx;
+	return 0;
+}
+
+void dfmtl_free(dfmtl *c, int id) {
+	if (id < DFM_SLOTS || id >= DFM_SLOTS + c->nres) return;
+	[c->res[id - DFM_SLOTS] release];
+	c->res[id - DFM_SLOTS] = nil;
 }

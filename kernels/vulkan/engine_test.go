@@ -11,6 +11,7 @@ import (
 
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/engine/safetensors"
+	"github.com/deltafin/deltafin/kernels"
 	"github.com/deltafin/deltafin/kernels/vulkan"
 	"github.com/stretchr/testify/require"
 )
@@ -53,10 +54,24 @@ func refTensors(t *testing.T, path string) (f32 map[string][]float32, i64 map[st
 // every prompt position and at every greedy step within 2e-3 of the
 // reference's (the tolerance the engine's own tests hold the CPU backends
 // to; the GPU sums in a different order, ≤ 4·u·√cols·Σ|w·x| per product),
-// and the greedy tokens identical.
+// and the greedy tokens identical. The pinned spine is resident on the
+// device (uploaded once). Then the same through kernels.Accelerate, the
+// backend "auto" builds on a machine with a GPU: prefill and resident
+// decode on the device (every size, here), streamed decode on the CPU.
 func TestEngineReferenceOnVulkan(t *testing.T) {
 	be, err := vulkan.Open()
 	require.NoError(t, err)
+	t.Run("vulkan", func(t *testing.T) { engineReference(t, be, "vulkan") })
+	require.Positive(t, be.ResidentBytes(), "the pinned spine stayed on the device")
+	defer func(v int) { kernels.AccelDecodeMinBytes = v }(kernels.AccelDecodeMinBytes)
+	kernels.AccelDecodeMinBytes = 0
+	t.Run("accelerated", func(t *testing.T) {
+		engineReference(t, kernels.Accelerate(be, kernels.Default()), "vulkan+"+kernels.Default().Name())
+	})
+	require.NoError(t, be.Err(), "every product sent to the device ran there")
+}
+
+func engineReference(t *testing.T, be kernels.Backend, name string) {
 	const tol = 2e-3
 	for _, c := range []struct {
 		name, dir, ref string
@@ -70,7 +85,7 @@ func TestEngineReferenceOnVulkan(t *testing.T) {
 			m, err := engine.Open(t.Context(), filepath.Join(td, c.dir), engine.Options{Backend: be})
 			require.NoError(t, err)
 			defer m.Close()
-			require.Equal(t, "vulkan", m.Info().Backend)
+			require.Equal(t, name, m.Info().Backend)
 			f32, i64 := refTensors(t, filepath.Join(td, c.ref))
 			for _, tag := range c.tags {
 				t.Run(tag, func(t *testing.T) {
@@ -95,7 +110,6 @@ func TestEngineReferenceOnVulkan(t *testing.T) {
 					require.LessOrEqual(t, d, tol)
 				})
 			}
-			require.NoError(t, be.Err(), "every product ran on the device")
 		})
 	}
 }

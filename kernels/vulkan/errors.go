@@ -46,4 +46,8 @@ type Info struct {
 	Type      DeviceType
 	API       string // Vulkan version the device reports, "1.3.230"
 	MaxBuffer int    // largest storage buffer a shader binds
+	LocalHeap int64  // the largest device-local memory heap, bytes
 }
+
+// Hardware reports whether t is a GPU (not the software rasteriser).
+func (t DeviceType) Hardware() bool { return t == Discrete || t == Integrated || t == Virtual }

@@ -22,7 +22,8 @@
 	F(vkBeginCommandBuffer) F(vkEndCommandBuffer) F(vkCmdPipelineBarrier) F(vkCmdBindPipeline)                       \
 	F(vkCmdBindDescriptorSets) F(vkCmdPushConstants) F(vkCmdDispatch) F(vkQueueSubmit) F(vkCreateFence)              \
 	F(vkDestroyFence) F(vkWaitForFences) F(vkResetFences) F(vkCreateBuffer) F(vkDestroyBuffer)                       \
-	F(vkGetBufferMemoryRequirements) F(vkAllocateMemory) F(vkFreeMemory) F(vkBindBufferMemory) F(vkMapMemory)
+	F(vkGetBufferMemoryRequirements) F(vkAllocateMemory) F(vkFreeMemory) F(vkBindBufferMemory) F(vkMapMemory)       \
+	F(vkCmdCopyBuffer)
 
 #define DFVK_DECLARE(n) static PFN_##n n;
 DFVK_FUNCS(DFVK_DECLARE)
@@ -61,6 +62,7 @@ struct dfvk {
 	VkQueue queue;
 	uint32_t family;
 	uint32_t memType;
+	uint32_t localBits; // memory types with DEVICE_LOCAL, as a mask
 	VkDescriptorSetLayout setLayout;
 	VkPipelineLayout pipeLayout;
 	VkPipeline *pipes;
@@ -71,6 +73,12 @@ struct dfvk {
 	VkCommandBuffer cmd;
 	VkFence fence;
 	slot slots[DFVK_SLOTS];
+	// Resident buffers (ids DFVK_SLOTS + i): device-local copies of weights
+	// that never change, filled through the staging buffer by ucmd.
+	slot *res;
+	int nres;
+	slot staging;
+	VkCommandBuffer ucmd;
 };
 
 #define MAX_SETS 64
@@ -85,6 +93,12 @@ void dfvk_close(dfvk *c) {
 			if (c->slots[i].buf) vkDestroyBuffer(c->dev, c->slots[i].buf, NULL);
 			if (c->slots[i].mem) vkFreeMemory(c->dev, c->slots[i].mem, NULL);
 		}
+		for (int i = 0; i < c->nres; i++) {
+			if (c->res[i].buf) vkDestroyBuffer(c->dev, c->res[i].buf, NULL);
+			if (c->res[i].mem) vkFreeMemory(c->dev, c->res[i].mem, NULL);
+		}
+		if (c->staging.buf) vkDestroyBuffer(c->dev, c->staging.buf, NULL);
+		if (c->staging.mem) vkFreeMemory(c->dev, c->staging.mem, NULL);
 		if (c->fence) vkDestroyFence(c->dev, c->fence, NULL);
 		if (c->cmdPool) vkDestroyCommandPool(c->dev, c->cmdPool, NULL);
 		if (c->pool) vkDestroyDescriptorPool(c->dev, c->pool, NULL);
@@ -97,6 +111,7 @@ void dfvk_close(dfvk *c) {
 		vkDestroyDevice(c->dev, NULL);
 	}
 	if (c->inst) vkDestroyInstance(c->inst, NULL);
+	free(c->res);
 	free(c->pipes);
 	free(c->mods);
 	free(c);
@@ -198,6 +213,12 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 		return -1;
 	}
 	c->memType = (uint32_t)mt;
+	for (uint32_t i = 0; i < mp.memoryTypeCount; i++) {
+		if (!(mp.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) continue;
+		c->localBits |= 1u << i;
+		VkDeviceSize h = mp.memoryHeaps[mp.memoryTypes[i].heapIndex].size;
+		if (h > info->localHeap) info->localHeap = h;
+	}
 
 	float prio = 1;
 	VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -282,7 +303,8 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 	                                   .commandPool = c->cmdPool,
 	                                   .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
 	                                   .commandBufferCount = 1};
-	if ((r = vkAllocateCommandBuffers(c->dev, &cbi, &c->cmd)) != VK_SUCCESS) {
+	if ((r = vkAllocateCommandBuffers(c->dev, &cbi, &c->cmd)) != VK_SUCCESS ||
+	    (r = vkAllocateCommandBuffers(c->dev, &cbi, &c->ucmd)) != VK_SUCCESS) {
 		seterr(err, errlen, "vkAllocateCommandBuffers", r);
 		dfvk_close(c);
 		return r;
@@ -362,6 +384,14 @@ int dfvk_begin(dfvk *c) {
 	return 0;
 }
 
+// lookup returns the slot or resident buffer behind an id, NULL if none.
+static slot *lookup(dfvk *c, int id) {
+	slot *s = NULL;
+	if (id >= 0 && id < DFVK_SLOTS) s = &c->slots[id];
+	else if (id >= DFVK_SLOTS && id < DFVK_SLOTS + c->nres) s = &c->res[id - DFVK_SLOTS];
+	return s && s->buf ? s : NULL;
+}
+
 int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void *push, int pushBytes, uint32_t gx,
                   uint32_t gy, uint32_t gz) {
 	if (shader < 0 || shader >= c->npipes || nslots < 0 || nslots > DFVK_MAX_BINDINGS || pushBytes > DFVK_PUSH_BYTES)
@@ -376,9 +406,9 @@ int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void 
 	VkDescriptorBufferInfo bi[DFVK_MAX_BINDINGS];
 	VkWriteDescriptorSet wr[DFVK_MAX_BINDINGS];
 	for (int i = 0; i < nslots; i++) {
-		int s = slots[i];
-		if (s < 0 || s >= DFVK_SLOTS || !c->slots[s].buf) return -1;
-		bi[i] = (VkDescriptorBufferInfo){.buffer = c->slots[s].buf, .offset = 0, .range = VK_WHOLE_SIZE};
+		slot *sl = lookup(c, slots[i]);
+		if (!sl) return -1;
+		bi[i] = (VkDescriptorBufferInfo){.buffer = sl->buf, .offset = 0, .range = VK_WHOLE_SIZE};
 		wr[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
 		                               .dstSet = set,
 		                               .dstBinding = (uint32_t)i + 1,
@@ -412,4 +442,130 @@ int dfvk_submit(dfvk *c) {
 	r = vkWaitForFences(c->dev, 1, &c->fence, VK_TRUE, UINT64_MAX);
 	vkResetFences(c->dev, 1, &c->fence);
 	return r;
+}
+
+// newBuffer creates a buffer of bytes with usage in a memory type from bits
+// (the first the buffer accepts), mapped when map is set.
+static VkResult newBuffer(dfvk *c, slot *s, uint64_t bytes, VkBufferUsageFlags usage, uint32_t bits, int map) {
+	memset(s, 0, sizeof *s);
+	VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+	                          .size = bytes,
+	                          .usage = usage,
+	                          .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+	VkResult r = vkCreateBuffer(c->dev, &bci, NULL, &s->buf);
+	if (r != VK_SUCCESS) {
+		s->buf = VK_NULL_HANDLE;
+		return r;
+	}
+	VkMemoryRequirements req;
+	vkGetBufferMemoryRequirements(c->dev, s->buf, &req);
+	uint32_t ok = req.memoryTypeBits & bits;
+	int mt = -1;
+	for (int i = 0; i < 32 && mt < 0; i++)
+		if (ok & (1u << i)) mt = i;
+	r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+	if (mt >= 0) {
+		VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size, .memoryTypeIndex = (uint32_t)mt};
+		if ((r = vkAllocateMemory(c->dev, &mai, NULL, &s->mem)) == VK_SUCCESS &&
+		    (r = vkBindBufferMemory(c->dev, s->buf, s->mem, 0)) == VK_SUCCESS &&
+		    (!map || (r = vkMapMemory(c->dev, s->mem, 0, VK_WHOLE_SIZE, 0, &s->map)) == VK_SUCCESS)) {
+			s->size = bytes;
+			return VK_SUCCESS;
+		}
+	}
+	vkDestroyBuffer(c->dev, s->buf, NULL);
+	if (s->mem) vkFreeMemory(c->dev, s->mem, NULL);
+	memset(s, 0, sizeof *s);
+	return r;
+}
+
+#define STAGING_BYTES (64u << 20)
+
+int dfvk_upload(dfvk *c, const void *data, uint64_t bytes, int *id) {
+	*id = -1;
+	if (!c->staging.buf) {
+		VkResult r = newBuffer(c, &c->staging, STAGING_BYTES, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, 1u << c->memType, 1);
+		if (r != VK_SUCCESS) return r;
+	}
+	int idx = -1;
+	for (int i = 0; i < c->nres && idx < 0; i++)
+		if (!c->res[i].buf) idx = i;
+	if (idx < 0) {
+		slot *grown = realloc(c->res, (size_t)(c->nres + 1) * sizeof *grown);
+		if (!grown) return VK_ERROR_OUT_OF_HOST_MEMORY;
+		c->res = grown;
+		memset(&c->res[c->nres], 0, sizeof *grown);
+		idx = c->nres++;
+	}
+	uint64_t size = (bytes < 16 ? 16 : bytes + 255) & ~(uint64_t)255;
+	slot *s = &c->res[idx];
+	// Device-local memory when there is any (a discrete GPU's own memory),
+	// else the host-visible type the slots use.
+	uint32_t bits = c->localBits ? c->localBits : 1u << c->memType;
+	VkResult r = newBuffer(c, s, size, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, bits, 0);
+	if (r != VK_SUCCESS) return r;
+	for (uint64_t off = 0; off < bytes; off += STAGING_BYTES) {
+		uint64_t n = bytes - off < STAGING_BYTES ? bytes - off : STAGING_BYTES;
+		memcpy(c->staging.map, (const char *)data + off, n);
+		VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+		                               .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+		if ((r = vkResetCommandBuffer(c->ucmd, 0)) != VK_SUCCESS || (r = vkBeginCommandBuffer(c->ucmd, &bi)) != VK_SUCCESS)
+			break;
+		VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		                      .srcAccessMask = VK_ACCESS_HOST_WRITE_BIT,
+		                      .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT};
+		vkCmdPipelineBarrier(c->ucmd, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+		VkBufferCopy cp = {.srcOffset = 0, .dstOffset = off, .size = n};
+		vkCmdCopyBuffer(c->ucmd, c->staging.buf, s->buf, 1, &cp);
+		// The copy lands before any later shader reads the buffer.
+		VkMemoryBarrier done = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		                        .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+		                        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT};
+		vkCmdPipelineBarrier(c->ucmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &done, 0, NULL, 0,
+		                     NULL);
+		if ((r = vkEndCommandBuffer(c->ucmd)) != VK_SUCCESS) break;
+		VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->ucmd};
+		if ((r = vkQueueSubmit(c->queue, 1, &si, c->fence)) != VK_SUCCESS) break;
+		r = vkWaitForFences(c->dev, 1, &c->fence, VK_TRUE, UINT64_MAX);
+		vkResetFences(c->dev, 1, &c->fence);
+		if (r != VK_SUCCESS) break;
+	}
+	if (r != VK_SUCCESS) {
+		dfvk_free(c, DFVK_SLOTS + idx);
+		return r;
+	}
+	*id = DFVK_SLOTS + idx;
+	return 0;
+}
+
+void dfvk_free(dfvk *c, int id) {
+	if (id < DFVK_SLOTS || id >= DFVK_SLOTS + c->nres) return;
+	slot *s = &c->res[id - DFVK_SLOTS];
+	if (s->buf) vkDestroyBuffer(c->dev, s->buf, NULL);
+	if (s->mem) vkFreeMemory(c->dev, s->mem, NULL);
+	memset(s, 0, sizeof *s);
+}
+
+int dfvk_probe(void) {
+	pthread_once(&loadOnce, load);
+	if (loadErr) return -1;
+	VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "deltafin", .apiVersion = VK_API_VERSION_1_0};
+	VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
+	VkInstance inst;
+	if (vkCreateInstance(&ici, NULL, &inst) != VK_SUCCESS) return -1;
+	uint32_t n = 0;
+	int found = 0;
+	if (vkEnumeratePhysicalDevices(inst, &n, NULL) == VK_SUCCESS && n > 0) {
+		VkPhysicalDevice *devs = calloc(n, sizeof *devs);
+		if (devs && vkEnumeratePhysicalDevices(inst, &n, devs) >= 0) {
+			for (uint32_t i = 0; i < n; i++) {
+				VkPhysicalDeviceProperties p;
+				vkGetPhysicalDeviceProperties(devs[i], &p);
+				found |= 1 << (int)p.deviceType;
+			}
+		}
+		free(devs);
+	}
+	vkDestroyInstance(inst, NULL);
+	return found;
 }

@@ -21,6 +21,7 @@ typedef struct {
 	uint32_t vendor;
 	uint64_t maxBuffer;  // the largest storage buffer a shader may bind
 	uint32_t maxGroups;  // maxComputeWorkGroupCount[0], [1] (the smaller)
+	uint64_t localHeap;  // the largest DEVICE_LOCAL memory heap, bytes
 } dfvk_info;
 
 // dfvk_open creates the instance and a device: the physical device whose
@@ -43,5 +44,18 @@ int dfvk_begin(dfvk *c);
 int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void *push, int pushBytes, uint32_t gx,
                   uint32_t gy, uint32_t gz);
 int dfvk_submit(dfvk *c);
+
+// dfvk_upload copies bytes of data into a new device-local buffer (through a
+// host-visible staging buffer, waiting for the copy) and sets *id to a
+// buffer id that dfvk_dispatch takes like a slot (>= DFVK_SLOTS). Not
+// between begin and submit. Returns a VkResult.
+int dfvk_upload(dfvk *c, const void *data, uint64_t bytes, int *id);
+// dfvk_free releases a buffer from dfvk_upload; not between begin and submit.
+void dfvk_free(dfvk *c, int id);
+
+// dfvk_probe lists the physical device types present without opening one:
+// bit t is set when a device of VkPhysicalDeviceType t exists; -1 when
+// there is no loader or instance.
+int dfvk_probe(void);
 
 #endif

@@ -12,6 +12,7 @@ import "C"
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/deltafin/deltafin/kernels"
@@ -20,7 +21,45 @@ import (
 )
 
 func init() {
-	kernels.Register("vulkan", func() (kernels.Backend, error) { return Open() })
+	kernels.Register("vulkan", func() (kernels.Backend, error) { return openShared() })
+	// The engine's "auto" takes a hardware GPU only; probing for one is
+	// cheap (an instance and a device list, no pipelines), so a machine
+	// with only lavapipe or no loader pays nearly nothing.
+	kernels.RegisterAccelerator("vulkan", func() (kernels.Backend, error) {
+		if !HasHardware() {
+			return nil, fmt.Errorf("%w: no hardware GPU", ErrNoDevice)
+		}
+		return openShared()
+	})
+}
+
+var sharedBackend struct {
+	once sync.Once
+	b    *gpu.Backend
+	err  error
+}
+
+// openShared opens the backend on the default preference once per process, so
+// that "vulkan" by name and "auto" share one device and its resident weights.
+func openShared() (*gpu.Backend, error) {
+	s := &sharedBackend
+	s.once.Do(func() { s.b, s.err = Open() })
+	return s.b, s.err
+}
+
+// HasHardware reports whether the Vulkan loader sees a hardware GPU
+// (discrete, integrated or virtual), without opening it.
+func HasHardware() bool {
+	found := int(C.dfvk_probe())
+	if found < 0 {
+		return false
+	}
+	for _, t := range []DeviceType{Discrete, Integrated, Virtual} {
+		if found&(1<<int(t)) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Device is one Vulkan device with a compute pipeline per shader; it
@@ -91,6 +130,7 @@ func OpenDevice(prefer ...DeviceType) (*Device, error) {
 			Type:      DeviceType(info._type),
 			API:       fmt.Sprintf("%d.%d.%d", api>>22, (api>>12)&0x3ff, api&0xfff),
 			MaxBuffer: int(min(uint64(info.maxBuffer), 1<<30)),
+			LocalHeap: int64(info.localHeap),
 		},
 		groups: int(min(uint32(info.maxGroups), 65535)),
 		pipe:   pipe,
@@ -152,3 +192,27 @@ func (d *Device) Begin() error { return check("begin", C.dfvk_begin(d.c)) }
 
 // Submit runs the recorded call and waits for it.
 func (d *Device) Submit() error { return check("submit", C.dfvk_submit(d.c)) }
+
+// Hardware reports whether the device is a GPU rather than lavapipe.
+func (d *Device) Hardware() bool { return d.info.Type.Hardware() }
+
+// ResidentBudget is how many bytes of weights may stay on the device: three
+// quarters of its largest device-local heap (lavapipe's is host memory).
+func (d *Device) ResidentBudget() int64 { return d.info.LocalHeap / 4 * 3 }
+
+// Upload copies data into a new device-local buffer; the id it returns is
+// used like a slot until Free.
+func (d *Device) Upload(data []byte) (int, error) {
+	var id C.int
+	var p unsafe.Pointer
+	if len(data) > 0 {
+		p = unsafe.Pointer(&data[0])
+	}
+	if err := check(fmt.Sprintf("uploading %d bytes", len(data)), C.dfvk_upload(d.c, p, C.uint64_t(len(data)), &id)); err != nil {
+		return 0, err
+	}
+	return int(id), nil
+}
+
+// Free releases a buffer from Upload.
+func (d *Device) Free(id int) { C.dfvk_free(d.c, C.int(id)) }

@@ -12,3 +12,6 @@ func Open(...DeviceType) (*gpu.Backend, error) { return nil, ErrUnsupported }
 
 // OpenDevice reports ErrUnsupported: the Vulkan backend needs linux and cgo.
 func OpenDevice(...DeviceType) (*Device, error) { return nil, ErrUnsupported }
+
+// HasHardware reports false: this build has no Vulkan backend.
+func HasHardware() bool { return false }
