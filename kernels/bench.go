@@ -155,6 +155,7 @@ func benchCases(shrink int) []benchCase {
 	matmul(BF16, 12288, 7168, 1, true)
 	matmul(I8, 12288, 7168, 1, true)
 	matmul(BF16, 1536, 7168, 1, true) // a 22 MB projection: near the decode threshold
+	matmul(BF16, 12288, 7168, 8, true)
 	matmul(BF16, 12288, 7168, 64, true)
 
 	// The fused routed expert over one span laid out as on disk

@@ -42,6 +42,22 @@ func (b *Backend) fits(w kernels.Matrix, n int) bool {
 	return len(w.Data) <= b.maxBuf() && 4*n*w.Cols <= b.maxBuf() && 4*n*w.Rows <= b.maxBuf()
 }
 
+// Tile shape of mmtile.comp.
+const tileRows, tilePositions = 64, 32
+
+// matGrid picks the shader and workgroups for rows × n: one workgroup per
+// row for a single position (matmul.comp), else 64×32 tiles (mmtile.comp),
+// row tiles along x (the shaders loop past the dispatch limit), position
+// tiles along y.
+func (b *Backend) matGrid(rows, n int) (shader string, gx, gy int) {
+	if n == 1 {
+		gx, _ = b.grid(rows)
+		return shaders.MatMul, gx, 1
+	}
+	gx, _ = b.grid((rows + tileRows - 1) / tileRows)
+	return shaders.MMTile, gx, (n + tilePositions - 1) / tilePositions
+}
+
 func matPush(w kernels.Matrix, rows, n, yRows, yOff int) []uint32 {
 	return []uint32{uint32(rows), uint32(w.Cols), uint32(n), uint32(w.DType), uint32(yRows), uint32(yOff)}
 }
@@ -66,8 +82,8 @@ func (b *Backend) matmul(dst []float32, w kernels.Matrix, x []float32, n int) er
 		if err := b.begin(); err != nil {
 			return err
 		}
-		gx, _ := b.grid(r1 - r0)
-		if err := b.dispatch(shaders.MatMul, []int{wd, ws, slotX, slotY}, matPush(w, r1-r0, n, w.Rows, r0), gx, 1, 1); err != nil {
+		shader, gx, gy := b.matGrid(r1-r0, n)
+		if err := b.dispatch(shader, []int{wd, ws, slotX, slotY}, matPush(w, r1-r0, n, w.Rows, r0), gx, gy, 1); err != nil {
 			return err
 		}
 		if err := b.submit(); err != nil {
@@ -123,8 +139,8 @@ func (b *Backend) expertFFN(dst []float32, e kernels.Expert, act kernels.Activat
 	if err := b.begin(); err != nil {
 		return err
 	}
-	gi, _ := b.grid(inter)
-	gd, _ := b.grid(dim)
+	shI, gi, gyi := b.matGrid(inter, n)
+	shD, gd, gyd := b.matGrid(dim, n)
 	ax, ay := b.grid((n*inter + shaders.LocalSize - 1) / shaders.LocalSize)
 	steps := []struct {
 		shader string
@@ -132,10 +148,10 @@ func (b *Backend) expertFFN(dst []float32, e kernels.Expert, act kernels.Activat
 		push   []uint32
 		gx, gy int
 	}{
-		{shaders.MatMul, []int{w1, s1, slotX, slotG}, matPush(e.W1, inter, n, inter, 0), gi, 1},
-		{shaders.MatMul, []int{w3, s3, slotX, slotU}, matPush(e.W3, inter, n, inter, 0), gi, 1},
+		{shI, []int{w1, s1, slotX, slotG}, matPush(e.W1, inter, n, inter, 0), gi, gyi},
+		{shI, []int{w3, s3, slotX, slotU}, matPush(e.W3, inter, n, inter, 0), gi, gyi},
 		{shaders.Act, []int{slotG, slotU}, []uint32{uint32(n * inter), uint32(act.Kind), f32bits(act.Beta), f32bits(act.LinearBeta)}, ax, ay},
-		{shaders.MatMul, []int{w2, s2, slotG, slotY}, matPush(e.W2, dim, n, dim, 0), gd, 1},
+		{shD, []int{w2, s2, slotG, slotY}, matPush(e.W2, dim, n, dim, 0), gd, gyd},
 	}
 	for _, s := range steps {
 		if err := b.dispatch(s.shader, s.slots, s.push, s.gx, s.gy, 1); err != nil {

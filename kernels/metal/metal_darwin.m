@@ -37,14 +37,15 @@ void dfmtl_close(dfmtl *c) {
 
 // capable checks features, never the chip's name: a GPU family with the
 // compute features the shaders use, 64-thread threadgroups with the
-// threadgroup memory of matmul.comp (8×64 floats), and large buffers.
+// threadgroup memory of mmtile.comp (32×65 + 32×33 floats, 12.5 KiB), and
+// large buffers.
 static const char *capable(id<MTLDevice> dev) {
 	BOOL family = NO;
 	if (@available(macOS 13.0, *)) family = [dev supportsFamily:MTLGPUFamilyMetal3];
 	if (!family) family = [dev supportsFamily:MTLGPUFamilyApple7] || [dev supportsFamily:MTLGPUFamilyMac2];
 	if (!family) return "the GPU supports neither the Metal 3, Apple7 nor Mac2 family";
 	if (dev.maxThreadsPerThreadgroup.width < DFM_LOCAL_SIZE) return "the GPU's threadgroups are narrower than 64 threads";
-	if (dev.maxThreadgroupMemoryLength < 8 * DFM_LOCAL_SIZE * sizeof(float)) return "the GPU has too little threadgroup memory";
+	if (dev.maxThreadgroupMemoryLength < (32 * 65 + 32 * 33) * sizeof(float)) return "the GPU has too little threadgroup memory";
 	if (dev.maxBufferLength < ((uint64_t)256 << 20)) return "the GPU's buffers are smaller than 256 MiB";
 	return NULL;
 }

@@ -19,13 +19,14 @@ const (
 	RMSNorm = "rmsnorm" // RMSNorm of each row
 	KDA     = "kda"     // the KDA gated delta rule over T tokens
 	Attn    = "attn"    // causal attention over the MLA cache
+	MMTile  = "mmtile"  // y = W·x for n ≥ 2 positions in 64×32 tiles (prefill)
 )
 
 // Names lists every shader, in a fixed order (backends index pipelines by it).
-var Names = []string{MatMul, Act, RMSNorm, KDA, Attn}
+var Names = []string{MatMul, Act, RMSNorm, KDA, Attn, MMTile}
 
 // Bindings is how many storage buffers each shader binds (SPIR-V bindings 1..n).
-var Bindings = map[string]int{MatMul: 4, Act: 2, RMSNorm: 3, KDA: 7, Attn: 5}
+var Bindings = map[string]int{MatMul: 4, Act: 2, RMSNorm: 3, KDA: 7, Attn: 5, MMTile: 4}
 
 // LocalSize is every shader's workgroup width (local_size_x).
 const LocalSize = 64
