@@ -6,51 +6,68 @@ package kernels
 // not, for prefill and the CPU for decode.
 func Split(prefill, decode Backend) Backend { return split{prefill: prefill, decode: decode} }
 
-// AccelDecodeMinBytes is the size from which Accelerate runs a decode
-// product on the GPU when the GPU holds the weights. Below it the fixed cost
-// of a GPU call (a submission and a wait, tens of microseconds) exceeds
-// what the CPU needs to read the weights; the figure comes from `deltafin
-// bench kernels` on the device machine (kernels/README.md).
-var AccelDecodeMinBytes = 4 << 20
+// The rule Accelerate follows, from `deltafin bench kernels` on the device
+// machine (an NVIDIA H200 through Vulkan beside 16 AVX-512 cores reading
+// 108 GB/s; kernels/README.md has the figures). A GPU call has a fixed cost
+// (a submission and a wait: about 0.2 ms there), weights that are not on the
+// device cross the bus at about 3.5 GB/s, and the CPU's batched product
+// slows down in proportion to the positions while the GPU's does not.
+var (
+	// AccelDecodeMinBytes: a single position over resident weights runs on
+	// the GPU from this size (176 MB: GPU 113-285 GB/s against the CPU's
+	// 104-108; 22 MB: 55-90 against about 100).
+	AccelDecodeMinBytes = 32 << 20
+	// AccelResidentMinPositions: a batch over resident weights runs on the
+	// GPU from this many positions (8: a tie; 64: 30-32 GB/s of weights
+	// against the CPU's 4.6).
+	AccelResidentMinPositions = 16
+	// AccelStreamedMinPositions: a batch over weights the GPU must first
+	// receive (streamed experts) runs there from this many positions (the
+	// GPU's 3.4-3.8 GB/s against the CPU's 32 at 8 positions and 4.6 at 64).
+	AccelStreamedMinPositions = 96
+)
 
 // Accelerate returns the backend "auto" picks on a machine with a hardware
-// GPU: prefill on gpu, where each weight byte serves many positions; decode
-// on gpu only for weights the GPU keeps in its own memory (Matrix.Key set:
-// the engine's resident spine and in-RAM experts) of at least
-// AccelDecodeMinBytes, where the GPU's memory bandwidth wins, and on cpu
-// otherwise: streamed experts arrive in host memory once per token, and a
-// GPU that first copies them cannot beat the CPU that reads them once.
+// GPU: products go to gpu where it wins by the rule above, the rest to cpu.
+// Resident weights are those with a Matrix.Key (the engine's pinned spine
+// and in-RAM experts), which the GPU keeps in its memory; streamed experts
+// arrive in host memory once per token and mostly stay on the CPU.
 func Accelerate(gpu, cpu Backend) Backend {
-	return split{prefill: gpu, decode: cpu, resident: true}
+	return split{prefill: gpu, decode: cpu, rule: true}
 }
 
 type split struct {
 	prefill, decode Backend
-	// resident: decode products over resident weights go to prefill.
-	resident bool
+	// rule: Accelerate's rule instead of "every batch to prefill".
+	rule bool
 }
 
 func (s split) Name() string { return s.prefill.Name() + "+" + s.decode.Name() }
 
-// onGPU reports whether a decode product over mats runs on the GPU.
-func (s split) onGPU(mats ...Matrix) bool {
-	if !s.resident {
-		return false
+// onGPU reports whether a product over mats for n positions goes to the
+// prefill (GPU) backend.
+func (s split) onGPU(n int, mats ...Matrix) bool {
+	if !s.rule {
+		return n > 1
 	}
-	n := 0
+	bytes, resident := 0, true
 	for _, m := range mats {
-		if m.Key == 0 {
-			return false
-		}
-		n += len(m.Data) + len(m.Scales)
+		resident = resident && m.Key != 0
+		bytes += len(m.Data) + len(m.Scales)
 	}
-	return n >= AccelDecodeMinBytes
+	switch {
+	case !resident:
+		return n >= AccelStreamedMinPositions
+	case n == 1:
+		return bytes >= AccelDecodeMinBytes
+	}
+	return n >= AccelResidentMinPositions
 }
 
 func (s split) MatVec(dst []float32, w Matrix, x []float32) { s.MatMul(dst, w, x, 1) }
 
 func (s split) MatMul(dst []float32, w Matrix, x []float32, n int) {
-	if n > 1 || s.onGPU(w) {
+	if s.onGPU(n, w) {
 		s.prefill.MatMul(dst, w, x, n)
 		return
 	}
@@ -58,7 +75,7 @@ func (s split) MatMul(dst []float32, w Matrix, x []float32, n int) {
 }
 
 func (s split) ExpertFFN(dst []float32, e Expert, act Activation, x []float32, n int) {
-	if n > 1 || s.onGPU(e.W1, e.W2, e.W3) {
+	if s.onGPU(n, e.W1, e.W2, e.W3) {
 		s.prefill.ExpertFFN(dst, e, act, x, n)
 		return
 	}

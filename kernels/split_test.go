@@ -49,35 +49,43 @@ func TestSplitSendsPrefillAndDecodeApart(t *testing.T) {
 	require.Equal(t, 1, Threads(s))
 }
 
-func TestAccelerateRunsResidentDecodeOnTheGPU(t *testing.T) {
+func TestAccelerateFollowsItsRule(t *testing.T) {
 	var gpu, cpu []int
 	s := Accelerate(counting{Ref(), &gpu}, counting{Ref(), &cpu})
-	defer func(v int) { AccelDecodeMinBytes = v }(AccelDecodeMinBytes)
-	AccelDecodeMinBytes = 256
+	defer func(a, b, c int) {
+		AccelDecodeMinBytes, AccelResidentMinPositions, AccelStreamedMinPositions = a, b, c
+	}(AccelDecodeMinBytes, AccelResidentMinPositions, AccelStreamedMinPositions)
+	AccelDecodeMinBytes, AccelResidentMinPositions, AccelStreamedMinPositions = 256, 3, 5
 	rng := rand.New(rand.NewPCG(3, 4))
 	big := randMatrix(rng, BF16, 4, 64) // 512 bytes
 	small := randMatrix(rng, BF16, 1, 64)
-	x := randVec(rng, 2*64)
-	dst := make([]float32, 8)
+	x := randVec(rng, 6*64)
+	dst := make([]float32, 6*4)
 
-	s.MatVec(dst, big, x) // streamed bytes (no key): CPU
+	s.MatVec(dst, big, x)    // streamed bytes, one position: CPU
+	s.MatMul(dst, big, x, 4) // streamed, below 5 positions: CPU
+	s.MatMul(dst, big, x, 5) // streamed, 5 positions: GPU
 	big.Key, small.Key = NewKey(), NewKey()
 	require.NotEqual(t, big.Key, small.Key)
-	s.MatVec(dst, big, x)   // resident and large enough: GPU
-	s.MatVec(dst, small, x) // resident but small: CPU
-	s.MatMul(dst, small, x, 2)
-	require.Equal(t, []int{1, 2}, gpu)
-	require.Equal(t, []int{1, 1}, cpu)
+	s.MatVec(dst, big, x)      // resident and large enough: GPU
+	s.MatVec(dst, small, x)    // resident but small: CPU
+	s.MatMul(dst, small, x, 2) // resident, below 3 positions: CPU
+	s.MatMul(dst, small, x, 3) // resident, 3 positions: GPU
+	require.Equal(t, []int{5, 1, 3}, gpu)
+	require.Equal(t, []int{1, 4, 1, 2}, cpu)
 
+	gpu, cpu = nil, nil
 	e := Expert{W1: randMatrix(rng, BF16, 3, 64), W2: randMatrix(rng, BF16, 64, 3), W3: randMatrix(rng, BF16, 3, 64)}
-	out := make([]float32, 64)
+	out := make([]float32, 6*64)
 	s.ExpertFFN(out, e, Activation{}, x, 1) // no keys: CPU
 	e.W1.Key, e.W2.Key = NewKey(), NewKey()
 	s.ExpertFFN(out, e, Activation{}, x, 1) // one matrix streamed: CPU
+	s.ExpertFFN(out, e, Activation{}, x, 4) // one streamed, 4 positions: CPU
 	e.W3.Key = NewKey()
 	s.ExpertFFN(out, e, Activation{}, x, 1) // all resident, 1152 bytes: GPU
-	require.Equal(t, []int{1, 2, -1}, gpu)
-	require.Equal(t, []int{1, 1, -1, -1}, cpu)
+	s.ExpertFFN(out, e, Activation{}, x, 3) // all resident, 3 positions: GPU
+	require.Equal(t, []int{-1, -3}, gpu)
+	require.Equal(t, []int{-1, -1, -4}, cpu)
 }
 
 func TestAutoTakesAnAcceleratorThatOpens(t *testing.T) {
@@ -105,7 +113,9 @@ func TestAutoTakesAnAcceleratorThatOpens(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	w := randMatrix(rng, F32, 2, 32)
 	b.MatMul(make([]float32, 6), w, randVec(rng, 3*32), 3)
-	require.Equal(t, []int{3}, calls, "prefill runs on the accelerator")
+	require.Equal(t, []int{}, append([]int{}, calls...), "3 positions over streamed weights: the CPU")
+	b.MatMul(make([]float32, 2*AccelStreamedMinPositions), w, randVec(rng, AccelStreamedMinPositions*32), AccelStreamedMinPositions)
+	require.Equal(t, []int{AccelStreamedMinPositions}, calls, "a long prefill runs on the accelerator")
 	cpu, err := Open("cpu", 0)
 	require.NoError(t, err)
 	require.Equal(t, Default(), cpu)

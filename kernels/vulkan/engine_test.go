@@ -57,14 +57,17 @@ func refTensors(t *testing.T, path string) (f32 map[string][]float32, i64 map[st
 // and the greedy tokens identical. The pinned spine is resident on the
 // device (uploaded once). Then the same through kernels.Accelerate, the
 // backend "auto" builds on a machine with a GPU: prefill and resident
-// decode on the device (every size, here), streamed decode on the CPU.
+// decode on the device (every size and batch, here), the rest on the CPU.
 func TestEngineReferenceOnVulkan(t *testing.T) {
 	be, err := vulkan.Open()
 	require.NoError(t, err)
 	t.Run("vulkan", func(t *testing.T) { engineReference(t, be, "vulkan") })
 	require.Positive(t, be.ResidentBytes(), "the pinned spine stayed on the device")
-	defer func(v int) { kernels.AccelDecodeMinBytes = v }(kernels.AccelDecodeMinBytes)
-	kernels.AccelDecodeMinBytes = 0
+	defer func(a, b, c int) {
+		kernels.AccelDecodeMinBytes, kernels.AccelResidentMinPositions, kernels.AccelStreamedMinPositions = a, b, c
+	}(kernels.AccelDecodeMinBytes, kernels.AccelResidentMinPositions, kernels.AccelStreamedMinPositions)
+	// Tiny matrices: the device's thresholds would keep them all on the CPU.
+	kernels.AccelDecodeMinBytes, kernels.AccelResidentMinPositions, kernels.AccelStreamedMinPositions = 0, 2, 2
 	t.Run("accelerated", func(t *testing.T) {
 		engineReference(t, kernels.Accelerate(be, kernels.Default()), "vulkan+"+kernels.Default().Name())
 	})
