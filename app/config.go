@@ -19,10 +19,12 @@ type Config struct {
 	// state. Default: $XDG_DATA_HOME/deltafin (~/Library/Application
 	// Support/deltafin on macOS); DELTAFIN_HOME or --data-dir override it.
 	DataDir string
-	// Kernels names the compute backend: "auto" (the fastest this build and
-	// CPU have) or one of kernels.Available(), e.g. "ref" for the pure-Go
-	// reference, "vulkan" or "metal" for a GPU, or "gpu" (GPU prefill, CPU
-	// decode; the CPU alone without a GPU). DELTAFIN_KERNELS sets it.
+	// Kernels names the compute backend: "auto" (a hardware GPU where
+	// kernels.Accelerate's rule favours it, beside the fastest CPU kernels;
+	// the CPU kernels alone without one), "cpu", or one of
+	// kernels.Available(), e.g. "ref" for the pure-Go reference, "vulkan" or
+	// "metal" for a GPU, or "gpu" (any GPU for batches, CPU decode; the CPU
+	// alone without a GPU). DELTAFIN_KERNELS sets it.
 	Kernels string
 
 	// Model source (issue 7). HFEndpoint and HFToken follow huggingface_hub:

@@ -7,8 +7,9 @@
 // and is exercised by the Vulkan conformance tests. Its place in the data
 // flow is the kernels' (downloader → disk → engine → kernels → tokens).
 //
-// Calls are serialised; each copies its operands into the device's buffers,
-// records its dispatches, submits and waits. When the device fails (or an
+// Calls are serialised; each copies its operands into the device's buffers
+// (weights with a kernels.Matrix.Key only once: they stay in device memory,
+// resident.go), records its dispatches, submits and waits. When the device fails (or an
 // operand exceeds its limits) the call is computed on the CPU instead, by the
 // fallback kernels.Backend and kernels.RefLayerOps, and Err reports why.
 package gpu

@@ -15,8 +15,11 @@
 // linked, so a binary built with this package starts on a machine without
 // Vulkan, where Open reports ErrNoDevice.
 //
-// Every call copies its operands into host-visible buffers, records one
-// command buffer and waits for it; calls are serialised. When the device
+// Every call copies its activations (and weights without a kernels.Matrix
+// Key) into host-visible buffers, records one command buffer and waits for
+// it; keyed weights are uploaded once to device-local memory. Calls are
+// serialised. Importing the package also offers the backend to "auto"
+// (kernels.RegisterAccelerator) when a hardware GPU is present. When the device
 // fails mid-call the call is computed by the pure-Go reference instead (an
 // exact fallback) and Err reports the failure. Builds without cgo or for
 // other systems have Open return ErrUnsupported.
