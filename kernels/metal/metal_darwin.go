@@ -27,19 +27,9 @@ func init() {
 	kernels.RegisterAccelerator("metal", func() (kernels.Backend, error) { return openShared() })
 }
 
-var sharedBackend struct {
-	once sync.Once
-	b    *gpu.Backend
-	err  error
-}
-
-// openShared opens the backend once per process, so that "metal" by name
-// and "auto" share one device and its resident weights.
-func openShared() (*gpu.Backend, error) {
-	s := &sharedBackend
-	s.once.Do(func() { s.b, s.err = Open() })
-	return s.b, s.err
-}
+// openShared opens the backend once per process, so that "metal" by name and
+// "auto" share one device and its resident weights.
+var openShared = sync.OnceValues(func() (*gpu.Backend, error) { return Open() })
 
 // Device is the Metal device with a pipeline state per shader; it
 // implements gpu.Device.

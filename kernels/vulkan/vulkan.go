@@ -33,19 +33,9 @@ func init() {
 	})
 }
 
-var sharedBackend struct {
-	once sync.Once
-	b    *gpu.Backend
-	err  error
-}
-
-// openShared opens the backend on the default preference once per process, so
-// that "vulkan" by name and "auto" share one device and its resident weights.
-func openShared() (*gpu.Backend, error) {
-	s := &sharedBackend
-	s.once.Do(func() { s.b, s.err = Open() })
-	return s.b, s.err
-}
+// openShared opens the backend once per process, so that "vulkan" by name and
+// "auto" share one device and its resident weights.
+var openShared = sync.OnceValues(func() (*gpu.Backend, error) { return Open() })
 
 // HasHardware reports whether the Vulkan loader sees a hardware GPU
 // (discrete, integrated or virtual), without opening it.
