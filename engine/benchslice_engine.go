@@ -15,7 +15,7 @@ import (
 // engineDecode runs the real forward pass over the slice (it is a K3-shaped
 // checkpoint with its own config) under the budget plan, and measures the
 // decode steps after the warmup ones: the router now chooses the experts.
-func (o SliceBenchOptions) engineDecode(ctx context.Context, plan BudgetPlan, heat *Heat) (DecodeResult, error) {
+func (o SliceBenchOptions) engineDecode(ctx context.Context, plan BudgetPlan, heat *Heat, run string) (DecodeResult, error) {
 	m, err := Open(ctx, o.Dir, Options{Backend: o.Backend, Stream: &StreamOptions{Plan: &plan, Heat: heat}})
 	if err != nil {
 		return DecodeResult{}, err
@@ -23,31 +23,45 @@ func (o SliceBenchOptions) engineDecode(ctx context.Context, plan BudgetPlan, he
 	defer m.Close()
 	store := m.experts.(*streamExperts).store
 	s := m.NewSession()
+	spineBytes := func() int64 {
+		if m.spine == nil {
+			return 0
+		}
+		return m.spine.bytes.Load()
+	}
 	var base StoreStats
+	var baseSpine int64
 	var start time.Time
+	stop := func() {}
 	n := 0
 	_, err = s.Generate(ctx, []int{163584, 1, 2, 3}, GenerateOptions{MaxNew: o.Warmup + o.Tokens + 1}, func(int) error {
 		// The first token comes from the prefill; steps start after it.
 		if n == o.Warmup {
-			base, start = store.Stats(), time.Now()
+			if o.Profile != nil {
+				stop = o.Profile(run)
+			}
+			base, baseSpine, start = store.Stats(), spineBytes(), time.Now()
 		}
 		n++
 		return nil
 	})
+	el := time.Since(start).Seconds()
+	stop()
 	if err != nil {
 		return DecodeResult{}, err
 	}
-	el := time.Since(start).Seconds()
 	st := store.Stats()
+	spine := float64(spineBytes()-baseSpine) / float64(o.Tokens)
 	steps := float64(o.Tokens)
 	demanded := float64(st.Misses - base.Misses + st.CacheHits - base.CacheHits + st.SpecHits - base.SpecHits + st.Shared - base.Shared)
 	d := DecodeResult{
-		Compute:           true,
-		SecondsPerToken:   el / steps,
-		DiskBytesPerToken: float64(st.DiskBytes-base.DiskBytes)/steps + float64(plan.StreamedSpineBytes),
-		CacheHitRate:      float64(st.CacheHits-base.CacheHits) / demanded,
-		PrefetchHitRate:   float64(st.SpecHits-base.SpecHits) / demanded,
-		PrefetchWasted:    float64(st.SpecWasted-base.SpecWasted) / steps,
+		Compute:            true,
+		SecondsPerToken:    el / steps,
+		DiskBytesPerToken:  float64(st.DiskBytes-base.DiskBytes)/steps + spine,
+		SpineBytesPerToken: spine,
+		CacheHitRate:       float64(st.CacheHits-base.CacheHits) / demanded,
+		PrefetchHitRate:    float64(st.SpecHits-base.SpecHits) / demanded,
+		PrefetchWasted:     float64(st.SpecWasted-base.SpecWasted) / steps,
 	}
 	d.DiskGBPerSecond = d.DiskBytesPerToken / d.SecondsPerToken / 1e9
 	sp := s.SpecStats()
