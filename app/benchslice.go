@@ -27,8 +27,8 @@ type BenchSliceOptions struct {
 	EnginePlan string
 	Synthetic  bool   // run the synthetic decode loops (b)
 	CPUProfile string // write a CPU profile of each engine decode to PATH-natural.pprof, PATH-streamed.pprof
-	Prefill   int  // prompt tokens for the prefill measurement (0: none)
-	Int8      bool // compare the int8 spine with BF16 (converts the slice's spine once)
+	Prefill    int    // prompt tokens for the prefill measurement (0: none)
+	Int8       bool   // compare the int8 spine with BF16 (converts the slice's spine once)
 }
 
 // BenchSlice creates (once, in the data directory) a synthetic checkpoint
