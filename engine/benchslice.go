@@ -71,6 +71,13 @@ type DecodeResult struct {
 	// SpineBytesPerToken (engine runs) is the part of DiskBytesPerToken
 	// read for streamed spine layers.
 	SpineBytesPerToken float64 `json:"spine_bytes_per_token,omitempty"`
+	// SpineGBPerSecond is the rate of the same spine reads alone (no
+	// compute), measured right after the decode, and BusyRatio the time
+	// the disk needs for a token's traffic at its measured rates (spine at
+	// SpineGBPerSecond, experts at (a)) ÷ s/token: the share of the
+	// token the disk works at full speed.
+	SpineGBPerSecond float64 `json:"spine_gb_per_s,omitempty"`
+	BusyRatio        float64 `json:"busy_ratio,omitempty"`
 	// Speculation (engine run only): share of two-position passes whose
 	// guess was accepted, and generated tokens per pass.
 	SpecPasses     int     `json:"spec_passes,omitempty"`
@@ -197,7 +204,14 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		if err != nil {
 			return r, err
 		}
-		d.Ratio = d.DiskGBPerSecond / r.Bandwidth[0].GBPerSecond
+		a := r.Bandwidth[0].GBPerSecond
+		d.Ratio = d.DiskGBPerSecond / a
+		if d.SpineGBPerSecond > 0 {
+			disk := d.SpineBytesPerToken/d.SpineGBPerSecond + (d.DiskBytesPerToken-d.SpineBytesPerToken)/a
+			d.BusyRatio = disk / 1e9 / d.SecondsPerToken
+			logf("engine (%s plan): spine re-read alone %.2f GB/s (%.2f of (a)); the token's reads need %.3f s at these rates: %.2f of the token",
+				run.name, d.SpineGBPerSecond, d.SpineGBPerSecond/a, disk/1e9, d.BusyRatio)
+		}
 		*run.out = &d
 		logf("(b) decode, engine forward (%s plan): %.3f s/token, %.1f MB/token from disk (%.1f MB of spine), %.2f GB/s = %.2f of (a); cache hits %.0f%%, prefetch hits %.0f%%; speculation: %d passes, %.0f%% accepted, %.2f tokens/pass",
 			run.name, d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.SpineBytesPerToken/1e6, d.DiskGBPerSecond, d.Ratio, 100*d.CacheHitRate, 100*d.PrefetchHitRate, d.SpecPasses, 100*d.SpecAcceptRate, d.TokensPerPass)

@@ -64,6 +64,11 @@ func (o SliceBenchOptions) engineDecode(ctx context.Context, plan BudgetPlan, he
 		PrefetchWasted:     float64(st.SpecWasted-base.SpecWasted) / steps,
 	}
 	d.DiskGBPerSecond = d.DiskBytesPerToken / d.SecondsPerToken / 1e9
+	if m.spine != nil {
+		if d.SpineGBPerSecond, err = spineReadRate(ctx, m.spine); err != nil {
+			return d, err
+		}
+	}
 	sp := s.SpecStats()
 	d.SpecPasses, d.SpecAcceptRate, d.TokensPerPass = sp.Passes, sp.AcceptRate(), sp.TokensPerPass()
 	return d, nil
@@ -209,4 +214,34 @@ func (o SliceBenchOptions) engineInt8(ctx context.Context, plan BudgetPlan) (Int
 	r.Positions, r.LogitRange = len(rows[0]), hi-lo
 	r.Top1Agree = float64(same) / float64(len(rows[0]))
 	return r, nil
+}
+
+// spineReadRate reads the streamed layers twice through the ring without
+// computing, and returns GB/s: the limit for the spine's traffic. A disk
+// that caches (the host of a virtual one) serves a spine re-read every
+// token faster than random expert spans; this is the figure to hold the
+// spine's share of a decode to.
+func spineReadRate(ctx context.Context, r *spineRing) (float64, error) {
+	r.pass.Lock()
+	defer r.pass.Unlock()
+	before, start := r.bytes.Load(), time.Now()
+	for range 2 {
+		for i := r.first; i < r.n; i++ {
+			ld, err := r.get(ctx, i)
+			if err != nil {
+				return 0, err
+			}
+			r.release(ld)
+		}
+	}
+	// Loads started by the last releases are not waited for: count only
+	// what the gets waited for (two passes of the streamed layers).
+	var bytes int64
+	for _, ext := range r.extents {
+		for _, e := range ext {
+			bytes += e.hi - e.lo
+		}
+	}
+	_ = before
+	return float64(2*bytes) / time.Since(start).Seconds() / 1e9, nil
 }

@@ -236,10 +236,12 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if T <= 2 {
+		if T <= 2 && m.spine == nil {
 			// Decode and speculative steps. A prompt's union holds most of
 			// the previous token's experts anyway, and its group
-			// prefetches read them in order.
+			// prefetches read them in order. With streamed spine layers
+			// the ring keeps the disk busy and the disk is the limit: a
+			// wrong guess (about 69% of them) would only cost disk time.
 			m.experts.prefetchPrevious(i)
 		}
 		lw := &w.layers[i]

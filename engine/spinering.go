@@ -340,25 +340,6 @@ func (r *spineRing) get(ctx context.Context, i int) (*spineLoad, error) {
 	return ld, nil
 }
 
-// peek returns layer i's weights if they are loaded and next in line,
-// without waiting (the router lookahead).
-func (r *spineRing) peek(i int) *layerWeights {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.queue) == 0 || r.queue[0].layer != i {
-		return nil
-	}
-	ld := r.queue[0]
-	select {
-	case <-ld.done:
-		if ld.err == nil {
-			return &ld.lw
-		}
-	default:
-	}
-	return nil
-}
-
 // release gives ld's slot back; the next layer in cyclic order starts
 // loading into it. The layer's weights must not be used afterwards.
 func (r *spineRing) release(ld *spineLoad) {

@@ -205,7 +205,8 @@ func diagnoseTruncation(name string, src Source) error {
 // post-attention residual (the Deltafin "PILOT" lookahead, 59–70% recall on
 // K3). The guess is only a prefetch: layer i+1's own router decides, and
 // the store drops wrong guesses. Decode steps only (T = 1), streamed experts
-// only, and only when layer i+1's spine is already in RAM.
+// only, and only when layer i+1's spine is pinned: a streamed spine keeps
+// the disk busy, where wrong guesses (30–40% on K3) would cost disk time.
 func (m *Model) lookahead(i int, mIn []float32, T int) {
 	if _, ok := m.experts.(*streamExperts); !ok || T != 1 || i+1 >= m.cfg.Layers {
 		return
@@ -214,8 +215,6 @@ func (m *Model) lookahead(i int, mIn []float32, T int) {
 	switch {
 	case i+1 < m.pinned:
 		next = &m.w.layers[i+1]
-	case m.spine != nil:
-		next = m.spine.peek(i + 1)
 	}
 	if next == nil || next.moe == nil {
 		return
