@@ -12,9 +12,14 @@ import (
 	"time"
 )
 
+// maxEngineWarmup bounds the decode steps an engine run spends filling
+// its expert cache before it measures.
+const maxEngineWarmup = 40
+
 // engineDecode runs the real forward pass over the slice (it is a K3-shaped
 // checkpoint with its own config) under the budget plan, and measures the
-// decode steps after the warmup ones: the router now chooses the experts.
+// decode steps after the warmup ones (at least o.Warmup, and until the
+// expert cache is full): the router now chooses the experts.
 func (o SliceBenchOptions) engineDecode(ctx context.Context, plan BudgetPlan, heat *Heat, run string) (DecodeResult, error) {
 	m, err := Open(ctx, o.Dir, Options{Backend: o.Backend, Stream: &StreamOptions{Plan: &plan, Heat: heat}})
 	if err != nil {
@@ -33,16 +38,21 @@ func (o SliceBenchOptions) engineDecode(ctx context.Context, plan BudgetPlan, he
 	var baseSpine int64
 	var start time.Time
 	stop := func() {}
-	n := 0
-	_, err = s.Generate(ctx, []int{163584, 1, 2, 3}, GenerateOptions{MaxNew: o.Warmup + o.Tokens + 1}, func(int) error {
-		// The first token comes from the prefill; steps start after it.
-		if n == o.Warmup {
+	n, first := 0, -1
+	_, err = s.Generate(ctx, []int{163584, 1, 2, 3}, GenerateOptions{MaxNew: maxEngineWarmup + o.Tokens + 1}, func(int) error {
+		// The first token comes from the prefill; steps start after it,
+		// once the expert cache is full (steady state: a filling cache
+		// costs page faults on its new buffers that a full one does not).
+		n++
+		if first < 0 && n > o.Warmup && (store.Stats().CachedNow >= plan.CacheExperts || n > maxEngineWarmup) {
 			if o.Profile != nil {
 				stop = o.Profile(run)
 			}
-			base, baseSpine, start = store.Stats(), spineBytes(), time.Now()
+			first, base, baseSpine, start = n, store.Stats(), spineBytes(), time.Now()
 		}
-		n++
+		if first >= 0 && n == first+o.Tokens {
+			return ErrStopped
+		}
 		return nil
 	})
 	el := time.Since(start).Seconds()
