@@ -54,3 +54,28 @@ func TestSpineRingIsBitExact(t *testing.T) {
 		require.NoError(t, m.Close())
 	}
 }
+
+// TestSpineRingInt8IsBitExact: with the int8 spine a slot is filled by the
+// plain loader; streamed or in RAM, the logits are the same bits.
+func TestSpineRingInt8IsBitExact(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "k3-tiny")
+	i8 := filepath.Join(t.TempDir(), "i8")
+	require.NoError(t, ConvertSpineInt8(t.Context(), dir, i8, nil))
+	ram, err := Open(t.Context(), dir, Options{NoSpec: true, SpineInt8: i8})
+	require.NoError(t, err)
+	defer ram.Close()
+	m, err := Open(t.Context(), dir, Options{NoSpec: true, SpineInt8: i8, Stream: &StreamOptions{Plan: &BudgetPlan{PinnedLayers: 1}}})
+	require.NoError(t, err)
+	defer m.Close()
+	require.False(t, m.spine.fast)
+	prompt := []int{3, 17, 42, 9, 1}
+	a, b := ram.NewSession(), m.NewSession()
+	for step := range 4 {
+		ra, err := a.Forward(t.Context(), prompt, true)
+		require.NoError(t, err)
+		rb, err := b.Forward(t.Context(), prompt, true)
+		require.NoError(t, err)
+		require.Equal(t, ra, rb, "pass %d", step)
+		prompt = []int{argmax(ra[len(ra)-1])}
+	}
+}
