@@ -71,13 +71,16 @@ type DecodeResult struct {
 	// SpineBytesPerToken (engine runs) is the part of DiskBytesPerToken
 	// read for streamed spine layers.
 	SpineBytesPerToken float64 `json:"spine_bytes_per_token,omitempty"`
-	// SpineGBPerSecond is the rate of the same spine reads alone (no
-	// compute), measured right after the decode, and BusyRatio the time
-	// the disk needs for a token's traffic at its measured rates (spine at
-	// SpineGBPerSecond, experts at (a)) ÷ s/token: the share of the
-	// token the disk works at full speed.
-	SpineGBPerSecond float64 `json:"spine_gb_per_s,omitempty"`
-	BusyRatio        float64 `json:"busy_ratio,omitempty"`
+	// IOOnlyGBPerSecond (streamed spine) is the rate of the same mix of
+	// reads without compute (ioOnlyRate), measured right after the
+	// decode, and IORatio DiskGBPerSecond ÷ it.
+	IOOnlyGBPerSecond float64 `json:"io_only_gb_per_s,omitempty"`
+	IORatio           float64 `json:"io_ratio,omitempty"`
+	// DiskIdle (engine runs) is the share of the measured time with no
+	// read in flight, MeanInFlight the mean number of 4 MiB reads in
+	// flight.
+	DiskIdle     float64 `json:"disk_idle"`
+	MeanInFlight float64 `json:"mean_reads_in_flight"`
 	// Speculation (engine run only): share of two-position passes whose
 	// guess was accepted, and generated tokens per pass.
 	SpecPasses     int     `json:"spec_passes,omitempty"`
@@ -206,15 +209,14 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		}
 		a := r.Bandwidth[0].GBPerSecond
 		d.Ratio = d.DiskGBPerSecond / a
-		if d.SpineGBPerSecond > 0 {
-			disk := d.SpineBytesPerToken/d.SpineGBPerSecond + (d.DiskBytesPerToken-d.SpineBytesPerToken)/a
-			d.BusyRatio = disk / 1e9 / d.SecondsPerToken
-			logf("engine (%s plan): spine re-read alone %.2f GB/s (%.2f of (a)); the token's reads need %.3f s at these rates: %.2f of the token",
-				run.name, d.SpineGBPerSecond, d.SpineGBPerSecond/a, disk/1e9, d.BusyRatio)
+		if d.IOOnlyGBPerSecond > 0 {
+			d.IORatio = d.DiskGBPerSecond / d.IOOnlyGBPerSecond
+			logf("engine (%s plan): the same reads without compute: %.2f GB/s (%.2f of (a)); the decode reaches %.2f of it; disk idle %.1f%% of the time, %.1f reads in flight on average",
+				run.name, d.IOOnlyGBPerSecond, d.IOOnlyGBPerSecond/a, d.IORatio, 100*d.DiskIdle, d.MeanInFlight)
 		}
 		*run.out = &d
-		logf("(b) decode, engine forward (%s plan): %.3f s/token, %.1f MB/token from disk (%.1f MB of spine), %.2f GB/s = %.2f of (a); cache hits %.0f%%, prefetch hits %.0f%%; speculation: %d passes, %.0f%% accepted, %.2f tokens/pass",
-			run.name, d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.SpineBytesPerToken/1e6, d.DiskGBPerSecond, d.Ratio, 100*d.CacheHitRate, 100*d.PrefetchHitRate, d.SpecPasses, 100*d.SpecAcceptRate, d.TokensPerPass)
+		logf("(b) decode, engine forward (%s plan): %.3f s/token, %.1f MB/token from disk (%.1f MB of spine), %.2f GB/s = %.2f of (a); disk idle %.1f%%; cache hits %.0f%%, prefetch hits %.0f%%; speculation: %d passes, %.0f%% accepted, %.2f tokens/pass",
+			run.name, d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.SpineBytesPerToken/1e6, d.DiskGBPerSecond, d.Ratio, 100*d.DiskIdle, 100*d.CacheHitRate, 100*d.PrefetchHitRate, d.SpecPasses, 100*d.SpecAcceptRate, d.TokensPerPass)
 	}
 	if o.Prefill > 0 {
 		p, err := o.enginePrefill(ctx, o.Plan)

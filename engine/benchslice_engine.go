@@ -35,6 +35,7 @@ func (o SliceBenchOptions) engineDecode(ctx context.Context, plan BudgetPlan, he
 		return m.spine.bytes.Load()
 	}
 	var base StoreStats
+	var baseIO ioMeterStats
 	var baseSpine int64
 	var start time.Time
 	stop := func() {}
@@ -49,6 +50,7 @@ func (o SliceBenchOptions) engineDecode(ctx context.Context, plan BudgetPlan, he
 				stop = o.Profile(run)
 			}
 			first, base, baseSpine, start = n, store.Stats(), spineBytes(), time.Now()
+			baseIO = m.io.stats()
 		}
 		if first >= 0 && n == first+o.Tokens {
 			return ErrStopped
@@ -56,6 +58,7 @@ func (o SliceBenchOptions) engineDecode(ctx context.Context, plan BudgetPlan, he
 		return nil
 	})
 	el := time.Since(start).Seconds()
+	io := m.io.stats()
 	stop()
 	if err != nil {
 		return DecodeResult{}, err
@@ -69,13 +72,15 @@ func (o SliceBenchOptions) engineDecode(ctx context.Context, plan BudgetPlan, he
 		SecondsPerToken:    el / steps,
 		DiskBytesPerToken:  float64(st.DiskBytes-base.DiskBytes)/steps + spine,
 		SpineBytesPerToken: spine,
+		DiskIdle:           (io.idle - baseIO.idle).Seconds() / el,
+		MeanInFlight:       (io.depth - baseIO.depth) / el,
 		CacheHitRate:       float64(st.CacheHits-base.CacheHits) / demanded,
 		PrefetchHitRate:    float64(st.SpecHits-base.SpecHits) / demanded,
 		PrefetchWasted:     float64(st.SpecWasted-base.SpecWasted) / steps,
 	}
 	d.DiskGBPerSecond = d.DiskBytesPerToken / d.SecondsPerToken / 1e9
 	if m.spine != nil {
-		if d.SpineGBPerSecond, err = spineReadRate(ctx, m.spine); err != nil {
+		if d.IOOnlyGBPerSecond, err = ioOnlyRate(ctx, m, max(o.Tokens/2, 2), rand.New(rand.NewPCG(o.Seed, 0x10))); err != nil {
 			return d, err
 		}
 	}
@@ -226,32 +231,45 @@ func (o SliceBenchOptions) engineInt8(ctx context.Context, plan BudgetPlan) (Int
 	return r, nil
 }
 
-// spineReadRate reads the streamed layers twice through the ring without
-// computing, and returns GB/s: the limit for the spine's traffic. A disk
-// that caches (the host of a virtual one) serves a spine re-read every
-// token faster than random expert spans; this is the figure to hold the
-// spine's share of a decode to.
-func spineReadRate(ctx context.Context, r *spineRing) (float64, error) {
+// ioOnlyRate replays the engine decode's reads without computing: per
+// token and layer the streamed spine through the ring and 16 random
+// experts through the store, as the forward pass orders them. It returns
+// GB/s: the limit for this mix of reads on this disk, measured in the
+// same run. On a disk whose host caches (a virtual one), a spine re-read
+// every token comes faster than random expert spans, so this, not (a),
+// is the figure to hold the engine's traffic to.
+func ioOnlyRate(ctx context.Context, m *Model, tokens int, rng *rand.Rand) (float64, error) {
+	r, store := m.spine, m.experts.(*streamExperts).store
 	r.pass.Lock()
 	defer r.pass.Unlock()
-	before, start := r.bytes.Load(), time.Now()
-	for range 2 {
-		for i := r.first; i < r.n; i++ {
-			ld, err := r.get(ctx, i)
-			if err != nil {
-				return 0, err
+	before, spine0, start := store.Stats().DiskBytes, r.bytes.Load(), time.Now()
+	for range tokens {
+		for i := range m.cfg.Layers {
+			var ld *spineLoad
+			if i >= r.first {
+				var err error
+				if ld, err = r.get(ctx, i); err != nil {
+					return 0, err
+				}
 			}
-			r.release(ld)
+			if m.cfg.IsMoE(i) {
+				b, err := store.Acquire(ctx, i, randomIDs(rng, m.cfg.Experts, m.cfg.TopK))
+				if err != nil {
+					return 0, err
+				}
+				for k := range b.Len() {
+					if _, err := b.Wait(ctx, k); err != nil {
+						b.Release()
+						return 0, err
+					}
+				}
+				b.Release()
+			}
+			if ld != nil {
+				r.release(ld)
+			}
 		}
 	}
-	// Loads started by the last releases are not waited for: count only
-	// what the gets waited for (two passes of the streamed layers).
-	var bytes int64
-	for _, ext := range r.extents {
-		for _, e := range ext {
-			bytes += e.hi - e.lo
-		}
-	}
-	_ = before
-	return float64(2*bytes) / time.Since(start).Seconds() / 1e9, nil
+	el := time.Since(start).Seconds()
+	return float64(store.Stats().DiskBytes-before+r.bytes.Load()-spine0) / el / 1e9, nil
 }

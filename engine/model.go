@@ -56,6 +56,7 @@ type Model struct {
 	// read per pass, one layer ahead of compute.
 	pinned      int
 	spine       *spineRing // streams layers pinned.., or nil
+	io          ioMeter    // reads in flight of the store and the ring
 	plan        BudgetPlan
 	routerTrace *TraceWriter
 	noSpec      bool
@@ -114,12 +115,12 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 	}
 	m.w = w
 	if stream != nil && m.pinned < m.cfg.Layers {
-		if m.spine, err = newSpineRing(ctx, dir, m.ck, m.i8, m.cfg, m.pinned, stream.Mode, stream.Fetch); err != nil {
+		if m.spine, err = newSpineRing(ctx, dir, m.ck, m.i8, m.cfg, m.pinned, stream.Mode, stream.Fetch, &m.io); err != nil {
 			return err
 		}
 	}
 	if stream != nil && m.cfg.ExpertsMXFP4 && m.cfg.Experts > 0 {
-		m.experts, err = openStreamExperts(ctx, dir, m.ck, m.cfg, stream, m.plan.CacheExperts)
+		m.experts, err = openStreamExperts(ctx, dir, m.ck, m.cfg, stream, m.plan.CacheExperts, &m.io)
 	} else {
 		m.experts, err = loadRAMExperts(ctx, m.ck, m.cfg)
 	}

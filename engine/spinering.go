@@ -36,6 +36,7 @@ type spineRing struct {
 	files    map[string]*shardFile
 	fetch    Fetcher
 	chunk    int64
+	meter    *ioMeter
 
 	ctx    context.Context // cancelled by close; loads run under it
 	cancel context.CancelFunc
@@ -95,8 +96,8 @@ const spineGap = 1 << 20
 
 // newSpineRing starts streaming layers first..Layers-1 of the checkpoint in
 // dir: the first two loads start at once.
-func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *Config, first int, mode IOMode, fetch Fetcher) (*spineRing, error) {
-	r := &spineRing{ck: ck, i8: i8, cfg: c, first: first, n: c.Layers, fast: i8 == nil, files: map[string]*shardFile{}, fetch: fetch, chunk: readChunk, next: first}
+func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *Config, first int, mode IOMode, fetch Fetcher, meter *ioMeter) (*spineRing, error) {
+	r := &spineRing{ck: ck, i8: i8, cfg: c, first: first, n: c.Layers, fast: i8 == nil, files: map[string]*shardFile{}, fetch: fetch, chunk: readChunk, next: first, meter: meter}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	var slotBytes int64
 	chunks := 0
@@ -254,7 +255,9 @@ func (r *spineRing) read(j spineJob) error {
 			return fmt.Errorf("%w: fetch layer %d's spine (%s bytes %d to %d): %w", ErrCheckpoint, j.ld.layer, sf.name, lo, hi, err)
 		}
 	}
+	r.meter.change(1)
 	got, err := preadFull(sf.fd, j.buf, j.lo, sf.direct)
+	r.meter.change(-1)
 	r.bytes.Add(got)
 	if err != nil {
 		return fmt.Errorf("%w: read layer %d's spine from %s at %d: %w", ErrCheckpoint, j.ld.layer, sf.name, j.lo, err)

@@ -105,7 +105,7 @@ type streamExperts struct {
 	heatPath      string
 }
 
-func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *Config, o *StreamOptions, cache int) (*streamExperts, error) {
+func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *Config, o *StreamOptions, cache int, meter *ioMeter) (*streamExperts, error) {
 	heat := o.Heat
 	if heat == nil && o.HeatPath != "" {
 		// A damaged or foreign histogram only costs warm-up: start afresh
@@ -123,7 +123,7 @@ func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *Confi
 		}
 	}
 	s, err := OpenExpertStore(ctx, ExpertStoreOptions{
-		Dir: dir, Spans: spans, Mode: o.Mode, Heat: heat, Fetch: o.Fetch, CacheExperts: cache,
+		Dir: dir, Spans: spans, Mode: o.Mode, Heat: heat, Fetch: o.Fetch, CacheExperts: cache, meter: meter,
 	})
 	if err != nil {
 		return nil, err
