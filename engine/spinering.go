@@ -90,6 +90,12 @@ type spineJob struct {
 // computing and the next one loading.
 const spineSlots = 2
 
+// spineReaders is the number of spine chunk reads in flight. Eight reach
+// the disk's bandwidth here (STREAMING.md); the expert store's 32 readers
+// then hold most of the queue while a layer's experts are being read, so
+// the reads the computing layer waits for go first.
+const spineReaders = 8
+
 // spineGap is the widest hole between two of a layer's tensors that is
 // read through rather than splitting the read in two.
 const spineGap = 1 << 20
@@ -128,7 +134,7 @@ func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *Config
 		r.free = append(r.free, s)
 	}
 	if r.fast {
-		for range 32 {
+		for range spineReaders {
 			r.wg.Add(1)
 			go r.reader()
 		}
