@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/deltafin/deltafin/engine"
@@ -19,8 +21,14 @@ type BenchSliceOptions struct {
 	JSON      bool // print the report as JSON instead of text
 	Tokens    int  // measured decode tokens (0: 8)
 	Engine    bool // also decode with the engine's forward pass over the slice
-	Prefill   int  // prompt tokens for the prefill measurement (0: none)
-	Int8      bool // compare the int8 spine with BF16 (converts the slice's spine once)
+	// EnginePlan picks the engine runs: "natural" (the slice's own budget
+	// plan), "streamed" (the spine pinned in the full K3's proportion on
+	// this machine: the head pinned, the layers streamed) or "both".
+	EnginePlan string
+	Synthetic  bool   // run the synthetic decode loops (b)
+	CPUProfile string // write a CPU profile of each engine decode to PATH-natural.pprof, PATH-streamed.pprof
+	Prefill    int    // prompt tokens for the prefill measurement (0: none)
+	Int8       bool   // compare the int8 spine with BF16 (converts the slice's spine once)
 }
 
 // BenchSlice creates (once, in the data directory) a synthetic checkpoint
@@ -81,11 +89,30 @@ func BenchSlice(ctx context.Context, cfg Config, o BenchSliceOptions, out, log i
 		return err
 	}
 	fmt.Fprintf(log, "slice %s\n", plan)
-	rep, err := engine.BenchSlice(ctx, engine.SliceBenchOptions{
-		Dir: dir, Layout: layout, Plan: plan, Engine: o.Engine, Prefill: o.Prefill, Int8: o.Int8, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: uint64(time.Now().UnixNano()),
-		RAM: engine.BudgetInput{TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override},
-		Log: func(f string, a ...any) { fmt.Fprintf(log, f+"\n", a...) },
-	})
+	eo := engine.SliceBenchOptions{
+		Dir: dir, Layout: layout, Plan: plan, Prefill: o.Prefill, Int8: o.Int8, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: uint64(time.Now().UnixNano()),
+		SkipSynthetic: !o.Synthetic,
+		RAM:           engine.BudgetInput{TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override},
+		Log:           func(f string, a ...any) { fmt.Fprintf(log, f+"\n", a...) },
+	}
+	if o.Engine {
+		switch o.EnginePlan {
+		case "", "both":
+			eo.Engine, eo.EngineStreamed = true, true
+		case "natural":
+			eo.Engine = true
+		case "streamed":
+			eo.EngineStreamed = true
+		default:
+			return fmt.Errorf("app: bench slice: --engine-plan %q: want natural, streamed or both", o.EnginePlan)
+		}
+	}
+	if o.CPUProfile != "" {
+		eo.Profile = func(run string) func() {
+			return startCPUProfile(fmt.Sprintf("%s-%s.pprof", o.CPUProfile, run), log)
+		}
+	}
+	rep, err := engine.BenchSlice(ctx, eo)
 	if err != nil {
 		return fmt.Errorf("app: bench slice: %w", err)
 	}
@@ -95,10 +122,19 @@ func BenchSlice(ctx context.Context, cfg Config, o BenchSliceOptions, out, log i
 		return enc.Encode(rep)
 	}
 	fmt.Fprintf(out, "disk parallel read (a): %.2f GB/s (%s; page cache bypassed)\n", rep.Bandwidth[0].GBPerSecond, rep.ChosenMode)
-	fmt.Fprintf(out, "steady decode (b): %.3f s/token, %.1f MB/token from disk, ratio %.2f (target 0.85); reads alone: ratio %.2f\n",
-		rep.Decode.SecondsPerToken, rep.Decode.DiskBytesPerToken/1e6, rep.Decode.Ratio, rep.DecodeIO.Ratio)
+	if o.Synthetic {
+		fmt.Fprintf(out, "steady decode (b): %.3f s/token, %.1f MB/token from disk, ratio %.2f (target 0.85); reads alone: ratio %.2f\n",
+			rep.Decode.SecondsPerToken, rep.Decode.DiskBytesPerToken/1e6, rep.Decode.Ratio, rep.DecodeIO.Ratio)
+	}
+	if d := rep.EngineStreamed; d != nil {
+		p := rep.StreamedPlan
+		fmt.Fprintf(out, "engine forward over the slice, spine as K3's on this machine (head pinned, %d of %d layers pinned, %d experts cached; K3: head and %d of 93 layers): %.3f s/token, %.1f MB/token from disk (%.1f MB spine), ratio %.2f (target 0.85; backend %s)\n",
+			p.PinnedLayers, len(layout.Layers), p.CacheExperts, rep.K3Plan.PinnedLayers, d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.SpineBytesPerToken/1e6, d.Ratio, rep.Backend)
+		fmt.Fprintf(out, "  the same reads without compute: %.2f GB/s (%.2f of (a): a spine re-read every token is served faster, the host caches the virtual disk); the decode reaches %.2f of it; disk idle %.1f%% of the time, %.1f reads in flight on average\n",
+			d.IOOnlyGBPerSecond, d.IOOnlyGBPerSecond/rep.Bandwidth[0].GBPerSecond, d.IORatio, 100*d.DiskIdle, d.MeanInFlight)
+	}
 	if d := rep.EngineDecode; d != nil {
-		fmt.Fprintf(out, "engine forward over the slice: %.3f s/token, %.1f MB/token from disk, ratio %.2f (backend %s); speculation %.0f%% accepted of %d passes, %.2f tokens/pass\n",
+		fmt.Fprintf(out, "engine forward over the slice, its own plan (spine pinned): %.3f s/token, %.1f MB/token from disk, ratio %.2f (backend %s); speculation %.0f%% accepted of %d passes, %.2f tokens/pass\n",
 			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.Ratio, rep.Backend, 100*d.SpecAcceptRate, d.SpecPasses, d.TokensPerPass)
 	}
 	if p := rep.EnginePrefill; p != nil {
@@ -113,4 +149,26 @@ func BenchSlice(ctx context.Context, cfg Config, o BenchSliceOptions, out, log i
 	fmt.Fprintf(out, "K3 projected: %.1f s/token with reads overlapped, %.1f s/token serial (backend %s)\n",
 		rep.K3SecondsPerTok[0], rep.K3SecondsPerTok[1], rep.Backend)
 	return nil
+}
+
+// startCPUProfile profiles the process into path until the returned
+// function runs; a profile that cannot start is reported and skipped.
+func startCPUProfile(path string, log io.Writer) func() {
+	f, err := os.Create(path)
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(log, "cpu profile: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(log, "cpu profile: %v\n", err)
+		}
+		fmt.Fprintf(log, "cpu profile: %s\n", path)
+	}
 }

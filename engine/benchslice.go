@@ -29,9 +29,19 @@ type SliceBenchOptions struct {
 	// Warmup tokens (default 2) that fill the cache and the prefetcher.
 	Tokens, Warmup int
 	Seed           uint64
-	// Engine also runs the engine's forward pass over the slice (slow with
-	// the reference kernels: the spine and lm_head are computed too).
-	Engine bool
+	// Engine also runs the engine's forward pass over the slice under Plan
+	// (slow with the reference kernels: the spine and lm_head are computed
+	// too); EngineStreamed runs it with the spine pinned in the full K3's
+	// proportion on this machine (SliceLikeK3: the head pinned, the
+	// slice's layers streamed).
+	Engine, EngineStreamed bool
+	// SkipSynthetic leaves out the synthetic decode loops (b); (a) and the
+	// compute primitives are still measured.
+	SkipSynthetic bool
+	// Profile, when set, is called around each engine decode's measured
+	// steps with "natural" or "streamed"; it returns the function ending
+	// the profile (bench slice --cpuprofile).
+	Profile func(run string) (stop func())
 	// Prefill, when positive, also runs a prompt of that many tokens
 	// through the engine with a cold store: time to first token and read
 	// amplification of the expert-major prefill.
@@ -58,6 +68,19 @@ type DecodeResult struct {
 	CacheHitRate      float64 `json:"cache_hit_rate"`
 	PrefetchHitRate   float64 `json:"prefetch_hit_rate"` // demanded experts found prefetched
 	PrefetchWasted    float64 `json:"prefetch_wasted_per_token"`
+	// SpineBytesPerToken (engine runs) is the part of DiskBytesPerToken
+	// read for streamed spine layers.
+	SpineBytesPerToken float64 `json:"spine_bytes_per_token,omitempty"`
+	// IOOnlyGBPerSecond (streamed spine) is the rate of the same mix of
+	// reads without compute (ioOnlyRate), measured right after the
+	// decode, and IORatio DiskGBPerSecond ÷ it.
+	IOOnlyGBPerSecond float64 `json:"io_only_gb_per_s,omitempty"`
+	IORatio           float64 `json:"io_ratio,omitempty"`
+	// DiskIdle (engine runs) is the share of the measured time with no
+	// read in flight, MeanInFlight the mean number of 4 MiB reads in
+	// flight.
+	DiskIdle     float64 `json:"disk_idle"`
+	MeanInFlight float64 `json:"mean_reads_in_flight"`
 	// Speculation (engine run only): share of two-position passes whose
 	// guess was accepted, and generated tokens per pass.
 	SpecPasses     int     `json:"spec_passes,omitempty"`
@@ -79,7 +102,11 @@ type SliceReport struct {
 	Decode         DecodeResult    `json:"decode"` // (b)
 	// EngineDecode is the real forward pass over the slice (the router
 	// chooses; spine, router, attention and lm_head computed too).
-	EngineDecode    *DecodeResult  `json:"engine_decode,omitempty"`
+	EngineDecode *DecodeResult `json:"engine_decode,omitempty"`
+	// EngineStreamed is the same under StreamedPlan: the spine pinned in
+	// the full K3's proportion on this machine (its layers streamed).
+	EngineStreamed  *DecodeResult  `json:"engine_decode_streamed,omitempty"`
+	StreamedPlan    BudgetPlan     `json:"streamed_plan"`
 	EnginePrefill   *PrefillResult `json:"engine_prefill,omitempty"`
 	EngineInt8      *Int8Result    `json:"engine_int8,omitempty"`
 	K3Plan          BudgetPlan     `json:"k3_plan"`
@@ -127,6 +154,9 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 	logf("compute (%s, %d threads): expert FFN %.2f GB/s of weights, BF16 matvec %.2f GB/s", o.Backend.Name(), runtime.NumCPU(), r.ExpertFFNGBps, r.MatVecBF16GBps)
 	heat := NewHeat(k3Layers, k3Experts)
 	for _, compute := range []bool{false, true} {
+		if o.SkipSynthetic {
+			break
+		}
 		d, err := o.decode(ctx, spans, heat, compute, rng)
 		if err != nil {
 			return r, err
@@ -146,6 +176,9 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 	logf("(a) direct again after decoding: %.2f GB/s", again)
 	r.Bandwidth[0].GBPerSecond = max(r.Bandwidth[0].GBPerSecond, again)
 	for _, d := range []*DecodeResult{&r.DecodeIO, &r.Decode} {
+		if o.SkipSynthetic {
+			break
+		}
 		d.Ratio = d.DiskGBPerSecond / r.Bandwidth[0].GBPerSecond
 		what := "reads only"
 		if d.Compute {
@@ -154,15 +187,36 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		logf("(b) decode, %s: %.3f s/token, %.1f MB/token from disk, %.2f GB/s = %.2f of (a); cache hits %.0f%%, prefetch hits %.0f%%",
 			what, d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.DiskGBPerSecond, d.Ratio, 100*d.CacheHitRate, 100*d.PrefetchHitRate)
 	}
-	if o.Engine {
-		d, err := o.engineDecode(ctx, o.Plan, heat)
+	if r.K3Plan, err = planK3(o.RAM); err != nil {
+		return r, err
+	}
+	r.StreamedPlan = SliceLikeK3(r.K3Plan, o.Layout)
+	for _, run := range []struct {
+		on   bool
+		name string
+		plan BudgetPlan
+		out  **DecodeResult
+	}{{o.Engine, "natural", o.Plan, &r.EngineDecode}, {o.EngineStreamed, "streamed", r.StreamedPlan, &r.EngineStreamed}} {
+		if !run.on {
+			continue
+		}
+		if run.name == "streamed" {
+			logf("engine, spine as the full K3's on this machine: %s", run.plan)
+		}
+		d, err := o.engineDecode(ctx, run.plan, heat, run.name)
 		if err != nil {
 			return r, err
 		}
-		d.Ratio = d.DiskGBPerSecond / r.Bandwidth[0].GBPerSecond
-		r.EngineDecode = &d
-		logf("(b) decode, engine forward: %.3f s/token, %.1f MB/token from disk, %.2f GB/s = %.2f of (a); cache hits %.0f%%, prefetch hits %.0f%%; speculation: %d passes, %.0f%% accepted, %.2f tokens/pass",
-			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.DiskGBPerSecond, d.Ratio, 100*d.CacheHitRate, 100*d.PrefetchHitRate, d.SpecPasses, 100*d.SpecAcceptRate, d.TokensPerPass)
+		a := r.Bandwidth[0].GBPerSecond
+		d.Ratio = d.DiskGBPerSecond / a
+		if d.IOOnlyGBPerSecond > 0 {
+			d.IORatio = d.DiskGBPerSecond / d.IOOnlyGBPerSecond
+			logf("engine (%s plan): the same reads without compute: %.2f GB/s (%.2f of (a)); the decode reaches %.2f of it; disk idle %.1f%% of the time, %.1f reads in flight on average",
+				run.name, d.IOOnlyGBPerSecond, d.IOOnlyGBPerSecond/a, d.IORatio, 100*d.DiskIdle, d.MeanInFlight)
+		}
+		*run.out = &d
+		logf("(b) decode, engine forward (%s plan): %.3f s/token, %.1f MB/token from disk (%.1f MB of spine), %.2f GB/s = %.2f of (a); disk idle %.1f%%; cache hits %.0f%%, prefetch hits %.0f%%; speculation: %d passes, %.0f%% accepted, %.2f tokens/pass",
+			run.name, d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.SpineBytesPerToken/1e6, d.DiskGBPerSecond, d.Ratio, 100*d.DiskIdle, 100*d.CacheHitRate, 100*d.PrefetchHitRate, d.SpecPasses, 100*d.SpecAcceptRate, d.TokensPerPass)
 	}
 	if o.Prefill > 0 {
 		p, err := o.enginePrefill(ctx, o.Plan)
@@ -182,8 +236,8 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		logf("int8 spine vs BF16 over %d positions: max |Δlogit| %.4g (BF16 logits span %.4g), top-1 agreement %.0f%%; spine %.2f → %.2f GB",
 			q.Positions, q.MaxLogitDev, q.LogitRange, 100*q.Top1Agree, float64(q.SpineBytes[0])/1e9, float64(q.SpineBytes[1])/1e9)
 	}
-	r.K3Plan, r.K3SecondsPerTok, err = projectK3(o.RAM, r)
-	return r, err
+	r.K3SecondsPerTok = projectK3(r)
+	return r, nil
 }
 
 // dropSliceCache evicts the slice from the page cache so buffered reads start cold.
@@ -436,10 +490,8 @@ func k3SpineBytes() ([]int64, int64) {
 	return layers, sumSize(k3Globals())
 }
 
-// projectK3 plans the real 93-layer K3 on this machine's RAM and projects
-// s/token from the measured primitives: [all I/O overlapped with compute,
-// I/O and compute one after the other].
-func projectK3(ram BudgetInput, r SliceReport) (BudgetPlan, [2]float64, error) {
+// planK3 plans the real 93-layer K3 on this machine's RAM.
+func planK3(ram BudgetInput) (BudgetPlan, error) {
 	layers, globals := k3SpineBytes()
 	in := ram
 	in.LayerBytes, in.GlobalBytes = layers, globals
@@ -447,16 +499,55 @@ func projectK3(ram BudgetInput, r SliceReport) (BudgetPlan, [2]float64, error) {
 	in.WorkingBytes = StoreWorkingBytes() + 69*96*128*128*4 // store buffers and the KDA states
 	p, err := PlanBudget(in)
 	if err != nil {
-		return p, [2]float64{}, fmt.Errorf("engine: K3 on this machine: %w", err)
+		return p, fmt.Errorf("engine: K3 on this machine: %w", err)
 	}
+	return p, nil
+}
+
+// SliceLikeK3 is a plan for the slice that pins its spine in the proportion
+// k3 (the full K3's plan on this machine) pins K3's: the head as k3 does,
+// the same share of layers (rounded down) and the same share of experts
+// cached. On a machine that streams most of K3's spine, the slice's
+// layers all stream, so the engine over the slice meets per token what K3
+// would: the head computed from RAM, the spine and experts from disk.
+func SliceLikeK3(k3 BudgetPlan, l SliceLayout) BudgetPlan {
+	n := len(l.Layers)
+	p := BudgetPlan{RAM: k3.RAM, Reserve: k3.Reserve, Usable: k3.Usable, GlobalsPinned: k3.GlobalsPinned}
+	p.PinnedLayers = n * k3.PinnedLayers / k3Layers
+	p.CacheExperts = int(int64(k3.CacheExperts) * int64(n) / k3MoELayers)
+	p.CacheBytes = int64(p.CacheExperts) * (alignUp(ExpertSpanBytes) + ioAlign)
+	spine := l.GlobalBytes
+	for _, b := range l.SpineBytes {
+		spine += b
+	}
+	if p.GlobalsPinned {
+		p.PinnedBytes = l.GlobalBytes
+		for _, b := range l.SpineBytes[:p.PinnedLayers] {
+			p.PinnedBytes += b
+		}
+	} else {
+		p.PinnedLayers = 0
+	}
+	p.StreamedSpineBytes = spine - p.PinnedBytes
+	miss := 1 - float64(p.CacheExperts)/float64(n*k3Experts)
+	p.ExpertBytesPerToken = int64(float64(n*k3TopK*ExpertSpanBytes) * miss)
+	p.DiskBytesPerToken = p.StreamedSpineBytes + p.ExpertBytesPerToken
+	return p
+}
+
+// projectK3 projects the full K3's s/token on this machine from its plan
+// and the measured primitives: [all I/O overlapped with compute, I/O and
+// compute one after the other].
+func projectK3(r SliceReport) [2]float64 {
+	layers, globals := k3SpineBytes()
 	var spine int64 = globals
 	for _, b := range layers {
 		spine += b
 	}
-	disk := float64(p.DiskBytesPerToken) / (r.Bandwidth[0].GBPerSecond * 1e9)
+	disk := float64(r.K3Plan.DiskBytesPerToken) / (r.Bandwidth[0].GBPerSecond * 1e9)
 	experts := float64(k3MoELayers * k3TopK * ExpertSpanBytes)
 	compute := float64(spine)/(r.MatVecBF16GBps*1e9) + experts/(r.ExpertFFNGBps*1e9)
-	return p, [2]float64{max(disk, compute), disk + compute}, nil
+	return [2]float64{max(disk, compute), disk + compute}
 }
 
 // StoreWorkingBytes is the RAM an expert store needs besides its cache: two

@@ -213,6 +213,11 @@ func (ck *checkpoint) matrix(ctx context.Context, name string) (kernels.Matrix, 
 	if err != nil {
 		return kernels.Matrix{}, err
 	}
+	return r.matrix(b)
+}
+
+// matrix views b, the tensor's stored bytes, as a kernels.Matrix.
+func (r *tensorRef) matrix(b []byte) (kernels.Matrix, error) {
 	dt, ok := matrixDType(r.t.DType)
 	if !ok {
 		return kernels.Matrix{}, r.errorf("dtype %s is not a float type", r.t.DType)
@@ -235,9 +240,14 @@ func (ck *checkpoint) vector(ctx context.Context, name string) ([]float32, error
 	if err != nil {
 		return nil, err
 	}
+	return widen(m), nil
+}
+
+// widen decodes every element of m exactly to fp32.
+func widen(m kernels.Matrix) []float32 {
 	v := make([]float32, m.Rows*m.Cols)
 	for r := 0; r < m.Rows; r++ {
 		kernels.DecodeRow(v[r*m.Cols:(r+1)*m.Cols], m, r)
 	}
-	return v, nil
+	return v
 }

@@ -26,6 +26,7 @@
 //	heads.go       attention heads spread over the cores (bit-identical)
 //	spec.go        exact n-gram speculation (two-position verify passes)
 //	spineint8.go   the opt-in, non-exact int8 spine (convert-spine-int8)
+//	spinering.go   spine layers past the pinned prefix, streamed (STREAMING.md)
 //
 // A prompt runs expert-major: every position of a layer is routed first,
 // then each selected expert is read once and applied to all the positions

@@ -51,6 +51,7 @@ type ExpertStoreOptions struct {
 	// ChunkBytes is the size of one read (default readChunk; rounded up to
 	// the 4096-byte alignment of direct reads).
 	ChunkBytes int
+	meter      *ioMeter // the model's reads in flight (bench slice)
 }
 
 // ExpertStore reads routed experts from shard files: a layer's selected
@@ -70,6 +71,7 @@ type ExpertStore struct {
 	cacheCap    int
 	prefetchCap int
 	chunk       int64
+	meter       *ioMeter // the model's, or nil
 
 	ctx    context.Context // cancelled by Close; reads run under it
 	cancel context.CancelFunc
@@ -154,7 +156,7 @@ func OpenExpertStore(ctx context.Context, opts ExpertStoreOptions) (*ExpertStore
 	}
 	s := &ExpertStore{
 		spans: opts.Spans, shards: map[string]*shardFile{}, mode: opts.Mode, heat: opts.Heat,
-		fetch: opts.Fetch, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: alignUp(int64(opts.ChunkBytes)),
+		fetch: opts.Fetch, meter: opts.meter, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: alignUp(int64(opts.ChunkBytes)),
 		demand: make(chan readJob, 1024), spec: make(chan readJob, 1024), entries: map[ExpertID]*entry{}, last: map[int][]int{},
 	}
 	var maxSpan int64
@@ -696,7 +698,9 @@ func (s *ExpertStore) read(j readJob) (int64, error) {
 	if sf.direct {
 		base = alignDown(base)
 	}
+	s.meter.change(1)
 	got, err := preadFull(sf.fd, e.buf[j.lo-base:j.hi-base], j.lo, sf.direct)
+	s.meter.change(-1)
 	if err != nil {
 		return got, fmt.Errorf("engine: read %s from %s bytes %d to %d: %w", e.id, sp.Shard, sp.Offset, sp.Offset+sp.Size, err)
 	}

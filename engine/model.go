@@ -55,6 +55,8 @@ type Model struct {
 	// pinned is the number of spine layers in RAM; layers from pinned on are
 	// read per pass, one layer ahead of compute.
 	pinned      int
+	spine       *spineRing // streams layers pinned.., or nil
+	io          ioMeter    // reads in flight of the store and the ring
 	plan        BudgetPlan
 	routerTrace *TraceWriter
 	noSpec      bool
@@ -112,12 +114,20 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 		return err
 	}
 	m.w = w
+	if stream != nil && m.pinned < m.cfg.Layers {
+		if m.spine, err = newSpineRing(ctx, dir, m.ck, m.i8, m.cfg, m.pinned, stream.Mode, stream.Fetch, &m.io); err != nil {
+			return err
+		}
+	}
 	if stream != nil && m.cfg.ExpertsMXFP4 && m.cfg.Experts > 0 {
-		m.experts, err = openStreamExperts(ctx, dir, m.ck, m.cfg, stream, m.plan.CacheExperts)
+		m.experts, err = openStreamExperts(ctx, dir, m.ck, m.cfg, stream, m.plan.CacheExperts, &m.io)
 	} else {
 		m.experts, err = loadRAMExperts(ctx, m.ck, m.cfg)
 	}
 	if err != nil {
+		if m.spine != nil {
+			m.spine.close()
+		}
 		return err
 	}
 	c := m.cfg
@@ -146,8 +156,13 @@ func (m *Model) Close() error {
 		return nil
 	}
 	var err error
+	if m.spine != nil {
+		err = m.spine.close()
+	}
 	if m.experts != nil {
-		err = m.experts.close()
+		if cerr := m.experts.close(); err == nil {
+			err = cerr
+		}
 	}
 	if cerr := m.ck.close(); err == nil {
 		err = cerr
@@ -205,32 +220,38 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 	}
 	x := make([]float32, T*H)
 	y := make([]float32, T*H)
-	// Spine layers past the pinned prefix are read one layer ahead: layer
-	// i+1 loads while layer i computes.
-	var ahead *spineLoad
-	if m.pinned < len(w.layers) {
-		ahead = m.loadSpineLayer(ctx, m.pinned)
+	// Spine layers past the pinned prefix come from the ring (spinering.go):
+	// layer i+1 loads while layer i computes, and the first streamed layer
+	// of the next pass while the last one and lm_head compute.
+	var cur *spineLoad
+	if m.spine != nil {
+		m.spine.pass.Lock()
+		defer m.spine.pass.Unlock()
+		defer func() {
+			if cur != nil {
+				m.spine.release(cur)
+			}
+		}()
 	}
 	for i := range w.layers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if T <= 2 {
+		if T <= 2 && m.spine == nil {
 			// Decode and speculative steps. A prompt's union holds most of
 			// the previous token's experts anyway, and its group
-			// prefetches read them in order.
+			// prefetches read them in order. With streamed spine layers
+			// the ring keeps the disk busy and the disk is the limit: a
+			// wrong guess (about 69% of them) would only cost disk time.
 			m.experts.prefetchPrevious(i)
 		}
 		lw := &w.layers[i]
 		if i >= m.pinned {
-			streamed, err := ahead.wait(ctx)
+			ld, err := m.spine.get(ctx, i)
 			if err != nil {
 				return nil, err
 			}
-			lw = streamed
-			if i+1 < len(w.layers) {
-				ahead = m.loadSpineLayer(ctx, i+1)
-			}
+			cur, lw = ld, &ld.lw
 		}
 		aIn := mix(lw.attnRes)
 		if c.AttnResBlock > 0 && i%c.AttnResBlock == 0 {
@@ -250,7 +271,7 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		add(partial, y)
 		mIn := mix(lw.mlpRes)
 		rmsNormRows(x, mIn, lw.postNorm, c.Eps, H)
-		m.lookahead(i, mIn, T, ahead)
+		m.lookahead(i, mIn, T)
 		if lw.moe != nil {
 			if err := m.moeForward(ctx, be, y, x, T, i, s.pos, lw.moe); err != nil {
 				return nil, err
@@ -259,6 +280,12 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 			m.ffn(be, y, *lw.mlp, x, T)
 		}
 		add(partial, y)
+		if cur != nil {
+			// Nothing below holds the layer's weights: its slot can load
+			// the next streamed layer.
+			m.spine.release(cur)
+			cur = nil
+		}
 		if trace != nil {
 			trace(i, partial)
 		}

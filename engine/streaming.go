@@ -13,7 +13,7 @@ import (
 // StreamOptions turns on streaming for a checkpoint larger than RAM: routed
 // MXFP4 experts are read per token through an ExpertStore (cache, prefetch,
 // page cache bypassed) and spine layers beyond the budget's pinned prefix are
-// read per token, one layer ahead of compute.
+// read per token, one layer ahead of compute (spinering.go).
 type StreamOptions struct {
 	// Machine RAM for the budget (sysinfo.ReadMemory) and the --ram-gb
 	// override; ignored when Plan is set.
@@ -105,7 +105,7 @@ type streamExperts struct {
 	heatPath      string
 }
 
-func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *Config, o *StreamOptions, cache int) (*streamExperts, error) {
+func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *Config, o *StreamOptions, cache int, meter *ioMeter) (*streamExperts, error) {
 	heat := o.Heat
 	if heat == nil && o.HeatPath != "" {
 		// A damaged or foreign histogram only costs warm-up: start afresh
@@ -123,7 +123,7 @@ func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *Confi
 		}
 	}
 	s, err := OpenExpertStore(ctx, ExpertStoreOptions{
-		Dir: dir, Spans: spans, Mode: o.Mode, Heat: heat, Fetch: o.Fetch, CacheExperts: cache,
+		Dir: dir, Spans: spans, Mode: o.Mode, Heat: heat, Fetch: o.Fetch, CacheExperts: cache, meter: meter,
 	})
 	if err != nil {
 		return nil, err
@@ -200,44 +200,14 @@ func diagnoseTruncation(name string, src Source) error {
 	return nil
 }
 
-// spineLoad is one streamed spine layer being read in the background.
-type spineLoad struct {
-	done chan struct{}
-	lw   layerWeights
-	err  error
-}
-
-// loadSpineLayer starts reading layer i's spine.
-func (m *Model) loadSpineLayer(ctx context.Context, i int) *spineLoad {
-	sl := &spineLoad{done: make(chan struct{})}
-	go func() {
-		defer close(sl.done)
-		l := &loader{ctx: ctx, ck: m.ck, i8: m.i8}
-		sl.lw = l.layer(m.cfg, i)
-		sl.err = l.err
-	}()
-	return sl
-}
-
-func (sl *spineLoad) wait(ctx context.Context) (*layerWeights, error) {
-	select {
-	case <-sl.done:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if sl.err != nil {
-		return nil, sl.err
-	}
-	return &sl.lw, nil
-}
-
 // lookahead guesses layer i+1's experts while layer i still has its MoE
 // block to run: layer i+1's norm and router applied to layer i's
 // post-attention residual (the Deltafin "PILOT" lookahead, 59–70% recall on
 // K3). The guess is only a prefetch: layer i+1's own router decides, and
 // the store drops wrong guesses. Decode steps only (T = 1), streamed experts
-// only, and only when layer i+1's spine is already in RAM.
-func (m *Model) lookahead(i int, mIn []float32, T int, ahead *spineLoad) {
+// only, and only when layer i+1's spine is pinned: a streamed spine keeps
+// the disk busy, where wrong guesses (30–40% on K3) would cost disk time.
+func (m *Model) lookahead(i int, mIn []float32, T int) {
 	if _, ok := m.experts.(*streamExperts); !ok || T != 1 || i+1 >= m.cfg.Layers {
 		return
 	}
@@ -245,14 +215,6 @@ func (m *Model) lookahead(i int, mIn []float32, T int, ahead *spineLoad) {
 	switch {
 	case i+1 < m.pinned:
 		next = &m.w.layers[i+1]
-	case ahead != nil:
-		select {
-		case <-ahead.done:
-			if ahead.err == nil {
-				next = &ahead.lw
-			}
-		default:
-		}
 	}
 	if next == nil || next.moe == nil {
 		return

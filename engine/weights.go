@@ -32,11 +32,24 @@ type loader struct {
 	ctx context.Context
 	ck  *checkpoint
 	i8  *checkpoint // the int8 spine (--spine int8), or nil
-	err error
+	// view, when set, returns a tensor's bytes already read into RAM (a
+	// streamed spine layer's slot, spinering.go), or nil to read them.
+	view func(r *tensorRef) []byte
+	err  error
 	// resident: the matrices stay in RAM for the model's life, so each gets
 	// a kernels.Key and a GPU backend may keep a copy (streamed layers,
-	// read into fresh buffers per pass, get none).
+	// whose bytes are a reused ring slot or fresh per pass, get none).
 	resident bool
+}
+
+// matrix reads a float tensor, from the view when it holds it.
+func (l *loader) matrix(name string) (kernels.Matrix, error) {
+	if r := l.ck.tensors[name]; r != nil && l.view != nil {
+		if b := l.view(r); b != nil {
+			return r.matrix(b)
+		}
+	}
+	return l.ck.matrix(l.ctx, name)
 }
 
 func (l *loader) mat(name string) kernels.Matrix {
@@ -50,7 +63,7 @@ func (l *loader) mat(name string) kernels.Matrix {
 			return l.key(m)
 		}
 	}
-	m, err := l.ck.matrix(l.ctx, name)
+	m, err := l.matrix(name)
 	l.err = err
 	return l.key(m)
 }
@@ -66,9 +79,11 @@ func (l *loader) vec(name string) []float32 {
 	if l.err != nil {
 		return nil
 	}
-	v, err := l.ck.vector(l.ctx, name)
-	l.err = err
-	return v
+	m, err := l.matrix(name)
+	if l.err = err; err != nil {
+		return nil
+	}
+	return widen(m)
 }
 
 // loadWeights reads the spine of a validated checkpoint into memory: the
