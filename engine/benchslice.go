@@ -529,6 +529,9 @@ func SliceLikeK3(k3 BudgetPlan, l SliceLayout) BudgetPlan {
 		p.PinnedLayers = 0
 	}
 	p.StreamedSpineBytes = spine - p.PinnedBytes
+	for _, b := range l.SpineBytes[p.PinnedLayers:] {
+		p.RingBytes = max(p.RingBytes, 2*b)
+	}
 	miss := 1 - float64(p.CacheExperts)/float64(n*k3Experts)
 	p.ExpertBytesPerToken = int64(float64(n*k3TopK*ExpertSpanBytes) * miss)
 	p.DiskBytesPerToken = p.StreamedSpineBytes + p.ExpertBytesPerToken

@@ -42,6 +42,10 @@ type BudgetPlan struct {
 	GlobalsPinned bool  `json:"globals_pinned"`
 	PinnedLayers  int   `json:"pinned_layers"` // layers 0..PinnedLayers-1 stay in RAM
 	PinnedBytes   int64 `json:"pinned_bytes"`  // globals and pinned layers
+	// RingBytes are the two layer buffers the streamed spine is read into
+	// (spinering.go: one layer computes while the next loads): twice the
+	// largest streamed layer, 0 when every layer is pinned.
+	RingBytes int64 `json:"ring_bytes"`
 	CacheBytes    int64 `json:"cache_bytes"`   // the routed-expert cache
 	CacheExperts  int   `json:"cache_experts"` // CacheBytes ÷ the span size
 	// StreamedSpineBytes is read from disk every token (the spine not pinned).
@@ -75,8 +79,14 @@ func PlanBudget(in BudgetInput) (BudgetPlan, error) {
 			ErrBudget, fmtBytes(p.RAM), fmtBytes(max(free, 0)), fmtBytes(p.Reserve), fmtBytes(in.WorkingBytes))
 	}
 	left := p.Usable
+	// ring(i) is the streamed spine's two buffers when layers i.. stream.
+	largest := make([]int64, len(in.LayerBytes)+1)
+	for i := len(in.LayerBytes) - 1; i >= 0; i-- {
+		largest[i] = max(largest[i+1], in.LayerBytes[i])
+	}
+	ring := func(i int) int64 { return 2 * largest[i] }
 	var spine int64 = in.GlobalBytes
-	if in.GlobalBytes <= left {
+	if in.GlobalBytes+ring(0) <= left {
 		p.GlobalsPinned = true
 		left -= in.GlobalBytes
 		p.PinnedBytes += in.GlobalBytes
@@ -85,15 +95,22 @@ func PlanBudget(in BudgetInput) (BudgetPlan, error) {
 		spine += b
 	}
 	// Layer order: a prefix is pinned, never a scattering, so the streamed
-	// part is one run that the double buffer reads ahead of compute.
-	for _, b := range in.LayerBytes {
-		if !p.GlobalsPinned || b > left {
+	// part is one run that the ring reads ahead of compute. A layer is
+	// pinned only if the ring for the layers after it still fits.
+	for i, b := range in.LayerBytes {
+		if !p.GlobalsPinned || b+ring(i+1) > left {
 			break
 		}
 		left -= b
 		p.PinnedBytes += b
 		p.PinnedLayers++
 	}
+	p.RingBytes = ring(p.PinnedLayers)
+	if p.RingBytes > left {
+		return p, fmt.Errorf("%w: %s of RAM leaves %s for weights, and streaming the spine needs two layer buffers of %s",
+			ErrBudget, fmtBytes(p.RAM), fmtBytes(p.Usable), fmtBytes(p.RingBytes/2))
+	}
+	left -= p.RingBytes
 	p.StreamedSpineBytes = spine - p.PinnedBytes
 	if in.SpanBytes > 0 {
 		slot := alignUp(in.SpanBytes) + ioAlign // a store buffer
@@ -124,8 +141,8 @@ func (p BudgetPlan) String() string {
 	if p.PinnedLayers > 0 {
 		layers = fmt.Sprintf("0..%d", p.PinnedLayers-1)
 	}
-	fmt.Fprintf(&b, "  spine: head %s, layers %s pinned (%s); %s streamed per token\n",
-		globals, layers, fmtBytes(p.PinnedBytes), fmtBytes(p.StreamedSpineBytes))
+	fmt.Fprintf(&b, "  spine: head %s, layers %s pinned (%s); %s streamed per token through %s of layer buffers\n",
+		globals, layers, fmtBytes(p.PinnedBytes), fmtBytes(p.StreamedSpineBytes), fmtBytes(p.RingBytes))
 	fmt.Fprintf(&b, "  expert cache: %s (%d experts)\n", fmtBytes(p.CacheBytes), p.CacheExperts)
 	fmt.Fprintf(&b, "  expected from disk per token: %s (%s of experts)", fmtBytes(p.DiskBytesPerToken), fmtBytes(p.ExpertBytesPerToken))
 	return b.String()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ func TestSystemReserve(t *testing.T) {
 }
 
 func TestPlanBudget(t *testing.T) {
-	layers := []int64{3 * GiB, 2 * GiB, 2 * GiB, 2 * GiB}
+	layers := []int64{3 * GiB / 2, 1 * GiB, 1 * GiB, 1 * GiB} // ring: 3 GiB for all, 2 GiB after layer 0
 	base := BudgetInput{
 		GlobalBytes: 1 * GiB, LayerBytes: layers, WorkingBytes: GiB / 2,
 		SpanBytes: ExpertSpanBytes, MoELayers: 3, ExpertsPerLayer: 896, TopK: 16,
@@ -40,10 +41,12 @@ func TestPlanBudget(t *testing.T) {
 		wantGlobal bool
 		wantErr    string
 	}{
-		{"override pins a prefix", 64 * GiB, 0, 20 * GiB, 3, true, ""},
-		{"room for the head only: zero layers", 64 * GiB, 0, 12 * GiB, 0, true, ""},
-		{"MemAvailable limits the plan", 64 * GiB, 6 * GiB, 0, 1, true, ""},
-		{"nothing pinned at all", 64 * GiB, 0, 11 * GiB, 0, false, ""},
+		{"everything pinned: no ring", 64 * GiB, 0, 20 * GiB, 4, true, ""},
+		{"override pins a prefix", 64 * GiB, 0, 16 * GiB, 2, true, ""},
+		{"room for the head and the ring only: zero layers", 64 * GiB, 0, 29 * GiB / 2, 0, true, ""},
+		{"MemAvailable limits the plan", 64 * GiB, 6 * GiB, 0, 2, true, ""},
+		{"room for the ring only: nothing pinned", 64 * GiB, 0, 68 * GiB / 5, 0, false, ""},
+		{"too small for the ring", 64 * GiB, 0, 12 * GiB, 0, false, "two layer buffers"},
 		{"too small for the working set", 64 * GiB, 0, 10 * GiB, 0, false, "RAM budget too small"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,8 +61,13 @@ func TestPlanBudget(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tc.wantPinned, p.PinnedLayers)
 			require.Equal(t, tc.wantGlobal, p.GlobalsPinned)
-			require.LessOrEqual(t, p.PinnedBytes+p.CacheBytes, p.Usable)
-			require.Less(t, p.Usable-p.PinnedBytes-p.CacheBytes, slot, "the cache takes what remains")
+			require.LessOrEqual(t, p.PinnedBytes+p.RingBytes+p.CacheBytes, p.Usable)
+			require.Less(t, p.Usable-p.PinnedBytes-p.RingBytes-p.CacheBytes, slot, "the cache takes what remains")
+			if p.PinnedLayers < len(layers) {
+				require.Equal(t, 2*slices.Max(layers[p.PinnedLayers:]), p.RingBytes)
+			} else {
+				require.Zero(t, p.RingBytes)
+			}
 			var spine int64 = base.GlobalBytes
 			for _, b := range layers {
 				spine += b
