@@ -38,7 +38,7 @@ func fastISAs() []isaInfo {
 	case "amd64":
 		// x/sys/cpu also checks that the OS saves the YMM registers.
 		if cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C {
-			if cpu.X86.HasAVX512F {
+			if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW {
 				out = append(out, isaInfo{"avx512", isaAVX512})
 			}
 			out = append(out, isaInfo{"avx2", isaAVX2})
@@ -93,7 +93,7 @@ func (b *fastBackend) MatMul(dst []float32, w Matrix, x []float32, n int) {
 	var xb *[]float32
 	if n == 1 && w.DType == MXFP4 {
 		xb = b.bufs.get(w.Cols)
-		mxLayout(*xb, x[:w.Cols])
+		b.mxLayout(*xb, x[:w.Cols])
 		x = *xb
 	}
 	t := b.tasks.getFor(b.isa, &b.bufs, fastExec)
@@ -131,7 +131,7 @@ func (b *fastBackend) ExpertFFN(dst []float32, e Expert, act Activation, x []flo
 		var xb *[]float32
 		if n == 1 && e.W1.DType == MXFP4 {
 			xb = b.bufs.get(dim)
-			mxLayout(*xb, x[:dim])
+			b.mxLayout(*xb, x[:dim])
 			x = *xb
 		}
 		t := b.tasks.getFor(b.isa, &b.bufs, fastExec)
@@ -199,6 +199,12 @@ func fastExec(t *task, lo, hi int, scratch []float32) {
 			floatPtr(t.x), C.int64_t(t.n), floatPtr(t.dst), floatPtr(t.u), sp,
 			C.int(t.act.Kind), C.float(t.act.Beta), C.float(t.act.LinearBeta))
 	}
+}
+
+// mxLayout writes x (a multiple of 32 long) in the layout this backend's
+// MXFP4 matvec reads (kern.h, df_mx_layout).
+func (b *fastBackend) mxLayout(dst, x []float32) {
+	C.df_mx_layout(C.int(b.isa), floatPtr(x), C.int64_t(len(x)), floatPtr(dst[:len(x)]))
 }
 
 func bytePtr(b []byte) *C.uint8_t {

@@ -141,6 +141,23 @@ static const df_rowkern *kern_for(int isa) {
 	return &df_generic;
 }
 
+void df_mx_group_layout(const float *x, int64_t cols, float *xp) {
+	for (int64_t g = 0; g + 32 <= cols; g += 32)
+		for (int j = 0; j < 16; j++) {
+			xp[g + j] = x[g + 2 * j];
+			xp[g + 16 + j] = x[g + 2 * j + 1];
+		}
+}
+
+void df_mx_layout(int isa, const float *x, int64_t cols, float *xp) {
+	const df_rowkern *k = kern_for(isa);
+	if (k->mx_layout) {
+		k->mx_layout(x, cols, xp);
+		return;
+	}
+	df_mx_group_layout(x, cols, xp);
+}
+
 void df_decode_row(int isa, int dtype, const uint8_t *data, const uint8_t *scales, int64_t cols,
                    int64_t r, float *out) {
 	int64_t rb = df_row_bytes(dtype, cols), sb = df_row_scales(dtype, cols);

@@ -26,18 +26,6 @@ func (tp *taskPool) put(t *task) {
 	tp.p.Put(t)
 }
 
-// mxLayout writes x (a multiple of 32 long) in the layout the MXFP4 kernels
-// read: per group of 32 columns, the 16 even columns (low nibbles) then the
-// 16 odd ones (high nibbles).
-func mxLayout(dst, x []float32) {
-	for g := 0; g+MXFP4GroupSize <= len(x); g += MXFP4GroupSize {
-		for j := range 16 {
-			dst[g+j] = x[g+2*j]
-			dst[g+16+j] = x[g+2*j+1]
-		}
-	}
-}
-
 // checkFFN panics unless e is a consistent expert and x, dst hold n rows of
 // its hidden size: shapes are the caller's contract (see Backend).
 func checkFFN(dst []float32, e Expert, x []float32, n int) {
