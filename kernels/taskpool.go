@@ -8,7 +8,7 @@ import (
 // taskPool recycles tasks; get binds one to a backend's executor.
 type taskPool struct{ p sync.Pool }
 
-func (tp *taskPool) getFor(isa int, bufs *bufPool, exec func(*task, int, int, []float32)) *task {
+func (tp *taskPool) getFor(isa int, bufs *bufPool, exec func(*task, int, int, int, []float32)) *task {
 	t, ok := tp.p.Get().(*task)
 	if !ok {
 		t = new(task)
@@ -20,9 +20,10 @@ func (tp *taskPool) getFor(isa int, bufs *bufPool, exec func(*task, int, int, []
 // put clears the task's references to the caller's slices before recycling
 // it, so a pooled task does not keep an expert's bytes alive.
 func (tp *taskPool) put(t *task) {
-	t.w, t.w3 = Matrix{}, Matrix{}
-	t.x, t.dst, t.u = nil, nil, nil
+	t.w, t.w3, t.w2 = Matrix{}, Matrix{}, Matrix{}
+	t.x, t.dst, t.u, t.g, t.gx = nil, nil, nil, nil, nil
 	t.scratchLen = 0
+	t.between = nil
 	tp.p.Put(t)
 }
 
