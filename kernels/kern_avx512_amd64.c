@@ -22,15 +22,19 @@ AVX512 static inline __m512 ld_i8(const uint8_t *p) {
 }
 
 // Software prefetch distance: see kern_avx2_amd64.c.
-#define PF_AHEAD 2048
+#ifndef PF_AHEAD512
+#define PF_AHEAD512 2048
+#endif
+#ifndef PF_MX
 #define PF_MX 8192
+#endif
 
 #define DOT512(LD, ES)                                                                    \
 	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                           \
 	int64_t c = 0;                                                                        \
 	for (; c + 64 <= cols; c += 64) {                                                     \
 		for (int pf = 0; pf < (ES) * 64; pf += 64)                                        \
-			_mm_prefetch((const char *)row + (ES) * c + PF_AHEAD + pf, _MM_HINT_T0);      \
+			_mm_prefetch((const char *)row + (ES) * c + PF_AHEAD512 + pf, _MM_HINT_T0);      \
 		a0 = _mm512_fmadd_ps(LD(row + (ES) * c), _mm512_loadu_ps(x + c), a0);              \
 		a1 = _mm512_fmadd_ps(LD(row + (ES) * (c + 16)), _mm512_loadu_ps(x + c + 16), a1);   \
 		a2 = _mm512_fmadd_ps(LD(row + (ES) * (c + 32)), _mm512_loadu_ps(x + c + 32), a2);   \
@@ -71,33 +75,34 @@ AVX512 static inline __m512 mx_group(const uint8_t *p, const float *xg, __m512 t
 	return _mm512_fmadd_ps(hi, _mm512_loadu_ps(xg + 16), _mm512_mul_ps(lo, _mm512_loadu_ps(xg)));
 }
 
-// The 128 products of one chunk, unscaled, summed per lane.
+// The 128 products of one chunk, unscaled, summed per lane in one chain:
+// its latency is hidden by the next chunks' independent chains.
 AVX512 static inline __m512 mx_chunk(const uint8_t *p, const float *x, __m512 tbl) {
 	__m512i v = _mm512_loadu_si512(p);
 	__m512 a = _mm512_mul_ps(_mm512_permutexvar_ps(v, tbl), _mm512_loadu_ps(x));
-	__m512 b = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), tbl), _mm512_loadu_ps(x + 16));
+	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), tbl), _mm512_loadu_ps(x + 16), a);
 	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 8), tbl), _mm512_loadu_ps(x + 32), a);
-	b = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 12), tbl), _mm512_loadu_ps(x + 48), b);
+	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 12), tbl), _mm512_loadu_ps(x + 48), a);
 	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 16), tbl), _mm512_loadu_ps(x + 64), a);
-	b = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 20), tbl), _mm512_loadu_ps(x + 80), b);
+	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 20), tbl), _mm512_loadu_ps(x + 80), a);
 	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 24), tbl), _mm512_loadu_ps(x + 96), a);
-	b = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 28), tbl), _mm512_loadu_ps(x + 112), b);
-	return _mm512_add_ps(a, b);
+	return _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 28), tbl), _mm512_loadu_ps(x + 112), a);
 }
 
-// The chunk's four scales, lane 4b+j = 2^(s_b−127). fast: shifted into the
-// exponent field (a broadcast from memory, a variable shift, a mask, a
-// shift: no permute, which is the busy port), exact for s in 1..254; the
-// rows with a 0 (2^−127 is subnormal) or 255 (NaN) take the table instead.
-AVX512 static inline __m512 mx_scales(const uint8_t *rs, int fast) {
-	if (fast) {
-		__m512i s = _mm512_set1_epi32((int)df_ld32(rs));
-		s = _mm512_srlv_epi32(s, _mm512_set_epi32(24, 24, 24, 24, 16, 16, 16, 16, 8, 8, 8, 8, 0, 0, 0, 0));
-		return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_and_si512(s, _mm512_set1_epi32(0xff)), 23));
-	}
+// Scales. The 16 scales of four chunks widened once, lane b = 2^(s_b−127)
+// (shifted into the exponent field: exact for s in 1..254; rows with a 0,
+// whose 2^−127 is subnormal, or a 255, NaN, take the table instead), then
+// spread per chunk: lanes 4b..4b+3 of chunk j get scale 4j+b.
+AVX512 static inline __m512 mx_scales16(const uint8_t *rs, int fast) {
+	if (fast) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)rs)), 23));
+	return _mm512_i32gather_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)rs)), df_e8m0, 4);
+}
+#define MX_SPREAD(j) _mm512_set_epi32(4 * (j) + 3, 4 * (j) + 3, 4 * (j) + 3, 4 * (j) + 3, 4 * (j) + 2, 4 * (j) + 2, 4 * (j) + 2, \
+	                                  4 * (j) + 2, 4 * (j) + 1, 4 * (j) + 1, 4 * (j) + 1, 4 * (j) + 1, 4 * (j), 4 * (j), 4 * (j), 4 * (j))
+// One chunk's scales alone, for the chunks after the last group of four.
+AVX512 static inline __m512 mx_scales4(const uint8_t *rs) {
 	__m128 q = _mm_set_ps(df_e8m0[rs[3]], df_e8m0[rs[2]], df_e8m0[rs[1]], df_e8m0[rs[0]]);
-	return _mm512_permutexvar_ps(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
-	                             _mm512_castps128_ps512(q));
+	return _mm512_permutexvar_ps(MX_SPREAD(0), _mm512_castps128_ps512(q));
 }
 
 // mx_fast_scales reports whether none of the n scale bytes is 0 or 255.
@@ -116,16 +121,18 @@ AVX512 static inline float dot_mx_body(const uint8_t *row, const uint8_t *rs, co
 	const __m512 tbl = _mm512_loadu_ps(df_e2m1);
 	__m512 a0 = _mm512_setzero_ps(), a1 = a0;
 	int64_t c = 0;
-	for (; c + 256 <= cols; c += 256) {
-		_mm_prefetch((const char *)row + c / 2 + PF_MX, _MM_HINT_T0);
-		_mm_prefetch((const char *)row + c / 2 + 64 + PF_MX, _MM_HINT_T0);
+	for (; c + 512 <= cols; c += 512) {
+		for (int pf = 0; pf < 256; pf += 64) _mm_prefetch((const char *)row + c / 2 + pf + PF_MX, _MM_HINT_T0);
 		_mm_prefetch((const char *)rs + c / 32 + PF_MX / 16, _MM_HINT_T0);
-		a0 = _mm512_fmadd_ps(mx_chunk(row + c / 2, xp + c, tbl), mx_scales(rs + c / 32, fast), a0);
-		a1 = _mm512_fmadd_ps(mx_chunk(row + c / 2 + 64, xp + c + 128, tbl), mx_scales(rs + c / 32 + 4, fast), a1);
+		__m512 s = mx_scales16(rs + c / 32, fast);
+		a0 = _mm512_fmadd_ps(mx_chunk(row + c / 2, xp + c, tbl), _mm512_permutexvar_ps(MX_SPREAD(0), s), a0);
+		a1 = _mm512_fmadd_ps(mx_chunk(row + c / 2 + 64, xp + c + 128, tbl), _mm512_permutexvar_ps(MX_SPREAD(1), s), a1);
+		a0 = _mm512_fmadd_ps(mx_chunk(row + c / 2 + 128, xp + c + 256, tbl), _mm512_permutexvar_ps(MX_SPREAD(2), s), a0);
+		a1 = _mm512_fmadd_ps(mx_chunk(row + c / 2 + 192, xp + c + 384, tbl), _mm512_permutexvar_ps(MX_SPREAD(3), s), a1);
 	}
-	if (c + 128 <= cols) {
-		a0 = _mm512_fmadd_ps(mx_chunk(row + c / 2, xp + c, tbl), mx_scales(rs + c / 32, fast), a0);
-		c += 128;
+	for (; c + 128 <= cols; c += 128) {
+		_mm_prefetch((const char *)row + c / 2 + PF_MX, _MM_HINT_T0);
+		a0 = _mm512_fmadd_ps(mx_chunk(row + c / 2, xp + c, tbl), mx_scales4(rs + c / 32), a0);
 	}
 	for (; c < cols; c += 32) // at most 3 groups
 		a1 = _mm512_fmadd_ps(mx_group(row + c / 2, xp + c, tbl), _mm512_set1_ps(df_e8m0[rs[c / 32]]), a1);
