@@ -24,10 +24,13 @@ func runBench(ctx context.Context, cfg app.Config, args []string) error {
 	fs.BoolVar(&opt.JSON, "json", false, "print the report as JSON")
 	bufMiB := fs.Int("buffer-mib", 1024, "buffer the memory read and the weights stream over (MiB; keep it far above the last-level cache)")
 	fs.DurationVar(&opt.MinTime, "time", 0, "how long each figure is measured (default 300ms)")
+	gpu := fs.Bool("gpu", true, "also bench the GPU backends present (false: the CPU backend only)")
+	fs.StringVar(&opt.Only, "only", "", "bench only the kernels whose name contains this, e.g. MXFP4 or expert")
 	if err := parse(fs, args, &cfg); err != nil {
 		return err
 	}
 	opt.BufferBytes = *bufMiB << 20
+	opt.NoGPU = !*gpu
 	switch target {
 	case "kernels":
 		return app.BenchKernels(ctx, cfg, os.Stdout, opt)

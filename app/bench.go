@@ -20,6 +20,11 @@ type BenchKernelsOptions struct {
 	// GPUShrink divides the rows of the GPU reports' matrices (1 or 0: K3
 	// sizes); tests use it to bench the software Vulkan device quickly.
 	GPUShrink int
+	// NoGPU skips the GPU backends' reports (they take most of the run on
+	// a software device such as lavapipe).
+	NoGPU bool
+	// Only keeps the kernels whose name contains it (empty: all).
+	Only string
 }
 
 // BenchKernelsReport is the report of the backend cfg.Kernels names, plus
@@ -42,17 +47,17 @@ type GPUBenchReport struct {
 // it on the backend cfg.Kernels names, and prints the report as a table or
 // as JSON.
 func BenchKernels(ctx context.Context, cfg Config, w io.Writer, opt BenchKernelsOptions) error {
-	main, err := kernels.Bench(ctx, kernels.BenchOptions{Backend: cfg.Kernels, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime})
+	main, err := kernels.Bench(ctx, kernels.BenchOptions{Backend: cfg.Kernels, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime, Only: opt.Only})
 	if err != nil {
 		return fmt.Errorf("app: bench kernels: %w", err)
 	}
 	rep := BenchKernelsReport{BenchReport: main}
 	gpus := kernels.Registered()
-	if slices.Contains(gpus, main.Backend) {
+	if opt.NoGPU || slices.Contains(gpus, main.Backend) {
 		gpus = nil // a GPU backend was asked for: its report is the main one
 	}
 	for _, name := range gpus {
-		g, err := kernels.Bench(ctx, kernels.BenchOptions{Backend: name, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime, Shrink: opt.GPUShrink})
+		g, err := kernels.Bench(ctx, kernels.BenchOptions{Backend: name, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime, Shrink: opt.GPUShrink, Only: opt.Only})
 		if err != nil {
 			return fmt.Errorf("app: bench kernels on %s: %w", name, err)
 		}

@@ -3,14 +3,20 @@ package kernels
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 )
+
+// ErrNoBenchCase is Bench's error when BenchOptions.Only matches no kernel.
+var ErrNoBenchCase = errors.New("kernels: bench: no such kernel")
 
 // BenchOptions configures Bench. Zero values pick the defaults.
 type BenchOptions struct {
@@ -29,6 +35,8 @@ type BenchOptions struct {
 	// Shrink divides every matrix's rows (1 = K3 sizes); tests use it to
 	// run in a moment.
 	Shrink int
+	// Only keeps the kernels whose name contains it (empty: all).
+	Only string
 }
 
 // BenchReport is what `deltafin bench kernels --json` prints.
@@ -193,6 +201,12 @@ func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
 	}
 	opt.Shrink = max(opt.Shrink, 1)
 	cases := benchCases(opt.Shrink)
+	if opt.Only != "" {
+		cases = slices.DeleteFunc(cases, func(c benchCase) bool { return !strings.Contains(c.name, opt.Only) })
+		if len(cases) == 0 {
+			return BenchReport{}, fmt.Errorf("%w: no kernel name contains %q", ErrNoBenchCase, opt.Only)
+		}
+	}
 	largest := 0
 	for _, c := range cases {
 		largest = max(largest, c.bytes)

@@ -23,7 +23,7 @@ func TestMatMulMatchesRefOnRandomShapes(t *testing.T) {
 			for _, dt := range kernels.AllDTypes {
 				colsList := []int{1, 3, 7, 8, 31, 33, 100, 257}
 				if dt == kernels.MXFP4 {
-					colsList = []int{32, 64, 96, 224, 512}
+					colsList = []int{32, 64, 96, 224, 384, 512}
 				}
 				for _, rows := range []int{1, 3, 7, 13, 65} {
 					for _, cols := range colsList {
@@ -82,6 +82,49 @@ func TestMatVecMatchesRefOnK3Shapes(t *testing.T) {
 				requireClose(t, want, got, s, c.cols, b.Name())
 			}
 		})
+	}
+}
+
+// TestMXFP4MatVecEveryScale gives each row one block with a scale code of
+// its own, at a position that moves through whole 128-column chunks and the
+// 32-column tail: kernels that build scales in the exponent field must take
+// the table for 0 (2^-127, subnormal) and 255 (NaN). The weights of those
+// blocks are at most 1.5 in magnitude and x is small, so that the
+// reference's decoded weights (up to 1.5·2^127) and products stay finite.
+// Row 0 has scale 0 everywhere (its result must not be 0), and row 255's
+// block meets x > 0 (+Inf per lane, where NaN is wanted, would sum to +Inf).
+func TestMXFP4MatVecEveryScale(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	const rows, cols = 256, 416 // 3 chunks of 128 and one group of 32
+	w := conformance.RandMatrix(rng, kernels.MXFP4, rows, cols)
+	for r := range rows {
+		b := r % (cols / 32)
+		w.Scales[r*cols/32+b] = byte(r)
+		for i := range 16 {
+			w.Data[r*cols/2+16*b+i] &= 0xbb // codes 0–3 and 8–11: |e2m1| ≤ 1.5
+		}
+	}
+	clear(w.Scales[:cols/32])
+	x := conformance.RandVec(rng, cols)
+	for i := range x {
+		x[i] *= 1e-3
+	}
+	nan := 255 % (cols / 32) * 32
+	for c := nan; c < nan+32; c++ {
+		x[c] = float32(math.Abs(float64(x[c])))
+		w.Data[255*cols/2+c/2] = 0x22 // 1.0, 1.0
+	}
+	want := make([]float32, rows)
+	kernels.Ref().MatVec(want, w, x)
+	s := conformance.AbsDot(w, x, 1)
+	require.True(t, math.IsNaN(float64(want[255])), "ref with scale 255")
+	require.NotZero(t, want[0], "ref with scale 0")
+	for _, b := range kernels.FastBackends(t, 0) {
+		got := make([]float32, rows)
+		b.MatVec(got, w, x)
+		require.True(t, math.IsNaN(float64(got[255])), "%s with scale 255: %g", b.Name(), got[255])
+		require.InEpsilon(t, want[0], got[0], 1e-2, "%s with scale 0", b.Name())
+		requireClose(t, want[:255], got[:255], s, cols, b.Name())
 	}
 }
 

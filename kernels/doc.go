@@ -12,9 +12,10 @@
 // kernel per dtype and instruction set: avx512 and avx2 on amd64 (chosen at
 // run time from golang.org/x/sys/cpu), neon on arm64, and portable c
 // everywhere. They share one driver (fast.go): a persistent worker pool
-// (pool.go) in which the caller and NumCPU−1 helper goroutines take chunks
-// of rows from an atomic counter, one cgo call per chunk, with tasks and
-// scratch recycled so that a warm call allocates nothing. Each output row is
+// (pool.go) in which the caller and NumCPU−1 helper goroutines each run a
+// contiguous part of the rows, chunk by chunk (one cgo call per chunk), then
+// steal chunks from the parts left, with tasks and scratch recycled so that
+// a warm call allocates nothing. Each output row is
 // one dot product by one thread, so results do not depend on the thread
 // count. Default picks the fastest; ByName("ref") and the app's
 // DELTAFIN_KERNELS pick another.

@@ -38,7 +38,7 @@ func fastISAs() []isaInfo {
 	case "amd64":
 		// x/sys/cpu also checks that the OS saves the YMM registers.
 		if cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C {
-			if cpu.X86.HasAVX512F {
+			if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW {
 				out = append(out, isaInfo{"avx512", isaAVX512})
 			}
 			out = append(out, isaInfo{"avx2", isaAVX2})
@@ -93,7 +93,7 @@ func (b *fastBackend) MatMul(dst []float32, w Matrix, x []float32, n int) {
 	var xb *[]float32
 	if n == 1 && w.DType == MXFP4 {
 		xb = b.bufs.get(w.Cols)
-		mxLayout(*xb, x[:w.Cols])
+		b.mxLayout(*xb, x[:w.Cols])
 		x = *xb
 	}
 	t := b.tasks.getFor(b.isa, &b.bufs, fastExec)
@@ -101,13 +101,18 @@ func (b *fastBackend) MatMul(dst []float32, w Matrix, x []float32, n int) {
 	if n > 1 {
 		t.scratchLen = w.Cols
 	}
-	b.pool.run(t, w.Rows, b.chunkRows(w, n))
+	t.nphase, t.rows[0], t.chunk[0] = 1, w.Rows, b.chunkRows(w, n)
+	b.pool.run(t)
 	b.tasks.put(t)
 	if xb != nil {
 		b.bufs.put(xb)
 	}
 }
 
+// ExpertFFN runs as one pool task of two phases, so that the helpers are
+// woken once per expert and W2's rows start the moment the last row of the
+// activation is done: W1 and W3 (row by row, with the activation), then W2
+// over g in W2's x layout (prepared by whoever finishes the first phase).
 func (b *fastBackend) ExpertFFN(dst []float32, e Expert, act Activation, x []float32, n int) {
 	mustValid(e.W1)
 	mustValid(e.W2)
@@ -127,27 +132,38 @@ func (b *fastBackend) ExpertFFN(dst []float32, e Expert, act Activation, x []flo
 		for i := range g {
 			g[i] = act.Apply(g[i], u[i])
 		}
-	} else {
-		var xb *[]float32
-		if n == 1 && e.W1.DType == MXFP4 {
-			xb = b.bufs.get(dim)
-			mxLayout(*xb, x[:dim])
-			x = *xb
-		}
-		t := b.tasks.getFor(b.isa, &b.bufs, fastExec)
-		t.op, t.w, t.w3, t.x, t.dst, t.u, t.n, t.act = opFFNUp, e.W1, e.W3, x, g, u, n, act
-		if n > 1 {
-			t.scratchLen = dim
-		}
-		b.pool.run(t, inter, b.chunkRows(e.W1, 2*n))
-		b.tasks.put(t)
-		if xb != nil {
-			b.bufs.put(xb)
+		b.MatMul(dst, e.W2, g, n)
+		b.bufs.put(gb)
+		b.bufs.put(ub)
+		return
+	}
+	var xb, gxb *[]float32
+	if n == 1 && e.W1.DType == MXFP4 {
+		xb = b.bufs.get(dim)
+		b.mxLayout(*xb, x[:dim])
+		x = *xb
+	}
+	t := b.tasks.getFor(b.isa, &b.bufs, fastExec)
+	t.op, t.w, t.w3, t.w2, t.x, t.dst, t.g, t.u, t.n, t.act = opFFN, e.W1, e.W3, e.W2, x, dst, g, u, n, act
+	t.gx = g
+	if n == 1 && e.W2.DType == MXFP4 {
+		gxb = b.bufs.get(inter)
+		t.gx = *gxb
+		t.between = fastLayoutG
+	}
+	if n > 1 {
+		t.scratchLen = max(dim, inter)
+	}
+	t.nphase = 2
+	t.rows[0], t.chunk[0] = inter, b.chunkRows(e.W1, 2*n)
+	t.rows[1], t.chunk[1] = dim, b.chunkRows(e.W2, n)
+	b.pool.run(t)
+	b.tasks.put(t)
+	for _, p := range []*[]float32{xb, gxb, gb, ub} {
+		if p != nil {
+			b.bufs.put(p)
 		}
 	}
-	b.MatMul(dst, e.W2, g, n)
-	b.bufs.put(gb)
-	b.bufs.put(ub)
 }
 
 // chunkRows picks how many rows one worker takes at a time: about 128 KiB of
@@ -178,27 +194,42 @@ func bitsPerElem(d DType) int {
 
 const (
 	opMatMul uint8 = iota
-	opFFNUp
+	opFFN
 )
 
-// fastExec runs rows [lo, hi) of t in C.
-func fastExec(t *task, lo, hi int, scratch []float32) {
+// fastLayoutG lays out the FFN's g for W2's MXFP4 matvec.
+func fastLayoutG(t *task) {
+	C.df_mx_layout(C.int(t.isa), floatPtr(t.g), C.int64_t(len(t.g)), floatPtr(t.gx))
+}
+
+// fastExec runs rows [lo, hi) of phase ph of t in C.
+func fastExec(t *task, ph, lo, hi int, scratch []float32) {
 	var sp *C.float
 	if len(scratch) > 0 {
 		sp = (*C.float)(unsafe.Pointer(&scratch[0]))
 	}
-	switch t.op {
-	case opMatMul:
+	switch {
+	case t.op == opMatMul:
 		C.df_matmul_rows(C.int(t.isa), C.int(t.w.DType), bytePtr(t.w.Data), bytePtr(t.w.Scales),
 			C.int64_t(t.w.Cols), C.int64_t(lo), C.int64_t(hi), floatPtr(t.x), C.int64_t(t.n),
 			floatPtr(t.dst), C.int64_t(t.w.Rows), sp)
-	case opFFNUp:
+	case ph == 0: // opFFN: W1, W3 and the activation
 		C.df_ffn_up_rows(C.int(t.isa), C.int(t.w.DType), bytePtr(t.w.Data), bytePtr(t.w.Scales),
 			C.int(t.w3.DType), bytePtr(t.w3.Data), bytePtr(t.w3.Scales),
 			C.int64_t(t.w.Rows), C.int64_t(t.w.Cols), C.int64_t(lo), C.int64_t(hi),
-			floatPtr(t.x), C.int64_t(t.n), floatPtr(t.dst), floatPtr(t.u), sp,
+			floatPtr(t.x), C.int64_t(t.n), floatPtr(t.g), floatPtr(t.u), sp,
 			C.int(t.act.Kind), C.float(t.act.Beta), C.float(t.act.LinearBeta))
+	default: // opFFN: W2
+		C.df_matmul_rows(C.int(t.isa), C.int(t.w2.DType), bytePtr(t.w2.Data), bytePtr(t.w2.Scales),
+			C.int64_t(t.w2.Cols), C.int64_t(lo), C.int64_t(hi), floatPtr(t.gx), C.int64_t(t.n),
+			floatPtr(t.dst), C.int64_t(t.w2.Rows), sp)
 	}
+}
+
+// mxLayout writes x (a multiple of 32 long) in the layout this backend's
+// MXFP4 matvec reads (kern.h, df_mx_layout).
+func (b *fastBackend) mxLayout(dst, x []float32) {
+	C.df_mx_layout(C.int(b.isa), floatPtr(x), C.int64_t(len(x)), floatPtr(dst[:len(x)]))
 }
 
 func bytePtr(b []byte) *C.uint8_t {

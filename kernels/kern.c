@@ -141,6 +141,23 @@ static const df_rowkern *kern_for(int isa) {
 	return &df_generic;
 }
 
+void df_mx_group_layout(const float *x, int64_t cols, float *xp) {
+	for (int64_t g = 0; g + 32 <= cols; g += 32)
+		for (int j = 0; j < 16; j++) {
+			xp[g + j] = x[g + 2 * j];
+			xp[g + 16 + j] = x[g + 2 * j + 1];
+		}
+}
+
+void df_mx_layout(int isa, const float *x, int64_t cols, float *xp) {
+	const df_rowkern *k = kern_for(isa);
+	if (k->mx_layout) {
+		k->mx_layout(x, cols, xp);
+		return;
+	}
+	df_mx_group_layout(x, cols, xp);
+}
+
 void df_decode_row(int isa, int dtype, const uint8_t *data, const uint8_t *scales, int64_t cols,
                    int64_t r, float *out) {
 	int64_t rb = df_row_bytes(dtype, cols), sb = df_row_scales(dtype, cols);
@@ -201,9 +218,20 @@ void df_ffn_up_rows(int isa, int dtype1, const uint8_t *d1, const uint8_t *s1,
                     int64_t rows, int64_t cols, int64_t r0, int64_t r1,
                     const float *x, int64_t n, float *g, float *u, float *scratch,
                     int kind, float beta, float lbeta) {
-	df_matmul_rows(isa, dtype1, d1, s1, cols, r0, r1, x, n, g, rows, scratch);
-	df_matmul_rows(isa, dtype3, d3, s3, cols, r0, r1, x, n, u, rows, scratch);
 	const df_rowkern *k = kern_for(isa);
+	if (n == 1) {
+		// Row by row, W1 and W3 alternating: each row's prefetches run into
+		// the next row of the same matrix, so both streams stay warm.
+		int64_t rb1 = df_row_bytes(dtype1, cols), sb1 = df_row_scales(dtype1, cols);
+		int64_t rb3 = df_row_bytes(dtype3, cols), sb3 = df_row_scales(dtype3, cols);
+		for (int64_t r = r0; r < r1; r++) {
+			g[r] = k->dot(dtype1, d1 + r * rb1, s1 ? s1 + r * sb1 : 0, x, cols);
+			u[r] = k->dot(dtype3, d3 + r * rb3, s3 ? s3 + r * sb3 : 0, x, cols);
+		}
+	} else {
+		df_matmul_rows(isa, dtype1, d1, s1, cols, r0, r1, x, n, g, rows, scratch);
+		df_matmul_rows(isa, dtype3, d3, s3, cols, r0, r1, x, n, u, rows, scratch);
+	}
 	for (int64_t t = 0; t < n; t++) {
 		float *gt = g + t * rows;
 		const float *ut = u + t * rows;

@@ -16,8 +16,8 @@ void df_init(void);
 int df_has_isa(int isa);
 
 // dst[t*ldd + r] = Σ_c W[r,c]·x[t*cols + c] for r in [r0, r1), t in [0, n).
-// For MXFP4 with n == 1, x is in the deinterleaved layout (df_mx_layout);
-// otherwise it is plain. scratch holds at least cols floats (used when n > 1).
+// For MXFP4 with n == 1, x is in the ISA's layout (df_mx_layout); otherwise
+// it is plain. scratch holds at least cols floats (used when n > 1).
 void df_matmul_rows(int isa, int dtype, const uint8_t *data, const uint8_t *scales,
                     int64_t cols, int64_t r0, int64_t r1, const float *x, int64_t n,
                     float *dst, int64_t ldd, float *scratch);
@@ -47,7 +47,16 @@ typedef struct {
 	void (*dotf4)(const float *a, const float *x, int64_t ldx, int64_t cols, float *out);
 	// g[i] = act(g[i], u[i]) for i < n; NULL: the scalar libm version.
 	void (*act)(int kind, float beta, float lbeta, float *g, const float *u, int64_t n);
+	// Writes x (cols, a multiple of 32) in the layout dot reads for MXFP4;
+	// NULL: df_mx_group_layout.
+	void (*mx_layout)(const float *x, int64_t cols, float *xp);
 } df_rowkern;
+
+// x in the layout of the MXFP4 matvec of isa, into xp (cols floats).
+void df_mx_layout(int isa, const float *x, int64_t cols, float *xp);
+// The per-group layout: per group of 32 columns, the 16 even columns (low
+// nibbles) then the 16 odd ones (high nibbles).
+void df_mx_group_layout(const float *x, int64_t cols, float *xp);
 
 float df_act1(int kind, float beta, float lbeta, float g, float u);
 // g[i] = act(g[i], u[i]) with the ISA's activation (for the tests).

@@ -9,7 +9,7 @@
 
 #include <immintrin.h>
 
-#define AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx2,fma,f16c")))
 
 // Four accumulators: an FMA's latency is four cycles, so fewer would leave
 // the loop waiting on its own sums rather than on memory.
@@ -21,15 +21,24 @@ AVX512 static inline __m512 ld_i8(const uint8_t *p) {
 	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
 
-// Software prefetch distance: see kern_avx2_amd64.c.
-#define PF_AHEAD 2048
+// Software prefetch distances: see kern_avx2_amd64.c. MXFP4 prefetches
+// further ahead: measured on the 2-vCPU Emerald Rapids VM, 4–8 KiB gave one
+// core ~10 GB/s from DRAM against ~9 at 2 KiB (prefetching into L2 instead
+// of L1, or non-temporally, was no better or much worse). -D overrides them
+// for such experiments.
+#ifndef PF_AHEAD512
+#define PF_AHEAD512 2048
+#endif
+#ifndef PF_MX
+#define PF_MX 8192
+#endif
 
 #define DOT512(LD, ES)                                                                    \
 	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                           \
 	int64_t c = 0;                                                                        \
 	for (; c + 64 <= cols; c += 64) {                                                     \
 		for (int pf = 0; pf < (ES) * 64; pf += 64)                                        \
-			_mm_prefetch((const char *)row + (ES) * c + PF_AHEAD + pf, _MM_HINT_T0);      \
+			_mm_prefetch((const char *)row + (ES) * c + PF_AHEAD512 + pf, _MM_HINT_T0);      \
 		a0 = _mm512_fmadd_ps(LD(row + (ES) * c), _mm512_loadu_ps(x + c), a0);              \
 		a1 = _mm512_fmadd_ps(LD(row + (ES) * (c + 16)), _mm512_loadu_ps(x + c + 16), a1);   \
 		a2 = _mm512_fmadd_ps(LD(row + (ES) * (c + 32)), _mm512_loadu_ps(x + c + 32), a2);   \
@@ -50,8 +59,19 @@ AVX512 static float dot_i8(const uint8_t *row, const float *x, int64_t cols) {
 	return s;
 }
 
-// One group of 32: the 16 bytes widened to dwords; vpermps reads the low 4
-// bits of each index, i.e. the low nibble, and after a shift the high one.
+// MXFP4. 64 bytes of a row are 16 dwords of 8 nibbles: dword k holds
+// columns 8k..8k+7 of a 128-column chunk, nibble n (bits 4n..4n+3) column
+// 8k+n. vpermps reads the low 4 bits of each dword lane, so shifting the
+// whole vector right by 4n and permuting a 16-entry table gives nibble n of
+// every lane as its exact float (−0 included): 8 permutes and 7 shifts per
+// 128 weights, with no widening. x is in the matching layout (avx512_mx_layout):
+// xp[c + 16n + k] = x[c + 8k + n]. Lanes 4b..4b+3 cover MX block b of the
+// chunk, so the four scales are one per-lane vector, applied with one FMA
+// per chunk. Columns past the last whole chunk (cols is a multiple of 32)
+// use the per-group path and the per-group layout.
+
+// One group of 32 in the per-group layout (kern.h): the 16 bytes widened to
+// dwords; the low nibble, and after a shift the high one.
 AVX512 static inline __m512 mx_group(const uint8_t *p, const float *xg, __m512 tbl) {
 	__m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
 	__m512 lo = _mm512_permutexvar_ps(b, tbl);
@@ -59,17 +79,82 @@ AVX512 static inline __m512 mx_group(const uint8_t *p, const float *xg, __m512 t
 	return _mm512_fmadd_ps(hi, _mm512_loadu_ps(xg + 16), _mm512_mul_ps(lo, _mm512_loadu_ps(xg)));
 }
 
-AVX512 static float dot_mx(const uint8_t *row, const uint8_t *rs, const float *xp, int64_t cols) {
+// The 128 products of one chunk, unscaled, summed per lane in one chain:
+// its latency is hidden by the next chunks' independent chains.
+AVX512 static inline __m512 mx_chunk(const uint8_t *p, const float *x, __m512 tbl) {
+	__m512i v = _mm512_loadu_si512(p);
+	__m512 a = _mm512_mul_ps(_mm512_permutexvar_ps(v, tbl), _mm512_loadu_ps(x));
+	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), tbl), _mm512_loadu_ps(x + 16), a);
+	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 8), tbl), _mm512_loadu_ps(x + 32), a);
+	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 12), tbl), _mm512_loadu_ps(x + 48), a);
+	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 16), tbl), _mm512_loadu_ps(x + 64), a);
+	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 20), tbl), _mm512_loadu_ps(x + 80), a);
+	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 24), tbl), _mm512_loadu_ps(x + 96), a);
+	return _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 28), tbl), _mm512_loadu_ps(x + 112), a);
+}
+
+// Scales. The 16 scales of four chunks widened once, lane b = 2^(s_b−127)
+// (shifted into the exponent field: exact for s in 1..254; rows with a 0,
+// whose 2^−127 is subnormal, or a 255, NaN, take the table instead), then
+// spread per chunk: lanes 4b..4b+3 of chunk j get scale 4j+b.
+AVX512 static inline __m512 mx_scales16(const uint8_t *rs, int fast) {
+	if (fast) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)rs)), 23));
+	return _mm512_i32gather_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)rs)), df_e8m0, 4);
+}
+#define MX_SPREAD(j) _mm512_set_epi32(4 * (j) + 3, 4 * (j) + 3, 4 * (j) + 3, 4 * (j) + 3, 4 * (j) + 2, 4 * (j) + 2, 4 * (j) + 2, \
+	                                  4 * (j) + 2, 4 * (j) + 1, 4 * (j) + 1, 4 * (j) + 1, 4 * (j) + 1, 4 * (j), 4 * (j), 4 * (j), 4 * (j))
+// One chunk's scales alone, for the chunks after the last group of four.
+AVX512 static inline __m512 mx_scales4(const uint8_t *rs) {
+	__m128 q = _mm_set_ps(df_e8m0[rs[3]], df_e8m0[rs[2]], df_e8m0[rs[1]], df_e8m0[rs[0]]);
+	return _mm512_permutexvar_ps(MX_SPREAD(0), _mm512_castps128_ps512(q));
+}
+
+// mx_fast_scales reports whether none of the n scale bytes is 0 or 255.
+AVX512 static inline int mx_fast_scales(const uint8_t *rs, int64_t n) {
+	__mmask64 bad = 0;
+	for (int64_t i = 0; i < n; i += 64) {
+		__mmask64 m = n - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (n - i)) - 1;
+		__m512i v = _mm512_maskz_loadu_epi8(m, rs + i);
+		// s+1 wraps 255 to 0; s+1 <= 1 is s == 0 or s == 255.
+		bad |= _mm512_mask_cmple_epu8_mask(m, _mm512_add_epi8(v, _mm512_set1_epi8(1)), _mm512_set1_epi8(1));
+	}
+	return bad == 0;
+}
+
+AVX512 static inline float dot_mx_body(const uint8_t *row, const uint8_t *rs, const float *xp, int64_t cols, int fast) {
 	const __m512 tbl = _mm512_loadu_ps(df_e2m1);
 	__m512 a0 = _mm512_setzero_ps(), a1 = a0;
-	int64_t ng = cols / 32, g = 0;
-	for (; g + 2 <= ng; g += 2) {
-		_mm_prefetch((const char *)row + 16 * g + PF_AHEAD, _MM_HINT_T0);
-		a0 = _mm512_fmadd_ps(mx_group(row + 16 * g, xp + 32 * g, tbl), _mm512_set1_ps(df_e8m0[rs[g]]), a0);
-		a1 = _mm512_fmadd_ps(mx_group(row + 16 * g + 16, xp + 32 * g + 32, tbl), _mm512_set1_ps(df_e8m0[rs[g + 1]]), a1);
+	int64_t c = 0;
+	for (; c + 512 <= cols; c += 512) {
+		for (int pf = 0; pf < 256; pf += 64) _mm_prefetch((const char *)row + c / 2 + pf + PF_MX, _MM_HINT_T0);
+		_mm_prefetch((const char *)rs + c / 32 + PF_MX / 16, _MM_HINT_T0);
+		__m512 s = mx_scales16(rs + c / 32, fast);
+		a0 = _mm512_fmadd_ps(mx_chunk(row + c / 2, xp + c, tbl), _mm512_permutexvar_ps(MX_SPREAD(0), s), a0);
+		a1 = _mm512_fmadd_ps(mx_chunk(row + c / 2 + 64, xp + c + 128, tbl), _mm512_permutexvar_ps(MX_SPREAD(1), s), a1);
+		a0 = _mm512_fmadd_ps(mx_chunk(row + c / 2 + 128, xp + c + 256, tbl), _mm512_permutexvar_ps(MX_SPREAD(2), s), a0);
+		a1 = _mm512_fmadd_ps(mx_chunk(row + c / 2 + 192, xp + c + 384, tbl), _mm512_permutexvar_ps(MX_SPREAD(3), s), a1);
 	}
-	if (g < ng) a0 = _mm512_fmadd_ps(mx_group(row + 16 * g, xp + 32 * g, tbl), _mm512_set1_ps(df_e8m0[rs[g]]), a0);
+	for (; c + 128 <= cols; c += 128) {
+		_mm_prefetch((const char *)row + c / 2 + PF_MX, _MM_HINT_T0);
+		a0 = _mm512_fmadd_ps(mx_chunk(row + c / 2, xp + c, tbl), mx_scales4(rs + c / 32), a0);
+	}
+	for (; c < cols; c += 32) // at most 3 groups
+		a1 = _mm512_fmadd_ps(mx_group(row + c / 2, xp + c, tbl), _mm512_set1_ps(df_e8m0[rs[c / 32]]), a1);
 	return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+}
+
+AVX512 static float dot_mx(const uint8_t *row, const uint8_t *rs, const float *xp, int64_t cols) {
+	if (mx_fast_scales(rs, cols / 32)) return dot_mx_body(row, rs, xp, cols, 1);
+	return dot_mx_body(row, rs, xp, cols, 0);
+}
+
+// avx512_mx_layout writes x in the layout dot_mx reads (see above).
+static void avx512_mx_layout(const float *x, int64_t cols, float *xp) {
+	int64_t c = 0;
+	for (; c + 128 <= cols; c += 128)
+		for (int n = 0; n < 8; n++)
+			for (int k = 0; k < 16; k++) xp[c + 16 * n + k] = x[c + 8 * k + n];
+	df_mx_group_layout(x + c, cols - c, xp + c);
 }
 
 AVX512 static float avx512_dot(int dtype, const uint8_t *row, const uint8_t *rs, const float *x, int64_t cols) {
@@ -95,4 +180,4 @@ static void avx512_act(int kind, float beta, float lbeta, float *g, const float 
 	df_avx2.act(kind, beta, lbeta, g, u, n);
 }
 
-const df_rowkern df_avx512 = {avx512_dot, avx512_decode, avx512_dotf, avx512_dotf4, avx512_act};
+const df_rowkern df_avx512 = {avx512_dot, avx512_decode, avx512_dotf, avx512_dotf4, avx512_act, avx512_mx_layout};

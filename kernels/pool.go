@@ -2,133 +2,265 @@ package kernels
 
 import (
 	"math/bits"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // pool is a fixed set of helper goroutines, started once per backend. An
-// operation is split into chunks of rows; the calling goroutine and up to
-// `helpers` helpers claim chunks from a shared counter until none are left.
-// The caller waits only for chunks that were claimed, never for a helper to
-// wake up: on a busy machine a helper may not run for a scheduler time
-// slice, and by then the caller has done its share of the work.
+// operation runs in one or two phases (the expert FFN: W1/W3 and the
+// activation, then W2, which needs all of the first phase's output); each
+// phase's rows are cut into chunks, and the chunks into one contiguous part
+// per participant (the caller is part 0, helper i part i). A participant
+// runs its own part front to back, so that its weights stream from memory
+// as one sequence that the prefetchers keep ahead of, then takes chunks from
+// the back of the largest part left. The caller waits only for chunks that
+// were claimed, never for a helper to wake up: on a busy machine a helper
+// may not run for a scheduler time slice, and by then the caller has done
+// its part and the helper's.
+//
+// After a job a helper polls for the next one for spinFor before parking:
+// a decode token calls the kernels back to back, and waking a parked
+// goroutine costs tens of microseconds, a good part of a call on 5–20 MB.
 type pool struct {
 	helpers int
 	work    chan job
 }
 
-// job is a task as sent to a helper: gen tells a late helper that the task
-// has moved on (finished, or recycled for another call).
+// spinFor is how long an idle helper polls before parking; it yields to
+// other goroutines (runtime.Gosched) while it polls.
+const spinFor = 100 * time.Microsecond
+
+// job is a task as sent to a helper: epoch is the call's first phase, so a
+// late helper finds that the task has moved on (finished, or recycled for
+// another call).
 type job struct {
-	t   *task
-	gen uint32
+	t     *task
+	epoch uint32
 }
 
 func newPool(threads int) *pool {
 	p := &pool{helpers: max(threads-1, 0)}
 	if p.helpers > 0 {
 		p.work = make(chan job, 4*p.helpers)
-		for range p.helpers {
-			go p.loop()
+		for i := range p.helpers {
+			go p.loop(i + 1)
 		}
 	}
 	return p
 }
 
-func (p *pool) loop() {
+func (p *pool) loop(part int) {
 	for j := range p.work {
-		j.t.runChunks(j.gen)
+		for ok := true; ok; j, ok = p.poll() {
+			j.t.participate(j.epoch, part)
+		}
+	}
+}
+
+// poll waits up to spinFor for a job without parking.
+func (p *pool) poll() (job, bool) {
+	start := time.Now()
+	for i := 0; ; i++ {
+		select {
+		case j := <-p.work:
+			return j, true
+		default:
+		}
+		if i%16 == 15 && time.Since(start) > spinFor {
+			return job{}, false
+		}
+		runtime.Gosched()
 	}
 }
 
 // task is one operation in flight. Tasks are recycled through a sync.Pool so
 // that a call allocates nothing once warm.
 type task struct {
-	exec  func(t *task, lo, hi int, scratch []float32) // a package-level function, so no closure
-	isa   int
-	op    uint8
-	w, w3 Matrix
-	x     []float32
-	dst   []float32
-	u     []float32
-	n     int
-	act   Activation
+	// exec runs rows [lo, hi) of phase ph; between runs once after phase
+	// 0 of a two-phase task (by the participant that finishes it). Both
+	// are package-level functions, so no closure.
+	exec    func(t *task, ph, lo, hi int, scratch []float32)
+	between func(t *task)
+	isa     int
+	op      uint8
+	w, w3   Matrix
+	w2      Matrix
+	x       []float32
+	dst     []float32
+	u, g    []float32
+	gx      []float32 // g in W2's x layout
+	n       int
+	act     Activation
 
-	rows, chunk int
+	nphase      int
+	rows, chunk [2]int
+	phase       int // the open phase
+	chunks      int // its chunk count
 	scratchLen  int
 	bufs        *bufPool
 
-	// state is gen<<32 | chunks claimed. Claiming by compare-and-swap on
-	// the whole word means a helper holding an old generation can never
-	// claim (or read the fields of) a later call's chunks.
-	state  atomic.Uint64
-	chunks atomic.Uint64
-	done   atomic.Uint64
+	// epoch numbers the phases of every call: a call with k phases opens
+	// epochs e … e+k−1 in turn and closes with e+k. A part is
+	// epoch<<32 | lo<<16 | hi (chunk indices of the phase): claiming by
+	// compare-and-swap on the whole word means a participant holding an
+	// old epoch can never claim (or read the fields of) a later phase's
+	// chunks. Before a successful claim only these atomic words are read.
+	epoch atomic.Uint32
+	// more is 1 while the open phase has a next one: a participant that
+	// finds nothing left to claim then waits for it instead of leaving.
+	more  atomic.Uint32
+	parts []atomic.Uint64
+	done  atomic.Uint64
 	// finished receives one token per call, from whoever completes the
-	// last chunk.
+	// last chunk of the last phase.
 	finished chan struct{}
 }
 
-// run executes t over rows in chunks of chunk rows.
-func (p *pool) run(t *task, rows, chunk int) {
+// maxChunks bounds a phase's chunks to the 16 bits a part has for them.
+const maxChunks = 1<<16 - 1
+
+// run executes t's phases (t.nphase, t.rows, t.chunk set by the caller)
+// with the caller as part 0.
+func (p *pool) run(t *task) {
 	if t.finished == nil {
 		t.finished = make(chan struct{}, 1)
 	}
-	gen := uint32(t.state.Load()>>32) + 1
-	// Close the new generation to claims before changing any field: a
-	// helper still holding the previous call's job could otherwise read
-	// the new chunk count, claim with the old generation's CAS (the state
-	// not yet replaced) and add a stale count to done, after which the
-	// last chunk never sees done == chunks and the call waits forever.
-	t.state.Store(uint64(gen)<<32 | 0xffffffff)
-	t.rows, t.chunk = rows, chunk
-	chunks := uint64((rows + chunk - 1) / chunk)
-	t.chunks.Store(chunks)
-	t.done.Store(0)
-	t.state.Store(uint64(gen) << 32) // publishes the fields above to claimers
-	for range min(uint64(p.helpers), chunks-1) {
+	if len(t.parts) != p.helpers+1 {
+		// Once per task: a task serves one backend, hence one pool.
+		t.parts = make([]atomic.Uint64, p.helpers+1)
+	}
+	for ph := range t.nphase {
+		t.chunk[ph] = max(t.chunk[ph], (t.rows[ph]+maxChunks-1)/maxChunks, 1)
+	}
+	ep := t.epoch.Load() + 1
+	t.open(0, ep)
+	for range min(p.helpers, t.chunks-1) {
 		select {
-		case p.work <- job{t, gen}:
+		case p.work <- job{t, ep}:
 		default: // every helper already has a backlog: do the work here
 		}
 	}
-	t.runChunks(gen)
+	t.participate(ep, 0)
+	// The others' last chunks are short: wait for them awake (a parked
+	// goroutine takes tens of microseconds to wake), then collect the
+	// token, which is then there or on its way.
+	closed, start := ep+uint32(t.nphase), time.Now()
+	for i := 0; t.epoch.Load() != closed; i++ {
+		if i%16 == 15 {
+			if time.Since(start) > spinFor {
+				break
+			}
+			runtime.Gosched()
+		}
+	}
 	<-t.finished
 }
 
-// runChunks claims and runs chunks of generation gen until none are left.
-// Once its last chunk is done the call may return and the task be reused,
-// so after that only the atomic words are read; everything else is read
-// while a claimed chunk holds the call open.
-func (t *task) runChunks(gen uint32) {
+// open makes phase ph claimable under epoch ep: its chunks cut into one
+// contiguous part per participant. Every claim of the previous phase has completed.
+func (t *task) open(ph int, ep uint32) {
+	t.phase = ph
+	t.chunks = (t.rows[ph] + t.chunk[ph] - 1) / t.chunk[ph]
+	t.done.Store(0)
+	np := len(t.parts)
+	for i := range np {
+		lo, hi := i*t.chunks/np, (i+1)*t.chunks/np
+		t.parts[i].Store(uint64(ep)<<32 | uint64(lo)<<16 | uint64(hi))
+	}
+	if ph+1 < t.nphase {
+		t.more.Store(1)
+	} else {
+		t.more.Store(0)
+	}
+	t.epoch.Store(ep) // publishes the fields above to claimers
+}
+
+// participate runs chunks of the phases from epoch ep on, own part first.
+func (t *task) participate(ep uint32, me int) {
 	var buf *[]float32
 	var bufs *bufPool
 	for {
-		v := t.state.Load()
-		if uint32(v>>32) != gen || v&0xffffffff >= t.chunks.Load() {
+		t.claimAll(ep, me, &buf, &bufs)
+		// Nothing left to claim in ep. If a later phase of this call is to
+		// come, wait for whoever finishes ep to open it.
+		e := t.epoch.Load()
+		for spins := 0; e == ep && t.more.Load() == 1; spins++ {
+			if spins > 64 {
+				runtime.Gosched()
+			}
+			e = t.epoch.Load()
+		}
+		if e != ep+1 {
 			break
 		}
-		if !t.state.CompareAndSwap(v, v+1) {
-			continue
-		}
-		chunks, finished := t.chunks.Load(), t.finished
-		if buf == nil && t.scratchLen > 0 {
-			bufs = t.bufs
-			buf = bufs.get(t.scratchLen)
-		}
-		var scratch []float32
-		if buf != nil {
-			scratch = *buf
-		}
-		lo := int(v&0xffffffff) * t.chunk
-		t.exec(t, lo, min(lo+t.chunk, t.rows), scratch)
-		if t.done.Add(1) == chunks {
-			finished <- struct{}{}
-		}
+		ep = e // claims fail at once if ep+1 closed the call instead
 	}
 	if buf != nil {
 		bufs.put(buf)
 	}
+}
+
+// claimAll runs chunks of phase ep until none is left to claim: its own
+// part from the front, then the last chunk of the largest part left.
+func (t *task) claimAll(ep uint32, me int, buf **[]float32, bufs **bufPool) {
+	parts := t.parts // set once, before the task's first job was sent
+	for {
+		c := -1
+		if v := parts[me].Load(); uint32(v>>32) == ep && v>>16&0xffff < v&0xffff {
+			if !parts[me].CompareAndSwap(v, v+1<<16) {
+				continue
+			}
+			c = int(v >> 16 & 0xffff)
+		} else {
+			best, bv := -1, uint64(0)
+			for j := range parts {
+				v := parts[j].Load()
+				if uint32(v>>32) == ep && v>>16&0xffff < v&0xffff &&
+					(best < 0 || v&0xffff-v>>16&0xffff > bv&0xffff-bv>>16&0xffff) {
+					best, bv = j, v
+				}
+			}
+			if best < 0 {
+				return
+			}
+			if !parts[best].CompareAndSwap(bv, bv-1) {
+				continue
+			}
+			c = int(bv&0xffff) - 1
+		}
+		t.runChunk(ep, c, buf, bufs)
+	}
+}
+
+// runChunk runs chunk c of the phase open under ep, which the caller has
+// claimed (so the task's fields are that phase's until the chunk is done),
+// and completes the phase, or the call, if it was the last.
+func (t *task) runChunk(ep uint32, c int, buf **[]float32, bufs **bufPool) {
+	if *buf == nil && t.scratchLen > 0 {
+		*bufs = t.bufs
+		*buf = t.bufs.get(t.scratchLen)
+	}
+	var scratch []float32
+	if *buf != nil {
+		scratch = **buf
+	}
+	ph, chunks, finished := t.phase, t.chunks, t.finished
+	lo := c * t.chunk[ph]
+	t.exec(t, ph, lo, min(lo+t.chunk[ph], t.rows[ph]), scratch)
+	if t.done.Add(1) != uint64(chunks) {
+		return // from here on another participant may have moved the task on
+	}
+	if ph+1 < t.nphase {
+		if t.between != nil {
+			t.between(t)
+		}
+		t.open(ph+1, ep+1)
+		return
+	}
+	t.epoch.Store(ep + 1) // closes the call: late participants leave
+	finished <- struct{}{}
 }
 
 // bufPool recycles float32 scratch buffers (per-call intermediates and

@@ -8,7 +8,7 @@ import (
 // taskPool recycles tasks; get binds one to a backend's executor.
 type taskPool struct{ p sync.Pool }
 
-func (tp *taskPool) getFor(isa int, bufs *bufPool, exec func(*task, int, int, []float32)) *task {
+func (tp *taskPool) getFor(isa int, bufs *bufPool, exec func(*task, int, int, int, []float32)) *task {
 	t, ok := tp.p.Get().(*task)
 	if !ok {
 		t = new(task)
@@ -20,22 +20,11 @@ func (tp *taskPool) getFor(isa int, bufs *bufPool, exec func(*task, int, int, []
 // put clears the task's references to the caller's slices before recycling
 // it, so a pooled task does not keep an expert's bytes alive.
 func (tp *taskPool) put(t *task) {
-	t.w, t.w3 = Matrix{}, Matrix{}
-	t.x, t.dst, t.u = nil, nil, nil
+	t.w, t.w3, t.w2 = Matrix{}, Matrix{}, Matrix{}
+	t.x, t.dst, t.u, t.g, t.gx = nil, nil, nil, nil, nil
 	t.scratchLen = 0
+	t.between = nil
 	tp.p.Put(t)
-}
-
-// mxLayout writes x (a multiple of 32 long) in the layout the MXFP4 kernels
-// read: per group of 32 columns, the 16 even columns (low nibbles) then the
-// 16 odd ones (high nibbles).
-func mxLayout(dst, x []float32) {
-	for g := 0; g+MXFP4GroupSize <= len(x); g += MXFP4GroupSize {
-		for j := range 16 {
-			dst[g+j] = x[g+2*j]
-			dst[g+16+j] = x[g+2*j+1]
-		}
-	}
 }
 
 // checkFFN panics unless e is a consistent expert and x, dst hold n rows of
