@@ -45,9 +45,9 @@ type BudgetPlan struct {
 	// RingBytes are the two layer buffers the streamed spine is read into
 	// (spinering.go: one layer computes while the next loads): twice the
 	// largest streamed layer, 0 when every layer is pinned.
-	RingBytes int64 `json:"ring_bytes"`
-	CacheBytes    int64 `json:"cache_bytes"`   // the routed-expert cache
-	CacheExperts  int   `json:"cache_experts"` // CacheBytes ÷ the span size
+	RingBytes    int64 `json:"ring_bytes"`
+	CacheBytes   int64 `json:"cache_bytes"`   // the routed-expert cache
+	CacheExperts int   `json:"cache_experts"` // CacheBytes ÷ the span size
 	// StreamedSpineBytes is read from disk every token (the spine not pinned).
 	StreamedSpineBytes int64 `json:"streamed_spine_bytes"`
 	// ExpertBytesPerToken is the routed-expert traffic per token with the
