@@ -32,14 +32,23 @@ var (
 // Resident weights are those with a Matrix.Key (the engine's pinned spine
 // and in-RAM experts), which the GPU keeps in its memory; streamed experts
 // arrive in host memory once per token and mostly stay on the CPU.
+// A GPU backend that does not keep keyed weights (a budget of zero, as on
+// unified memory, where a copy would double the pinned spine in RAM) gets
+// every product as streamed.
 func Accelerate(gpu, cpu Backend) Backend {
-	return split{prefill: gpu, decode: cpu, rule: true}
+	keeps := false
+	if k, ok := gpu.(interface{ KeepsResident() bool }); ok {
+		keeps = k.KeepsResident()
+	}
+	return split{prefill: gpu, decode: cpu, rule: true, keeps: keeps}
 }
 
 type split struct {
 	prefill, decode Backend
 	// rule: Accelerate's rule instead of "every batch to prefill".
 	rule bool
+	// keeps: the prefill backend keeps keyed weights in its memory.
+	keeps bool
 }
 
 func (s split) Name() string { return s.prefill.Name() + "+" + s.decode.Name() }
@@ -50,7 +59,7 @@ func (s split) onGPU(n int, mats ...Matrix) bool {
 	if !s.rule {
 		return n > 1
 	}
-	bytes, resident := 0, true
+	bytes, resident := 0, s.keeps
 	for _, m := range mats {
 		resident = resident && m.Key != 0
 		bytes += len(m.Data) + len(m.Scales)

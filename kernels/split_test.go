@@ -49,9 +49,17 @@ func TestSplitSendsPrefillAndDecodeApart(t *testing.T) {
 	require.Equal(t, 1, Threads(s))
 }
 
+// keeping is a GPU stand-in that keeps keyed weights (or not).
+type keeping struct {
+	counting
+	keeps bool
+}
+
+func (k keeping) KeepsResident() bool { return k.keeps }
+
 func TestAccelerateFollowsItsRule(t *testing.T) {
 	var gpu, cpu []int
-	s := Accelerate(counting{Ref(), &gpu}, counting{Ref(), &cpu})
+	s := Accelerate(keeping{counting{Ref(), &gpu}, true}, counting{Ref(), &cpu})
 	defer func(a, b, c int) {
 		AccelDecodeMinBytes, AccelResidentMinPositions, AccelStreamedMinPositions = a, b, c
 	}(AccelDecodeMinBytes, AccelResidentMinPositions, AccelStreamedMinPositions)
@@ -86,6 +94,15 @@ func TestAccelerateFollowsItsRule(t *testing.T) {
 	s.ExpertFFN(out, e, Activation{}, x, 3) // all resident, 3 positions: GPU
 	require.Equal(t, []int{-1, -3}, gpu)
 	require.Equal(t, []int{-1, -1, -4}, cpu)
+
+	// A GPU that keeps nothing: keyed weights count as streamed.
+	gpu, cpu = nil, nil
+	s = Accelerate(keeping{counting{Ref(), &gpu}, false}, counting{Ref(), &cpu})
+	s.MatVec(dst, big, x)
+	s.MatMul(dst, big, x, 3)
+	s.MatMul(dst, big, x, 5)
+	require.Equal(t, []int{5}, gpu)
+	require.Equal(t, []int{1, 3}, cpu)
 }
 
 func TestAutoTakesAnAcceleratorThatOpens(t *testing.T) {

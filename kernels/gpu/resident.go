@@ -41,6 +41,15 @@ func (b *Backend) SetResidentBudget(n int64) {
 	b.evict(0)
 }
 
+// KeepsResident reports whether the device keeps keyed weights in its memory
+// (a nonzero budget); kernels.Accelerate counts on it before it sends
+// decode products over keyed weights to the device.
+func (b *Backend) KeepsResident() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.resBudget() > 0
+}
+
 // ResidentBytes is how many bytes of weights the device holds now.
 func (b *Backend) ResidentBytes() int64 {
 	b.mu.Lock()

@@ -152,8 +152,18 @@ func (d *Device) Submit() error {
 	return nil
 }
 
-// ResidentBudget is three quarters of the device's recommended working set.
-func (d *Device) ResidentBudget() int64 { return d.working / 4 * 3 }
+// ResidentBudget is three quarters of the device's recommended working set
+// on a GPU with its own memory, and none on unified memory (every Apple
+// silicon Mac): there a copy would double the pinned spine in the RAM the
+// budget plans, so kernels.Accelerate treats keyed weights as streamed.
+// Wrapping the spine's own pages (newBufferWithBytesNoCopy over page-aligned
+// weights) would give the GPU them without a copy; not done yet.
+func (d *Device) ResidentBudget() int64 {
+	if d.unified {
+		return 0
+	}
+	return d.working / 4 * 3
+}
 
 // Upload copies data into a new shared-storage buffer; on unified memory
 // the GPU then reads it where it lies.

@@ -76,6 +76,10 @@ func TestResidentEvictsTheLeastRecentlyUsed(t *testing.T) {
 	for _, w := range ws {
 		run(w)
 	}
+	require.True(t, b.KeepsResident())
+	b.SetResidentBudget(-1)
+	require.False(t, b.KeepsResident(), "a budget of none: Accelerate treats keyed weights as streamed")
+	require.Zero(t, b.ResidentBytes())
 	require.NoError(t, b.Err())
 }
 

@@ -187,8 +187,15 @@ func (d *Device) Submit() error { return check("submit", C.dfvk_submit(d.c)) }
 func (d *Device) Hardware() bool { return d.info.Type.Hardware() }
 
 // ResidentBudget is how many bytes of weights may stay on the device: three
-// quarters of its largest device-local heap (lavapipe's is host memory).
-func (d *Device) ResidentBudget() int64 { return d.info.LocalHeap / 4 * 3 }
+// quarters of its largest device-local heap; none on an integrated GPU,
+// whose heap is the host RAM the engine already holds the weights in (a copy
+// would double the pinned spine). lavapipe, a test device, keeps them.
+func (d *Device) ResidentBudget() int64 {
+	if d.info.Type == Integrated {
+		return 0
+	}
+	return d.info.LocalHeap / 4 * 3
+}
 
 // Upload copies data into a new device-local buffer; the id it returns is
 // used like a slot until Free.
