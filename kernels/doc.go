@@ -17,6 +17,12 @@
 // steal chunks from the parts left, with tasks and scratch recycled so that
 // a warm call allocates nothing. Each output row is
 // one dot product by one thread, so results do not depend on the thread
-// count. Default picks the fastest; ByName("ref") and the app's
+// count. Default picks the fastest CPU backend; ByName("ref") and the app's
 // DELTAFIN_KERNELS pick another.
+//
+// GPU backends (kernels/vulkan, kernels/metal over kernels/gpu) register
+// themselves; "auto" (the app's default) puts a hardware GPU beside the CPU
+// through Accelerate (split.go), which sends each product where the device
+// machine's benchmark found it faster. A Matrix.Key marks weights that
+// never change, which a GPU may keep in its own memory.
 package kernels
