@@ -234,15 +234,6 @@ func (r *tensorRef) matrix(b []byte) (kernels.Matrix, error) {
 	return m, nil
 }
 
-// vector loads a float tensor widened exactly to fp32.
-func (ck *checkpoint) vector(ctx context.Context, name string) ([]float32, error) {
-	m, err := ck.matrix(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return widen(m), nil
-}
-
 // widen decodes every element of m exactly to fp32.
 func widen(m kernels.Matrix) []float32 {
 	v := make([]float32, m.Rows*m.Cols)
