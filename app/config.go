@@ -168,7 +168,9 @@ func (c *Config) Validate() error {
 	if c.Spine != "bf16" && c.Spine != "int8" {
 		return fmt.Errorf("app: --spine %q: want bf16 or int8", c.Spine)
 	}
-	if _, err := kernels.ByName(c.Kernels); err != nil {
+	// Check, not ByName: validating a command's settings must not open the
+	// GPU that "auto" would take (Metal compiles every shader when it opens).
+	if err := kernels.Check(c.Kernels); err != nil {
 		return fmt.Errorf("app: DELTAFIN_KERNELS: %w", err)
 	}
 	return nil

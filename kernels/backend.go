@@ -53,6 +53,20 @@ type openKey struct {
 	threads int
 }
 
+// Check reports whether name is a backend this build can give, as ByName
+// would, without opening what needs no opening: "auto", "cpu", "ref" and
+// "gpu" always resolve (a GPU that fails to open leaves the CPU), so they
+// are accepted without touching a GPU; a GPU backend asked for by name is
+// opened, so that a missing device is reported at once.
+func Check(name string) error {
+	switch name {
+	case "", "auto", "cpu", "ref", "gpu":
+		return nil
+	}
+	_, err := ByName(name)
+	return err
+}
+
 // Open returns the named backend (as ByName) running on threads goroutines,
 // the caller included; threads <= 0 means one per CPU. Backends are created
 // once per (name, threads) and shared, so their worker pools are started

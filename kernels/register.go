@@ -46,8 +46,15 @@ func openRegistered(name string) (b Backend, ok bool, err error) {
 	if !ok {
 		return nil, false, nil
 	}
+	b, err = r.get()
+	return b, true, err
+}
+
+// get opens the backend on first use and returns it, or why it did not open.
+// It runs without regMu held: open may call Default.
+func (r *registered) get() (Backend, error) {
 	r.once.Do(func() { r.b, r.err = r.open() })
-	return r.b, true, r.err
+	return r.b, r.err
 }
 
 // Accelerators are GPU backends that "auto" may pick: an open that fails
@@ -80,9 +87,8 @@ func openAccelerator() (Backend, bool) {
 		regMu.Lock()
 		r := accels[n]
 		regMu.Unlock()
-		r.once.Do(func() { r.b, r.err = r.open() })
-		if r.err == nil && r.b != nil {
-			return r.b, true
+		if b, err := r.get(); err == nil && b != nil {
+			return b, true
 		}
 	}
 	return nil, false

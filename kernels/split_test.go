@@ -138,3 +138,22 @@ func TestAutoTakesAnAcceleratorThatOpens(t *testing.T) {
 	require.Equal(t, Default(), cpu)
 	require.Panics(t, func() { RegisterAccelerator("testgpu", nil) })
 }
+
+func TestCheckOpensNoAccelerator(t *testing.T) {
+	regMu.Lock()
+	saved, savedNames := accels, accelNames
+	accels, accelNames = map[string]*registered{}, nil
+	regMu.Unlock()
+	defer func() {
+		regMu.Lock()
+		accels, accelNames = saved, savedNames
+		regMu.Unlock()
+	}()
+	opened := false
+	RegisterAccelerator("slowgpu", func() (Backend, error) { opened = true; return Ref(), nil })
+	for _, name := range []string{"", "auto", "cpu", "ref", "gpu", Default().Name()} {
+		require.NoError(t, Check(name), name)
+	}
+	require.False(t, opened, "validating a name must not open the GPU")
+	require.ErrorIs(t, Check("nope"), ErrUnknownBackend)
+}

@@ -98,27 +98,24 @@ func (b *Backend) weights(w kernels.Matrix, r0, r1, dataSlot, scaleSlot int) (da
 	}
 	k := resKey{w.Key, r0, r1}
 	b.res.clock++
-	if e, ok := b.res.entries[k]; ok {
-		e.used = b.res.clock
-		if e.scales < 0 {
-			return e.data, scaleSlot, b.putBytes(scaleSlot, nil)
+	e, ok := b.res.entries[k]
+	if !ok {
+		b.evict(need)
+		e = &resEntry{scales: -1, bytes: need}
+		if e.data, err = b.dev.Upload(d); err != nil {
+			return 0, 0, fmt.Errorf("keeping %d bytes of weights on the device: %w", len(d), err)
 		}
-		return e.data, e.scales, nil
-	}
-	b.evict(need)
-	e := &resEntry{scales: -1, bytes: need, used: b.res.clock}
-	if e.data, err = b.dev.Upload(d); err != nil {
-		return 0, 0, fmt.Errorf("keeping %d bytes of weights on the device: %w", len(d), err)
-	}
-	if len(s) > 0 {
-		if e.scales, err = b.dev.Upload(s); err != nil {
-			b.dev.Free(e.data)
-			return 0, 0, fmt.Errorf("keeping %d bytes of scales on the device: %w", len(s), err)
+		if len(s) > 0 {
+			if e.scales, err = b.dev.Upload(s); err != nil {
+				b.dev.Free(e.data)
+				return 0, 0, fmt.Errorf("keeping %d bytes of scales on the device: %w", len(s), err)
+			}
 		}
+		b.res.entries[k] = e
+		b.res.bytes += need
 	}
-	b.res.entries[k] = e
-	b.res.bytes += need
-	if e.scales < 0 {
+	e.used = b.res.clock
+	if e.scales < 0 { // BF16, F16, F32: the shader still binds a scales buffer
 		return e.data, scaleSlot, b.putBytes(scaleSlot, nil)
 	}
 	return e.data, e.scales, nil

@@ -319,6 +319,8 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 	return 0;
 }
 
+static VkResult newBuffer(dfvk *c, slot *s, uint64_t bytes, VkBufferUsageFlags usage, uint32_t bits, int map);
+
 void *dfvk_slot(dfvk *c, int i, uint64_t bytes, int *res) {
 	*res = 0;
 	if (i < 0 || i >= DFVK_SLOTS) {
@@ -337,36 +339,12 @@ void *dfvk_slot(dfvk *c, int i, uint64_t bytes, int *res) {
 		vkFreeMemory(c->dev, s->mem, NULL);
 		memset(s, 0, sizeof *s);
 	}
-	VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-	                          .size = bytes,
-	                          .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
-	                          .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
-	VkResult r = vkCreateBuffer(c->dev, &bci, NULL, &s->buf);
+	VkResult r = newBuffer(c, s, bytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, 1u << c->memType, 1);
 	if (r != VK_SUCCESS) {
 		*res = r;
-		s->buf = VK_NULL_HANDLE;
 		return NULL;
 	}
-	VkMemoryRequirements req;
-	vkGetBufferMemoryRequirements(c->dev, s->buf, &req);
-	if (!(req.memoryTypeBits & (1u << c->memType))) {
-		vkDestroyBuffer(c->dev, s->buf, NULL);
-		s->buf = VK_NULL_HANDLE;
-		*res = -1;
-		return NULL;
-	}
-	VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size, .memoryTypeIndex = c->memType};
-	if ((r = vkAllocateMemory(c->dev, &mai, NULL, &s->mem)) == VK_SUCCESS &&
-	    (r = vkBindBufferMemory(c->dev, s->buf, s->mem, 0)) == VK_SUCCESS &&
-	    (r = vkMapMemory(c->dev, s->mem, 0, VK_WHOLE_SIZE, 0, &s->map)) == VK_SUCCESS) {
-		s->size = bytes;
-		return s->map;
-	}
-	vkDestroyBuffer(c->dev, s->buf, NULL);
-	if (s->mem) vkFreeMemory(c->dev, s->mem, NULL);
-	memset(s, 0, sizeof *s);
-	*res = r;
-	return NULL;
+	return s->map;
 }
 
 int dfvk_begin(dfvk *c) {

@@ -44,8 +44,8 @@ func HasHardware() bool {
 	if found < 0 {
 		return false
 	}
-	for _, t := range []DeviceType{Discrete, Integrated, Virtual} {
-		if found&(1<<int(t)) != 0 {
+	for t := Integrated; t <= CPU; t++ {
+		if found&(1<<int(t)) != 0 && t.Hardware() {
 			return true
 		}
 	}
@@ -182,9 +182,6 @@ func (d *Device) Begin() error { return check("begin", C.dfvk_begin(d.c)) }
 
 // Submit runs the recorded call and waits for it.
 func (d *Device) Submit() error { return check("submit", C.dfvk_submit(d.c)) }
-
-// Hardware reports whether the device is a GPU rather than lavapipe.
-func (d *Device) Hardware() bool { return d.info.Type.Hardware() }
 
 // ResidentBudget is how many bytes of weights may stay on the device: three
 // quarters of its largest device-local heap; none on an integrated GPU,
