@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -108,8 +107,9 @@ func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *Config
 	var slotBytes int64
 	chunks := 0
 	if r.fast {
+		byLayer, _ := ck.spineTensors(c)
 		for i := first; i < c.Layers; i++ {
-			ext, err := r.layerExtents(dir, i, mode)
+			ext, err := r.layerExtents(dir, byLayer[i], mode)
 			if err != nil {
 				r.close()
 				return nil, err
@@ -145,16 +145,9 @@ func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *Config
 	return r, nil
 }
 
-// layerExtents lists layer i's spine tensors by shard and offset and merges
+// layerExtents sorts a layer's spine tensors by shard and offset and merges
 // neighbours into extents.
-func (r *spineRing) layerExtents(dir string, i int, mode IOMode) ([]spineExtent, error) {
-	p := layerPrefix(i)
-	var refs []*tensorRef
-	for name, t := range r.ck.tensors {
-		if strings.HasPrefix(name, p) && !strings.Contains(name, ".experts.") {
-			refs = append(refs, t)
-		}
-	}
+func (r *spineRing) layerExtents(dir string, refs []*tensorRef, mode IOMode) ([]spineExtent, error) {
 	sort.Slice(refs, func(a, b int) bool {
 		if refs[a].shard.name != refs[b].shard.name {
 			return refs[a].shard.name < refs[b].shard.name

@@ -30,25 +30,51 @@ type StreamOptions struct {
 	Trace    *TraceWriter // --trace: one line per token and MoE layer
 }
 
-// spineBytes returns the spine bytes of each decoder layer and of the
-// globals (embedding, lm_head, final norms: the engine keeps them in RAM),
-// from the checkpoint's tensor index.
-func (ck *checkpoint) spineBytes(c *Config) ([]int64, int64) {
-	layers := make([]int64, c.Layers)
-	var globals int64
+// layerOf returns the decoder layer a tensor name belongs to ("model.layers.N.…"),
+// or false for a name outside the layers.
+func layerOf(name string, layers int) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "model.layers.")
+	if !ok {
+		return 0, false
+	}
+	var i int
+	if _, err := fmt.Sscanf(rest, "%d.", &i); err != nil || i < 0 || i >= layers {
+		return 0, false
+	}
+	return i, true
+}
+
+// spineTensors groups the spine's tensors (every tensor but the routed
+// experts) by decoder layer, in one pass over the index; the others are the
+// globals (embedding, lm_head, final norms).
+func (ck *checkpoint) spineTensors(c *Config) (layers [][]*tensorRef, globals []*tensorRef) {
+	layers = make([][]*tensorRef, c.Layers)
 	for name, r := range ck.tensors {
 		if strings.Contains(name, ".experts.") {
 			continue
 		}
-		rest, ok := strings.CutPrefix(name, "model.layers.")
-		if !ok {
-			globals += r.t.Size
-			continue
+		if i, ok := layerOf(name, c.Layers); ok {
+			layers[i] = append(layers[i], r)
+		} else if !strings.HasPrefix(name, "model.layers.") {
+			globals = append(globals, r)
 		}
-		var i int
-		if _, err := fmt.Sscanf(rest, "%d.", &i); err == nil && i >= 0 && i < c.Layers {
+	}
+	return layers, globals
+}
+
+// spineBytes returns the spine bytes of each decoder layer and of the
+// globals (the engine keeps them in RAM), from the checkpoint's tensor index.
+func (ck *checkpoint) spineBytes(c *Config) ([]int64, int64) {
+	byLayer, globalRefs := ck.spineTensors(c)
+	layers := make([]int64, c.Layers)
+	for i, refs := range byLayer {
+		for _, r := range refs {
 			layers[i] += r.t.Size
 		}
+	}
+	var globals int64
+	for _, r := range globalRefs {
+		globals += r.t.Size
 	}
 	return layers, globals
 }
@@ -70,12 +96,9 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 				continue
 			}
 			d := r.t.Size + 4*r.t.Shape[0] - orig.t.Size
-			var i int
-			if rest, ok := strings.CutPrefix(name, "model.layers."); ok {
-				if _, err := fmt.Sscanf(rest, "%d.", &i); err == nil && i >= 0 && i < c.Layers {
-					layers[i] += d
-					continue
-				}
+			if i, ok := layerOf(name, c.Layers); ok {
+				layers[i] += d
+				continue
 			}
 			globals += d
 		}
