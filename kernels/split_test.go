@@ -108,15 +108,7 @@ func TestAccelerateFollowsItsRule(t *testing.T) {
 func TestAutoTakesAnAcceleratorThatOpens(t *testing.T) {
 	var calls []int
 	acc := counting{Ref(), &calls}
-	regMu.Lock()
-	saved, savedNames := accels, accelNames
-	accels, accelNames = map[string]*registered{}, nil
-	regMu.Unlock()
-	defer func() {
-		regMu.Lock()
-		accels, accelNames = saved, savedNames
-		regMu.Unlock()
-	}()
+	isolateAccelerators(t)
 
 	RegisterAccelerator("none", func() (Backend, error) { return nil, ErrUnknownBackend })
 	b, err := Open("auto", 1)
@@ -140,15 +132,7 @@ func TestAutoTakesAnAcceleratorThatOpens(t *testing.T) {
 }
 
 func TestCheckOpensNoAccelerator(t *testing.T) {
-	regMu.Lock()
-	saved, savedNames := accels, accelNames
-	accels, accelNames = map[string]*registered{}, nil
-	regMu.Unlock()
-	defer func() {
-		regMu.Lock()
-		accels, accelNames = saved, savedNames
-		regMu.Unlock()
-	}()
+	isolateAccelerators(t)
 	opened := false
 	RegisterAccelerator("slowgpu", func() (Backend, error) { opened = true; return Ref(), nil })
 	for _, name := range []string{"", "auto", "cpu", "ref", "gpu", Default().Name()} {
@@ -156,4 +140,17 @@ func TestCheckOpensNoAccelerator(t *testing.T) {
 	}
 	require.False(t, opened, "validating a name must not open the GPU")
 	require.ErrorIs(t, Check("nope"), ErrUnknownBackend)
+}
+
+// isolateAccelerators empties the accelerator registry for one test.
+func isolateAccelerators(t *testing.T) {
+	regMu.Lock()
+	saved, savedNames := accels, accelNames
+	accels, accelNames = map[string]*registered{}, nil
+	regMu.Unlock()
+	t.Cleanup(func() {
+		regMu.Lock()
+		accels, accelNames = saved, savedNames
+		regMu.Unlock()
+	})
 }
