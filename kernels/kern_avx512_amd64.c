@@ -21,16 +21,23 @@ AVX512 static inline __m512 ld_i8(const uint8_t *p) {
 	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
 
-// Software prefetch distances: see kern_avx2_amd64.c. MXFP4 prefetches
-// further ahead: measured on the 2-vCPU Emerald Rapids VM, 4–8 KiB gave one
-// core ~10 GB/s from DRAM against ~9 at 2 KiB (prefetching into L2 instead
-// of L1, or non-temporally, was no better or much worse). -D overrides them
-// for such experiments.
+// Software prefetch distances: see kern_avx2_amd64.c. MXFP4 prefetches in
+// two levels: into L1 4 KiB ahead and into L2 32 KiB ahead. Its arithmetic
+// (≈ 23 vector uops per 64 bytes) keeps fewer loads in flight than a plain
+// read, so one core's line-fill buffers alone cannot cover DRAM latency; the
+// far L2 prefetches keep more lines on their way. Measured on the 2-vCPU
+// Emerald Rapids VM, interleaved best-of-40 passes, two threads: 0.78–0.83
+// of the same run's read against 0.72 for L1 alone at 8 KiB (one level at
+// 2–8 KiB: within noise of each other; no prefetch at all: 0.42). -D
+// overrides them for such experiments.
 #ifndef PF_AHEAD512
 #define PF_AHEAD512 2048
 #endif
 #ifndef PF_MX
-#define PF_MX 8192
+#define PF_MX 4096
+#endif
+#ifndef PF_MX_L2
+#define PF_MX_L2 32768
 #endif
 
 #define DOT512(LD, ES)                                                                    \
@@ -61,14 +68,18 @@ AVX512 static float dot_i8(const uint8_t *row, const float *x, int64_t cols) {
 
 // MXFP4. 64 bytes of a row are 16 dwords of 8 nibbles: dword k holds
 // columns 8k..8k+7 of a 128-column chunk, nibble n (bits 4n..4n+3) column
-// 8k+n. vpermps reads the low 4 bits of each dword lane, so shifting the
-// whole vector right by 4n and permuting a 16-entry table gives nibble n of
-// every lane as its exact float (−0 included): 8 permutes and 7 shifts per
-// 128 weights, with no widening. x is in the matching layout (avx512_mx_layout):
-// xp[c + 16n + k] = x[c + 8k + n]. Lanes 4b..4b+3 cover MX block b of the
-// chunk, so the four scales are one per-lane vector, applied with one FMA
-// per chunk. Columns past the last whole chunk (cols is a multiple of 32)
-// use the per-group path and the per-group layout.
+// 8k+n. vpermps reads the low 4 bits of each dword lane, so any vector whose
+// lanes have nibble n in their low bits, permuted through a 16-entry table,
+// gives nibble n of every lane as its exact float (−0 included). Loading the
+// chunk at byte offsets 0..3 brings the even nibbles 0, 2, 4, 6 there for
+// free (the load ports do the shifting), and one shift by 4 of each load the
+// odd ones: 8 permutes, 4 shifts and 8 FMAs per 128 weights, where shifting
+// one load by 4n cost 7 shifts on the port the permutes do not use (in-cache
+// throughput ≈ 10 → 15 GB/s per core). x is in the matching layout
+// (avx512_mx_layout): xp[c + 16n + k] = x[c + 8k + n]. Lanes 4b..4b+3 cover
+// MX block b of the chunk, so the four scales are one per-lane vector,
+// applied with one FMA per chunk. Columns past the last whole chunk (cols is
+// a multiple of 32) use the per-group path and the per-group layout.
 
 // One group of 32 in the per-group layout (kern.h): the 16 bytes widened to
 // dwords; the low nibble, and after a shift the high one.
@@ -79,19 +90,34 @@ AVX512 static inline __m512 mx_group(const uint8_t *p, const float *xg, __m512 t
 	return _mm512_fmadd_ps(hi, _mm512_loadu_ps(xg + 16), _mm512_mul_ps(lo, _mm512_loadu_ps(xg)));
 }
 
-// The 128 products of one chunk, unscaled, summed per lane in one chain:
-// its latency is hidden by the next chunks' independent chains.
-AVX512 static inline __m512 mx_chunk(const uint8_t *p, const float *x, __m512 tbl) {
-	__m512i v = _mm512_loadu_si512(p);
-	__m512 a = _mm512_mul_ps(_mm512_permutexvar_ps(v, tbl), _mm512_loadu_ps(x));
-	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), tbl), _mm512_loadu_ps(x + 16), a);
-	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 8), tbl), _mm512_loadu_ps(x + 32), a);
-	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 12), tbl), _mm512_loadu_ps(x + 48), a);
-	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 16), tbl), _mm512_loadu_ps(x + 64), a);
-	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 20), tbl), _mm512_loadu_ps(x + 80), a);
-	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 24), tbl), _mm512_loadu_ps(x + 96), a);
-	return _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 28), tbl), _mm512_loadu_ps(x + 112), a);
+// The 128 products of one chunk, unscaled, summed per lane in two chains:
+// their latency is hidden by the next chunks' independent chains. v0..v3
+// are the chunk loaded at byte offsets 0..3.
+AVX512 static inline __m512 mx_chunk4(__m512i v0, __m512i v1, __m512i v2, __m512i v3, const float *x, __m512 tbl) {
+	__m512 a = _mm512_mul_ps(_mm512_permutexvar_ps(v0, tbl), _mm512_loadu_ps(x));
+	__m512 b = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v0, 4), tbl), _mm512_loadu_ps(x + 16));
+	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(v1, tbl), _mm512_loadu_ps(x + 32), a);
+	b = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v1, 4), tbl), _mm512_loadu_ps(x + 48), b);
+	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(v2, tbl), _mm512_loadu_ps(x + 64), a);
+	b = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v2, 4), tbl), _mm512_loadu_ps(x + 80), b);
+	a = _mm512_fmadd_ps(_mm512_permutexvar_ps(v3, tbl), _mm512_loadu_ps(x + 96), a);
+	b = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v3, 4), tbl), _mm512_loadu_ps(x + 112), b);
+	return _mm512_add_ps(a, b);
 }
+
+// mx_chunk reads up to 3 bytes past the chunk (the next chunk's, within the
+// row); mx_chunk_last, for a row's final chunk, masks them off, since the
+// row may end its buffer.
+AVX512 static inline __m512 mx_chunk(const uint8_t *p, const float *x, __m512 tbl) {
+	return mx_chunk4(_mm512_loadu_si512(p), _mm512_loadu_si512(p + 1), _mm512_loadu_si512(p + 2),
+	                 _mm512_loadu_si512(p + 3), x, tbl);
+}
+AVX512 static inline __m512 mx_chunk_last(const uint8_t *p, const float *x, __m512 tbl) {
+	return mx_chunk4(_mm512_loadu_si512(p), _mm512_maskz_loadu_epi8(~(__mmask64)0 >> 1, p + 1),
+	                 _mm512_maskz_loadu_epi8(~(__mmask64)0 >> 2, p + 2),
+	                 _mm512_maskz_loadu_epi8(~(__mmask64)0 >> 3, p + 3), x, tbl);
+}
+#define MX_CHUNK(p, x, tbl, last) ((last) ? mx_chunk_last(p, x, tbl) : mx_chunk(p, x, tbl))
 
 // Scales. The 16 scales of four chunks widened once, lane b = 2^(s_b−127)
 // (shifted into the exponent field: exact for s in 1..254; rows with a 0,
@@ -126,17 +152,22 @@ AVX512 static inline float dot_mx_body(const uint8_t *row, const uint8_t *rs, co
 	__m512 a0 = _mm512_setzero_ps(), a1 = a0;
 	int64_t c = 0;
 	for (; c + 512 <= cols; c += 512) {
-		for (int pf = 0; pf < 256; pf += 64) _mm_prefetch((const char *)row + c / 2 + pf + PF_MX, _MM_HINT_T0);
+		for (int pf = 0; pf < 256; pf += 64) {
+			_mm_prefetch((const char *)row + c / 2 + pf + PF_MX, _MM_HINT_T0);
+			_mm_prefetch((const char *)row + c / 2 + pf + PF_MX_L2, _MM_HINT_T1);
+		}
 		_mm_prefetch((const char *)rs + c / 32 + PF_MX / 16, _MM_HINT_T0);
+		_mm_prefetch((const char *)rs + c / 32 + PF_MX_L2 / 16, _MM_HINT_T1);
 		__m512 s = mx_scales16(rs + c / 32, fast);
 		a0 = _mm512_fmadd_ps(mx_chunk(row + c / 2, xp + c, tbl), _mm512_permutexvar_ps(MX_SPREAD(0), s), a0);
 		a1 = _mm512_fmadd_ps(mx_chunk(row + c / 2 + 64, xp + c + 128, tbl), _mm512_permutexvar_ps(MX_SPREAD(1), s), a1);
 		a0 = _mm512_fmadd_ps(mx_chunk(row + c / 2 + 128, xp + c + 256, tbl), _mm512_permutexvar_ps(MX_SPREAD(2), s), a0);
-		a1 = _mm512_fmadd_ps(mx_chunk(row + c / 2 + 192, xp + c + 384, tbl), _mm512_permutexvar_ps(MX_SPREAD(3), s), a1);
+		a1 = _mm512_fmadd_ps(MX_CHUNK(row + c / 2 + 192, xp + c + 384, tbl, c + 512 == cols),
+		                     _mm512_permutexvar_ps(MX_SPREAD(3), s), a1);
 	}
 	for (; c + 128 <= cols; c += 128) {
 		_mm_prefetch((const char *)row + c / 2 + PF_MX, _MM_HINT_T0);
-		a0 = _mm512_fmadd_ps(mx_chunk(row + c / 2, xp + c, tbl), mx_scales4(rs + c / 32), a0);
+		a0 = _mm512_fmadd_ps(MX_CHUNK(row + c / 2, xp + c, tbl, c + 128 == cols), mx_scales4(rs + c / 32), a0);
 	}
 	for (; c < cols; c += 32) // at most 3 groups
 		a1 = _mm512_fmadd_ps(mx_group(row + c / 2, xp + c, tbl), _mm512_set1_ps(df_e8m0[rs[c / 32]]), a1);
