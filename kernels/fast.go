@@ -166,16 +166,20 @@ func (b *fastBackend) ExpertFFN(dst []float32, e Expert, act Activation, x []flo
 	}
 }
 
-// chunkRows picks how many rows one worker takes at a time: about 128 KiB of
-// weights (a few microseconds of memory traffic, so that the atomic counter
-// and the cgo call are noise), but at least 4 chunks per thread so a slow
-// core does not hold the others up.
+// chunkRows picks how many rows one worker takes at a time: about 32 KiB of
+// weights, a few microseconds of memory traffic per core. Small, because a
+// phase ends when its last chunk does: with 128 KiB chunks the others
+// waited up to one chunk (≈ 20 µs at a 16-core machine's per-core share of
+// memory bandwidth) at each phase's end, most of the fixed cost of a call
+// on one 5.8 MB matrix. The claim (one atomic on the owner's own cache
+// line) and the cgo call cost well under a percent of that. At least 4
+// chunks per thread so a slow core does not hold the others up.
 func (b *fastBackend) chunkRows(w Matrix, n int) int {
 	if b.threads == 1 {
 		return w.Rows
 	}
 	rowBytes := max(w.Cols*bitsPerElem(w.DType)/8, 1) * max(n, 1)
-	c := max((128<<10)/rowBytes, 1)
+	c := max((32<<10)/rowBytes, 1)
 	perThread := (w.Rows + 4*b.threads - 1) / (4 * b.threads)
 	return max(min(c, perThread), 1)
 }

@@ -179,12 +179,16 @@ AVX512 static float dot_mx(const uint8_t *row, const uint8_t *rs, const float *x
 	return dot_mx_body(row, rs, xp, cols, 0);
 }
 
-// avx512_mx_layout writes x in the layout dot_mx reads (see above).
-static void avx512_mx_layout(const float *x, int64_t cols, float *xp) {
+// avx512_mx_layout writes x in the layout dot_mx reads (see above): per
+// chunk a 16×8 transpose, one gather per output vector. It runs once per
+// call before any row, and for the expert FFN between its two phases while
+// every thread waits, so a scalar loop's few microseconds showed on a
+// many-core machine.
+AVX512 static void avx512_mx_layout(const float *x, int64_t cols, float *xp) {
+	const __m512i idx = _mm512_set_epi32(120, 112, 104, 96, 88, 80, 72, 64, 56, 48, 40, 32, 24, 16, 8, 0);
 	int64_t c = 0;
 	for (; c + 128 <= cols; c += 128)
-		for (int n = 0; n < 8; n++)
-			for (int k = 0; k < 16; k++) xp[c + 16 * n + k] = x[c + 8 * k + n];
+		for (int n = 0; n < 8; n++) _mm512_storeu_ps(xp + c + 16 * n, _mm512_i32gather_ps(idx, x + c + n, 4));
 	df_mx_group_layout(x + c, cols - c, xp + c);
 }
 

@@ -111,11 +111,20 @@ type task struct {
 	// more is 1 while the open phase has a next one: a participant that
 	// finds nothing left to claim then waits for it instead of leaving.
 	more  atomic.Uint32
-	parts []atomic.Uint64
+	parts []part
 	done  atomic.Uint64
 	// finished receives one token per call, from whoever completes the
 	// last chunk of the last phase.
 	finished chan struct{}
+}
+
+// part is one participant's claim word on a line of its own: the owner
+// claims from it every few microseconds, and sharing a line (or the pair
+// the adjacent-line prefetcher fetches together) with the other parts would
+// make every claim a cache miss on a many-core machine.
+type part struct {
+	v atomic.Uint64
+	_ [120]byte
 }
 
 // maxChunks bounds a phase's chunks to the 16 bits a part has for them.
@@ -129,7 +138,7 @@ func (p *pool) run(t *task) {
 	}
 	if len(t.parts) != p.helpers+1 {
 		// Once per task: a task serves one backend, hence one pool.
-		t.parts = make([]atomic.Uint64, p.helpers+1)
+		t.parts = make([]part, p.helpers+1)
 	}
 	for ph := range t.nphase {
 		t.chunk[ph] = max(t.chunk[ph], (t.rows[ph]+maxChunks-1)/maxChunks, 1)
@@ -167,7 +176,7 @@ func (t *task) open(ph int, ep uint32) {
 	np := len(t.parts)
 	for i := range np {
 		lo, hi := i*t.chunks/np, (i+1)*t.chunks/np
-		t.parts[i].Store(uint64(ep)<<32 | uint64(lo)<<16 | uint64(hi))
+		t.parts[i].v.Store(uint64(ep)<<32 | uint64(lo)<<16 | uint64(hi))
 	}
 	if ph+1 < t.nphase {
 		t.more.Store(1)
@@ -208,15 +217,15 @@ func (t *task) claimAll(ep uint32, me int, buf **[]float32, bufs **bufPool) {
 	parts := t.parts // set once, before the task's first job was sent
 	for {
 		c := -1
-		if v := parts[me].Load(); uint32(v>>32) == ep && v>>16&0xffff < v&0xffff {
-			if !parts[me].CompareAndSwap(v, v+1<<16) {
+		if v := parts[me].v.Load(); uint32(v>>32) == ep && v>>16&0xffff < v&0xffff {
+			if !parts[me].v.CompareAndSwap(v, v+1<<16) {
 				continue
 			}
 			c = int(v >> 16 & 0xffff)
 		} else {
 			best, bv := -1, uint64(0)
 			for j := range parts {
-				v := parts[j].Load()
+				v := parts[j].v.Load()
 				if uint32(v>>32) == ep && v>>16&0xffff < v&0xffff &&
 					(best < 0 || v&0xffff-v>>16&0xffff > bv&0xffff-bv>>16&0xffff) {
 					best, bv = j, v
@@ -225,7 +234,7 @@ func (t *task) claimAll(ep uint32, me int, buf **[]float32, bufs **bufPool) {
 			if best < 0 {
 				return
 			}
-			if !parts[best].CompareAndSwap(bv, bv-1) {
+			if !parts[best].v.CompareAndSwap(bv, bv-1) {
 				continue
 			}
 			c = int(bv&0xffff) - 1
