@@ -22,22 +22,29 @@ AVX512 static inline __m512 ld_i8(const uint8_t *p) {
 }
 
 // Software prefetch distances: see kern_avx2_amd64.c. MXFP4 prefetches in
-// two levels: into L1 4 KiB ahead and into L2 32 KiB ahead. Its arithmetic
+// two levels: into L1 1 KiB ahead and into L2 16 KiB ahead. Its arithmetic
 // (≈ 23 vector uops per 64 bytes) keeps fewer loads in flight than a plain
 // read, so one core's line-fill buffers alone cannot cover DRAM latency; the
-// far L2 prefetches keep more lines on their way. Measured on the 2-vCPU
-// Emerald Rapids VM, interleaved best-of-40 passes, two threads: 0.78–0.83
-// of the same run's read against 0.72 for L1 alone at 8 KiB (one level at
-// 2–8 KiB: within noise of each other; no prefetch at all: 0.42). -D
-// overrides them for such experiments.
+// far L2 prefetches keep more lines on their way. Measured with a static
+// split over N threads, best of 15–40 interleaved passes, as a ratio to the
+// same run's read (2-vCPU Emerald Rapids VM; 16-core Xeon host of the
+// device machine):
+//
+//	                 VM, 2 threads   host, 16 / 8 / 4 / 1 threads
+//	L1 8 KiB only    0.72            0.86 / 0.70 / 0.71 / 0.67
+//	L1 4 + L2 32     0.71–0.81       0.85 / 0.72 / 0.73 / 0.67
+//	L1 1 + L2 16     0.77–0.81       0.88 / 0.75 / 0.73 / 0.68
+//	no prefetch      0.42            0.52 / 0.37 / 0.35 / 0.32
+//
+// -D overrides them for such experiments.
 #ifndef PF_AHEAD512
 #define PF_AHEAD512 2048
 #endif
 #ifndef PF_MX
-#define PF_MX 4096
+#define PF_MX 1024
 #endif
 #ifndef PF_MX_L2
-#define PF_MX_L2 32768
+#define PF_MX_L2 16384
 #endif
 
 #define DOT512(LD, ES)                                                                    \

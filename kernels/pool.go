@@ -38,11 +38,15 @@ type pool struct {
 	wake    chan struct{}
 }
 
-// spinFor is how long an idle helper watches for a post before parking; it
-// yields to other goroutines (runtime.Gosched) every microsecond or so
-// while it watches: a decode token calls the kernels back to back, and
-// waking a parked goroutine costs tens of microseconds.
+// spinFor is how long an idle helper watches for a post before parking: a
+// decode token calls the kernels back to back, and waking a parked
+// goroutine costs tens of microseconds.
 const spinFor = 100 * time.Microsecond
+
+// yieldEvery is how often a waiting helper or caller lets other goroutines
+// have its P (see waiter), so that the engine's readers and the server are
+// not locked out while it watches for up to spinFor.
+const yieldEvery = 20 * time.Microsecond
 
 // job is a task as posted to the helpers: epoch is the call's first phase,
 // so a late helper finds that the task has moved on (finished, or recycled
@@ -94,16 +98,12 @@ func (p *pool) post(t *task, ep uint32) {
 // await returns the generation once it differs from seen: watching for
 // spinFor, then parked until a post wakes it.
 func (p *pool) await(seen uint64) uint64 {
-	start := time.Now()
-	for i := 1; ; i++ {
+	w := newWaiter()
+	for {
 		if g := p.gen.Load(); g != seen {
 			return g
 		}
-		if i%1024 != 0 {
-			continue
-		}
-		if time.Since(start) < spinFor {
-			runtime.Gosched()
+		if !w.pause(spinFor) {
 			continue
 		}
 		p.parked.Add(1)
@@ -113,8 +113,41 @@ func (p *pool) await(seen uint64) uint64 {
 		}
 		<-p.wake // may be a token meant for another helper: then watch again
 		p.parked.Add(-1)
-		start = time.Now()
+		w = newWaiter()
 	}
+}
+
+// waiter paces a loop that waits for another goroutine by watching memory.
+// Watching is plain loads; every yieldEvery it lets other goroutines have
+// the P (runtime.Gosched). Not more often: with 15 waiters yielding at once
+// on a 16-core machine each Gosched waited microseconds on the scheduler's
+// lock, and whatever it waited for waited with it.
+type waiter struct {
+	start, yielded time.Time
+	i              int
+}
+
+func newWaiter() waiter {
+	now := time.Now()
+	return waiter{start: now, yielded: now}
+}
+
+// pause is called once per turn of the loop; it reports whether limit has
+// passed since the wait began.
+func (w *waiter) pause(limit time.Duration) bool {
+	w.i++
+	if w.i%256 != 0 {
+		return false
+	}
+	now := time.Now()
+	if now.Sub(w.start) >= limit {
+		return true
+	}
+	if now.Sub(w.yielded) >= yieldEvery {
+		runtime.Gosched()
+		w.yielded = time.Now()
+	}
+	return false
 }
 
 // task is one operation in flight. Tasks are recycled through a sync.Pool so
@@ -195,14 +228,8 @@ func (p *pool) run(t *task) {
 	// The others' last chunks are short: wait for them awake (a parked
 	// goroutine takes tens of microseconds to wake), then collect the
 	// token, which is then there or on its way.
-	closed, start := ep+uint32(t.nphase), time.Now()
-	for i := 0; t.epoch.Load() != closed; i++ {
-		if i%16 == 15 {
-			if time.Since(start) > spinFor {
-				break
-			}
-			runtime.Gosched()
-		}
+	closed := ep + uint32(t.nphase)
+	for w := newWaiter(); t.epoch.Load() != closed && !w.pause(spinFor); {
 	}
 	<-t.finished
 }
@@ -235,11 +262,8 @@ func (t *task) participate(ep uint32, me int) {
 		// Nothing left to claim in ep. If a later phase of this call is to
 		// come, wait for whoever finishes ep to open it.
 		e := t.epoch.Load()
-		for spins := 0; e == ep && t.more.Load() == 1; spins++ {
-			if spins > 64 {
-				runtime.Gosched()
-			}
-			e = t.epoch.Load()
+		for w := newWaiter(); e == ep && t.more.Load() == 1; e = t.epoch.Load() {
+			w.pause(spinFor) // no limit: the phase is claimed, so it ends soon
 		}
 		if e != ep+1 {
 			break
@@ -251,14 +275,23 @@ func (t *task) participate(ep uint32, me int) {
 	}
 }
 
+// ownBatch is how many chunks an owner claims at once while at least twice
+// that many are left in its part: one claim and one cgo call per ~64 KiB in
+// the steady state, while the end of a phase, where everyone waits for the
+// last chunk, is cut into single chunks (see chunkRows).
+const ownBatch = 2
+
 // claimAll runs chunks of phase ep until none is left to claim: its own
 // part from the front, then the last chunk of the largest part left.
 func (t *task) claimAll(ep uint32, me int, buf **[]float32, bufs **bufPool) {
 	parts := t.parts // set once, before the task's first job was sent
 	for {
-		c := -1
+		c, n := -1, 1
 		if v := parts[me].v.Load(); uint32(v>>32) == ep && v>>16&0xffff < v&0xffff {
-			if !parts[me].v.CompareAndSwap(v, v+1<<16) {
+			if v&0xffff-v>>16&0xffff >= 2*ownBatch {
+				n = ownBatch
+			}
+			if !parts[me].v.CompareAndSwap(v, v+uint64(n)<<16) {
 				continue
 			}
 			c = int(v >> 16 & 0xffff)
@@ -279,14 +312,14 @@ func (t *task) claimAll(ep uint32, me int, buf **[]float32, bufs **bufPool) {
 			}
 			c = int(bv&0xffff) - 1
 		}
-		t.runChunk(ep, c, buf, bufs)
+		t.runChunks(ep, c, n, buf, bufs)
 	}
 }
 
-// runChunk runs chunk c of the phase open under ep, which the caller has
-// claimed (so the task's fields are that phase's until the chunk is done),
-// and completes the phase, or the call, if it was the last.
-func (t *task) runChunk(ep uint32, c int, buf **[]float32, bufs **bufPool) {
+// runChunks runs chunks [c, c+n) of the phase open under ep, which the
+// caller has claimed (so the task's fields are that phase's until they are
+// done), and completes the phase, or the call, if they were the last.
+func (t *task) runChunks(ep uint32, c, n int, buf **[]float32, bufs **bufPool) {
 	if *buf == nil && t.scratchLen > 0 {
 		*bufs = t.bufs
 		*buf = t.bufs.get(t.scratchLen)
@@ -297,8 +330,8 @@ func (t *task) runChunk(ep uint32, c int, buf **[]float32, bufs **bufPool) {
 	}
 	ph, chunks, finished := t.phase, t.chunks, t.finished
 	lo := c * t.chunk[ph]
-	t.exec(t, ph, lo, min(lo+t.chunk[ph], t.rows[ph]), scratch)
-	if t.done.Add(1) != uint64(chunks) {
+	t.exec(t, ph, lo, min(lo+n*t.chunk[ph], t.rows[ph]), scratch)
+	if t.done.Add(uint64(n)) != uint64(chunks) {
 		return // from here on another participant may have moved the task on
 	}
 	if ph+1 < t.nphase {
