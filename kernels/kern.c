@@ -246,7 +246,8 @@ void df_ffn_up_rows(int isa, int dtype1, const uint8_t *d1, const uint8_t *s1,
 
 uint64_t df_read(int isa, const uint8_t *p, int64_t n) {
 #if defined(__x86_64__)
-	if (isa == DF_ISA_AVX2 || isa == DF_ISA_AVX512) return df_read_avx2(p, n);
+	if (isa == DF_ISA_AVX512) return df_read_avx512(p, n);
+	if (isa == DF_ISA_AVX2) return df_read_avx2(p, n);
 #endif
 	(void)isa;
 	uint64_t s[16] = {0};

@@ -65,6 +65,7 @@ void df_act(int isa, int kind, float beta, float lbeta, float *g, const float *u
 extern const df_rowkern df_generic;
 #if defined(__x86_64__)
 uint64_t df_read_avx2(const uint8_t *p, int64_t n);
+uint64_t df_read_avx512(const uint8_t *p, int64_t n);
 extern const df_rowkern df_avx2;
 extern const df_rowkern df_avx512;
 #endif

@@ -21,14 +21,17 @@ AVX512 static inline __m512 ld_i8(const uint8_t *p) {
 	return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
 
-// Software prefetch distances: see kern_avx2_amd64.c. MXFP4 prefetches in
-// two levels: into L1 1 KiB ahead and into L2 16 KiB ahead. Its arithmetic
-// (≈ 23 vector uops per 64 bytes) keeps fewer loads in flight than a plain
-// read, so one core's line-fill buffers alone cannot cover DRAM latency; the
-// far L2 prefetches keep more lines on their way. Measured with a static
-// split over N threads, best of 15–40 interleaved passes, as a ratio to the
-// same run's read (2-vCPU Emerald Rapids VM; 16-core Xeon host of the
-// device machine):
+// Software prefetch distances: see kern_avx2_amd64.c. Every loop here
+// prefetches in two levels, into L1 a little ahead (BF16/INT8 2 KiB, MXFP4
+// 1 KiB) and into L2 16 KiB ahead: with arithmetic between the loads, a
+// core keeps fewer lines in flight than a plain read does, and its
+// line-fill buffers alone cannot cover DRAM latency; the far L2 prefetches
+// keep more lines on their way. BF16 on the 2-vCPU VM, two threads, against
+// a prefetched 64-byte read in the same run: L1 2 KiB alone 0.79, with L2
+// 16 KiB 0.88–0.92; INT8 0.75 → 0.79–0.81. MXFP4, with a static split over
+// N threads, best of 15–40 interleaved passes, against the same run's plain
+// 64-byte read
+// (2-vCPU Emerald Rapids VM; 16-core Xeon host of the device machine):
 //
 //	                 VM, 2 threads   host, 16 / 8 / 4 / 1 threads
 //	L1 8 KiB only    0.72            0.86 / 0.70 / 0.71 / 0.67
@@ -39,6 +42,9 @@ AVX512 static inline __m512 ld_i8(const uint8_t *p) {
 // -D overrides them for such experiments.
 #ifndef PF_AHEAD512
 #define PF_AHEAD512 2048
+#endif
+#ifndef PF_AHEAD512_L2
+#define PF_AHEAD512_L2 16384
 #endif
 #ifndef PF_MX
 #define PF_MX 1024
@@ -51,8 +57,10 @@ AVX512 static inline __m512 ld_i8(const uint8_t *p) {
 	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                           \
 	int64_t c = 0;                                                                        \
 	for (; c + 64 <= cols; c += 64) {                                                     \
-		for (int pf = 0; pf < (ES) * 64; pf += 64)                                        \
+		for (int pf = 0; pf < (ES) * 64; pf += 64) {                                      \
 			_mm_prefetch((const char *)row + (ES) * c + PF_AHEAD512 + pf, _MM_HINT_T0);      \
+			_mm_prefetch((const char *)row + (ES) * c + PF_AHEAD512_L2 + pf, _MM_HINT_T1);   \
+		}                                                                                 \
 		a0 = _mm512_fmadd_ps(LD(row + (ES) * c), _mm512_loadu_ps(x + c), a0);              \
 		a1 = _mm512_fmadd_ps(LD(row + (ES) * (c + 16)), _mm512_loadu_ps(x + c + 16), a1);   \
 		a2 = _mm512_fmadd_ps(LD(row + (ES) * (c + 32)), _mm512_loadu_ps(x + c + 32), a2);   \
@@ -220,6 +228,29 @@ static void avx512_dotf4(const float *a, const float *x, int64_t ldx, int64_t co
 
 static void avx512_act(int kind, float beta, float lbeta, float *g, const float *u, int64_t n) {
 	df_avx2.act(kind, beta, lbeta, g, u, n);
+}
+
+// df_read_avx512 is the memory read limit of `deltafin bench kernels` on
+// AVX-512 CPUs: whole-line loads, and the MXFP4 kernel's two-level prefetch,
+// so that the limit is the best streaming read we know how to do, not one
+// the kernels are measured against favourably. On the 2-vCPU Emerald
+// Rapids VM the AVX2 read (two 32-byte loads a line) gave 0.88–0.91 of the
+// 64-byte one, and prefetching added ≈ 4%.
+AVX512 uint64_t df_read_avx512(const uint8_t *p, int64_t n) {
+	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+	for (int64_t i = 0; i + 256 <= n; i += 256) {
+		for (int pf = 0; pf < 256; pf += 64) {
+			_mm_prefetch((const char *)p + i + pf + PF_MX, _MM_HINT_T0);
+			_mm_prefetch((const char *)p + i + pf + PF_MX_L2, _MM_HINT_T1);
+		}
+		a0 = _mm512_add_epi64(a0, _mm512_loadu_si512(p + i));
+		a1 = _mm512_add_epi64(a1, _mm512_loadu_si512(p + i + 64));
+		a2 = _mm512_add_epi64(a2, _mm512_loadu_si512(p + i + 128));
+		a3 = _mm512_add_epi64(a3, _mm512_loadu_si512(p + i + 192));
+	}
+	uint64_t s = _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+	for (int64_t i = n / 256 * 256; i + 8 <= n; i += 8) s += df_ld32(p + i) + ((uint64_t)df_ld32(p + i + 4) << 32);
+	return s;
 }
 
 const df_rowkern df_avx512 = {avx512_dot, avx512_decode, avx512_dotf, avx512_dotf4, avx512_act, avx512_mx_layout};
