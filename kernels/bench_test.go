@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -43,4 +44,17 @@ func TestBenchResidentCasesOnANonCPUBackend(t *testing.T) {
 		}
 	}
 	require.Equal(t, 2*5, resident, "five resident cases, all threads and one")
+}
+
+// The memory read must read every byte it is given (its sum is the proof),
+// whichever instruction set's loop the build selected.
+func TestMemoryReadSumsEveryWord(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	buf := make([]byte, 1<<20+384)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	for _, n := range []int{128, 256, 384, 4096, 4096 + 128, 1 << 20, 1<<20 + 384} {
+		require.Equal(t, readBytesGo(buf[:n]), readBytes(buf[:n]), "%d bytes", n)
+	}
 }
