@@ -30,6 +30,9 @@ type expertStore interface {
 type expertBatch interface {
 	// expert waits for the i-th expert and views it as kernels matrices.
 	expert(ctx context.Context, i int) (kernels.Expert, error)
+	// ready reports, without waiting, whether the i-th expert's bytes are
+	// in RAM (expert would return at once).
+	ready(i int) bool
 	release()
 }
 
@@ -149,5 +152,7 @@ func (s *ramExperts) close() error { return nil }
 type ramBatch []kernels.Expert
 
 func (b ramBatch) expert(_ context.Context, i int) (kernels.Expert, error) { return b[i], nil }
+
+func (ramBatch) ready(int) bool { return true }
 
 func (ramBatch) release() {}

@@ -157,6 +157,14 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 				m.experts.prefetch(layer, groups[g+1])
 			}
 		}
+		if T == 1 {
+			err := decodeExperts(ctx, be, batch, group, users, z, ys, c.Act, D)
+			batch.release()
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		for i, id := range group {
 			ex, err := batch.expert(ctx, i)
 			if err != nil {
@@ -198,4 +206,44 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 		add(out, shared)
 	}
 	return ctx.Err()
+}
+
+// decodeExperts runs one token's experts of group (batch holds them in
+// group's order) on its latent z, each into its slot of ys: those whose
+// bytes have arrived as one kernels.ExpertsFFN call (one pool call for all
+// of them: the kernels' fixed cost per call is paid once, not per expert),
+// and when none has, the next one in order, as soon as it arrives, so that
+// compute still overlaps the reads of the rest.
+func decodeExperts(ctx context.Context, be kernels.Backend, batch expertBatch, group []int, users map[int][]int,
+	z, ys []float32, act kernels.Activation, D int) error {
+	todo := make([]int, len(group)) // indices into group and batch
+	for i := range todo {
+		todo[i] = i
+	}
+	for len(todo) > 0 {
+		var run, rest []int
+		for _, i := range todo {
+			if batch.ready(i) {
+				run = append(run, i)
+			} else {
+				rest = append(rest, i)
+			}
+		}
+		if len(run) == 0 {
+			run, rest = todo[:1], todo[1:]
+		}
+		es := make([]kernels.Expert, len(run))
+		dst, xs := make([][]float32, len(run)), make([][]float32, len(run))
+		for k, i := range run {
+			ex, err := batch.expert(ctx, i)
+			if err != nil {
+				return err
+			}
+			tk := users[group[i]][0] // T = 1: token 0's slot that chose it
+			es[k], dst[k], xs[k] = ex, ys[tk*D:(tk+1)*D], z[:D]
+		}
+		kernels.ExpertsFFN(be, dst, es, act, xs)
+		todo = rest
+	}
+	return nil
 }

@@ -189,6 +189,15 @@ func (b *streamBatch) expert(ctx context.Context, i int) (kernels.Expert, error)
 	return ExpertMatrices(data, b.s.inter, b.s.latent)
 }
 
+func (b *streamBatch) ready(i int) bool {
+	select {
+	case <-b.b.Done(i):
+		return true
+	default:
+		return false
+	}
+}
+
 func (b *streamBatch) release() { b.b.Release() }
 
 // diagnoseTruncation explains a shard whose header the parser rejected: if

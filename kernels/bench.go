@@ -184,6 +184,32 @@ func benchCases(shrink int) []benchCase {
 		mats: func(slot []byte) []Matrix { e := expert(slot); return []Matrix{e.W1, e.W2, e.W3} },
 		call: func(b Backend, slot []byte, _ uint64) { b.ExpertFFN(dst, expert(slot), act, x, 1) },
 	})
+
+	// A decode token's whole MoE layer: its 16 routed experts (K3's top-k),
+	// spans one after another, in one ExpertsFFN call.
+	const topK = 16
+	span := 3 * (d1 + s1)
+	es, dsts, xs := make([]Expert, topK), make([][]float32, topK), make([][]float32, topK)
+	for i := range topK {
+		dsts[i], xs[i] = make([]float32, dim), x
+	}
+	out = append(out, benchCase{
+		name: fmt.Sprintf("experts_ffn_mxfp4_%dx%dx%d", topK, inter, dim), bytes: topK * span,
+		mats: func(slot []byte) []Matrix {
+			var ms []Matrix
+			for i := range topK {
+				e := expert(slot[i*span:])
+				ms = append(ms, e.W1, e.W2, e.W3)
+			}
+			return ms
+		},
+		call: func(b Backend, slot []byte, _ uint64) {
+			for i := range es {
+				es[i] = expert(slot[i*span:])
+			}
+			ExpertsFFN(b, dsts, es, act, xs)
+		},
+	})
 	return out
 }
 

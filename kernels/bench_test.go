@@ -22,7 +22,7 @@ func TestBenchReportsEveryKernelAgainstTheMeasuredLimit(t *testing.T) {
 		require.InDelta(t, k.GBps/rep.MemReadGBps, k.Ratio, 1e-9, k.Name)
 		names[k.Name] += k.Threads
 	}
-	require.Len(t, names, 8, "seven matrix kernels and the fused expert; no resident ones on a CPU backend")
+	require.Len(t, names, 9, "seven matrix kernels, the fused expert and a layer of them; no resident ones on a CPU backend")
 	all, err := Open("auto", 2)
 	require.NoError(t, err)
 	for name, threads := range names {

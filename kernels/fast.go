@@ -200,6 +200,7 @@ func bitsPerElem(d DType) int {
 const (
 	opMatMul uint8 = iota
 	opFFN
+	opFFNs // several experts, one position each (experts_fast.go)
 )
 
 // fastLayoutG lays out the FFN's g for W2's MXFP4 matvec.
@@ -214,6 +215,8 @@ func fastExec(t *task, ph, lo, hi int, scratch []float32) {
 		sp = (*C.float)(unsafe.Pointer(&scratch[0]))
 	}
 	switch {
+	case t.op == opFFNs:
+		execExperts(t, ph, lo, hi)
 	case t.op == opMatMul:
 		C.df_matmul_rows(C.int(t.isa), C.int(t.w.DType), bytePtr(t.w.Data), bytePtr(t.w.Scales),
 			C.int64_t(t.w.Cols), C.int64_t(lo), C.int64_t(hi), floatPtr(t.x), C.int64_t(t.n),

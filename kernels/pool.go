@@ -165,7 +165,9 @@ type task struct {
 	x       []float32
 	dst     []float32
 	u, g    []float32
-	gx      []float32 // g in W2's x layout
+	gx      []float32   // g in W2's x layout
+	es      []Expert    // opFFNs: the experts, x and g one after another
+	dsts    [][]float32 // opFFNs: each expert's output
 	n       int
 	act     Activation
 

@@ -23,6 +23,7 @@ func (tp *taskPool) getFor(isa int, bufs *bufPool, exec func(*task, int, int, in
 func (tp *taskPool) put(t *task) {
 	t.w, t.w3, t.w2 = Matrix{}, Matrix{}, Matrix{}
 	t.x, t.dst, t.u, t.g, t.gx = nil, nil, nil, nil, nil
+	t.es, t.dsts = nil, nil
 	t.scratchLen = 0
 	t.between = nil
 	tp.p.Put(t)
