@@ -93,3 +93,17 @@ func (s split) ExpertFFN(dst []float32, e Expert, act Activation, x []float32, n
 
 // Threads is the decode backend's: the figure that matters per token.
 func (s split) Threads() int { return Threads(s.decode) }
+
+// expertsFFN hands a layer's experts to the decode backend as one call when
+// the rule sends every one of them there (streamed experts: always in
+// decode), so that "auto" with a GPU keeps the CPU's one pool call per
+// layer; otherwise it declines and ExpertsFFN runs them one by one.
+func (s split) expertsFFN(dst [][]float32, es []Expert, act Activation, x [][]float32) bool {
+	for _, e := range es {
+		if s.onGPU(1, e.W1, e.W2, e.W3) {
+			return false
+		}
+	}
+	m, ok := s.decode.(expertsFFNer)
+	return ok && m.expertsFFN(dst, es, act, x)
+}

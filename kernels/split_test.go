@@ -154,3 +154,48 @@ func isolateAccelerators(t *testing.T) {
 		regMu.Unlock()
 	})
 }
+
+// batching runs ExpertsFFN's experts itself and counts the calls.
+type batching struct {
+	Backend
+	calls *int
+}
+
+func (b batching) expertsFFN(dst [][]float32, es []Expert, act Activation, x [][]float32) bool {
+	*b.calls++
+	for i, e := range es {
+		b.Backend.ExpertFFN(dst[i], e, act, x[i], 1)
+	}
+	return true
+}
+
+// A layer's experts reach the decode backend as one call when the rule
+// sends them all there, and go one by one when it sends any to the GPU.
+func TestSplitPassesALayersExpertsOnAsOneCall(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	es := make([]Expert, 3)
+	dst, x := make([][]float32, 3), make([][]float32, 3)
+	for i := range es {
+		es[i] = Expert{W1: randMatrix(rng, BF16, 3, 64), W2: randMatrix(rng, BF16, 64, 3), W3: randMatrix(rng, BF16, 3, 64)}
+		dst[i], x[i] = make([]float32, 64), randVec(rng, 64)
+	}
+	var gpu []int
+	batches := 0
+	for _, s := range []Backend{
+		Split(counting{Ref(), &gpu}, batching{Ref(), &batches}),
+		Accelerate(keeping{counting{Ref(), &gpu}, true}, batching{Ref(), &batches}),
+	} {
+		ExpertsFFN(s, dst, es, Activation{}, x)
+	}
+	require.Equal(t, 2, batches)
+	require.Empty(t, gpu)
+
+	defer func(a int) { AccelDecodeMinBytes = a }(AccelDecodeMinBytes)
+	AccelDecodeMinBytes = 0
+	for i := range es {
+		es[i].W1.Key, es[i].W2.Key, es[i].W3.Key = NewKey(), NewKey(), NewKey()
+	}
+	ExpertsFFN(Accelerate(keeping{counting{Ref(), &gpu}, true}, batching{Ref(), &batches}), dst, es, Activation{}, x)
+	require.Equal(t, 2, batches, "resident experts the rule sends to the GPU go one by one")
+	require.Equal(t, []int{-1, -1, -1}, gpu)
+}
