@@ -53,14 +53,20 @@ AVX512 static inline __m512 ld_i8(const uint8_t *p) {
 #define PF_MX_L2 16384
 #endif
 
+// prefetch2 asks for the n bytes (whole lines) at p + near into L1 and at
+// p + far into L2: the two levels every loop here prefetches in.
+AVX512 static inline void prefetch2(const void *p, int n, int64_t near, int64_t far) {
+	for (int o = 0; o < n; o += 64) {
+		_mm_prefetch((const char *)p + near + o, _MM_HINT_T0);
+		_mm_prefetch((const char *)p + far + o, _MM_HINT_T1);
+	}
+}
+
 #define DOT512(LD, ES)                                                                    \
 	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                           \
 	int64_t c = 0;                                                                        \
 	for (; c + 64 <= cols; c += 64) {                                                     \
-		for (int pf = 0; pf < (ES) * 64; pf += 64) {                                      \
-			_mm_prefetch((const char *)row + (ES) * c + PF_AHEAD512 + pf, _MM_HINT_T0);      \
-			_mm_prefetch((const char *)row + (ES) * c + PF_AHEAD512_L2 + pf, _MM_HINT_T1);   \
-		}                                                                                 \
+		prefetch2(row + (ES) * c, (ES) * 64, PF_AHEAD512, PF_AHEAD512_L2);                \
 		a0 = _mm512_fmadd_ps(LD(row + (ES) * c), _mm512_loadu_ps(x + c), a0);              \
 		a1 = _mm512_fmadd_ps(LD(row + (ES) * (c + 16)), _mm512_loadu_ps(x + c + 16), a1);   \
 		a2 = _mm512_fmadd_ps(LD(row + (ES) * (c + 32)), _mm512_loadu_ps(x + c + 32), a2);   \
@@ -167,12 +173,8 @@ AVX512 static inline float dot_mx_body(const uint8_t *row, const uint8_t *rs, co
 	__m512 a0 = _mm512_setzero_ps(), a1 = a0;
 	int64_t c = 0;
 	for (; c + 512 <= cols; c += 512) {
-		for (int pf = 0; pf < 256; pf += 64) {
-			_mm_prefetch((const char *)row + c / 2 + pf + PF_MX, _MM_HINT_T0);
-			_mm_prefetch((const char *)row + c / 2 + pf + PF_MX_L2, _MM_HINT_T1);
-		}
-		_mm_prefetch((const char *)rs + c / 32 + PF_MX / 16, _MM_HINT_T0);
-		_mm_prefetch((const char *)rs + c / 32 + PF_MX_L2 / 16, _MM_HINT_T1);
+		prefetch2(row + c / 2, 256, PF_MX, PF_MX_L2);
+		prefetch2(rs + c / 32, 1, PF_MX / 16, PF_MX_L2 / 16);
 		__m512 s = mx_scales16(rs + c / 32, fast);
 		a0 = _mm512_fmadd_ps(mx_chunk(row + c / 2, xp + c, tbl), _mm512_permutexvar_ps(MX_SPREAD(0), s), a0);
 		a1 = _mm512_fmadd_ps(mx_chunk(row + c / 2 + 64, xp + c + 128, tbl), _mm512_permutexvar_ps(MX_SPREAD(1), s), a1);
@@ -239,10 +241,7 @@ static void avx512_act(int kind, float beta, float lbeta, float *g, const float 
 AVX512 uint64_t df_read_avx512(const uint8_t *p, int64_t n) {
 	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
 	for (int64_t i = 0; i + 256 <= n; i += 256) {
-		for (int pf = 0; pf < 256; pf += 64) {
-			_mm_prefetch((const char *)p + i + pf + PF_MX, _MM_HINT_T0);
-			_mm_prefetch((const char *)p + i + pf + PF_MX_L2, _MM_HINT_T1);
-		}
+		prefetch2(p + i, 256, PF_MX, PF_MX_L2);
 		a0 = _mm512_add_epi64(a0, _mm512_loadu_si512(p + i));
 		a1 = _mm512_add_epi64(a1, _mm512_loadu_si512(p + i + 64));
 		a2 = _mm512_add_epi64(a2, _mm512_loadu_si512(p + i + 128));
