@@ -23,8 +23,20 @@ func (b *fastBackend) expertsFFN(dst [][]float32, es []Expert, act Activation, x
 		checkFFN(dst[i], e, x[i], 1)
 	}
 	ne, inter, dim := len(es), es[0].W1.Rows, es[0].W1.Cols
-	gb, ub, xb := b.bufs.get(ne*inter), b.bufs.get(ne*inter), b.bufs.get(ne*dim)
-	for i := range es {
+	// In decode every expert reads the same x: lay it out once (it runs on
+	// the caller before the helpers are posted).
+	xStride := 0
+	for _, xi := range x[1:] {
+		if &xi[0] != &x[0][0] {
+			xStride = dim
+		}
+	}
+	nx := 1
+	if xStride > 0 {
+		nx = ne
+	}
+	gb, ub, xb := b.bufs.get(ne*inter), b.bufs.get(ne*inter), b.bufs.get(nx*dim)
+	for i := range nx {
 		if es[0].W1.DType == MXFP4 {
 			b.mxLayout((*xb)[i*dim:(i+1)*dim], x[i][:dim])
 		} else {
@@ -32,7 +44,7 @@ func (b *fastBackend) expertsFFN(dst [][]float32, es []Expert, act Activation, x
 		}
 	}
 	t := b.tasks.getFor(b.isa, &b.bufs, fastExec)
-	t.op, t.es, t.dsts, t.x, t.g, t.u, t.n, t.act = opFFNs, es, dst, *xb, *gb, *ub, 1, act
+	t.op, t.es, t.dsts, t.x, t.xStride, t.g, t.u, t.n, t.act = opFFNs, es, dst, *xb, xStride, *gb, *ub, 1, act
 	t.gx = t.g
 	var gxb *[]float32
 	if es[0].W2.DType == MXFP4 {
@@ -46,11 +58,7 @@ func (b *fastBackend) expertsFFN(dst [][]float32, es []Expert, act Activation, x
 	t.rows[1], t.chunk[1] = ne*dim, b.chunkRows(all(es[0].W2, ne*dim), 1)
 	b.pool.run(t)
 	b.tasks.put(t)
-	for _, p := range []*[]float32{xb, gxb, gb, ub} {
-		if p != nil {
-			b.bufs.put(p)
-		}
-	}
+	b.bufs.put(xb, gxb, gb, ub)
 	return true
 }
 
@@ -73,16 +81,11 @@ func execExperts(t *task, ph, lo, hi int) {
 	for lo < hi {
 		i := lo / size
 		end := min(hi, (i+1)*size)
-		e, r0, r1 := t.es[i], C.int64_t(lo-i*size), C.int64_t(end-i*size)
+		e, r0, r1 := t.es[i], lo-i*size, end-i*size
 		if ph == 0 {
-			C.df_ffn_up_rows(C.int(t.isa), C.int(e.W1.DType), bytePtr(e.W1.Data), bytePtr(e.W1.Scales),
-				C.int(e.W3.DType), bytePtr(e.W3.Data), bytePtr(e.W3.Scales),
-				C.int64_t(inter), C.int64_t(dim), r0, r1,
-				floatPtr(t.x[i*dim:]), 1, floatPtr(t.g[i*inter:]), floatPtr(t.u[i*inter:]), nil,
-				C.int(t.act.Kind), C.float(t.act.Beta), C.float(t.act.LinearBeta))
+			upRows(t.isa, e.W1, e.W3, t.act, t.x[i*t.xStride:], 1, t.g[i*inter:], t.u[i*inter:], r0, r1, nil)
 		} else {
-			C.df_matmul_rows(C.int(t.isa), C.int(e.W2.DType), bytePtr(e.W2.Data), bytePtr(e.W2.Scales),
-				C.int64_t(inter), r0, r1, floatPtr(t.gx[i*inter:]), 1, floatPtr(t.dsts[i]), C.int64_t(dim), nil)
+			matRows(t.isa, e.W2, t.gx[i*inter:], 1, t.dsts[i], r0, r1, nil)
 		}
 		lo = end
 	}

@@ -56,6 +56,22 @@ func TestExpertsFFNIsExpertFFNOneByOne(t *testing.T) {
 			require.Equal(t, want, got, name)
 		}
 	}
+	// Every expert on one input, as in decode (laid out once).
+	shared := make([]kernels.Expert, 4)
+	sx := conformance.RandVec(rng, 256)
+	for i := range shared {
+		shared[i] = kernels.Expert{W1: conformance.RandMatrix(rng, kernels.MXFP4, 96, 256),
+			W2: conformance.RandMatrix(rng, kernels.MXFP4, 256, 96), W3: conformance.RandMatrix(rng, kernels.MXFP4, 96, 256)}
+	}
+	for _, b := range kernels.FastBackends(t, 3) {
+		want, got, xs := make([][]float32, 4), make([][]float32, 4), make([][]float32, 4)
+		for i, e := range shared {
+			want[i], got[i], xs[i] = make([]float32, 256), make([]float32, 256), sx
+			b.ExpertFFN(want[i], e, act, sx, 1)
+		}
+		kernels.ExpertsFFN(b, got, shared, act, xs)
+		require.Equal(t, want, got, b.Name()+"/shared x")
+	}
 	// Mixed shapes: one by one, same answer.
 	mixed := []kernels.Expert{
 		{W1: conformance.RandMatrix(rng, kernels.MXFP4, 32, 64), W2: conformance.RandMatrix(rng, kernels.MXFP4, 64, 32), W3: conformance.RandMatrix(rng, kernels.MXFP4, 32, 64)},

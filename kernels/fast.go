@@ -104,9 +104,7 @@ func (b *fastBackend) MatMul(dst []float32, w Matrix, x []float32, n int) {
 	t.nphase, t.rows[0], t.chunk[0] = 1, w.Rows, b.chunkRows(w, n)
 	b.pool.run(t)
 	b.tasks.put(t)
-	if xb != nil {
-		b.bufs.put(xb)
-	}
+	b.bufs.put(xb)
 }
 
 // ExpertFFN runs as one pool task of two phases, so that the helpers are
@@ -133,8 +131,7 @@ func (b *fastBackend) ExpertFFN(dst []float32, e Expert, act Activation, x []flo
 			g[i] = act.Apply(g[i], u[i])
 		}
 		b.MatMul(dst, e.W2, g, n)
-		b.bufs.put(gb)
-		b.bufs.put(ub)
+		b.bufs.put(gb, ub)
 		return
 	}
 	var xb, gxb *[]float32
@@ -159,11 +156,7 @@ func (b *fastBackend) ExpertFFN(dst []float32, e Expert, act Activation, x []flo
 	t.rows[1], t.chunk[1] = dim, b.chunkRows(e.W2, n)
 	b.pool.run(t)
 	b.tasks.put(t)
-	for _, p := range []*[]float32{xb, gxb, gb, ub} {
-		if p != nil {
-			b.bufs.put(p)
-		}
-	}
+	b.bufs.put(xb, gxb, gb, ub)
 }
 
 // chunkRows picks the rows of one chunk, the unit of claiming: about 32 KiB
@@ -218,20 +211,30 @@ func fastExec(t *task, ph, lo, hi int, scratch []float32) {
 	case t.op == opFFNs:
 		execExperts(t, ph, lo, hi)
 	case t.op == opMatMul:
-		C.df_matmul_rows(C.int(t.isa), C.int(t.w.DType), bytePtr(t.w.Data), bytePtr(t.w.Scales),
-			C.int64_t(t.w.Cols), C.int64_t(lo), C.int64_t(hi), floatPtr(t.x), C.int64_t(t.n),
-			floatPtr(t.dst), C.int64_t(t.w.Rows), sp)
+		matRows(t.isa, t.w, t.x, t.n, t.dst, lo, hi, sp)
 	case ph == 0: // opFFN: W1, W3 and the activation
-		C.df_ffn_up_rows(C.int(t.isa), C.int(t.w.DType), bytePtr(t.w.Data), bytePtr(t.w.Scales),
-			C.int(t.w3.DType), bytePtr(t.w3.Data), bytePtr(t.w3.Scales),
-			C.int64_t(t.w.Rows), C.int64_t(t.w.Cols), C.int64_t(lo), C.int64_t(hi),
-			floatPtr(t.x), C.int64_t(t.n), floatPtr(t.g), floatPtr(t.u), sp,
-			C.int(t.act.Kind), C.float(t.act.Beta), C.float(t.act.LinearBeta))
+		upRows(t.isa, t.w, t.w3, t.act, t.x, t.n, t.g, t.u, lo, hi, sp)
 	default: // opFFN: W2
-		C.df_matmul_rows(C.int(t.isa), C.int(t.w2.DType), bytePtr(t.w2.Data), bytePtr(t.w2.Scales),
-			C.int64_t(t.w2.Cols), C.int64_t(lo), C.int64_t(hi), floatPtr(t.gx), C.int64_t(t.n),
-			floatPtr(t.dst), C.int64_t(t.w2.Rows), sp)
+		matRows(t.isa, t.w2, t.gx, t.n, t.dst, lo, hi, sp)
 	}
+}
+
+// matRows computes rows [lo, hi) of w over n positions of x into dst
+// (position-major, w.Rows apart), in C.
+func matRows(isa int, w Matrix, x []float32, n int, dst []float32, lo, hi int, scratch *C.float) {
+	C.df_matmul_rows(C.int(isa), C.int(w.DType), bytePtr(w.Data), bytePtr(w.Scales),
+		C.int64_t(w.Cols), C.int64_t(lo), C.int64_t(hi), floatPtr(x), C.int64_t(n),
+		floatPtr(dst), C.int64_t(w.Rows), scratch)
+}
+
+// upRows computes rows [lo, hi) of an expert's first half, g = act(W1·x,
+// W3·x) over n positions (u is scratch of g's shape), in C.
+func upRows(isa int, w1, w3 Matrix, act Activation, x []float32, n int, g, u []float32, lo, hi int, scratch *C.float) {
+	C.df_ffn_up_rows(C.int(isa), C.int(w1.DType), bytePtr(w1.Data), bytePtr(w1.Scales),
+		C.int(w3.DType), bytePtr(w3.Data), bytePtr(w3.Scales),
+		C.int64_t(w1.Rows), C.int64_t(w1.Cols), C.int64_t(lo), C.int64_t(hi),
+		floatPtr(x), C.int64_t(n), floatPtr(g), floatPtr(u), scratch,
+		C.int(act.Kind), C.float(act.Beta), C.float(act.LinearBeta))
 }
 
 // mxLayout writes x (a multiple of 32 long) in the layout this backend's

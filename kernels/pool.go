@@ -20,7 +20,7 @@ import (
 // may not run for a scheduler time slice, and by then the caller has done
 // its part and the helper's.
 //
-// A call is posted, not sent: the pool holds the latest job in one slot and
+// A call is posted, not sent: the pool holds the latest task in one slot and
 // bumps a generation counter that every idle helper watches with plain
 // loads, so all of them see it within a cache-line transfer of the post.
 // (A buffered channel that 15 helpers polled between runtime.Gosched calls
@@ -33,7 +33,7 @@ type pool struct {
 	helpers int
 	gen     atomic.Uint64 // bumped after each post
 	_       [120]byte     // gen is read by every idle helper; keep writes of the rest off its line
-	slot    atomic.Pointer[job]
+	slot    atomic.Pointer[task]
 	parked  atomic.Int32
 	wake    chan struct{}
 }
@@ -47,16 +47,6 @@ const spinFor = 100 * time.Microsecond
 // have its P (see waiter), so that the engine's readers and the server are
 // not locked out while it watches for up to spinFor.
 const yieldEvery = 20 * time.Microsecond
-
-// job is a task as posted to the helpers: epoch is the call's first phase,
-// so a late helper finds that the task has moved on (finished, or recycled
-// for another call). Each task owns one job for its whole life (t is set
-// once), so a helper holding an old pointer reads a valid task whose claims
-// fail unless its epoch is current.
-type job struct {
-	t     *task
-	epoch atomic.Uint32
-}
 
 func newPool(threads int) *pool {
 	p := &pool{helpers: max(threads-1, 0)}
@@ -73,16 +63,16 @@ func (p *pool) loop(part int) {
 	var seen uint64 // from 0, not gen's value now: a post may come before this goroutine runs
 	for {
 		seen = p.await(seen)
-		if j := p.slot.Load(); j != nil {
-			j.t.participate(j.epoch.Load(), part)
+		if t := p.slot.Load(); t != nil {
+			t.participate(t.posted.Load(), part)
 		}
 	}
 }
 
 // post offers t's call, from epoch ep, to every helper.
 func (p *pool) post(t *task, ep uint32) {
-	t.job.epoch.Store(ep)
-	p.slot.Store(&t.job)
+	t.posted.Store(ep)
+	p.slot.Store(t)
 	p.gen.Add(1)
 	// Sequentially consistent with await's parked.Add then gen.Load: a
 	// helper either sees this post or is counted here.
@@ -166,7 +156,8 @@ type task struct {
 	dst     []float32
 	u, g    []float32
 	gx      []float32   // g in W2's x layout
-	es      []Expert    // opFFNs: the experts, x and g one after another
+	es      []Expert    // opFFNs: the experts, their g one after another
+	xStride int         // opFFNs: expert i's x is x[i*xStride:] (0: all share one)
 	dsts    [][]float32 // opFFNs: each expert's output
 	n       int
 	act     Activation
@@ -193,7 +184,11 @@ type task struct {
 	// finished receives one token per call, from whoever completes the
 	// last chunk of the last phase.
 	finished chan struct{}
-	job      job // what the pool posts for this task (job.t == this task)
+	// posted is the first epoch of the call this task was last posted
+	// for: a helper that loads the task from the slot late finds that the
+	// task has moved on (finished, or recycled for another call), and its
+	// claims fail unless that epoch is still open.
+	posted atomic.Uint32
 }
 
 // part is one participant's claim word on a line of its own: the owner
@@ -286,7 +281,7 @@ const ownBatch = 2
 // claimAll runs chunks of phase ep until none is left to claim: its own
 // part from the front, then the last chunk of the largest part left.
 func (t *task) claimAll(ep uint32, me int, buf **[]float32, bufs **bufPool) {
-	parts := t.parts // set once, before the task's first job was sent
+	parts := t.parts // set once, before the task was first posted
 	for {
 		c, n := -1, 1
 		if v := parts[me].v.Load(); uint32(v>>32) == ep && v>>16&0xffff < v&0xffff {
@@ -365,4 +360,11 @@ func (b *bufPool) get(n int) *[]float32 {
 	return &s
 }
 
-func (b *bufPool) put(v *[]float32) { b.p.Put(v) }
+// put returns buffers from get; nil ones (not taken) are skipped.
+func (b *bufPool) put(vs ...*[]float32) {
+	for _, v := range vs {
+		if v != nil {
+			b.p.Put(v)
+		}
+	}
+}

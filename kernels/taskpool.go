@@ -12,7 +12,6 @@ func (tp *taskPool) getFor(isa int, bufs *bufPool, exec func(*task, int, int, in
 	t, ok := tp.p.Get().(*task)
 	if !ok {
 		t = new(task)
-		t.job.t = t
 	}
 	t.isa, t.bufs, t.exec = isa, bufs, exec
 	return t
