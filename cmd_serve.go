@@ -17,7 +17,7 @@ func runServe(ctx context.Context, cfg app.Config, args []string) error {
 	fs.IntVar(&sc.Port, "port", sc.Port, "port to listen on")
 	fs.StringVar(&sc.ModelDir, "model", sc.ModelDir, "model directory to serve (config.json, safetensors shards, tiktoken.model); default: the model deltafin setup installed")
 	fs.IntVar(&sc.MaxTokens, "max-tokens", sc.MaxTokens, "hard cap on generated tokens per request, 0 for none (also DELTAFIN_SERVER_MAX_TOKENS)")
-	fs.IntVar(&sc.Queue, "queue", sc.Queue, "requests that may wait while one generates; beyond it they get 429")
+	fs.IntVar(&sc.Queue, "queue", sc.Queue, "jobs that may wait (FIFO) while one generates; beyond it they get 429, 0 refuses at once")
 	fs.IntVar(&sc.MemoEntries, "memo-entries", sc.MemoEntries, "answers remembered for identical requests, 0 to disable")
 	fs.StringVar(&sc.APIKey, "api-key", sc.APIKey, "require Authorization: Bearer KEY (also DELTAFIN_API_KEY)")
 	fs.Func("cors-origin", "allow browser requests from this origin (repeatable or comma-separated; CORS is off by default)", func(v string) error {

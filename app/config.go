@@ -83,8 +83,8 @@ type ServerConfig struct {
 	// MaxTokens is a hard cap on generated tokens per request, chat and
 	// completions alike (--max-tokens, DELTAFIN_SERVER_MAX_TOKENS); 0 = none.
 	MaxTokens int
-	// Queue is how many requests may wait while one generates (--queue);
-	// 0 answers them 429 at once.
+	// Queue is how many jobs may wait while one generates (--queue, 32);
+	// beyond it they get 429, and 0 answers them 429 at once.
 	Queue int
 	// MemoEntries bounds the exact response memo (--memo-entries; 0
 	// disables it); it also holds at most 64 MiB.
@@ -129,7 +129,7 @@ func DefaultConfig(getenv Getenv) Config {
 		}
 	}
 	hubFromEnv(getenv, &c)
-	c.Server = ServerConfig{Host: "127.0.0.1", Port: 8000, MemoEntries: 32, APIKey: getenv("DELTAFIN_API_KEY")}
+	c.Server = ServerConfig{Host: "127.0.0.1", Port: 8000, Queue: 32, MemoEntries: 32, APIKey: getenv("DELTAFIN_API_KEY")}
 	if v := getenv("DELTAFIN_SERVER_MAX_TOKENS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {

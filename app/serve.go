@@ -36,7 +36,7 @@ func OpenServer(ctx context.Context, sc ServerConfig, dir string, eopts engine.O
 	opts.MaxTokens, opts.Queue, opts.MemoEntries = sc.MaxTokens, sc.Queue, sc.MemoEntries
 	opts.APIKey, opts.CORSOrigins = sc.APIKey, sc.CORSOrigins
 	opts.Logger = log
-	s, err := server.New(opts, m, tok)
+	s, err := server.New(opts, server.FromEngine(m), tok)
 	if err != nil {
 		return nil, nil, errors.Join(err, m.Close())
 	}

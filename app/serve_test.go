@@ -157,7 +157,7 @@ func TestServerConfig(t *testing.T) {
 	cfg := DefaultConfig(func(k string) string {
 		return map[string]string{"DELTAFIN_SERVER_MAX_TOKENS": "64", "DELTAFIN_API_KEY": "k"}[k]
 	})
-	require.Equal(t, ServerConfig{Host: "127.0.0.1", Port: 8000, MemoEntries: 32, MaxTokens: 64, APIKey: "k"}, cfg.Server)
+	require.Equal(t, ServerConfig{Host: "127.0.0.1", Port: 8000, Queue: 32, MemoEntries: 32, MaxTokens: 64, APIKey: "k"}, cfg.Server)
 }
 
 // startServe runs Serve until ctx ends and returns its base URL and the

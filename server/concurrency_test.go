@@ -33,13 +33,13 @@ func startLong(t *testing.T, s *Server, base string, header ...string) (cancel f
 			}
 		}
 	}
-	busy, _ := s.gate.status()
+	busy, _ := s.queue.counts()
 	require.True(t, busy)
 	return cancel, next
 }
 
 func TestBusy(t *testing.T) {
-	s, base := startServer(t, func(o *Options) { o.RetryAfter = 3 * time.Second })
+	s, base := startServer(t, func(o *Options) { o.RetryAfter, o.Queue = 3*time.Second, 0 })
 	cancel, _ := startLong(t, s, base)
 
 	code, header, body := post(t, base+"/v1/completions", `{"model":"`+tinyID+`","prompt":"hello","max_tokens":2}`)
@@ -83,7 +83,7 @@ func TestQueue(t *testing.T) {
 		fmt.Sprintf(`{"model":%q,"prompt":%s,"max_tokens":4,"stream":true}`, tinyID, compact(t, ids)))
 	defer waiter.Body.Close()
 	require.Equal(t, http.StatusOK, waiter.StatusCode)
-	require.Eventually(t, func() bool { _, q := s.gate.status(); return q == 1 }, 30*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { _, q := s.queue.counts(); return q == 1 }, 30*time.Second, time.Millisecond)
 	code, b := get(t, base+"/health")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, string(b), `"queued":1`)

@@ -11,8 +11,9 @@
 //     convert.go: pure conversions to the renderer and to responses.
 //   - generate.go: the two generation endpoints; output.go: tokens to a
 //     JSON answer or to SSE chunks (reasoning_content, then content).
-//   - gate.go: one generation at a time with a bounded FIFO line;
-//     memo.go: the exact response memo; sse.go: events plus heartbeat
+//   - queue.go: one generation at a time for every endpoint, a bounded
+//     FIFO line with progress and ETAs; engine.go: the small interface
+//     over the engine the server depends on; memo.go: the exact response memo; sse.go: events plus heartbeat
 //     comments; middleware.go: Host, Origin, API key, CORS and JSON checks.
 //   - server.go: options, routes, errors in OpenAI's shape, timeouts.
 //

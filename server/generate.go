@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -10,13 +11,6 @@ import (
 	"github.com/deltafin/deltafin/engine/tokenizer"
 	"github.com/labstack/echo/v4"
 )
-
-// Model is what the server needs of an *engine.Model: its description and
-// fresh sessions.
-type Model interface {
-	Info() engine.Info
-	NewSession() *engine.Session
-}
 
 // New returns a Server for m, whose text goes through tok.
 func New(opts Options, m Model, tok *tokenizer.Tokenizer) (*Server, error) {
@@ -78,16 +72,16 @@ func (s *Server) plan(g *genRequest) (*job, *apiError) {
 }
 
 func (s *Server) chatCompletions(c echo.Context) error {
-	return s.handle(c, decodeChat, "chatcmpl-")
+	return s.handle(c, decodeChat, "chatcmpl-", "chat.completion")
 }
 
 func (s *Server) completions(c echo.Context) error {
-	return s.handle(c, decodeCompletion, "cmpl-")
+	return s.handle(c, decodeCompletion, "cmpl-", "text_completion")
 }
 
 // handle is both generation endpoints: validate, plan, then answer from the
 // memo or take a turn at the engine.
-func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest, *apiError), idPrefix string) error {
+func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest, *apiError), idPrefix, kind string) error {
 	body, err := s.readBody(c)
 	if err != nil {
 		return err
@@ -111,11 +105,9 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 	if v, ok := s.memo.get(j.key); ok {
 		return s.replay(c, o, j, v)
 	}
-	t, err := s.gate.enter()
+	t, err := s.queue.enter(o.id, kind, len(j.prompt), j.maxNew)
 	if err != nil {
-		return &apiError{status: http.StatusTooManyRequests, kind: ErrBusy, typ: "rate_limit_error",
-			code: "engine_busy", retryAfter: max(1, int(s.opts.RetryAfter.Round(time.Second)/time.Second)),
-			msg: "the model is busy with another generation; retry after the Retry-After delay (or start the server with a --queue)"}
+		return s.busy()
 	}
 	defer t.release()
 	ctx := c.Request().Context()
@@ -127,7 +119,7 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 		}
 	}
 	if err := t.wait(ctx); err != nil {
-		return nil // the client left the line
+		return nil // the client left the line: it is dropped from it
 	}
 
 	var stopped bool
@@ -144,26 +136,19 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 		}
 		return err
 	}
-	s.generations.Add(1)
-	sess, rest, reused := s.convo.take(s.model, j.prompt)
-	if reused {
-		s.reuses.Add(1)
-	}
-	res, err := sess.Generate(ctx, rest, engine.GenerateOptions{MaxNew: j.maxNew, StopTokens: j.stop}, emit)
+	res, reused, err := s.generate(ctx, t, j, emit)
 	switch {
 	case ctx.Err() != nil || o.gone():
 		s.log.Info("generation stopped: client gone", "tokens", res.Tokens)
 		return nil
 	case err != nil:
-		ae := &apiError{status: http.StatusInternalServerError, kind: ErrGeneration, typ: "server_error",
-			code: "generation_failed", msg: fmt.Sprintf("generation failed: %v", err)}
+		ae := generationFailed(err)
 		s.log.Error("generation failed", "err", err)
 		if o.sse != nil {
 			return o.fail(ae)
 		}
 		return ae
 	}
-	s.convo.keep(sess)
 	s.memo.put(j.key, memoValue{tokens: o.tokens, finish: res.FinishReason})
 	s.log.Info("generation", "prompt_tokens", len(j.prompt), "prompt_tokens_run", res.PromptTokens, "tokens", res.Tokens, "finish", res.FinishReason,
 		"prefill", res.Prefill, "decode", res.Decode, "reused_conversation", reused)
@@ -183,4 +168,39 @@ func (s *Server) replay(c echo.Context, o *output, j *job, v memoValue) error {
 		}
 	}
 	return o.end(c, v.finish, len(j.prompt))
+}
+
+// busy is the answer when the line is full.
+func (s *Server) busy() *apiError {
+	return &apiError{status: http.StatusTooManyRequests, kind: ErrBusy, typ: "rate_limit_error",
+		code: "engine_busy", retryAfter: max(1, int(s.opts.RetryAfter.Round(time.Second)/time.Second)),
+		msg: fmt.Sprintf("the model is busy and %d requests wait already; retry after the Retry-After delay (or start the server with a longer --queue)", s.opts.Queue)}
+}
+
+func generationFailed(err error) *apiError {
+	return &apiError{status: http.StatusInternalServerError, kind: ErrGeneration, typ: "server_error",
+		code: "generation_failed", msg: fmt.Sprintf("generation failed: %v", err)}
+}
+
+// generate runs j on the engine once t's turn has come: it continues the
+// kept conversation when j's prompt extends it, counts the tokens on the
+// ticket, measures the rates, and keeps the session when the generation
+// completes.
+func (s *Server) generate(ctx context.Context, t *ticket, j *job, emit func(int) error) (engine.Result, bool, error) {
+	s.generations.Add(1)
+	sess, rest, reused := s.convo.take(s.model, j.prompt)
+	if reused {
+		s.reuses.Add(1)
+	}
+	t.prefill(len(rest))
+	res, err := sess.Generate(ctx, rest, engine.GenerateOptions{MaxNew: j.maxNew, StopTokens: j.stop}, func(tok int) error {
+		t.token()
+		return emit(tok)
+	})
+	if err != nil || ctx.Err() != nil {
+		return res, reused, err
+	}
+	t.measure(res)
+	s.convo.keep(sess)
+	return res, reused, nil
 }

@@ -316,7 +316,7 @@ func TestEngineFailure(t *testing.T) {
 	m, err := engine.Open(t.Context(), tinyDir, engine.Options{})
 	require.NoError(t, err)
 	_, tok := tiny(t)
-	s, err := New(DefaultOptions(), m, tok)
+	s, err := New(DefaultOptions(), FromEngine(m), tok)
 	require.NoError(t, err)
 	srv := httptest.NewServer(s)
 	defer srv.Close()
@@ -337,6 +337,6 @@ func TestEngineFailure(t *testing.T) {
 	require.Len(t, data, 3, "role chunk, error event, [DONE]: %q", data)
 	require.Equal(t, "generation_failed", *decodeError(t, []byte(data[1])).Code)
 	require.Equal(t, "[DONE]", data[2])
-	busy, _ := s.gate.status()
+	busy, _ := s.queue.counts()
 	require.False(t, busy, "a failed generation frees the engine")
 }

@@ -46,11 +46,25 @@ func tiny(t testing.TB) (*engine.Model, *tokenizer.Tokenizer) {
 
 const tinyID = "deltafin-kimi-k3"
 
+// waitLong bounds a wait for a state the server reaches on its own, polled
+// every pollEvery; it only fails a test that hangs.
+const (
+	waitLong  = 60 * time.Second
+	pollEvery = time.Millisecond
+)
+
 // startServer serves k3-tiny on a loopback port until the test ends and
 // returns the server and its base URL.
 func startServer(t testing.TB, configure func(*Options)) (*Server, string) {
 	t.Helper()
-	m, tok := tiny(t)
+	m, _ := tiny(t)
+	return startServerWith(t, FromEngine(m), configure)
+}
+
+// startServerWith serves m (with k3-tiny's tokenizer) on loopback.
+func startServerWith(t testing.TB, m Model, configure func(*Options)) (*Server, string) {
+	t.Helper()
+	_, tok := tiny(t)
 	opts := DefaultOptions()
 	opts.Port = 0
 	if configure != nil {
@@ -185,7 +199,7 @@ func readAll(t *testing.T, next func() (sseEvent, bool)) (data []string, comment
 func waitIdle(t *testing.T, s *Server) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		busy, queued := s.gate.status()
+		busy, queued := s.queue.counts()
 		return !busy && queued == 0
 	}, 60*time.Second, 5*time.Millisecond)
 }

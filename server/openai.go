@@ -272,4 +272,6 @@ type Health struct {
 	Model  string `json:"model"`
 	Busy   bool   `json:"busy"`
 	Queued int    `json:"queued"`
+	// Queue is what runs and what waits, with progress and ETAs.
+	Queue QueueStatus `json:"queue"`
 }

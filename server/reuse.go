@@ -3,8 +3,6 @@ package server
 import (
 	"slices"
 	"sync"
-
-	"github.com/deltafin/deltafin/engine"
 )
 
 // Conversation reuse: a chat client sends the whole conversation with every
@@ -21,7 +19,7 @@ import (
 // hence take/keep under a lock.
 type convo struct {
 	mu   sync.Mutex
-	sess *engine.Session
+	sess Session
 	ids  []int
 }
 
@@ -29,7 +27,7 @@ type convo struct {
 // kept session and prompt's new tail when prompt strictly extends the kept
 // ids, else a fresh session and the whole prompt. The kept session is given
 // up either way: it is kept again only when this generation completes.
-func (c *convo) take(m Model, prompt []int) (sess *engine.Session, rest []int, reused bool) {
+func (c *convo) take(m Model, prompt []int) (sess Session, rest []int, reused bool) {
 	c.mu.Lock()
 	s, ids := c.sess, c.ids
 	c.sess, c.ids = nil, nil
@@ -41,7 +39,7 @@ func (c *convo) take(m Model, prompt []int) (sess *engine.Session, rest []int, r
 }
 
 // keep stores the session of a completed generation.
-func (c *convo) keep(s *engine.Session) {
+func (c *convo) keep(s Session) {
 	ids := s.Tokens()
 	c.mu.Lock()
 	c.sess, c.ids = s, ids

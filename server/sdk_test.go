@@ -160,7 +160,7 @@ func TestSDKCompletions(t *testing.T) {
 }
 
 func TestSDKErrors(t *testing.T) {
-	s, base := startServer(t, func(o *Options) { o.APIKey = "right" })
+	s, base := startServer(t, func(o *Options) { o.APIKey, o.Queue = "right", 0 })
 	client := sdkClient(base, option.WithAPIKey("right"))
 	user := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}
 	tests := []struct {

@@ -25,8 +25,8 @@ type Options struct {
 	Port int
 	// MaxTokens is a hard cap on generated tokens for every request; 0 = none.
 	MaxTokens int
-	// Queue is how many requests may wait while one generates; beyond it
-	// requests get 429. 0 = refuse at once.
+	// Queue is how many jobs may wait while one generates; beyond it
+	// requests get 429 with Retry-After. 0 = refuse at once.
 	Queue int
 	// MemoEntries and MemoBytes bound the response memo; 0 entries disables it.
 	MemoEntries int
@@ -50,13 +50,14 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// DefaultOptions returns the defaults: 127.0.0.1:8000, no queue, a memo of
+// DefaultOptions returns the defaults: 127.0.0.1:8000, a line of 32, a memo of
 // 32 entries and 64 MiB, 4 MiB bodies, a heartbeat every 10 s (clients'
 // idle timeouts are commonly 15 s or more).
 func DefaultOptions() Options {
 	return Options{
 		Host:          "127.0.0.1",
 		Port:          8000,
+		Queue:         32,
 		MemoEntries:   32,
 		MemoBytes:     64 << 20,
 		BodyLimit:     4 << 20,
@@ -77,12 +78,12 @@ type modelMeta struct {
 
 // Server is the HTTP API. Create it with New; it is an http.Handler.
 type Server struct {
-	opts Options
-	meta modelMeta
-	log  *slog.Logger
-	echo *echo.Echo
-	gate *gate
-	memo *memo
+	opts  Options
+	meta  modelMeta
+	log   *slog.Logger
+	echo  *echo.Echo
+	queue *queue
+	memo  *memo
 
 	model    Model
 	tok      *tokenizer.Tokenizer
@@ -114,7 +115,7 @@ func newServer(opts Options, meta modelMeta) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, meta: meta, log: log, gate: newGate(opts.Queue),
+	s := &Server{opts: opts, meta: meta, log: log, queue: newQueue(opts.Queue),
 		memo: newMemo(opts.MemoEntries, opts.MemoBytes)}
 
 	e := echo.New()
@@ -281,8 +282,8 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 }
 
 func (s *Server) health(c echo.Context) error {
-	busy, queued := s.gate.status()
-	return c.JSON(http.StatusOK, Health{Status: "ok", Model: s.meta.id, Busy: busy, Queued: queued})
+	qs := s.queue.status()
+	return c.JSON(http.StatusOK, Health{Status: "ok", Model: s.meta.id, Busy: qs.Running != nil, Queued: len(qs.Queued), Queue: qs})
 }
 
 func (s *Server) modelObject() ModelObject {
@@ -299,6 +300,10 @@ func (s *Server) modelByID(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, s.modelObject())
 }
+
+// Queue is a snapshot of the job queue: what runs, what waits and the
+// measured rates (the menu shows it; /health serves it).
+func (s *Server) Queue() QueueStatus { return s.queue.status() }
 
 // ModelID is the id the server advertises.
 func (s *Server) ModelID() string { return s.meta.id }

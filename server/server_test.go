@@ -38,7 +38,8 @@ func TestModelsAndHealth(t *testing.T) {
 
 	code, body = get(t, base+"/health")
 	require.Equal(t, http.StatusOK, code)
-	require.JSONEq(t, `{"status":"ok","model":"`+tinyID+`","busy":false,"queued":0}`, string(body))
+	require.JSONEq(t, `{"status":"ok","model":"`+tinyID+`","busy":false,"queued":0,"queue":{"running":null,"queued":[],"depth":32,
+		"prefill_tokens_per_second":0,"decode_tokens_per_second":0}}`, string(body))
 
 	code, body = get(t, base+"/v1/embeddings")
 	require.Equal(t, http.StatusNotFound, code)
@@ -244,7 +245,7 @@ func (f *flushCounter) Unwrap() http.ResponseWriter { return f.ResponseWriter }
 // flushes through any wrapper between it and net/http.
 func TestEmbeddedHandlerFlushes(t *testing.T) {
 	m, tok := tiny(t)
-	s, err := New(DefaultOptions(), m, tok)
+	s, err := New(DefaultOptions(), FromEngine(m), tok)
 	require.NoError(t, err)
 	var seen atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -278,7 +279,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := DefaultOptions()
 			tc.edit(&opts)
-			_, err := New(opts, m, tok)
+			_, err := New(opts, FromEngine(m), tok)
 			require.ErrorContains(t, err, "server: ")
 		})
 	}
