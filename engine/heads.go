@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"runtime"
 	"sync"
 )
@@ -23,6 +24,22 @@ func headWorkers(work int) int {
 		return 1
 	}
 	return runtime.GOMAXPROCS(0)
+}
+
+// ctxBlock is how many tokens of the delta rule run between two checks of
+// the context (attention checks before every row, whose cost grows with the
+// position): a cancelled request frees the engine within one block of one
+// layer, not at the end of a layer pass that takes minutes on a long prompt.
+const ctxBlock = 64
+
+// stopped reports, without blocking, whether ctx has ended.
+func stopped(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // parallelHeads calls f over [0, nh) split into at most workers ranges.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"math/rand/v2"
 	"testing"
 
@@ -35,7 +36,7 @@ func TestParallelHeadsAreBitIdentical(t *testing.T) {
 		serialHeads = serial
 		defer func() { serialHeads = false }()
 		o, st := make([]float32, T*nh*d), append([]float32(nil), s...)
-		kdaRecurrent(o, q, k, v, g, beta, st, T, nh, d)
+		kdaRecurrent(context.Background(), o, q, k, v, g, beta, st, T, nh, d)
 		return o, st
 	}
 	o1, s1 := run(true)
@@ -61,7 +62,7 @@ func TestParallelHeadsAreBitIdentical(t *testing.T) {
 		serialHeads = serial
 		defer func() { serialHeads = false }()
 		out := make([]float32, len(x))
-		m.mlaForward(m.backend, out, x, 64, m.w.layers[mlaLayer].mla, &mlaCache{})
+		_ = m.mlaForward(context.Background(), m.backend, out, x, 64, m.w.layers[mlaLayer].mla, &mlaCache{})
 		return out
 	}
 	require.Equal(t, attn(true), attn(false))
@@ -84,7 +85,7 @@ func BenchmarkKDADecodeStep(b *testing.B) {
 			defer func() { serialHeads = false }()
 			b.SetBytes(int64(4 * len(s)))
 			for b.Loop() {
-				kdaRecurrent(o, q, k, v, g, beta, s, 1, nh, d)
+				kdaRecurrent(context.Background(), o, q, k, v, g, beta, s, 1, nh, d)
 			}
 		})
 	}

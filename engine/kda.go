@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"math"
 
 	"github.com/deltafin/deltafin/kernels"
@@ -67,14 +68,17 @@ func newKDAState(c *Config) *kdaState {
 //	x: [T, H] (already input-normalised) → out: [T, H]
 //
 // With mid set (a speculative pass, T = 2), the state after the first token
-// is kept in st's mid buffers for rewind.
-func (m *Model) kdaForward(be kernels.Backend, out, x []float32, T int, w *kdaWeights, st *kdaState, mid bool) {
+// is kept in st's mid buffers for rewind. The delta rule checks ctx every
+// ctxBlock tokens; a cancelled pass returns ctx's error with st torn.
+func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []float32, T int, w *kdaWeights, st *kdaState, mid bool) error {
 	c := m.cfg
 	nh, d := c.KDAHeads, c.KDAHeadDim
 	P := nh * d
 	mat := func(wm kernels.Matrix, in []float32) []float32 {
 		y := make([]float32, T*wm.Rows)
-		be.MatMul(y, wm, in, T)
+		if !stopped(ctx) { // once ctx ends the rest is skipped, and its error returned below
+			be.MatMul(y, wm, in, T)
+		}
 		return y
 	}
 	// Projections, then the causal short conv + SiLU on each of q, k, v.
@@ -127,9 +131,12 @@ func (m *Model) kdaForward(be kernels.Backend, out, x []float32, T int, w *kdaWe
 		kdaStep(o[:span], q[:span], k[:span], v[:span], g[:span], b[:nh], st.s, st.midS, nh, d)
 		kdaStep(o[span:], q[span:], k[span:], v[span:], g[span:], b[nh:], st.midS, st.s, nh, d)
 	case c.GateLowerBound == nil && T > kdaChunkSize:
-		kdaChunked(o, q, k, v, g, b, st.s, T, nh, d, kdaChunkSize)
+		kdaChunked(ctx, o, q, k, v, g, b, st.s, T, nh, d, kdaChunkSize)
 	default:
-		kdaRecurrent(o, q, k, v, g, b, st.s, T, nh, d)
+		kdaRecurrent(ctx, o, q, k, v, g, b, st.s, T, nh, d)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 
 	// Gated per-head RMSNorm: o_h ← RMSNorm_{o_norm}(o_h) ⊙ σ(gate_h).
@@ -141,6 +148,7 @@ func (m *Model) kdaForward(be kernels.Backend, out, x []float32, T int, w *kdaWe
 		}
 	}
 	be.MatMul(out, w.oProj, o, T)
+	return nil
 }
 
 // kdaGate turns the decay-gate pre-activation g̃ (one token, [nh·d]) into
@@ -210,28 +218,32 @@ func shortConv(x, w, state, mid []float32, P, K int) []float32 {
 // q, k, v, g: [T, nh, d]; beta: [T, nh]; s: [nh, d, d]; o: [T, nh, d].
 // Heads are independent: they run in parallel, each over all T tokens, with
 // the same arithmetic per head as one at a time (K3: 96 heads of 128², about
-// 10 ms per token and layer on one core).
-func kdaRecurrent(o, q, k, v, g, beta, s []float32, T, nh, d int) {
-	kdaHeads(o, q, k, v, g, beta, s, s, T, nh, d, headWorkers(T*nh*d*d))
+// 10 ms per token and layer on one core). It stops early, leaving o and s
+// torn, once ctx ends (checked every ctxBlock tokens).
+func kdaRecurrent(ctx context.Context, o, q, k, v, g, beta, s []float32, T, nh, d int) {
+	kdaHeads(ctx, o, q, k, v, g, beta, s, s, T, nh, d, headWorkers(T*nh*d*d))
 }
 
 // kdaStep is one token of kdaRecurrent from state src into dst: the same
 // operations in the same order whether dst is src (in place) or another
 // buffer (a speculative pass keeping the state before the step).
 func kdaStep(o, q, k, v, g, beta, src, dst []float32, nh, d int) {
-	kdaHeads(o, q, k, v, g, beta, src, dst, 1, nh, d, headWorkers(nh*d*d))
+	kdaHeads(context.Background(), o, q, k, v, g, beta, src, dst, 1, nh, d, headWorkers(nh*d*d))
 }
 
 // kdaHeads runs T tokens of the delta rule for every head, on workers
 // goroutines (heads split between them); the state goes from src to dst,
 // which may be the same buffer. With T > 1 src must be dst.
-func kdaHeads(o, q, k, v, g, beta, src, dst []float32, T, nh, d, workers int) {
+func kdaHeads(ctx context.Context, o, q, k, v, g, beta, src, dst []float32, T, nh, d, workers int) {
 	parallelHeads(nh, workers, func(h0, h1 int) {
 		delta := make([]float32, d)
 		for h := h0; h < h1; h++ {
 			S0 := src[h*d*d : (h+1)*d*d]
 			S := dst[h*d*d : (h+1)*d*d]
 			for t := 0; t < T; t++ {
+				if t%ctxBlock == ctxBlock-1 && stopped(ctx) {
+					return
+				}
 				base := (t*nh + h) * d
 				kdaHead(o[base:base+d], q[base:base+d], k[base:base+d], v[base:base+d], g[base:base+d], beta[t*nh+h], S0, S, delta, d)
 				S0 = S

@@ -1,6 +1,9 @@
 package engine
 
-import "math"
+import (
+	"context"
+	"math"
+)
 
 // kdaChunkSize is the chunk length of the chunked KDA prefill (FLA's 64).
 const kdaChunkSize = 64
@@ -21,7 +24,8 @@ const kdaChunkSize = 64
 // e^{Γ_t} and e^{−Γ_i}, which would overflow over long chunks.
 //
 // q, k, v, g: [T, nh, d]; beta: [T, nh]; s: [nh, d, d]; o: [T, nh, d].
-func kdaChunked(o, q, k, v, g, beta, s []float32, T, nh, d, C int) {
+// It stops early, leaving o and s torn, once ctx ends (checked per chunk).
+func kdaChunked(ctx context.Context, o, q, k, v, g, beta, s []float32, T, nh, d, C int) {
 	gam := make([]float32, C*d) // Γ for the chunk, [C, d]
 	u := make([]float32, C*d)   // [C, d(V)]
 	a := make([]float32, C)     // one row of A or B
@@ -30,6 +34,9 @@ func kdaChunked(o, q, k, v, g, beta, s []float32, T, nh, d, C int) {
 		S := s[h*d*d : (h+1)*d*d]
 		row := func(x []float32, t int) []float32 { return x[(t*nh+h)*d : (t*nh+h+1)*d] }
 		for c0 := 0; c0 < T; c0 += C {
+			if stopped(ctx) {
+				return
+			}
 			n := min(C, T-c0)
 			for t := 0; t < n; t++ {
 				gt := row(g, c0+t)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"math"
 
 	"github.com/deltafin/deltafin/kernels"
@@ -31,16 +32,20 @@ type mlaCache struct {
 }
 
 // mlaForward runs T new tokens, appending them to the cache; token t
-// attends to every cached position and to new positions ≤ t.
+// attends to every cached position and to new positions ≤ t. It checks ctx
+// before each position's attention row and returns its error, leaving
+// the cache torn (the session is unusable after a cancelled pass anyway).
 //
 //	x: [T, H] (already input-normalised) → out: [T, H]
-func (m *Model) mlaForward(be kernels.Backend, out, x []float32, T int, w *mlaWeights, cache *mlaCache) {
+func (m *Model) mlaForward(ctx context.Context, be kernels.Backend, out, x []float32, T int, w *mlaWeights, cache *mlaCache) error {
 	c := m.cfg
 	nh, nope, rope, dv, r := c.Heads, c.NoPE, c.RoPE, c.VHead, c.KVLoRA
 	qk := nope + rope
 	mat := func(wm kernels.Matrix, in []float32) []float32 {
 		y := make([]float32, T*wm.Rows)
-		be.MatMul(y, wm, in, T)
+		if !stopped(ctx) { // once ctx ends the rest is skipped, and its error returned below
+			be.MatMul(y, wm, in, T)
+		}
 		return y
 	}
 
@@ -74,12 +79,18 @@ func (m *Model) mlaForward(be kernels.Backend, out, x []float32, T int, w *mlaWe
 		}
 	}
 
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	// softmax(q·k / √qk) · v per head, causal; heads in parallel.
 	attn := make([]float32, T*nh*dv)
 	scale := float32(1 / math.Sqrt(float64(qk)))
 	parallelHeads(nh, headWorkers(T*(past+T)*nh*(qk+dv)), func(h0, h1 int) {
 		scores := make([]float32, past+T)
 		for t := 0; t < T; t++ {
+			if stopped(ctx) { // a row costs O(past): check every one
+				return
+			}
 			n := past + t + 1
 			for h := h0; h < h1; h++ {
 				qh := q[(t*nh+h)*qk : (t*nh+h+1)*qk]
@@ -103,6 +114,9 @@ func (m *Model) mlaForward(be kernels.Backend, out, x []float32, T int, w *mlaWe
 			}
 		}
 	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 
 	// Output gate σ(g_proj · x) on the flattened heads, then o_proj.
 	if w.gProj != nil {
@@ -112,4 +126,5 @@ func (m *Model) mlaForward(be kernels.Backend, out, x []float32, T int, w *mlaWe
 		}
 	}
 	be.MatMul(out, w.oProj, attn, T)
+	return nil
 }

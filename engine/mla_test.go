@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -156,16 +157,16 @@ func TestMLA(t *testing.T) {
 
 			// The whole sequence as one batch.
 			batch := make([]float32, T*H)
-			m.mlaForward(m.backend, batch, x, T, w, &mlaCache{})
+			_ = m.mlaForward(context.Background(), m.backend, batch, x, T, w, &mlaCache{})
 			for i, v := range batch {
 				require.InDelta(t, want[i], float64(v), 1e-5, "batch element %d", i)
 			}
 			// Two tokens, then one at a time through the cache.
 			cache := &mlaCache{}
 			step := make([]float32, T*H)
-			m.mlaForward(m.backend, step[:2*H], x[:2*H], 2, w, cache)
+			_ = m.mlaForward(context.Background(), m.backend, step[:2*H], x[:2*H], 2, w, cache)
 			for tk := 2; tk < T; tk++ {
-				m.mlaForward(m.backend, step[tk*H:(tk+1)*H], x[tk*H:(tk+1)*H], 1, w, cache)
+				_ = m.mlaForward(context.Background(), m.backend, step[tk*H:(tk+1)*H], x[tk*H:(tk+1)*H], 1, w, cache)
 			}
 			d, _ := maxAbsDiff(batch, step)
 			require.LessOrEqual(t, d, 1e-6)

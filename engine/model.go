@@ -259,11 +259,18 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 			partial = nil
 		}
 		rmsNormRows(x, aIn, lw.inNorm, c.Eps, H)
+		var err error
 		switch {
 		case lw.kda != nil:
-			m.kdaForward(be, y, x, T, lw.kda, s.kda[i], s.verifying)
+			err = m.kdaForward(ctx, be, y, x, T, lw.kda, s.kda[i], s.verifying)
 		default:
-			m.mlaForward(be, y, x, T, lw.mla, s.mla[i])
+			err = m.mlaForward(ctx, be, y, x, T, lw.mla, s.mla[i])
+		}
+		if err == nil {
+			err = ctx.Err() // before the MLP: a long prompt's is seconds of work
+		}
+		if err != nil {
+			return nil, err
 		}
 		if partial == nil {
 			partial = make([]float32, T*H)
