@@ -7,7 +7,8 @@
 // Files, one concept each:
 //   - openai.go: the wire types; request.go: strict decoding and
 //     validation, refusing before any work what the engine cannot honour
-//     (n > 1, logprobs, stop sequences, ...) and any unknown field;
+//     (n > 1, logprobs, penalties, ...) and any unknown field; stop.go:
+//     stop sequences matched on the decoded text;
 //     convert.go: pure conversions to the renderer and to responses.
 //   - generate.go: the two generation endpoints; output.go: tokens to a
 //     JSON answer or to SSE chunks (reasoning_content, then content).

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -67,7 +68,7 @@ func (s *Server) plan(g *genRequest) (*job, *apiError) {
 	if j.maxNew == 0 || j.maxNew > room {
 		j.maxNew = room
 	}
-	j.key = keyOf(j.prompt, j.maxNew, j.stop)
+	j.key = keyOf(j.prompt, j.maxNew, j.stop, g.stop...)
 	return j, nil
 }
 
@@ -94,7 +95,7 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 	if ae != nil {
 		return ae
 	}
-	o := &output{g: g, model: s.meta.id, id: newID(idPrefix), created: time.Now().Unix()}
+	o := &output{g: g, model: s.meta.id, id: newID(idPrefix), created: time.Now().Unix(), stop: stopText{stops: g.stop}}
 	if g.chat {
 		o.parser = chat.NewTokenParser(s.tok, chatOptions(g))
 	} else {
@@ -163,7 +164,9 @@ func (s *Server) replay(c echo.Context, o *output, j *job, v memoValue) error {
 		}
 	}
 	for _, tok := range v.tokens {
-		if err := o.token(tok); err != nil {
+		if err := o.token(tok); errors.Is(err, engine.ErrStopped) {
+			break
+		} else if err != nil {
 			return nil // only a stream write fails: the client is gone
 		}
 	}

@@ -11,7 +11,8 @@ import (
 // same prompt tokens with the same limits always give the same tokens, and
 // a repeated request (a client retrying, an editor re-asking) can be
 // answered from memory instead of minutes of expert streaming. The key is
-// the engine's whole input (prompt ids, token limit, stop ids), so a chat
+// the engine's whole input (prompt ids, token limit, stop ids and stop
+// sequences), so a chat
 // and a completion that reduce to the same tokens share an entry. Bounded
 // by entries and bytes, least recently used first out.
 type memo struct {
@@ -49,7 +50,7 @@ func newMemo(maxEntries int, maxBytes int64) *memo {
 
 // keyOf hashes the engine input. Lengths are written before each list so
 // that no two inputs share an encoding.
-func keyOf(prompt []int, maxNew int, stop []int) memoKey {
+func keyOf(prompt []int, maxNew int, stop []int, stopText ...string) memoKey {
 	h := sha256.New()
 	var b [8]byte
 	put := func(v int) {
@@ -64,6 +65,11 @@ func keyOf(prompt []int, maxNew int, stop []int) memoKey {
 	put(len(stop))
 	for _, t := range stop {
 		put(t)
+	}
+	put(len(stopText))
+	for _, s := range stopText {
+		put(len(s))
+		h.Write([]byte(s))
 	}
 	var k memoKey
 	h.Sum(k[:0])

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/engine/chat"
 	"github.com/deltafin/deltafin/engine/tokenizer"
 	"github.com/labstack/echo/v4"
@@ -22,6 +23,7 @@ type output struct {
 	dec     *tokenizer.Decoder // completions
 	parser  *chat.TokenParser  // chat: decoder and reasoning/content split
 	sse     *sseWriter         // streaming only, after begin
+	stop    stopText           // the request's stop sequences, on the content
 
 	text   strings.Builder // the non-streamed completion
 	tokens []int           // every emitted token, for the memo
@@ -50,13 +52,24 @@ func (o *output) close() {
 	}
 }
 
-// token takes one generated token.
+// token takes one generated token; engine.ErrStopped says a stop
+// sequence ended the answer.
 func (o *output) token(id int) error {
 	o.tokens = append(o.tokens, id)
+	var reasoning, content string
 	if o.parser != nil {
-		return o.send(o.parser.Add(id))
+		reasoning, content = o.parser.Add(id)
+	} else {
+		content = o.dec.Add(id)
 	}
-	return o.send("", o.dec.Add(id))
+	content, hit := o.stop.push(content)
+	if err := o.send(reasoning, content); err != nil {
+		return err
+	}
+	if hit {
+		return engine.ErrStopped
+	}
+	return nil
 }
 
 // send delivers reasoning then content, in that order.
@@ -87,19 +100,33 @@ func (o *output) send(reasoning, content string) error {
 // end flushes what the decoder and splitter hold back and finishes the
 // answer: the JSON body, or the final chunk, the usage chunk and [DONE].
 func (o *output) end(c echo.Context, finish string, promptTokens int) error {
-	var err error
-	if o.parser != nil {
-		err = o.send(o.parser.Finish(finish == "length"))
-	} else {
-		err = o.send("", o.dec.Flush())
+	var reasoning, content string
+	if o.stop.hit {
+		finish = "stop"
 	}
-	if err != nil {
+	if o.parser != nil {
+		reasoning, content = o.parser.Finish(finish == "length")
+	} else {
+		content = o.dec.Flush()
+	}
+	if !o.stop.hit {
+		var hit bool
+		if content, hit = o.stop.push(content); hit {
+			finish = "stop"
+		} else {
+			content += o.stop.flush()
+		}
+	} else {
+		content = ""
+	}
+	if err := o.send(reasoning, content); err != nil {
 		return err
 	}
 	u := usage(promptTokens, len(o.tokens))
 	if o.sse == nil {
 		if o.g.chat {
 			reasoning, content := o.parser.Result()
+			content = o.stop.cut(content)
 			return c.JSON(http.StatusOK, chatCompletion(o.id, o.created, o.model, reasoning, content, o.g.thinking, finish, u))
 		}
 		return c.JSON(http.StatusOK, completion(o.id, o.created, o.model, o.text.String(), &finish, &u, false))

@@ -32,6 +32,9 @@ type genRequest struct {
 	tools      []json.RawMessage // each a validated ChatTool, as the client sent it
 	toolChoice string            // "" | "auto" | "none"
 
+	// stop holds the stop sequences (stop.go).
+	stop []string
+
 	// Completions only: the prompt as text, or as token ids when promptIDs
 	// is non-nil.
 	prompt    string
@@ -127,7 +130,11 @@ func decodeChat(body []byte, lim limits) (*genRequest, *apiError) {
 	if e := checkModel(req.Model, lim); e != nil {
 		return nil, e
 	}
-	if e := checkSampling(req.Temperature, req.TopP, req.PresencePenalty, req.FrequencyPenalty, req.N, req.LogitBias, req.Stop); e != nil {
+	if e := checkSampling(req.Temperature, req.TopP, req.PresencePenalty, req.FrequencyPenalty, req.N, req.LogitBias); e != nil {
+		return nil, e
+	}
+	var e *apiError
+	if g.stop, e = checkStop(req.Stop); e != nil {
 		return nil, e
 	}
 	if e := checkStream(g, req.Stream, req.StreamOptions); e != nil {
@@ -205,7 +212,11 @@ func decodeCompletion(body []byte, lim limits) (*genRequest, *apiError) {
 	if e := checkModel(req.Model, lim); e != nil {
 		return nil, e
 	}
-	if e := checkSampling(req.Temperature, req.TopP, req.PresencePenalty, req.FrequencyPenalty, req.N, req.LogitBias, req.Stop); e != nil {
+	if e := checkSampling(req.Temperature, req.TopP, req.PresencePenalty, req.FrequencyPenalty, req.N, req.LogitBias); e != nil {
+		return nil, e
+	}
+	var e *apiError
+	if g.stop, e = checkStop(req.Stop); e != nil {
 		return nil, e
 	}
 	if e := checkStream(g, req.Stream, req.StreamOptions); e != nil {
@@ -256,7 +267,7 @@ func checkModel(model string, lim limits) *apiError {
 // decoding cannot honour. Temperature and top_p are accepted and ignored:
 // decoding is greedy, and a client that sets them still gets a valid
 // (deterministic) answer.
-func checkSampling(temperature, topP, presence, frequency *float64, n *int, logitBias map[string]any, stop json.RawMessage) *apiError {
+func checkSampling(temperature, topP, presence, frequency *float64, n *int, logitBias map[string]any) *apiError {
 	if temperature != nil && (*temperature < 0 || *temperature > 2) {
 		return invalid(codeInvalidValue, "temperature", "must be between 0 and 2, got %g", *temperature)
 	}
@@ -283,22 +294,6 @@ func checkSampling(temperature, topP, presence, frequency *float64, n *int, logi
 	}
 	if len(logitBias) > 0 {
 		return unsupported("logit_bias", "logit_bias is not available")
-	}
-	if !isNull(stop) {
-		var s string
-		var list []string
-		switch {
-		case json.Unmarshal(stop, &s) == nil:
-			if s != "" {
-				return unsupported("stop", "stop sequences are not available")
-			}
-		case json.Unmarshal(stop, &list) == nil:
-			if len(list) > 0 {
-				return unsupported("stop", "stop sequences are not available")
-			}
-		default:
-			return invalid(codeInvalidValue, "stop", "must be a string or an array of strings")
-		}
 	}
 	return nil
 }

@@ -174,7 +174,7 @@ func TestSDKErrors(t *testing.T) {
 		{"n", client, openai.ChatCompletionNewParams{Model: tinyID, Messages: user, N: openai.Int(2)}, 400, "n", codeUnsupported},
 		{"logprobs", client, openai.ChatCompletionNewParams{Model: tinyID, Messages: user, Logprobs: openai.Bool(true)}, 400, "logprobs", codeUnsupported},
 		{"stop", client, openai.ChatCompletionNewParams{Model: tinyID, Messages: user,
-			Stop: openai.ChatCompletionNewParamsStopUnion{OfString: openai.String("\n")}}, 400, "stop", codeUnsupported},
+			Stop: openai.ChatCompletionNewParamsStopUnion{OfStringArray: []string{"a", "b", "c", "d", "e"}}}, 400, "stop", codeInvalidValue},
 		{"penalty", client, openai.ChatCompletionNewParams{Model: tinyID, Messages: user, PresencePenalty: openai.Float(1)}, 400, "presence_penalty", codeUnsupported},
 		{"temperature range", client, openai.ChatCompletionNewParams{Model: tinyID, Messages: user, Temperature: openai.Float(3)}, 400, "temperature", codeInvalidValue},
 		{"effort medium", client, openai.ChatCompletionNewParams{Model: tinyID, Messages: user, ReasoningEffort: shared.ReasoningEffortMedium}, 400, "reasoning_effort", codeInvalidValue},

@@ -63,7 +63,7 @@ func TestRefusedBeforeWork(t *testing.T) {
 		param  string
 	}{
 		{"n", chat, `{"model":"` + tinyID + `","messages":[{"role":"user","content":"hi"}],"n":3}`, nil, 400, "n"},
-		{"stop", base + "/v1/completions", `{"model":"` + tinyID + `","prompt":"hi","stop":"."}`, nil, 400, "stop"},
+		{"stop", base + "/v1/completions", `{"model":"` + tinyID + `","prompt":"hi","stop":["."," ","a","b","c"]}`, nil, 400, "stop"},
 		{"image", chat, `{"model":"` + tinyID + `","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"http://x/y.png"}}]}]}`, nil, 400, "messages[0].content[0]"},
 		{"unknown field", chat, `{"model":"` + tinyID + `","messages":[{"role":"user","content":"hi"}],"temprature":0}`, nil, 400, "temprature"},
 		{"wrong model", chat, `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, nil, 404, "model"},
