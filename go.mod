@@ -12,6 +12,7 @@ require (
 	github.com/openai/openai-go/v3 v3.99.0
 	github.com/stretchr/testify v1.12.1
 	github.com/vbauerster/mpb/v8 v8.16.2
+	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sync v0.25.0
 	golang.org/x/sys v0.50.0
 )
