@@ -113,8 +113,8 @@ func (s *Server) apiKey() echo.MiddlewareFunc {
 // requireJSON refuses POST bodies that are not application/json.
 func requireJSON(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if c.Request().Method != http.MethodPost {
-			return next(c)
+		if c.Request().Method != http.MethodPost || c.Request().ContentLength == 0 {
+			return next(c) // no body (POST /v1/responses/{id}/cancel): nothing to type
 		}
 		ct := c.Request().Header.Get(echo.HeaderContentType)
 		mt, _, err := mime.ParseMediaType(ct)

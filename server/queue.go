@@ -97,6 +97,21 @@ func (q *queue) enter(id, kind string, promptTokens, maxTokens int) (*ticket, er
 	return t, nil
 }
 
+// admit enters a job that was acknowledged before (a stored job resumed
+// at start): it takes its place even beyond the depth.
+func (q *queue) admit(id, kind string, promptTokens, maxTokens int) *ticket {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	t := &ticket{q: q, ready: make(chan struct{}), enqueued: q.now(),
+		st: JobStatus{ID: id, Kind: kind, State: "queued", PromptTokens: promptTokens, MaxTokens: maxTokens}}
+	if q.running == nil {
+		q.grant(t)
+	} else {
+		q.line = append(q.line, t)
+	}
+	return t
+}
+
 // grant must be called with q.mu held.
 func (q *queue) grant(t *ticket) {
 	q.running = t

@@ -9,10 +9,12 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/store"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 )
@@ -48,6 +50,16 @@ type Options struct {
 	RetryAfter time.Duration
 	// Logger receives one line per request; nil discards.
 	Logger *slog.Logger
+	// Store keeps responses and queued jobs across restarts (the data
+	// directory's deltafin.db); nil: responses live only while they run,
+	// and background ones and previous_response_id are refused.
+	Store *store.Store
+	// Retention is how long a finished stored response stays retrievable;
+	// 0 keeps them until deleted.
+	Retention time.Duration
+	// OnResponse, if set, is called when a response ends (the app's
+	// long-answer notification for background jobs).
+	OnResponse func(Response)
 }
 
 // DefaultOptions returns the defaults: 127.0.0.1:8000, a line of 32, a memo of
@@ -65,6 +77,7 @@ func DefaultOptions() Options {
 		HeaderTimeout: 10 * time.Second,
 		BodyTimeout:   60 * time.Second,
 		RetryAfter:    2 * time.Second,
+		Retention:     30 * 24 * time.Hour,
 	}
 }
 
@@ -99,6 +112,15 @@ type Server struct {
 	// reuses counts the generations that continued it.
 	convo  convo
 	reuses atomic.Int64
+
+	// The Responses API's jobs (responses_job.go): the live ones by id,
+	// the store, and the lifetime that background jobs run under.
+	store    *store.Store
+	life     context.Context
+	stopLife context.CancelCauseFunc
+	jobsMu   sync.Mutex
+	jobs     map[string]*respJob
+	running  sync.WaitGroup
 }
 
 func newServer(opts Options, meta modelMeta) (*Server, error) {
@@ -116,7 +138,8 @@ func newServer(opts Options, meta modelMeta) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, meta: meta, log: log, queue: newQueue(opts.Queue),
-		memo: newMemo(opts.MemoEntries, opts.MemoBytes)}
+		memo: newMemo(opts.MemoEntries, opts.MemoBytes), store: opts.Store, jobs: map[string]*respJob{}}
+	s.life, s.stopLife = context.WithCancelCause(context.Background())
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -143,6 +166,11 @@ func newServer(opts Options, meta modelMeta) (*Server, error) {
 	e.GET("/v1/models/:id", s.modelByID)
 	e.POST("/v1/chat/completions", s.chatCompletions)
 	e.POST("/v1/completions", s.completions)
+	e.POST("/v1/responses", s.createResponse)
+	e.GET("/v1/responses/:id", s.getResponse)
+	e.DELETE("/v1/responses/:id", s.deleteResponse)
+	e.POST("/v1/responses/:id/cancel", s.cancelResponse)
+	e.GET("/v1/responses/:id/input_items", s.inputItems)
 	s.echo = e
 	return s, nil
 }
@@ -155,10 +183,15 @@ func (s *Server) Addr() string {
 	return net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port))
 }
 
-// Serve answers on ln until ctx ends, then shuts down gracefully: new
-// connections are refused and running requests get ctx's end (a generation
-// stops within one token).
+// Serve resumes the stored jobs, answers on ln until ctx ends, then shuts
+// down gracefully: new connections are refused, running requests get
+// ctx's end (a generation stops within one token) and background jobs stop
+// with their state stored (Close).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if err := s.Resume(); err != nil {
+		return err
+	}
+	defer s.Close()
 	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: s.opts.HeaderTimeout,
@@ -242,7 +275,7 @@ func fromEchoError(err error) *apiError {
 	ae := &apiError{status: he.Code, kind: ErrInvalidRequest, typ: "invalid_request_error", msg: fmt.Sprint(he.Message)}
 	switch he.Code {
 	case http.StatusNotFound:
-		ae.code, ae.msg = "not_found", "no such endpoint: this server has GET /v1/models, POST /v1/chat/completions, POST /v1/completions and GET /health"
+		ae.code, ae.msg = "not_found", "no such endpoint: this server has GET /v1/models, POST /v1/chat/completions, POST /v1/completions, POST /v1/responses (with GET, DELETE, /cancel and /input_items on a response) and GET /health"
 	case http.StatusMethodNotAllowed:
 		ae.code = "method_not_allowed"
 	case http.StatusRequestEntityTooLarge:

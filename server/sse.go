@@ -114,6 +114,20 @@ func (s *sseWriter) event(v any) error {
 	return s.write(buf.Bytes())
 }
 
+// named sends v as one event of the given type (the Responses API's
+// "event: TYPE" lines).
+func (s *sseWriter) named(typ string, v any) error {
+	var buf bytes.Buffer
+	buf.WriteString("event: " + typ + "\ndata: ")
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode event: %w", err)
+	}
+	buf.WriteString("\n")
+	return s.write(buf.Bytes())
+}
+
 // finish sends the [DONE] sentinel.
 func (s *sseWriter) finish() error {
 	return s.write([]byte("data: [DONE]\n\n"))

@@ -1,0 +1,261 @@
+package server
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/engine/tokenizer"
+)
+
+// respRender turns a response's generated tokens into its output items
+// and, when sink is set, into the official stream events in order:
+// response.created, response.in_progress, then per item
+// output_item.added → content_part.added → deltas → text done →
+// content_part.done → output_item.done (a reasoning item with
+// reasoning_text, then the assistant message with output_text), and
+// response.completed (or .incomplete, .failed). The events are a pure
+// function of the tokens, so a stream resumed with starting_after=N
+// replays the tokens and skips the events numbered up to N.
+type respRender struct {
+	base   Response // the settings the response echoes; status and output are filled here
+	parser *chat.TokenParser
+	stop   stopText
+	sink   func(ResponseEvent) error // nil: no events
+	seq    int
+
+	reasoning, content []byte // text so far
+	items              []OutputItem
+	open               int // index in items of the item being written, -1 none
+	tokens             int
+	reasoningTokens    int
+	sawContent         bool
+	hit                bool // a stop sequence ended the answer
+	thinking           bool
+}
+
+func newRespRender(base Response, tok *tokenizer.Tokenizer, r *respRecord, sink func(ResponseEvent) error) *respRender {
+	_, opts := r.render()
+	return &respRender{base: base, parser: chat.NewTokenParser(tok, opts), stop: stopText{stops: r.Stop}, sink: sink, open: -1, thinking: r.Thinking}
+}
+
+func (rr *respRender) event(ev ResponseEvent) error {
+	ev.SequenceNumber = rr.seq
+	rr.seq++
+	if rr.sink == nil {
+		return nil
+	}
+	return rr.sink(ev)
+}
+
+func intp(i int) *int { return &i }
+
+// begin sends response.created (status queued or in_progress as given)
+// and response.in_progress.
+func (rr *respRender) begin(queued bool) error {
+	created := rr.snapshot("in_progress")
+	if queued {
+		created.Status = "queued"
+	}
+	if err := rr.event(ResponseEvent{Type: "response.created", Response: &created}); err != nil {
+		return err
+	}
+	inProgress := rr.snapshot("in_progress")
+	return rr.event(ResponseEvent{Type: "response.in_progress", Response: &inProgress})
+}
+
+// token takes one generated token; engine.ErrStopped says a stop
+// sequence ended the answer.
+func (rr *respRender) token(id int) error {
+	rr.tokens++
+	reasoning, content := rr.parser.Add(id)
+	if !rr.sawContent {
+		rr.reasoningTokens++
+	}
+	if err := rr.text(reasoning, content); err != nil {
+		return err
+	}
+	if rr.hit {
+		return engine.ErrStopped
+	}
+	return nil
+}
+
+func (rr *respRender) text(reasoning, content string) error {
+	if rr.hit {
+		return nil
+	}
+	content, rr.hit = rr.stop.push(content)
+	if content != "" && !rr.sawContent {
+		rr.sawContent = true
+		rr.reasoningTokens-- // the token that began the answer
+	}
+	if reasoning != "" {
+		if err := rr.delta("reasoning", reasoning); err != nil {
+			return err
+		}
+	}
+	if content != "" {
+		return rr.delta("message", content)
+	}
+	return nil
+}
+
+// delta appends text to the item of kind typ, opening it (and closing
+// the one before) as needed.
+func (rr *respRender) delta(typ, text string) error {
+	if rr.open >= 0 && rr.items[rr.open].Type != typ {
+		if err := rr.closeItem(); err != nil {
+			return err
+		}
+	}
+	if rr.open < 0 {
+		if err := rr.openItem(typ); err != nil {
+			return err
+		}
+	}
+	it := &rr.items[rr.open]
+	it.Content[0].Text += text
+	evType := "response.output_text.delta"
+	if typ == "reasoning" {
+		rr.reasoning = append(rr.reasoning, text...)
+		evType = "response.reasoning_text.delta"
+	} else {
+		rr.content = append(rr.content, text...)
+	}
+	ev := ResponseEvent{Type: evType, ItemID: it.ID, OutputIndex: intp(rr.open), ContentIndex: intp(0), Delta: &text}
+	if typ == "message" {
+		ev.Logprobs = &[]any{}
+	}
+	return rr.event(ev)
+}
+
+func (rr *respRender) openItem(typ string) error {
+	n := len(rr.items)
+	it := OutputItem{Type: typ, ID: itemID(rr.base.ID, typ, n), Status: "in_progress"}
+	part := OutputPart{Type: "reasoning_text"}
+	if typ == "message" {
+		it.Role = "assistant"
+		part = OutputPart{Type: "output_text", Annotations: &[]json.RawMessage{}, Logprobs: &[]json.RawMessage{}}
+	} else {
+		it.Summary = &[]SummaryRef{}
+	}
+	rr.items = append(rr.items, it)
+	rr.open = n
+	added := cloneItem(it)
+	added.Content = []OutputPart{}
+	if err := rr.event(ResponseEvent{Type: "response.output_item.added", OutputIndex: intp(n), Item: &added}); err != nil {
+		return err
+	}
+	rr.items[n].Content = []OutputPart{part}
+	return rr.event(ResponseEvent{Type: "response.content_part.added", ItemID: it.ID, OutputIndex: intp(n), ContentIndex: intp(0), Part: &part})
+}
+
+func (rr *respRender) closeItem() error {
+	n := rr.open
+	rr.open = -1
+	it := &rr.items[n]
+	it.Status = "completed"
+	text := it.Content[0].Text
+	doneType := "response.output_text.done"
+	if it.Type == "reasoning" {
+		doneType = "response.reasoning_text.done"
+	}
+	ev := ResponseEvent{Type: doneType, ItemID: it.ID, OutputIndex: intp(n), ContentIndex: intp(0), Text: &text}
+	if it.Type == "message" {
+		ev.Logprobs = &[]any{}
+	}
+	if err := rr.event(ev); err != nil {
+		return err
+	}
+	part := it.Content[0]
+	if err := rr.event(ResponseEvent{Type: "response.content_part.done", ItemID: it.ID, OutputIndex: intp(n), ContentIndex: intp(0), Part: &part}); err != nil {
+		return err
+	}
+	done := cloneItem(*it)
+	return rr.event(ResponseEvent{Type: "response.output_item.done", OutputIndex: intp(n), Item: &done})
+}
+
+// finish ends the answer: finish is the engine's reason ("stop",
+// "length") or the final state ("cancelled", "failed" with errMsg). It
+// flushes what the parser holds, closes the items (there is always an
+// assistant message), and sends the terminal event.
+func (rr *respRender) finish(finish string, promptTokens int, errMsg string) (Response, error) {
+	if finish == "stop" || finish == "length" {
+		reasoning, content := rr.parser.Finish(finish == "length" && !rr.hit)
+		if err := rr.text(reasoning, content); err != nil {
+			return Response{}, err
+		}
+		if !rr.hit {
+			if err := rr.text("", rr.stop.flush()); err != nil {
+				return Response{}, err
+			}
+		}
+	}
+	if rr.open >= 0 && rr.items[rr.open].Type == "reasoning" {
+		if err := rr.closeItem(); err != nil {
+			return Response{}, err
+		}
+	}
+	if rr.open < 0 && (len(rr.items) == 0 || rr.items[len(rr.items)-1].Type != "message") {
+		if err := rr.openItem("message"); err != nil {
+			return Response{}, err
+		}
+	}
+	if rr.open >= 0 {
+		if err := rr.closeItem(); err != nil {
+			return Response{}, err
+		}
+	}
+	status, evType := "completed", "response.completed"
+	switch {
+	case finish == "length" && !rr.hit:
+		status, evType = "incomplete", "response.incomplete"
+	case finish == "cancelled":
+		status, evType = "cancelled", "response.cancelled"
+	case finish == "failed":
+		status, evType = "failed", "response.failed"
+	}
+	resp := rr.snapshot(status)
+	if status == "incomplete" {
+		resp.IncompleteDetails = &IncompleteDetails{Reason: "max_output_tokens"}
+	}
+	if status == "failed" {
+		resp.Error = &ResponseError{Code: "server_error", Message: errMsg}
+	}
+	u := &ResponseUsage{InputTokens: promptTokens, OutputTokens: rr.tokens, TotalTokens: promptTokens + rr.tokens}
+	u.OutputTokensDetails.ReasoningTokens = max(rr.reasoningTokens, 0)
+	if !rr.thinking {
+		u.OutputTokensDetails.ReasoningTokens = 0
+	}
+	resp.Usage = u
+	return resp, rr.event(ResponseEvent{Type: evType, Response: &resp})
+}
+
+// snapshot is the response as it stands, with the given status.
+func (rr *respRender) snapshot(status string) Response {
+	r := rr.base
+	r.Status = status
+	r.Output = make([]OutputItem, len(rr.items))
+	for i, it := range rr.items {
+		r.Output[i] = cloneItem(it)
+	}
+	return r
+}
+
+func cloneItem(it OutputItem) OutputItem {
+	it.Content = append([]OutputPart(nil), it.Content...)
+	return it
+}
+
+// itemID derives an output item's id from the response's, so that a
+// replayed stream and the stored response name the same items.
+func itemID(respID, typ string, n int) string {
+	prefix := "msg_"
+	if typ == "reasoning" {
+		prefix = "rs_"
+	}
+	return prefix + strings.TrimPrefix(respID, "resp_") + "_" + strconv.Itoa(n)
+}

@@ -1,0 +1,220 @@
+package server
+
+import "encoding/json"
+
+// The Responses API's wire types (POST /v1/responses and friends), as the
+// official SDKs send and read them. Like openai.go: no behaviour, every
+// accepted field listed so that the strict decoder refuses the rest.
+
+// ResponseRequest is the body of POST /v1/responses. Input is a string or
+// an array of items.
+type ResponseRequest struct {
+	Model              string             `json:"model"`
+	Input              json.RawMessage    `json:"input"`
+	Instructions       *string            `json:"instructions"`
+	PreviousResponseID *string            `json:"previous_response_id"`
+	MaxOutputTokens    *int               `json:"max_output_tokens"`
+	Reasoning          *ReasoningParam    `json:"reasoning"`
+	Stream             *bool              `json:"stream"`
+	StreamOptions      *ResponseStreamOpt `json:"stream_options"`
+	Store              *bool              `json:"store"`
+	Background         *bool              `json:"background"`
+	Metadata           map[string]string  `json:"metadata"`
+	Temperature        *float64           `json:"temperature"`
+	TopP               *float64           `json:"top_p"`
+	TopLogprobs        *int               `json:"top_logprobs"`
+	Text               *ResponseTextParam `json:"text"`
+	Tools              []json.RawMessage  `json:"tools"`
+	ToolChoice         json.RawMessage    `json:"tool_choice"`
+	ParallelToolCalls  *bool              `json:"parallel_tool_calls"`
+	MaxToolCalls       *int               `json:"max_tool_calls"`
+	Truncation         *string            `json:"truncation"`
+	Include            []string           `json:"include"`
+	User               *string            `json:"user"`
+	ServiceTier        *string            `json:"service_tier"`
+	PromptCacheKey     *string            `json:"prompt_cache_key"`
+	SafetyIdentifier   *string            `json:"safety_identifier"`
+	Conversation       json.RawMessage    `json:"conversation"`
+	Prompt             json.RawMessage    `json:"prompt"`
+	// Stop is an extension (chat's stop sequences): up to four strings.
+	Stop json.RawMessage `json:"stop"`
+}
+
+// ReasoningParam is the request's reasoning object.
+type ReasoningParam struct {
+	Effort          *string `json:"effort"`
+	Summary         *string `json:"summary"`
+	GenerateSummary *string `json:"generate_summary"`
+}
+
+// ResponseStreamOpt is stream_options.
+type ResponseStreamOpt struct {
+	IncludeObfuscation *bool `json:"include_obfuscation"`
+}
+
+// ResponseTextParam is the request's text object.
+type ResponseTextParam struct {
+	Format    json.RawMessage `json:"format"`
+	Verbosity *string         `json:"verbosity"`
+}
+
+// InputItem is one element of an array input: a message (type "message"
+// or no type), or an earlier turn's reasoning item.
+type InputItem struct {
+	Type             string          `json:"type"`
+	ID               *string         `json:"id"`
+	Role             string          `json:"role"`
+	Content          json.RawMessage `json:"content"`
+	Status           *string         `json:"status"`
+	Summary          json.RawMessage `json:"summary"`
+	EncryptedContent *string         `json:"encrypted_content"`
+}
+
+// InputPart is one content part of an input message.
+type InputPart struct {
+	Type        string          `json:"type"`
+	Text        *string         `json:"text"`
+	Annotations json.RawMessage `json:"annotations"`
+	Logprobs    json.RawMessage `json:"logprobs"`
+	ImageURL    json.RawMessage `json:"image_url"`
+	FileID      json.RawMessage `json:"file_id"`
+	FileData    json.RawMessage `json:"file_data"`
+	Filename    json.RawMessage `json:"filename"`
+	Detail      json.RawMessage `json:"detail"`
+}
+
+// Response is a response object: what create returns (the whole answer,
+// or a queued one for background), what GET returns and what stream
+// events carry.
+type Response struct {
+	ID                 string             `json:"id"`
+	Object             string             `json:"object"`
+	CreatedAt          int64              `json:"created_at"`
+	Status             string             `json:"status"`
+	Background         bool               `json:"background"`
+	Error              *ResponseError     `json:"error"`
+	IncompleteDetails  *IncompleteDetails `json:"incomplete_details"`
+	Instructions       *string            `json:"instructions"`
+	MaxOutputTokens    *int               `json:"max_output_tokens"`
+	Model              string             `json:"model"`
+	Output             []OutputItem       `json:"output"`
+	ParallelToolCalls  bool               `json:"parallel_tool_calls"`
+	PreviousResponseID *string            `json:"previous_response_id"`
+	Reasoning          ReasoningConfig    `json:"reasoning"`
+	Store              bool               `json:"store"`
+	Temperature        float64            `json:"temperature"`
+	Text               ResponseTextConfig `json:"text"`
+	ToolChoice         string             `json:"tool_choice"`
+	Tools              []json.RawMessage  `json:"tools"`
+	TopP               float64            `json:"top_p"`
+	Truncation         string             `json:"truncation"`
+	Usage              *ResponseUsage     `json:"usage"`
+	Metadata           map[string]string  `json:"metadata"`
+}
+
+// ResponseError is a failed response's error.
+type ResponseError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// IncompleteDetails says why a response is incomplete.
+type IncompleteDetails struct {
+	Reason string `json:"reason"`
+}
+
+// ReasoningConfig echoes the reasoning settings.
+type ReasoningConfig struct {
+	Effort  *string `json:"effort"`
+	Summary *string `json:"summary"`
+}
+
+// ResponseTextConfig echoes the text format: always plain text.
+type ResponseTextConfig struct {
+	Format struct {
+		Type string `json:"type"`
+	} `json:"format"`
+}
+
+// OutputItem is a "reasoning" item (K3's thinking, in Content as
+// reasoning_text; Summary stays empty) or an assistant "message" item
+// (the answer, as output_text).
+type OutputItem struct {
+	Type    string        `json:"type"`
+	ID      string        `json:"id"`
+	Status  string        `json:"status"`
+	Role    string        `json:"role,omitempty"`
+	Summary *[]SummaryRef `json:"summary,omitempty"`
+	Content []OutputPart  `json:"content"`
+}
+
+// SummaryRef is a reasoning summary part (never produced: K3's reasoning
+// comes whole, in the item's content).
+type SummaryRef struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// OutputPart is output_text (in a message) or reasoning_text (in a
+// reasoning item).
+type OutputPart struct {
+	Type        string             `json:"type"`
+	Text        string             `json:"text"`
+	Annotations *[]json.RawMessage `json:"annotations,omitempty"`
+	Logprobs    *[]json.RawMessage `json:"logprobs,omitempty"`
+}
+
+// ResponseUsage counts a response's tokens; reasoning tokens are part of
+// the output tokens.
+type ResponseUsage struct {
+	InputTokens        int `json:"input_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokens        int `json:"output_tokens"`
+	OutputTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	TotalTokens int `json:"total_tokens"`
+}
+
+// ResponseEvent is one streamed event; only the fields of its type are
+// set.
+type ResponseEvent struct {
+	Type           string      `json:"type"`
+	SequenceNumber int         `json:"sequence_number"`
+	Response       *Response   `json:"response,omitempty"`
+	OutputIndex    *int        `json:"output_index,omitempty"`
+	ItemID         string      `json:"item_id,omitempty"`
+	ContentIndex   *int        `json:"content_index,omitempty"`
+	Item           *OutputItem `json:"item,omitempty"`
+	Part           *OutputPart `json:"part,omitempty"`
+	Delta          *string     `json:"delta,omitempty"`
+	Text           *string     `json:"text,omitempty"`
+	Logprobs       *[]any      `json:"logprobs,omitempty"`
+}
+
+// ResponseDeleted is the body of DELETE /v1/responses/{id}.
+type ResponseDeleted struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Deleted bool   `json:"deleted"`
+}
+
+// InputItemList is the body of GET /v1/responses/{id}/input_items.
+type InputItemList struct {
+	Object  string         `json:"object"`
+	Data    []InputItemOut `json:"data"`
+	FirstID *string        `json:"first_id"`
+	LastID  *string        `json:"last_id"`
+	HasMore bool           `json:"has_more"`
+}
+
+// InputItemOut is a stored input message.
+type InputItemOut struct {
+	Type    string       `json:"type"`
+	ID      string       `json:"id"`
+	Status  string       `json:"status"`
+	Role    string       `json:"role"`
+	Content []OutputPart `json:"content"`
+}
