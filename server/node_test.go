@@ -101,3 +101,84 @@ func TestNodeClient(t *testing.T) {
 	require.Equal(t, codeUnsupported, got.Error.Code)
 	require.Equal(t, "invalid_request_error", got.Error.Type)
 }
+
+// TestNodeResponses runs the npm openai package's Responses API calls and
+// the AI SDK's default openai(model) provider (generateText, streamText:
+// it calls /v1/responses) against the real server.
+func TestNodeResponses(t *testing.T) {
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "node is needed: `make deps` installs it")
+	for _, pkg := range []string{"openai", "ai", "@ai-sdk/openai"} {
+		_, err = os.Stat(filepath.Join(nodeDir, "node_modules", pkg, "package.json"))
+		require.NoError(t, err, "the npm package %s is missing: run `make deps` (npm ci in server/%s)", pkg, nodeDir)
+	}
+	_, withSt := withStore(t)
+	_, base := startServer(t, func(o *Options) { withSt(o); o.MemoEntries = 0 })
+	cmd := exec.CommandContext(t.Context(), node, "responses.mjs", base+"/v1", tinyID)
+	cmd.Dir = nodeDir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "node: %s", stderr.String())
+	var got struct {
+		Create struct {
+			Status, Text, OutputText string
+			Types                    []string
+			Usage                    struct {
+				InputTokens  int `json:"input_tokens"`
+				OutputTokens int `json:"output_tokens"`
+			}
+		}
+		Stream struct {
+			Types  []string
+			Deltas string
+			Last   string
+		}
+		Retrieve struct{ ID, Text string }
+		Next     struct {
+			Text, Previous string
+			InputTokens    int `json:"input_tokens"`
+		}
+		Items      []struct{ Role, Text string }
+		Background struct{ First, Status, Text string }
+		Cancel     string
+		Deleted    int
+		AIGenerate struct {
+			Text, Reasoning, Finish string
+			Input, Output           int
+		}
+		AIStream struct{ Text, Finish string }
+	}
+	require.NoError(t, json.Unmarshal(out, &got), string(out))
+
+	user := []chat.Message{{Role: "user", Content: "Hello there"}}
+	want := expectResponse(t, user, 10)
+	whole := want.reasoning + want.content
+	require.Equal(t, whole, got.Create.Text)
+	require.Equal(t, want.content, got.Create.OutputText, "output_text is the answer alone")
+	require.Equal(t, len(want.prompt), got.Create.Usage.InputTokens)
+	require.Equal(t, len(want.tokens), got.Create.Usage.OutputTokens)
+	require.Equal(t, whole, got.Stream.Deltas)
+	require.Equal(t, "response.created", got.Stream.Types[0])
+	require.Contains(t, []string{"completed", "incomplete"}, got.Stream.Last)
+	require.Equal(t, whole, got.Retrieve.Text)
+	conv := append(user, chat.Message{Role: "assistant", ReasoningContent: want.reasoning, Content: want.content},
+		chat.Message{Role: "user", Content: "And then?"})
+	wantNext := expectResponse(t, conv, 6)
+	require.Equal(t, wantNext.reasoning+wantNext.content, got.Next.Text)
+	require.Equal(t, len(wantNext.prompt), got.Next.InputTokens)
+	require.Len(t, got.Items, 1)
+	require.Equal(t, "And then?", got.Items[0].Text)
+	require.Equal(t, "queued", got.Background.First)
+	require.Equal(t, whole, got.Background.Text)
+	require.Equal(t, "cancelled", got.Cancel)
+	require.Equal(t, 404, got.Deleted)
+
+	require.Equal(t, want.content, got.AIGenerate.Text)
+	// The AI SDK reads reasoning from summary parts only; K3's reasoning is
+	// the item's reasoning_text content, which it skips.
+	require.Empty(t, got.AIGenerate.Reasoning)
+	require.Equal(t, len(want.prompt), got.AIGenerate.Input)
+	require.Equal(t, len(want.tokens), got.AIGenerate.Output)
+	require.Equal(t, want.content, got.AIStream.Text)
+}
