@@ -146,6 +146,7 @@ type State struct {
 	Demo        bool   // serving the built-in demo model
 	Login       bool
 	Problem     string // the last error that needs the user
+	Answering   Answering
 	// What this build wires in: entries that need a missing part are
 	// disabled.
 	CanDownload, CanWarm, CanServe bool
@@ -182,6 +183,8 @@ func BuildMenu(s State) Menu {
 		m.Title = fmt.Sprintf("↓ %d%%", percent(s.Download.Fraction()))
 	case s.Warming:
 		m.Title = fmt.Sprintf("warming %d%%", percent(s.Warm.Fraction()))
+	case s.Answering.Running:
+		m.Title = "answering…"
 	}
 	return m
 }
@@ -227,6 +230,9 @@ func statusLine(s State) string {
 	}
 	if s.ServerAddr != "" {
 		b.WriteString(" · serving " + s.ServerAddr)
+	}
+	if line := s.Answering.line(); line != "" {
+		b.WriteString(" · " + line)
 	}
 	return b.String()
 }

@@ -32,6 +32,14 @@ func TestBuildMenu(t *testing.T) {
 		}), status: "Downloading 41% · 1.2 GB/s · 3 h left", title: "↓ 41%",
 			visible: []ItemID{ItemPause}, hidden: []ItemID{ItemDownloadStream, ItemDownloadFull, ItemUpgrade},
 			check: func(t *testing.T, m Menu) { require.Equal(t, LabelPause, m.Item(ItemPause).Label) }},
+		{name: "answering with one queued", st: with(func(s *State) {
+			s.Install, s.ServerAddr = InstallState{Mode: InstallFull}, "http://127.0.0.1:8000"
+			s.Answering = Answering{Running: true, Queued: 1, PromptDone: 40, PromptTokens: 100, ETA: 3 * time.Minute}
+		}), status: "Full install · serving http://127.0.0.1:8000 · Answering… 1 queued · reading the prompt 40% · at most 3 min left", title: "answering…"},
+		{name: "answering, decoding", st: with(func(s *State) {
+			s.Install = InstallState{Mode: InstallFull}
+			s.Answering = Answering{Running: true, PromptDone: 100, PromptTokens: 100, Tokens: 12}
+		}), status: "Full install · Answering… · 12 tokens", title: "answering…"},
 		{name: "paused after relaunch", st: with(func(s *State) {
 			s.Pending = ModeFull
 		}), status: "Download paused at 0% (full)",

@@ -51,6 +51,9 @@ func New(cfg Config, deps Deps, log *slog.Logger) *App {
 	if r, ok := deps.Server.(GenerationReporter); ok {
 		r.ReportGenerations(a.Busy, a.AnswerFinished)
 	}
+	if r, ok := deps.Server.(QueueReporter); ok {
+		a.watchQueue(r)
+	}
 	return a
 }
 

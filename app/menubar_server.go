@@ -15,6 +15,8 @@ import (
 
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/kernels"
+	"github.com/deltafin/deltafin/server"
+	"github.com/deltafin/deltafin/store"
 )
 
 // apiServer is the menu's Server: the engine and the OpenAI-compatible
@@ -31,6 +33,7 @@ type apiServer struct {
 	busy     func(reason string) func()
 	finished func(time.Duration, string)
 	hs       *http.Server
+	srv      *server.Server
 	done     chan error
 	close    func() error
 }
@@ -76,11 +79,23 @@ func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err erro
 		return "", err
 	}
 	eopts.Stream = st.Options
-	srv, closeModel, err := OpenServer(ctx, s.cfg.Server, dir, eopts, s.log)
+	// Background responses and queued jobs outlive a quit: they resume at
+	// the next start from the data directory's store.
+	jobs, err := store.Open(filepath.Join(scfg.DataDir, store.FileName))
 	if err != nil {
 		return "", errors.Join(err, st.Close())
 	}
-	closeAll := func() error { return errors.Join(closeModel(), st.Close()) }
+	srv, closeModel, err := OpenServer(ctx, s.cfg.Server, dir, eopts, Jobs{Store: jobs, OnResponse: s.responseDone}, s.log)
+	if err != nil {
+		return "", errors.Join(err, jobs.Close(), st.Close())
+	}
+	if err := srv.Resume(); err != nil {
+		return "", errors.Join(err, closeModel(), jobs.Close(), st.Close())
+	}
+	closeAll := func() error {
+		srv.Close() // running jobs stop with their tokens stored
+		return errors.Join(closeModel(), jobs.Close(), st.Close())
+	}
 	host, port := s.cfg.Server.Host, strconv.Itoa(s.cfg.Server.Port)
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(host, port))
 	if err != nil {
@@ -99,7 +114,7 @@ func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err erro
 	// which would cut a long generation.
 	s.hs = &http.Server{Handler: watchGenerations(srv, busy, finished), ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
-	s.done, s.close = make(chan error, 1), closeAll
+	s.done, s.close, s.srv = make(chan error, 1), closeAll, srv
 	go func(hs *http.Server, done chan error) { done <- hs.Serve(ln) }(s.hs, s.done)
 	return "http://" + ln.Addr().String(), nil
 }
@@ -107,7 +122,7 @@ func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err erro
 func (s *apiServer) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	hs, done, closeAll := s.hs, s.done, s.close
-	s.hs, s.done, s.close = nil, nil, nil
+	s.hs, s.done, s.close, s.srv = nil, nil, nil, nil
 	s.mu.Unlock()
 	if hs == nil {
 		return nil
@@ -123,4 +138,37 @@ func (s *apiServer) Stop(ctx context.Context) error {
 		err = errors.Join(err, serr)
 	}
 	return errors.Join(err, closeAll())
+}
+
+// responseDone sends the long-answer notification when a response ends
+// (watchGenerations sees only chat and completions; a background response
+// has no client at all, so the notification is where its end shows).
+func (s *apiServer) responseDone(r server.Response) {
+	s.mu.Lock()
+	finished := s.finished
+	s.mu.Unlock()
+	if finished == nil {
+		return
+	}
+	var answer string
+	for _, it := range r.Output {
+		if it.Type == "message" {
+			for _, p := range it.Content {
+				answer += p.Text
+			}
+		}
+	}
+	finished(time.Since(time.Unix(r.CreatedAt, 0)), answer)
+}
+
+// Queue is the server's job queue right now (what runs, what waits), for
+// the menu; ok is false while the server is stopped.
+func (s *apiServer) Queue() (q server.QueueStatus, ok bool) {
+	s.mu.Lock()
+	srv := s.srv
+	s.mu.Unlock()
+	if srv == nil {
+		return q, false
+	}
+	return srv.Queue(), true
 }

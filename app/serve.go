@@ -14,15 +14,24 @@ import (
 	"github.com/deltafin/deltafin/engine/tokenizer"
 	"github.com/deltafin/deltafin/kernels"
 	"github.com/deltafin/deltafin/server"
+	"github.com/deltafin/deltafin/store"
 )
 
 // ErrNoModel: serve was asked to run without a model directory.
 var ErrNoModel = errors.New("app: no model to serve")
 
+// Jobs is how a server keeps its jobs: the store (nil: only while they
+// run) and who hears when a response ends.
+type Jobs struct {
+	Store      *store.Store
+	OnResponse func(server.Response)
+}
+
 // OpenServer opens the model (with eopts) and the tokenizer in dir and
-// returns the OpenAI-compatible server for them, configured from sc, and
-// the function that closes the model once the server is done.
-func OpenServer(ctx context.Context, sc ServerConfig, dir string, eopts engine.Options, log *slog.Logger) (*server.Server, func() error, error) {
+// returns the OpenAI-compatible server for them, configured from sc, with
+// its jobs kept as jobs says, and the function that closes the model once
+// the server is done.
+func OpenServer(ctx context.Context, sc ServerConfig, dir string, eopts engine.Options, jobs Jobs, log *slog.Logger) (*server.Server, func() error, error) {
 	m, err := engine.Open(ctx, dir, eopts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("app: open model: %w", err)
@@ -35,7 +44,7 @@ func OpenServer(ctx context.Context, sc ServerConfig, dir string, eopts engine.O
 	opts.Host, opts.Port = sc.Host, sc.Port
 	opts.MaxTokens, opts.Queue, opts.MemoEntries = sc.MaxTokens, sc.Queue, sc.MemoEntries
 	opts.APIKey, opts.CORSOrigins = sc.APIKey, sc.CORSOrigins
-	opts.Logger = log
+	opts.Logger, opts.Store, opts.OnResponse = log, jobs.Store, jobs.OnResponse
 	s, err := server.New(opts, server.FromEngine(m), tok)
 	if err != nil {
 		return nil, nil, errors.Join(err, m.Close())
@@ -86,7 +95,13 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger, ready func(baseURL
 		eopts.SpineInt8 = engine.SpineInt8Dir(dir)
 		log.Warn("spine: int8 copy (approximate: NOT the exact K3 output)", "dir", eopts.SpineInt8)
 	}
-	s, closeModel, err := OpenServer(ctx, sc, dir, eopts, log)
+	// Responses and queued jobs survive restarts in the data directory.
+	jobs, err := store.Open(filepath.Join(cfg.DataDir, store.FileName))
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, jobs.Close()) }()
+	s, closeModel, err := OpenServer(ctx, sc, dir, eopts, Jobs{Store: jobs}, log)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,84 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/deltafin/deltafin/server"
+)
+
+// QueueReporter is implemented by a Server that can show its job queue:
+// the menu polls it to say "Answering… 1 queued" with progress.
+type QueueReporter interface {
+	Queue() (q server.QueueStatus, serving bool)
+}
+
+// Answering is the job queue as the menu shows it.
+type Answering struct {
+	Running                  bool
+	Queued                   int
+	PromptDone, PromptTokens int // the running job's prompt, read so far
+	Tokens                   int // the running job's generated tokens
+	ETA                      time.Duration
+}
+
+// answeringPoll is how often the menu reads the queue.
+const answeringPoll = time.Second
+
+// watchQueue keeps State.Answering current while the app runs.
+func (a *App) watchQueue(r QueueReporter) {
+	a.goWork(func(ctx context.Context) {
+		t := time.NewTicker(answeringPoll)
+		defer t.Stop()
+		var last Answering
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			q, _ := r.Queue()
+			now := answeringOf(q)
+			if now != last {
+				last = now
+				a.update(func(s *State) { s.Answering = now })
+			}
+		}
+	})
+}
+
+func answeringOf(q server.QueueStatus) Answering {
+	ans := Answering{Queued: len(q.Queued)}
+	if r := q.Running; r != nil {
+		ans.Running = true
+		ans.PromptDone, ans.PromptTokens, ans.Tokens = r.PromptDone, r.PromptTokens, r.Tokens
+		if r.ETASeconds != nil {
+			ans.ETA = time.Duration(*r.ETASeconds * float64(time.Second))
+		}
+	}
+	return ans
+}
+
+// line is the status text: "Answering… 1 queued · reading the prompt 40%".
+func (a Answering) line() string {
+	if !a.Running && a.Queued == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("Answering…")
+	if a.Queued > 0 {
+		fmt.Fprintf(&b, " %d queued", a.Queued)
+	}
+	switch {
+	case a.Tokens > 0:
+		fmt.Fprintf(&b, " · %d tokens", a.Tokens)
+	case a.PromptTokens > 0:
+		fmt.Fprintf(&b, " · reading the prompt %d%%", percent(float64(a.PromptDone)/float64(a.PromptTokens)))
+	}
+	if a.ETA > 0 {
+		fmt.Fprintf(&b, " · at most %s left", formatETA(a.ETA))
+	}
+	return b.String()
+}
