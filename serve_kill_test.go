@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/store"
+	"github.com/stretchr/testify/require"
+)
+
+// TestKill9BackgroundResponse builds deltafin, serves k3-tiny with it as a
+// real process, starts a background response, kills the process with
+// SIGKILL at seeded random moments while the job decodes, restarts it each
+// time, and checks that the job finishes with exactly the tokens of an
+// uninterrupted engine run.
+func TestKill9BackgroundResponse(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "deltafin")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+
+	const modelDir, maxNew = "testdata/k3-tiny", 1200
+	input := "Tell me everything."
+	want := uninterrupted(t, modelDir, input, maxNew)
+	require.Greater(t, len(want), 200, "the reference answer is long enough to be killed in")
+
+	data := t.TempDir()
+	base := startDeltafin(t, bin, modelDir, data)
+	body := fmt.Sprintf(`{"model":"deltafin-kimi-k3","input":%q,"max_output_tokens":%d,"background":true}`, input, maxNew)
+	resp, err := http.Post(base.url+"/v1/responses", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	var created struct{ ID, Status string }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&created))
+	resp.Body.Close()
+	require.Equal(t, "queued", created.Status)
+
+	rng := rand.New(rand.NewPCG(17, 9))
+	killedAt := []int{}
+	for range 3 {
+		at := rng.IntN(len(want) / 4) // tokens decoded by this run before the kill
+		start := base.tokens(t)
+		require.Eventually(t, func() bool { return base.tokens(t) >= start+at || base.tokens(t) < 0 }, 2*time.Minute, time.Millisecond)
+		if base.tokens(t) < 0 {
+			break // finished before the kill point
+		}
+		base.kill(t)
+		killedAt = append(killedAt, at)
+		base = startDeltafin(t, bin, modelDir, data)
+	}
+	t.Logf("answer of %d tokens; killed after %v tokens of each run", len(want), killedAt)
+	require.NotEmpty(t, killedAt)
+	require.Eventually(t, func() bool { return base.tokens(t) < 0 }, 5*time.Minute, 10*time.Millisecond, "the job finishes")
+	base.stop(t)
+
+	st, err := store.Open(filepath.Join(data, store.FileName))
+	require.NoError(t, err)
+	defer st.Close()
+	require.NoError(t, st.Check())
+	j, toks, err := st.Get(created.ID)
+	require.NoError(t, err)
+	require.True(t, j.State.Finished(), "state %s", j.State)
+	require.Equal(t, want, toks, "the resumed job's tokens are an uninterrupted run's")
+}
+
+// uninterrupted is the engine's answer to input as one chat turn.
+func uninterrupted(t *testing.T, dir, input string, maxNew int) []int {
+	t.Helper()
+	m, err := engine.Open(t.Context(), dir, engine.Options{})
+	require.NoError(t, err)
+	defer m.Close()
+	tok, err := tokenizer.Load(dir)
+	require.NoError(t, err)
+	segs, err := chat.Render([]chat.Message{{Role: "user", Content: input}}, chat.DefaultOptions())
+	require.NoError(t, err)
+	var toks []int
+	_, err = m.NewSession().Generate(t.Context(), chat.Tokenize(tok, segs), engine.GenerateOptions{MaxNew: maxNew, StopTokens: chat.StopTokens(tok)},
+		func(id int) error { toks = append(toks, id); return nil })
+	require.NoError(t, err)
+	return toks
+}
+
+type deltafin struct {
+	cmd     *exec.Cmd
+	url     string
+	exited  chan struct{} // closed once the process has exited
+	waitErr error
+}
+
+var servingLine = regexp.MustCompile(`base_url=(http://[0-9.:]+)/v1`)
+
+// startDeltafin runs `deltafin serve` on a free port and waits until it
+// listens.
+func startDeltafin(t *testing.T, bin, modelDir, data string) *deltafin {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--model", modelDir, "--data-dir", data, "--port", "0")
+	cmd.Env = append(os.Environ(), "DELTAFIN_KERNELS=cpu")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	d := &deltafin{cmd: cmd, exited: make(chan struct{})}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	go func() { d.waitErr = cmd.Wait(); close(d.exited) }()
+	t.Cleanup(func() { d.kill(t) })
+	select {
+	case d.url = <-urls:
+	case <-d.exited:
+		t.Fatalf("deltafin serve exited: %v", d.waitErr)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("deltafin serve never listened")
+	}
+	return d
+}
+
+// tokens is the running job's token count from /health, or -1 when
+// nothing runs or waits.
+func (d *deltafin) tokens(t *testing.T) int {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.url+"/health", nil)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var h struct {
+		Queue struct {
+			Running *struct{ Tokens int }
+			Queued  []any
+		}
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&h))
+	switch {
+	case h.Queue.Running != nil:
+		return h.Queue.Running.Tokens
+	case len(h.Queue.Queued) > 0:
+		return 0
+	}
+	return -1
+}
+
+func (d *deltafin) kill(t *testing.T) {
+	select {
+	case <-d.exited:
+		return
+	default:
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.exited
+}
+
+// stop ends the server the polite way (SIGTERM) and waits.
+func (d *deltafin) stop(t *testing.T) {
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-d.exited:
+		require.NoError(t, d.waitErr)
+	case <-time.After(time.Minute):
+		t.Fatal("deltafin serve did not stop on SIGTERM")
+	}
+}
