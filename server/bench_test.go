@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/deltafin/deltafin/engine/chat"
 )
 
 // BenchmarkServerOverhead compares a completion through the HTTP server
@@ -22,6 +24,37 @@ func BenchmarkServerOverhead(b *testing.B) {
 		direct(b, prompt, n, nil)
 		t1 := time.Now()
 		code, _, resp := post(b, base+"/v1/completions", body)
+		served += time.Since(t1)
+		engineTime += t1.Sub(t0)
+		if code != http.StatusOK {
+			b.Fatalf("status %d: %s", code, resp)
+		}
+	}
+	b.ReportMetric(float64(engineTime.Nanoseconds())/float64(b.N), "direct-ns/op")
+	b.ReportMetric(float64(served.Nanoseconds())/float64(b.N), "served-ns/op")
+	b.ReportMetric(float64(served)/float64(engineTime), "served/direct")
+}
+
+// BenchmarkResponsesOverhead is BenchmarkServerOverhead for a stored
+// response (the job queue, the renderer, the store's writes): its engine
+// time against the same chat turn run directly.
+func BenchmarkResponsesOverhead(b *testing.B) {
+	_, withSt := withStore(b)
+	_, base := startServer(b, func(o *Options) { withSt(o); o.MemoEntries = 0 })
+	_, tok := tiny(b)
+	segs, err := chat.Render([]chat.Message{{Role: "user", Content: "Hello there"}}, chat.DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := chat.Tokenize(tok, segs)
+	const n = 16
+	body := fmt.Sprintf(`{"model":%q,"input":"Hello there","max_output_tokens":%d}`, tinyID, n)
+	var engineTime, served time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		direct(b, prompt, n, chat.StopTokens(tok))
+		t1 := time.Now()
+		code, _, resp := post(b, base+"/v1/responses", body)
 		served += time.Since(t1)
 		engineTime += t1.Sub(t0)
 		if code != http.StatusOK {
