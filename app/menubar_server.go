@@ -121,12 +121,15 @@ func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err erro
 
 func (s *apiServer) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	hs, done, closeAll := s.hs, s.done, s.close
+	hs, done, closeAll, srv := s.hs, s.done, s.close, s.srv
 	s.hs, s.done, s.close, s.srv = nil, nil, nil, nil
 	s.mu.Unlock()
 	if hs == nil {
 		return nil
 	}
+	// Jobs first: stored ones keep their place and tokens and resume at
+	// the next start; quitting asks nothing and loses nothing.
+	srv.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	err := hs.Shutdown(ctx)

@@ -144,10 +144,11 @@ func (s *Server) runJob(ctx context.Context, j *respJob, t *ticket) {
 		s.jobsMu.Unlock()
 		s.finished(resp)
 	}
-	// stopped settles a job whose context ended: a shutdown leaves it
-	// pending in the store, to resume at the next start.
+	// stopped settles a job whose context ended: a shutdown (which ends
+	// the server's life before any request's) leaves it pending in the
+	// store, to resume at the next start.
 	stopped := func() {
-		if errors.Is(context.Cause(ctx), errShutdown) && j.stored {
+		if j.stored && (errors.Is(context.Cause(ctx), errShutdown) || s.life.Err() != nil) {
 			flush(true)
 			s.jobsMu.Lock()
 			delete(s.jobs, j.id)

@@ -192,6 +192,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	defer s.Close()
+	// Requests get their own base context, ended only after the jobs'
+	// life: a stored job then reads its end as a shutdown and stays
+	// pending, instead of as its client leaving.
+	reqCtx, endRequests := context.WithCancel(context.Background())
+	defer endRequests()
 	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: s.opts.HeaderTimeout,
@@ -200,7 +205,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// the request's context). The body gets its own deadline in
 		// readBody.
 		IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return ctx },
+		BaseContext: func(net.Listener) context.Context { return reqCtx },
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	done := make(chan error, 1)
@@ -210,6 +215,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("server: %w", err)
 	case <-ctx.Done():
 	}
+	s.stopLife(errShutdown)
+	endRequests()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := hs.Shutdown(shutdownCtx)
