@@ -1,26 +1,35 @@
 // Package server is the OpenAI-compatible HTTP API on echo, at the end of
 // the data flow (downloader → disk → engine → kernels → tokens → server):
-// it renders chat requests in the K3 chat format (engine/chat), drives one
-// engine.Session at a time and streams the tokens back as server-sent
-// events in OpenAI's chunk format.
+// it renders chat requests in the K3 chat format (engine/chat), runs every
+// generation as a job in one FIFO queue in front of the engine, and streams
+// the tokens back as server-sent events in OpenAI's formats. Stored and
+// background responses live in the store (package store) and resume after
+// a restart.
 //
 // Files, one concept each:
-//   - openai.go: the wire types; request.go: strict decoding and
-//     validation, refusing before any work what the engine cannot honour
-//     (n > 1, logprobs, penalties, ...) and any unknown field; stop.go:
-//     stop sequences matched on the decoded text;
+//   - openai.go: the chat and completion wire types; request.go: strict
+//     decoding and validation, refusing before any work what the engine
+//     cannot honour (n > 1, logprobs, penalties, ...) and any unknown
+//     field; stop.go: stop sequences matched on the decoded text;
 //     convert.go: pure conversions to the renderer and to responses.
-//   - generate.go: the two generation endpoints; output.go: tokens to a
-//     JSON answer or to SSE chunks (reasoning_content, then content).
+//   - generate.go: the chat and completion endpoints; output.go: tokens to
+//     a JSON answer or to SSE chunks (reasoning_content, then content).
+//   - responses_wire.go, responses_request.go: the Responses API's types
+//     and validation; responses_render.go: tokens to output items and the
+//     official event sequence (a pure function of the tokens, so streams
+//     resume from any event); responses_job.go: a response as a job (run,
+//     stored, followed by any number of clients, resumed at start);
+//     responses.go: its endpoints.
 //   - queue.go: one generation at a time for every endpoint, a bounded
 //     FIFO line with progress and ETAs; engine.go: the small interface
-//     over the engine the server depends on; memo.go: the exact response memo; sse.go: events plus heartbeat
+//     over the engine the server depends on; reuse.go: the last
+//     conversation's session, continued when a prompt extends it;
+//     memo.go: the exact response memo; sse.go: events plus heartbeat
 //     comments; middleware.go: Host, Origin, API key, CORS and JSON checks.
 //   - server.go: options, routes, errors in OpenAI's shape, timeouts.
 //
 // Deliberately not here: sampling (decoding is greedy, so temperature and
-// top_p are range-checked and ignored), tool-call parsing of generated text,
-// batching of several generations, and any state shared between requests
-// other than the memo: each request renders its whole conversation and runs
-// in a fresh session.
+// top_p are range-checked and ignored) and batching of several
+// generations. State shared between requests: the memo, the last
+// conversation's session, and the jobs (live, and in the store).
 package server

@@ -14,7 +14,7 @@ import (
 // state is what a cold run computes for the same ids, so the tokens are the
 // same (up to the rounding of one batched prompt pass against several).
 
-// convo holds the kept session. Generations take turns at the gate, but the
+// convo holds the kept session. Generations take turns in the queue, but the
 // memo's replies and a failed generation must not see a half-used session,
 // hence take/keep under a lock.
 type convo struct {

@@ -180,31 +180,33 @@ func (s *Store) AppendTokens(id string, toks []int) error {
 	if len(toks) == 0 {
 		return nil
 	}
-	return s.edit(id, func(tx *bolt.Tx, j *Job) error {
-		b := tx.Bucket(bucketTokens)
-		old := b.Get([]byte(id))
-		buf := make([]byte, len(old), len(old)+4*len(toks))
-		copy(buf, old)
-		for _, t := range toks {
-			if t < 0 || t > 1<<31 {
-				return fmt.Errorf("store: token id %d out of range", t)
-			}
-			buf = binary.LittleEndian.AppendUint32(buf, uint32(t))
+	return s.edit(id, func(tx *bolt.Tx, _ *Job) error { return appendTokens(tx, id, toks) })
+}
+
+func appendTokens(tx *bolt.Tx, id string, toks []int) error {
+	b := tx.Bucket(bucketTokens)
+	old := b.Get([]byte(id))
+	buf := make([]byte, len(old), len(old)+4*len(toks))
+	copy(buf, old)
+	for _, t := range toks {
+		if t < 0 || t > 1<<31 {
+			return fmt.Errorf("store: token id %d out of range", t)
 		}
-		return b.Put([]byte(id), buf)
-	})
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(t))
+	}
+	return b.Put([]byte(id), buf)
 }
 
 // Finish records a job's final state and result (and any last tokens) and
-// takes it off the pending list.
+// takes it off the pending list, in one transaction.
 func (s *Store) Finish(id string, st State, toks []int, result json.RawMessage, errMsg string) error {
 	if !st.Finished() {
 		return fmt.Errorf("store: %q is not a final state", st)
 	}
-	if err := s.AppendTokens(id, toks); err != nil {
-		return err
-	}
 	return s.edit(id, func(tx *bolt.Tx, j *Job) error {
+		if err := appendTokens(tx, id, toks); err != nil {
+			return err
+		}
 		j.State, j.Result, j.Error = st, result, errMsg
 		return tx.Bucket(bucketPending).Delete(seqKey(j.Seq))
 	})
