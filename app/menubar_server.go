@@ -147,19 +147,27 @@ func (s *apiServer) Stop(ctx context.Context) error {
 // (watchGenerations sees only chat and completions; a background response
 // has no client at all, so the notification is where its end shows).
 func (s *apiServer) responseDone(r server.Response) {
+	if r.Status == "cancelled" {
+		return // someone stopped it: nothing to announce
+	}
 	s.mu.Lock()
 	finished := s.finished
 	s.mu.Unlock()
 	if finished == nil {
 		return
 	}
-	var answer string
+	var answer, reasoning string
 	for _, it := range r.Output {
-		if it.Type == "message" {
-			for _, p := range it.Content {
+		for _, p := range it.Content {
+			if it.Type == "message" {
 				answer += p.Text
+			} else {
+				reasoning += p.Text
 			}
 		}
+	}
+	if answer == "" {
+		answer = reasoning // cut off while thinking: its first words say what it was about
 	}
 	finished(time.Since(time.Unix(r.CreatedAt, 0)), answer)
 }

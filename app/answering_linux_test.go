@@ -1,0 +1,72 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"log/slog"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBackgroundAnswerAcrossQuit: two background responses on the demo
+// server show as "Answering… 1 queued" in the menu (the first runs until
+// cancelled); the app quits while they run and asks nothing; the next
+// launch resumes both, and once the first is cancelled the second's end
+// sends the long-answer notification with its first words.
+func TestBackgroundAnswerAcrossQuit(t *testing.T) {
+	desk.reset()
+	cfg := testConfig(t)
+	cfg.NotifyAfter = time.Nanosecond
+	deps := func() Deps {
+		mi := newMirrorInstall(cfg)
+		return Deps{Downloader: mi, Notifier: NewNotifier("Deltafin"),
+			Server: &apiServer{cfg: cfg, mi: mi, demo: os.DirFS("../testdata/k3-tiny"), log: slog.Default()}}
+	}
+	a := New(cfg, deps(), nil)
+	require.NoError(t, a.Start(t.Context()))
+	st := waitFor(t, a, "serving", func(s State) bool { return s.ServerAddr != "" || s.Problem != "" })
+	require.Empty(t, st.Problem)
+	var ids []string
+	for i, input := range []string{"Tell me everything.", "And more."} {
+		body := fmt.Sprintf(`{"model":"deltafin-kimi-k3","input":%q,"max_output_tokens":%d,"background":true}`, input, []int{1 << 20, 300}[i])
+		resp, err := http.Post(st.ServerAddr+"/v1/responses", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		var r struct{ ID string }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
+		resp.Body.Close()
+		ids = append(ids, r.ID)
+	}
+	st = waitFor(t, a, "answering", func(s State) bool { return s.Answering.Running && s.Answering.Queued == 1 })
+	require.Contains(t, BuildMenu(st).Items[ItemStatus].Label, "Answering… 1 queued")
+	require.Equal(t, "answering…", BuildMenu(st).Title)
+	require.NoError(t, a.Close(context.Background()), "quitting while a job runs")
+
+	a = startApp(t, cfg, deps())
+	st = waitFor(t, a, "serving again", func(s State) bool { return s.ServerAddr != "" })
+	status := func(id string) string {
+		resp, err := http.Get(st.ServerAddr + "/v1/responses/" + id)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var r struct{ Status string }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
+		return r.Status
+	}
+	require.Eventually(t, func() bool { return status(ids[0]) == "in_progress" }, 2*time.Minute, 10*time.Millisecond, "the first resumed")
+	resp, err := http.Post(st.ServerAddr+"/v1/responses/"+ids[0]+"/cancel", "application/json", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "cancelled", status(ids[0]))
+	require.Eventually(t, func() bool { s := status(ids[1]); return s == "completed" || s == "incomplete" },
+		2*time.Minute, 10*time.Millisecond, "the second resumed and finished")
+	n := desk.waitNotification(t, "Answer finished")
+	require.True(t, strings.HasPrefix(n.Summary, "Answer finished after"), n.Summary)
+	require.NotEmpty(t, n.Body, "the first words of the answer")
+}
