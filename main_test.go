@@ -17,15 +17,15 @@ func runArgs(t *testing.T, env map[string]string, args ...string) (int, string, 
 func TestHelp(t *testing.T) {
 	code, out, _ := runArgs(t, nil, "--help")
 	require.Equal(t, 0, code)
-	for _, c := range commands {
-		require.Contains(t, out, c.name)
+	for _, c := range commands() {
+		require.Contains(t, out, c.Name)
 	}
 }
 
 func TestEveryCommandHasHelp(t *testing.T) {
-	for _, c := range commands {
-		t.Run(c.name, func(t *testing.T) {
-			code, _, _ := runArgs(t, nil, c.name, "--help")
+	for _, c := range commands() {
+		t.Run(c.Name, func(t *testing.T) {
+			code, _, _ := runArgs(t, nil, c.Name, "--help")
 			require.Equal(t, 0, code)
 		})
 	}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/adrg/xdg"
 
+	"github.com/deltafin/deltafin/engine/chat"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -198,6 +200,47 @@ func (s *ServerConfig) Validate() error {
 			return fmt.Errorf("app: model directory %q: %w", s.ModelDir, err)
 		}
 		s.ModelDir = abs
+	}
+	return nil
+}
+
+// RunConfig is `deltafin run`: one generation from the command line.
+type RunConfig struct {
+	Model  string // model directory (config.json + safetensors)
+	IDs    []int  // prompt as token ids (no tokenizer needed)
+	Prompt string // prompt as text (needs the tokenizer)
+	Chat   bool   // wrap Prompt as a chat turn; stops at eos_token_id
+	// NoThinking (--thinking=false) answers a --chat turn without the
+	// think channel; Effort is the thinking effort, low, high or max
+	// ("" = max).
+	NoThinking bool
+	Effort     string
+	MaxNew     int    // tokens to generate
+	JSON       bool   // print one JSON object at the end
+	LogitsOut  string // file for little-endian float32 logits rows
+	// Notify, when set, is told of an answer that took longer than
+	// Config.NotifyAfter (cmd_run sets the desktop notifier).
+	Notify Notifier
+}
+
+// DefaultMaxNew is --max-new's default.
+const DefaultMaxNew = 16
+
+// Validate checks the flags of one run before anything is opened.
+func (r RunConfig) Validate() error {
+	switch {
+	case r.Model == "":
+		return errors.New("app: run needs --model DIR")
+	case len(r.IDs) > 0 && r.Prompt != "":
+		return errors.New("app: give either --ids or --prompt, not both")
+	case len(r.IDs) == 0 && r.Prompt == "":
+		return errors.New("app: run needs --ids or --prompt")
+	case r.Chat && r.Prompt == "":
+		return errors.New("app: --chat needs --prompt")
+	case chat.CheckEffort(r.Effort) != nil:
+		return fmt.Errorf("app: --effort: %w", chat.CheckEffort(r.Effort))
+	case r.MaxNew < 1:
+		return fmt.Errorf("app: --max-new %d, want at least 1", r.MaxNew)
 	}
 	return nil
 }

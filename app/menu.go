@@ -244,3 +244,18 @@ func formatETA(d time.Duration) string {
 	}
 	return fmt.Sprintf("%d s", int(d.Round(time.Second)/time.Second))
 }
+
+// FormatBytes prints a byte count in decimal units, as disk vendors and the
+// hub do (1 GB = 1e9 bytes).
+func FormatBytes(n uint64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
+}

@@ -1,9 +1,7 @@
 package app
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -382,22 +380,4 @@ func TestLogindIdleTwin(t *testing.T) {
 	_, err = nobody.IdleTime(t.Context())
 	require.ErrorIs(t, err, ErrIdleUnknown)
 	desk.reset()
-}
-
-// TestRunNotifiesLongAnswer: `deltafin run` sends the long-answer
-// notification itself (the CLI has no App), with the answer's first words.
-func TestRunNotifiesLongAnswer(t *testing.T) {
-	desk.reset()
-	cfg := testConfig(t)
-	cfg.NotifyAfter = time.Nanosecond // every answer is "long"
-	cfg.Run = RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), Prompt: "The capital of France is",
-		MaxNew: 4, JSON: true, Notify: NewNotifier("Deltafin")}
-	var stdout, stderr bytes.Buffer
-	require.NoError(t, Run(t.Context(), cfg, &stdout, &stderr))
-	var out RunOutput
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out))
-	require.NotNil(t, out.Text)
-	n := desk.waitNotification(t, "Answer finished")
-	require.Equal(t, firstWords(*out.Text, 12, 120), n.Body)
-	require.NotContains(t, stderr.String(), "notification")
 }

@@ -12,9 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/kernels"
 )
 
 // apiServer is the menu's Server: the engine and the OpenAI-compatible
@@ -44,43 +41,32 @@ func (s *apiServer) ReportGenerations(busy func(reason string) func(), finished 
 }
 
 func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err error) {
-	backend, err := kernels.ByName(s.cfg.Kernels)
-	if err != nil {
-		return "", err
-	}
-	eopts := engine.Options{Backend: backend}
-	var fetch engine.Fetcher
-	scfg := s.cfg
+	// The demo keeps its own heat histogram, apart from the real model's.
+	cfg, ref := s.cfg, ModelRef{NeedTokenizer: true}
 	if demo {
 		if s.demo == nil {
 			return "", fmt.Errorf("%w: nothing is installed and this build has no demo model", ErrNoModel)
 		}
-		// The demo keeps its own heat histogram, apart from the real model's.
-		scfg.DataDir = filepath.Join(s.cfg.DataDir, "demo-k3-tiny")
-		if err := InstallDemo(s.demo, scfg.DataDir); err != nil {
+		cfg.DataDir = filepath.Join(s.cfg.DataDir, "demo-k3-tiny")
+		if err := InstallDemo(s.demo, cfg.DataDir); err != nil {
 			return "", err
 		}
+		ref.Dir = cfg.DataDir
 	} else {
-		m, err := s.mi.mirror(ctx)
-		if err != nil {
+		if ref.Mirror, err = s.mi.mirror(ctx); err != nil {
 			return "", err
 		}
-		eopts.OpenSource, fetch = MirrorSource(m), m
+		ref.Dir = s.mi.dir()
 	}
-	dir := scfg.DataDir
-	if !demo {
-		dir = s.mi.dir()
-	}
-	st, err := scfg.OpenStream(fetch)
+	m, err := OpenModel(ctx, cfg, ref)
 	if err != nil {
 		return "", err
 	}
-	eopts.Stream = st.Options
-	srv, closeModel, err := OpenServer(ctx, s.cfg.Server, dir, eopts, s.log)
+	srv, err := NewServer(s.cfg.Server, m, s.log)
 	if err != nil {
-		return "", errors.Join(err, st.Close())
+		return "", errors.Join(err, m.Close())
 	}
-	closeAll := func() error { return errors.Join(closeModel(), st.Close()) }
+	closeAll := m.Close
 	host, port := s.cfg.Server.Host, strconv.Itoa(s.cfg.Server.Port)
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(host, port))
 	if err != nil {

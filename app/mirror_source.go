@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -29,4 +31,18 @@ func MirrorSource(m *downloader.Mirror) engine.OpenSource {
 		}
 		return m.Source(filepath.ToSlash(rel))
 	}
+}
+
+// OpenInstalled opens the mirror of the model `deltafin setup` installed, or
+// says that none is (ErrNoModel) and how to install one.
+func OpenInstalled(ctx context.Context, cfg Config) (*downloader.Mirror, error) {
+	installed := cfg.ModelDir()
+	if _, err := os.Stat(filepath.Join(installed, "config.json")); err != nil {
+		return nil, fmt.Errorf("%w: no model is installed in %s; run deltafin setup, or pass --model DIR (a directory with config.json, the safetensors shards and tiktoken.model)", ErrNoModel, installed)
+	}
+	m, err := OpenMirror(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("app: open the installed model: %w", err)
+	}
+	return m, nil
 }

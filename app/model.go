@@ -1,0 +1,131 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/deltafin/deltafin/downloader"
+	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/internal/sysinfo"
+	"github.com/deltafin/deltafin/kernels"
+)
+
+// ModelRef names the model OpenModel opens.
+type ModelRef struct {
+	// Dir is the model directory (config.json, the safetensors shards and,
+	// for text, tiktoken.model).
+	Dir string
+	// Mirror, when set, is the mirror whose directory Dir is: the engine
+	// reads through it, so a stream install fetches missing experts from the
+	// hub on demand. Nil for a plain local checkpoint.
+	Mirror *downloader.Mirror
+	// NeedTokenizer refuses a directory without a tokenizer before any
+	// weight is read (the server and --prompt need one; --ids does not).
+	NeedTokenizer bool
+}
+
+// Model is an opened model with everything opened for it: the engine's
+// model, its tokenizer, and the streaming setup (RAM plan, expert heat
+// histogram, router trace). Close closes them in order.
+type Model struct {
+	*engine.Model
+	// Tokenizer is nil when the directory has none and NeedTokenizer was
+	// not set.
+	Tokenizer *tokenizer.Tokenizer
+	// Dir is ModelRef.Dir.
+	Dir string
+	// Approximate is set when the weights are not the published ones (the
+	// int8 spine): callers say so wherever the output is shown.
+	Approximate string
+	trace       *engine.TraceWriter
+}
+
+// OpenModel is the one way every entry point (deltafin run, deltafin serve,
+// the menu bar's server) opens a model, so each honours the same Config:
+// the compute backend (DELTAFIN_KERNELS), n-gram speculation
+// (DELTAFIN_SPEC), the spine precision (--spine), the RAM plan (--ram-gb,
+// else this machine's memory), the expert heat histogram kept in the data
+// directory, and the router trace (--trace).
+//
+// Everything cheap is checked before any weight is read: the tokenizer
+// files and the backend name.
+func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
+	if _, err := os.Stat(filepath.Join(ref.Dir, "config.json")); err != nil {
+		return nil, fmt.Errorf("%w: %s has no config.json", ErrNoModel, ref.Dir)
+	}
+	tok, err := tokenizer.Load(ref.Dir)
+	switch {
+	case err != nil && (ref.NeedTokenizer || !errors.Is(err, tokenizer.ErrMissing)):
+		return nil, fmt.Errorf("app: the model's tokenizer: %w", err)
+	case err != nil:
+		tok = nil
+	}
+	backend, err := kernels.ByName(cfg.Kernels)
+	if err != nil {
+		return nil, err
+	}
+	stream, trace, err := streamOptions(cfg, ref.Mirror)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Tokenizer: tok, Dir: ref.Dir, trace: trace}
+	eo := engine.Options{Backend: backend, Stream: stream, NoSpec: !cfg.Spec}
+	if ref.Mirror != nil {
+		eo.OpenSource = MirrorSource(ref.Mirror)
+	}
+	if cfg.Spine == "int8" {
+		eo.SpineInt8 = engine.SpineInt8Dir(ref.Dir)
+		m.Approximate = fmt.Sprintf("spine: int8 copy in %s (approximate: NOT the exact K3 output)", eo.SpineInt8)
+	}
+	if m.Model, err = engine.Open(ctx, ref.Dir, eo); err != nil {
+		return nil, errors.Join(fmt.Errorf("app: open model: %w", err), m.closeTrace())
+	}
+	return m, nil
+}
+
+// Close closes the model, then finishes the router trace (renaming it into
+// place).
+func (m *Model) Close() error {
+	return errors.Join(m.Model.Close(), m.closeTrace())
+}
+
+func (m *Model) closeTrace() error {
+	if m.trace == nil {
+		return nil
+	}
+	return m.trace.Close()
+}
+
+// streamOptions plans streaming from this machine's RAM (or --ram-gb), keeps
+// the expert heat histogram in the data directory (expert_heat.jsonl, which
+// deltafin warm also reads) and starts the --trace file if asked. mirror,
+// when not nil, makes missing expert ranges present (a stream install).
+func streamOptions(c Config, mirror *downloader.Mirror) (*engine.StreamOptions, *engine.TraceWriter, error) {
+	mem, err := sysinfo.ReadMemory()
+	if err != nil {
+		return nil, nil, err
+	}
+	o := &engine.StreamOptions{
+		TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available),
+		HeatPath: filepath.Join(c.DataDir, "expert_heat.jsonl"),
+	}
+	if mirror != nil {
+		o.Fetch = mirror
+	}
+	if c.RAMGB > 0 {
+		o.OverrideRAM = int64(c.RAMGB * 1e9)
+	}
+	if c.Trace == "" {
+		return o, nil, nil
+	}
+	trace, err := engine.CreateTrace(c.Trace)
+	if err != nil {
+		return nil, nil, fmt.Errorf("app: %w", err)
+	}
+	o.Trace = trace
+	return o, trace, nil
+}
