@@ -15,7 +15,6 @@ import (
 	"github.com/deltafin/deltafin/app"
 	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/downloader/hubtest"
-	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/engine/tokenizer"
 	"github.com/deltafin/deltafin/internal/testref"
 	"github.com/stretchr/testify/require"
@@ -74,7 +73,7 @@ func TestServeRefuses(t *testing.T) {
 		check string
 	}{
 		{"no model installed", "", app.ErrNoModel, "deltafin setup"},
-		{"not a model", t.TempDir(), engine.ErrConfig, "open model"},
+		{"not a model", t.TempDir(), app.ErrNoModel, "has no config.json"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
