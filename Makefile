@@ -57,6 +57,7 @@ shaders-check:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags slow ./...
 
 fmt-check:
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -69,8 +70,13 @@ darwin-vet:
 info-plist:
 	$(GO) test -count=1 -run '^(TestInfoPlist|TestReadPlistRejects)$$' .
 
+# The suite fits `go test`'s default 10-minute timeout; the slow tests
+# (K3-size shapes, whole models on emulated GPUs) sit behind the `slow` build
+# tag. The second run re-runs only the packages the tag changes: the others'
+# results come from the test cache of the first.
 unit:
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test ./...
+	$(GO) test -tags slow -timeout 30m ./...
 
 deps:
 	@missing=""; for pair in $(APT_DEPS); do cmd=$${pair%%:*}; pkg=$${pair#*:}; \
