@@ -30,17 +30,6 @@ func testConfig(t *testing.T) Config {
 	return cfg
 }
 
-// slowHub is the downloader's fake hub serving k3-tiny, each range request
-// delayed so that progress is visible.
-func slowHub(t *testing.T, delay time.Duration) *hubtest.Hub {
-	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
-	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *hubtest.File, start, end int64) bool {
-		time.Sleep(delay)
-		return false
-	})
-	return h
-}
-
 // hubAppConfig is testConfig pointed at the fake hub, one request at a time.
 func hubAppConfig(t *testing.T, h *hubtest.Hub) Config {
 	cfg := hubConfig(t, h)
@@ -81,12 +70,17 @@ func waitFor(t *testing.T, a *App, what string, ok func(State) bool) State {
 
 func TestDownloadPausesAndResumesAfterRelaunch(t *testing.T) {
 	desk.reset()
-	cfg := hubAppConfig(t, slowHub(t, 10*time.Millisecond))
+	hub := newGatedHub(t)
+	cfg := hubAppConfig(t, hub.Hub)
 	deps := testDeps(cfg, t.TempDir())
 	a := New(cfg, deps, nil)
 	require.NoError(t, a.Start(t.Context()))
 	waitFor(t, a, "demo server", func(s State) bool { return s.Demo && s.ServerAddr != "" })
 
+	// The shard headers (two range requests each) and a few chunks are
+	// answered, the rest wait: the download is certainly in progress, and
+	// certainly not finished, when Pause is clicked.
+	hub.hold(4*2 + 12)
 	a.Click(ItemDownloadStream)
 	waitFor(t, a, "progress", func(s State) bool { return s.Downloading && s.Download.Done > 0 })
 	a.Click(ItemPause)
@@ -95,6 +89,7 @@ func TestDownloadPausesAndResumesAfterRelaunch(t *testing.T) {
 	require.Equal(t, LabelResume, a.Menu().Item(ItemPause).Label)
 	require.Less(t, st.Download.Done, st.Download.Total)
 	require.NoError(t, a.Close(t.Context()))
+	hub.release()
 
 	// Relaunch: the menu offers to resume, and resuming completes.
 	deps = testDeps(cfg, t.TempDir())
@@ -133,7 +128,7 @@ func TestDownloadPausesAndResumesAfterRelaunch(t *testing.T) {
 
 func TestDownloadFailureNeedsTheUser(t *testing.T) {
 	desk.reset()
-	cfg := hubAppConfig(t, slowHub(t, 0))
+	cfg := hubAppConfig(t, hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny")))
 	deps := testDeps(cfg, t.TempDir())
 	deps.Downloader.(*mirrorInstall).headroom = 1 << 62 // more than any disk
 	a := startApp(t, cfg, deps)
@@ -147,7 +142,8 @@ func TestDownloadFailureNeedsTheUser(t *testing.T) {
 
 func TestUpgradeToFull(t *testing.T) {
 	desk.reset()
-	cfg := hubAppConfig(t, slowHub(t, 2*time.Millisecond))
+	hub := newGatedHub(t)
+	cfg := hubAppConfig(t, hub.Hub)
 	deps := testDeps(cfg, t.TempDir())
 	mi := deps.Downloader.(*mirrorInstall)
 	require.NoError(t, mi.Download(t.Context(), ModeStream, func(Progress) {}))
@@ -155,8 +151,10 @@ func TestUpgradeToFull(t *testing.T) {
 	a := startApp(t, cfg, deps)
 	require.Equal(t, InstallStream, a.State().Install.Mode)
 	require.True(t, a.Menu().Item(ItemUpgrade).Visible)
+	hub.hold(0)
 	a.Click(ItemUpgrade)
 	waitFor(t, a, "upgrading", func(s State) bool { return s.Downloading && s.Upgrade })
+	hub.release()
 	n := desk.waitNotification(t, "Upgrade finished")
 	require.Contains(t, n.Body, "full install")
 	waitFor(t, a, "full", func(s State) bool { return s.Install.Mode == InstallFull && !s.Downloading })

@@ -179,7 +179,7 @@ func TestTrayOverDBus(t *testing.T) {
 		"BAT0": {"type": "Battery", "status": "Charging"},
 	})
 	desk.reset()
-	hub := slowHub(t, 5*time.Millisecond)
+	hub := newGatedHub(t)
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), trayChildEnv+"=1", "DELTAFIN_TEST_DIR="+dir,
@@ -226,16 +226,15 @@ func TestTrayOverDBus(t *testing.T) {
 
 	// Download: progress in the status line and the title, then a
 	// notification, then a stream install.
+	// One range request is answered and the rest wait until the progress
+	// has been seen in the status line and the title.
+	hub.hold(1)
 	m.click(LabelDownloadStream)
-	var sawProgress, sawTitle bool
 	require.Eventually(t, func() bool {
-		s := m.status()
-		sawProgress = sawProgress || strings.HasPrefix(s, "Downloading ")
-		sawTitle = sawTitle || strings.HasPrefix(m.title(), "↓ ")
-		return strings.HasPrefix(s, "Stream install")
-	}, 20*time.Second, 10*time.Millisecond)
-	require.True(t, sawProgress, "no download progress in the menu")
-	require.True(t, sawTitle, "no download progress in the title")
+		return strings.HasPrefix(m.status(), "Downloading ") && strings.HasPrefix(m.title(), "↓ ")
+	}, 20*time.Second, 10*time.Millisecond, "no download progress in the menu and the title")
+	hub.release()
+	require.Eventually(t, func() bool { return strings.HasPrefix(m.status(), "Stream install") }, 20*time.Second, 10*time.Millisecond)
 	n := desk.waitNotification(t, "Download finished")
 	require.Equal(t, "Deltafin", n.App)
 	require.Contains(t, n.Body, "stream mode")

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -72,17 +71,13 @@ func TestSetupStreamThenFetchExpertsAndWarm(t *testing.T) {
 func TestSetupInterruptedSaysHowToContinue(t *testing.T) {
 	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
 	cfg := hubConfig(t, h)
+	// The first range request cancels the setup and waits for it to go.
+	ctx, cancel := context.WithCancel(t.Context())
 	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *hubtest.File, start, end int64) bool {
+		cancel()
 		<-r.Context().Done()
 		return true
 	})
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() {
-		for h.Requests.Load() == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		cancel()
-	}()
 	err := setup(ctx, cfg, SetupOptions{Mode: downloader.Stream, Headroom: 1}, &bytes.Buffer{})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Contains(t, err.Error(), "run deltafin setup again to continue")
