@@ -15,6 +15,7 @@ func runArgs(t *testing.T, env map[string]string, args ...string) (int, string, 
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	code, out, _ := runArgs(t, nil, "--help")
 	require.Equal(t, 0, code)
 	for _, c := range commands() {
@@ -23,6 +24,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestEveryCommandHasHelp(t *testing.T) {
+	t.Parallel()
 	for _, c := range commands() {
 		t.Run(c.Name, func(t *testing.T) {
 			code, _, _ := runArgs(t, nil, c.Name, "--help")
@@ -32,23 +34,27 @@ func TestEveryCommandHasHelp(t *testing.T) {
 }
 
 func TestUnknownCommand(t *testing.T) {
+	t.Parallel()
 	code, _, errOut := runArgs(t, nil, "frobnicate")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, `unknown command "frobnicate"`)
 }
 
 func TestBadFlag(t *testing.T) {
+	t.Parallel()
 	code, _, _ := runArgs(t, nil, "doctor", "--no-such-flag")
 	require.Equal(t, 2, code)
 }
 
 func TestDoctorUsesDataDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	code, _, errOut := runArgs(t, map[string]string{"DELTAFIN_HOME": "/nonexistent/elsewhere"}, "doctor", "--data-dir", dir)
 	require.Equal(t, 0, code, errOut)
 }
 
 func TestBenchTargets(t *testing.T) {
+	t.Parallel()
 	// bench slice writes a checkpoint larger than RAM: only its refusals
 	// run in a test.
 	code, _, errOut := runArgs(t, map[string]string{"DELTAFIN_HOME": t.TempDir()}, "bench", "slice", "--moe-layers", "93")
@@ -64,6 +70,7 @@ func TestBenchTargets(t *testing.T) {
 }
 
 func TestRunBadIDs(t *testing.T) {
+	t.Parallel()
 	code, _, errOut := runArgs(t, nil, "run", "--model", "testdata/k3-tiny", "--ids", "1,x")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `--ids: "x" is not a token id`)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestServeFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		env  map[string]string

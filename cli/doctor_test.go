@@ -12,6 +12,7 @@ import (
 )
 
 func TestDoctorText(t *testing.T) {
+	t.Parallel()
 	cfg := app.Config{DataDir: filepath.Join(t.TempDir(), "not", "yet")}
 	var out bytes.Buffer
 	require.NoError(t, doctor(t.Context(), cfg, &out, false))
@@ -23,6 +24,7 @@ func TestDoctorText(t *testing.T) {
 }
 
 func TestDoctorJSON(t *testing.T) {
+	t.Parallel()
 	cfg := app.Config{DataDir: t.TempDir()}
 	var out bytes.Buffer
 	require.NoError(t, doctor(t.Context(), cfg, &out, true))
@@ -34,6 +36,7 @@ func TestDoctorJSON(t *testing.T) {
 }
 
 func TestDefaultConfig(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"DELTAFIN_HOME": "/srv/df"}
 	c := app.DefaultConfig(func(k string) string { return env[k] })
 	require.Equal(t, "/srv/df", c.DataDir)
@@ -42,6 +45,7 @@ func TestDefaultConfig(t *testing.T) {
 }
 
 func TestFormatBytes(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, "999 B", app.FormatBytes(999))
 	require.Equal(t, "1.7 TB", app.FormatBytes(1_700_000_000_000))
 	require.Equal(t, "215.0 GB", app.FormatBytes(215_000_000_000))

@@ -21,6 +21,7 @@ import (
 )
 
 func TestServeK3Tiny(t *testing.T) {
+	t.Parallel()
 	cfg := app.DefaultConfig(func(k string) string {
 		return map[string]string{"DELTAFIN_HOME": t.TempDir(), "DELTAFIN_SERVER_MAX_TOKENS": "2"}[k]
 	})
@@ -66,6 +67,7 @@ func TestServeK3Tiny(t *testing.T) {
 }
 
 func TestServeRefuses(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		dir   string
@@ -93,6 +95,7 @@ func TestServeRefuses(t *testing.T) {
 // model; in a stream install the experts come from the (fake) hub on
 // demand, and the answer is k3-tiny's reference continuation.
 func TestServeStreamInstall(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
 	cfg := hubConfig(t, h)
@@ -124,6 +127,7 @@ func TestServeStreamInstall(t *testing.T) {
 }
 
 func TestServerConfig(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		env  map[string]string

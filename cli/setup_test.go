@@ -25,6 +25,7 @@ func hubConfig(t *testing.T, h *hubtest.Hub) app.Config {
 }
 
 func TestSetupStreamThenFetchExpertsAndWarm(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
 	cfg := hubConfig(t, h)
@@ -69,6 +70,7 @@ func TestSetupStreamThenFetchExpertsAndWarm(t *testing.T) {
 }
 
 func TestSetupInterruptedSaysHowToContinue(t *testing.T) {
+	t.Parallel()
 	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
 	cfg := hubConfig(t, h)
 	// The first range request cancels the setup and waits for it to go.
@@ -84,6 +86,7 @@ func TestSetupInterruptedSaysHowToContinue(t *testing.T) {
 }
 
 func TestSetupResolvesABranchToItsCommit(t *testing.T) {
+	t.Parallel()
 	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
 	cfg := hubConfig(t, h)
 	cfg.Revision = "main"
@@ -95,6 +98,7 @@ func TestSetupResolvesABranchToItsCommit(t *testing.T) {
 }
 
 func TestSetupRefusesWithTheShortfall(t *testing.T) {
+	t.Parallel()
 	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
 	cfg := hubConfig(t, h)
 	err := setup(t.Context(), cfg, SetupOptions{Mode: downloader.Auto, Headroom: 1 << 60}, &bytes.Buffer{})
@@ -103,6 +107,7 @@ func TestSetupRefusesWithTheShortfall(t *testing.T) {
 }
 
 func TestSetupExplainsMissingToken(t *testing.T) {
+	t.Parallel()
 	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
 	h.Token = "hf_secret"
 	cfg := hubConfig(t, h)
