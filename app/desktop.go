@@ -60,7 +60,13 @@ func runCmd(cmd *exec.Cmd) error {
 	// Clipboard owners like xclip fork a child that keeps the selection;
 	// don't wait for its pipes.
 	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		// The command exited 0 and its child still holds the pipe: that
+		// child is the clipboard owner, and the copy worked.
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %s: %v: %s", ErrDesktop, cmd.Args[0], err, strings.TrimSpace(stderr.String()))
 	}
 	return nil

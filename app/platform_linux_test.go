@@ -152,6 +152,13 @@ func TestCmdDesktop(t *testing.T) {
 	err = d.Open(t.Context(), dir)
 	require.ErrorIs(t, err, ErrDesktop)
 	require.Contains(t, err.Error(), "exit status 3")
+	// xclip's shape: it exits 0 and leaves a child that owns the selection
+	// and still holds stderr. The copy worked, and is reported so.
+	owner := cmdDesktop{copy: [][]string{{"sh", "-c", `cat > "$0"; sleep 5 >&2 &`, clip}}}
+	require.NoError(t, owner.CopyText(t.Context(), "http://127.0.0.1:8000/v1"))
+	b, err = os.ReadFile(clip)
+	require.NoError(t, err)
+	require.Equal(t, "http://127.0.0.1:8000/v1", string(b))
 	err = cmdDesktop{copy: [][]string{{"no-such-a"}, {"no-such-b"}}}.CopyText(t.Context(), "x")
 	require.ErrorIs(t, err, ErrDesktop)
 	require.Contains(t, err.Error(), "none of no-such-a, no-such-b is installed")

@@ -262,8 +262,9 @@ func TestTrayOverDBus(t *testing.T) {
 	m.click(LabelCopyAddress)
 	require.Eventually(t, func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "clipboard"))
-		return string(b) == addr
-	}, 10*time.Second, 20*time.Millisecond)
+		return string(b) == addr+"/v1"
+	}, 10*time.Second, 20*time.Millisecond, "Copy API address copies the base URL a client needs")
+	require.Equal(t, addr+"/v1", desk.waitNotification(t, "API address copied").Body)
 
 	m.click(LabelLogin)
 	desktopFile := filepath.Join(dir, "config", "autostart", "deltafin.desktop")
