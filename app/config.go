@@ -97,6 +97,13 @@ type ServerConfig struct {
 	// CORSOrigins are the browser origins allowed to call the API
 	// (--cors-origin, repeatable); none = CORS off.
 	CORSOrigins []string
+	// Demo is set when the model served is the built-in demo (random
+	// weights): the API names it deltafin-demo and says so.
+	Demo bool
+	// AddrGiven is set when Host or Port came from a flag or from
+	// DELTAFIN_HOST / DELTAFIN_PORT; otherwise the menu-bar app uses the
+	// address it remembered (RememberedAddress).
+	AddrGiven bool
 
 	// envErr is an environment value that did not parse; Validate reports
 	// it, so that it only stops the commands that serve.
@@ -132,6 +139,16 @@ func DefaultConfig(getenv Getenv) Config {
 	}
 	hubFromEnv(getenv, &c)
 	c.Server = ServerConfig{Host: "127.0.0.1", Port: 8000, MemoEntries: 32, APIKey: getenv("DELTAFIN_API_KEY")}
+	if v := getenv("DELTAFIN_HOST"); v != "" {
+		c.Server.Host, c.Server.AddrGiven = v, true
+	}
+	if v := getenv("DELTAFIN_PORT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			c.Server.envErr = fmt.Errorf("app: DELTAFIN_PORT=%q is not a port number", v)
+		}
+		c.Server.Port, c.Server.AddrGiven = n, true
+	}
 	if v := getenv("DELTAFIN_SERVER_MAX_TOKENS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {

@@ -220,7 +220,8 @@ func (a *App) Click(id ItemID) {
 }
 
 func (a *App) saveLocked() {
-	s := savedState{Pending: modeName(a.st.Pending), Upgrade: a.st.Upgrade, WarmEnabled: a.st.WarmEnabled}
+	s := savedState{Pending: modeName(a.st.Pending), Upgrade: a.st.Upgrade, WarmEnabled: a.st.WarmEnabled,
+		ServerHost: a.cfg.Server.Host, ServerPort: a.cfg.Server.Port}
 	if err := saveState(a.cfg.DataDir, s); err != nil {
 		a.log.Error("save state", "err", err)
 	}
@@ -453,6 +454,9 @@ func (a *App) startServer(ctx context.Context) {
 	a.solved(subServer)
 	a.log.Info("serving", "addr", addr, "demo", demo)
 	a.update(func(s *State) { s.ServerAddr, s.Demo = addr, demo })
+	if a.deps.Serving != nil {
+		a.deps.Serving(addr)
+	}
 }
 
 func (a *App) stopServer(ctx context.Context) {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/engine"
@@ -54,6 +56,9 @@ type Model struct {
 // Everything cheap is checked before any weight is read: the tokenizer
 // files and the backend name.
 func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
+	if err := CheckRAM(cfg); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(filepath.Join(ref.Dir, "config.json")); err != nil {
 		return nil, fmt.Errorf("%w: %s has no config.json", ErrNoModel, ref.Dir)
 	}
@@ -85,6 +90,38 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 		return nil, errors.Join(fmt.Errorf("app: open model: %w", err), m.closeTrace())
 	}
 	return m, nil
+}
+
+// ErrRAM is CheckRAM's error: --ram-gb asks for more memory than the
+// machine has.
+var ErrRAM = errors.New("app: --ram-gb is more than this machine's RAM")
+
+// CheckRAM refuses a --ram-gb above the machine's physical memory before
+// anything is loaded: the plan would pin more weights than fit, and loading
+// them would end in the out-of-memory killer.
+func CheckRAM(cfg Config) error {
+	if cfg.RAMGB <= 0 {
+		return nil
+	}
+	mem, err := sysinfo.ReadMemory()
+	if err != nil {
+		return err
+	}
+	if total := float64(mem.Total) / 1e9; cfg.RAMGB > total {
+		return fmt.Errorf("%w: --ram-gb %g, and this machine has %.1f GB (leave --ram-gb out to plan for what is available)", ErrRAM, cfg.RAMGB, total)
+	}
+	return nil
+}
+
+// PasteableAddr is a listener's address as a person on this machine can
+// paste it into a browser or a client: a wildcard host (0.0.0.0, ::) becomes
+// 127.0.0.1.
+func PasteableAddr(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return a.String()
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
 }
 
 // Close closes the model, then finishes the router trace (renaming it into

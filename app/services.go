@@ -95,4 +95,7 @@ type Deps struct {
 	Login      LoginItem
 	Desktop    Desktop
 	KeepAwake  KeepAwake
+	// Serving, when set, is told the server's base URL each time it starts
+	// (the instance lock records it for a second instance's message).
+	Serving func(baseURL string)
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/deltafin/deltafin/app"
 )
@@ -122,4 +123,16 @@ func hubFlags(fs *flag.FlagSet, cfg *app.Config) {
 	fs.StringVar(&cfg.Repo, "repo", cfg.Repo, "hub repository owner/name")
 	fs.StringVar(&cfg.Revision, "revision", cfg.Revision, "revision (commit, branch or tag); a commit pins the content")
 	fs.IntVar(&cfg.Jobs, "jobs", cfg.Jobs, "parallel range requests")
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// parsePort parses a --port value into p.
+func parsePort(v string, p *int) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 65535 {
+		return errBadPort
+	}
+	*p = n
+	return nil
 }

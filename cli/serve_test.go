@@ -84,7 +84,7 @@ func TestServeRefuses(t *testing.T) {
 			cfg.Server.ModelDir = tc.dir
 			cfg.Server.Port = 0
 			require.NoError(t, cfg.Validate())
-			err := serve(t.Context(), cfg, slog.New(slog.DiscardHandler), nil)
+			err := serve(t.Context(), cfg, nil, slog.New(slog.DiscardHandler), nil)
 			require.ErrorIs(t, err, tc.want)
 			require.Contains(t, err.Error(), tc.check)
 		})
@@ -171,7 +171,7 @@ func startServe(t *testing.T, ctx context.Context, cfg app.Config) (string, <-ch
 	t.Helper()
 	urls := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), func(u string) { urls <- u }) }()
+	go func() { done <- serve(ctx, cfg, nil, slog.New(slog.DiscardHandler), func(u string) { urls <- u }) }()
 	var base string
 	select {
 	case base = <-urls:
