@@ -277,7 +277,8 @@ func TestInternalMessages(t *testing.T) {
 	require.Contains(t, got, `<|open|>message role="system"<|sep|>be brief<|close|>`)
 	require.Contains(t, got, "`tool_choice=required`.\nYou MUST call tools in the next message.")
 	require.Contains(t, got, "must match the following schema:\n```json\n{\"properties\":{},\"type\":\"object\"}\n```")
-	require.True(t, strings.HasSuffix(got, `<|open|>message role="assistant"<|sep|><|open|>response<|sep|>`))
+	// Required: generation starts inside the tools block.
+	require.True(t, strings.HasSuffix(got, `<|open|>message role="assistant"<|sep|><|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|>`))
 }
 
 func TestPromptNeedsControlTokens(t *testing.T) {
