@@ -114,11 +114,20 @@ func (p *Parser) startCall(it item, evs []Event) []Event {
 	p.args.Reset()
 	p.nargs = 0
 	p.skipping = p.po.MaxCalls > 0 && index >= p.po.MaxCalls
+	p.announced = false
 	p.phase = phCall
-	if p.skipping {
-		return markup(it.raw, evs)
+	return markup(it.raw, evs)
+}
+
+// announce emits the call's CallStart before its first arguments or its
+// end: a call that fails before writing any argument tag was never
+// announced, so a stream shows no call that the answer does not have.
+func (p *Parser) announce(evs []Event) []Event {
+	if p.announced || p.skipping {
+		return evs
 	}
-	return append(evs, Event{Kind: CallStart, Call: index, ID: p.call.ID, Name: name, Raw: it.raw})
+	p.announced = true
+	return append(evs, Event{Kind: CallStart, Call: len(p.calls), ID: p.call.ID, Name: p.call.Name})
 }
 
 func (p *Parser) startArg(it item, evs []Event) []Event {
@@ -147,6 +156,7 @@ func (p *Parser) startArg(it item, evs []Event) []Event {
 }
 
 func (p *Parser) endCall(it item, evs []Event) []Event {
+	evs = p.announce(evs)
 	switch {
 	case p.nargs > 0:
 		evs = p.fragment("}", it.raw, evs)
@@ -170,6 +180,7 @@ func (p *Parser) endCall(it item, evs []Event) []Event {
 func (p *Parser) fragment(text, raw string, evs []Event) []Event {
 	p.args.WriteString(text)
 	p.callRaw.WriteString(raw)
+	evs = p.announce(evs)
 	if p.skipping {
 		return markup(raw, evs)
 	}

@@ -34,7 +34,9 @@ const (
 	// the block's raw text.
 	Content
 	// CallStart opens tool call Call (from 0) with its ID and Name; its
-	// arguments follow as CallArguments fragments.
+	// arguments follow as CallArguments fragments. It comes with the
+	// call's first argument tag (or its end), so a call whose body is not
+	// XTML at all is never started.
 	CallStart
 	// CallArguments is the next fragment (Text) of call Call's arguments,
 	// a JSON text as OpenAI sends it. The fragments of a call concatenate
@@ -42,8 +44,8 @@ const (
 	CallArguments
 	// CallDone ends call Call: its arguments are complete.
 	CallDone
-	// CallFailed voids call Call, which did not parse (Text says why); its
-	// raw text follows as Content.
+	// CallFailed voids call Call, started but then not parsed (Text says
+	// why); its raw text follows as Content.
 	CallFailed
 )
 
@@ -128,16 +130,17 @@ type Parser struct {
 	err       error
 
 	// The call being read.
-	call     *Call
-	callRaw  strings.Builder // its raw text so far, for content if it fails
-	gap      strings.Builder // blank text between calls, likewise
-	args     strings.Builder // its arguments so far
-	nargs    int
-	argKey   string
-	argType  string
-	value    strings.Builder // a non-string argument's value text
-	started  int             // calls started
-	skipping bool            // the current call is beyond MaxCalls
+	call      *Call
+	callRaw   strings.Builder // its raw text so far, for content if it fails
+	gap       strings.Builder // blank text between calls, likewise
+	args      strings.Builder // its arguments so far
+	nargs     int
+	argKey    string
+	argType   string
+	value     strings.Builder // a non-string argument's value text
+	started   int             // calls started
+	skipping  bool            // the current call is beyond MaxCalls
+	announced bool            // its CallStart was emitted
 }
 
 // NewParser returns a Parser for the output of a thinking-mode prompt, which
@@ -336,7 +339,7 @@ func (p *Parser) fail(evs []Event, why, raw string) []Event {
 	text := p.gap.String() + raw // the blank before raw between calls
 	if p.call != nil {
 		text = p.callRaw.String() + raw
-		if !p.skipping {
+		if p.announced {
 			evs = append(evs, Event{Kind: CallFailed, Call: len(p.calls), Text: why})
 		}
 		why = "call " + p.call.Name + ": " + why
