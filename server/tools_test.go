@@ -255,10 +255,10 @@ func TestMalformedToolCall(t *testing.T) {
 
 // expectForced runs the engine directly on the prompt a forced tool_choice
 // renders and parses its output as the server must.
-func expectForced(t *testing.T, opts chat.Options, maxNew int) (chat.Output, string, []int) {
+func expectForced(t *testing.T, user string, opts chat.Options, maxNew int) (chat.Output, string, []int) {
 	t.Helper()
 	_, tok := tiny(t)
-	prompt, err := chat.Prompt(tok, []chat.Message{{Role: "user", Content: "Weather in Paris?"}}, opts)
+	prompt, err := chat.Prompt(tok, []chat.Message{{Role: "user", Content: user}}, opts)
 	require.NoError(t, err)
 	toks, res := direct(t, prompt, maxNew, chat.StopTokens(tok))
 	p := chat.NewTokenParserWith(tok, opts, chat.ParseOptions{ResponseID: "x"})
@@ -289,7 +289,7 @@ func TestForcedToolChoiceTiny(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := weatherOptions()
 			tc.opts(&opts)
-			out, engineFinish, prompt := expectForced(t, opts, 24)
+			out, engineFinish, prompt := expectForced(t, "Weather in Paris?", opts, 24)
 			t.Logf("k3-tiny, tool_choice %s: finish %s, %d calls, err %v, content %q", tc.name, engineFinish, len(out.Calls), out.Err, out.Content)
 			require.True(t, strings.HasSuffix(tok.Decode(prompt), tc.tail), "generation starts inside the tools block")
 
