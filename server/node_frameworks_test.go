@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -80,16 +79,8 @@ type frameworkRun struct {
 
 func runFrameworks(t *testing.T, base, user string) map[string]frameworkRun {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	require.NoError(t, err, "node is needed: `make deps` installs it")
-	cmd := exec.CommandContext(t.Context(), node, "frameworks.mjs", base+"/v1", tinyID, user)
-	cmd.Dir = nodeDir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "node: %s", stderr.String())
 	var got map[string]frameworkRun
-	require.NoError(t, json.Unmarshal(out, &got), string(out))
+	runNode(t, &got, "frameworks.mjs", base+"/v1", tinyID, user)
 	return got
 }
 

@@ -28,6 +28,21 @@ type nodeToolRun struct {
 	Error       string       `json:"error"`
 }
 
+// runNode runs a script of nodeDir with node and decodes the one JSON
+// object it prints into v.
+func runNode(t *testing.T, v any, script string, args ...string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "node is needed: `make deps` installs it")
+	cmd := exec.CommandContext(t.Context(), node, append([]string{script}, args...)...)
+	cmd.Dir = nodeDir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "node %s: %s", script, stderr.String())
+	require.NoError(t, json.Unmarshal(out, v), string(out))
+}
+
 // TestNodeRunTools runs the official openai npm package's runTools with a
 // forced function: on a primed answer (a call the K3 renderer writes), the
 // tool is called with the parsed arguments, its result goes back and the
@@ -36,8 +51,6 @@ type nodeToolRun struct {
 // answers exactly as a direct run on that prompt). On what k3-tiny writes
 // itself inside the forced call, no tool runs and output_error says why.
 func TestNodeRunTools(t *testing.T) {
-	node, err := exec.LookPath("node")
-	require.NoError(t, err, "node is needed: `make deps` installs it")
 	s, base := startServer(t, nil)
 	_, tok := tiny(t)
 
@@ -49,14 +62,8 @@ func TestNodeRunTools(t *testing.T) {
 	answer := tok.EncodeSpecial(`<|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>`)
 	s.memo.put(keyOf(prompt, 64, s.chatStop), memoValue{tokens: answer, finish: "stop"})
 
-	cmd := exec.CommandContext(t.Context(), node, "tools.mjs", base+"/v1", tinyID)
-	cmd.Dir = nodeDir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "node: %s", stderr.String())
 	var got map[string]nodeToolRun
-	require.NoError(t, json.Unmarshal(out, &got), string(out))
+	runNode(t, &got, "tools.mjs", base+"/v1", tinyID)
 
 	for _, name := range []string{"primed", "primed_stream"} {
 		t.Run(name, func(t *testing.T) {
