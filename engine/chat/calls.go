@@ -207,8 +207,12 @@ func truncate(s string, n int) string {
 }
 
 // TokenParser feeds generated token ids through a tokenizer.Decoder into a
-// Parser, for callers that stream ids.
+// Parser, for callers that stream ids. It knows more than the text: a
+// marker counts only where it is the special token, so an argument value
+// or an attribute that spells "<|close|>" in ordinary tokens (as the
+// renderer writes user text) stays text.
 type TokenParser struct {
+	t   *tokenizer.Tokenizer
 	dec *tokenizer.Decoder
 	p   *Parser
 }
@@ -221,14 +225,28 @@ func NewTokenParser(t *tokenizer.Tokenizer, opts Options) *TokenParser {
 
 // NewTokenParserWith is NewTokenParser with call ids and a call limit.
 func NewTokenParserWith(t *tokenizer.Tokenizer, opts Options, po ParseOptions) *TokenParser {
-	return &TokenParser{dec: t.NewDecoder(), p: opts.NewParserWith(po)}
+	return &TokenParser{t: t, dec: t.NewDecoder(), p: opts.NewParserWith(po)}
 }
 
 // Add consumes one generated id.
 func (tp *TokenParser) Add(id int) (reasoning, content string) { return texts(tp.Events(id)) }
 
 // Events consumes one generated id and returns the events it completes.
-func (tp *TokenParser) Events(id int) []Event { return tp.p.Events(tp.dec.Add(id)) }
+func (tp *TokenParser) Events(id int) []Event {
+	text := tp.dec.Add(id)
+	if !tp.t.IsSpecial(id) {
+		return tp.p.events(text, true)
+	}
+	// A special token's text, after any bytes the decoder held back from
+	// ordinary tokens before it.
+	special, _ := tp.t.TokenBytes(id)
+	plain, ok := strings.CutSuffix(text, special)
+	if !ok {
+		return tp.p.events(text, true)
+	}
+	evs := tp.p.events(plain, true)
+	return append(evs, tp.p.events(special, false)...)
+}
 
 // Finish flushes the decoder and the parser; see Parser.Finish.
 func (tp *TokenParser) Finish(cut bool) (reasoning, content string) {
@@ -237,7 +255,7 @@ func (tp *TokenParser) Finish(cut bool) (reasoning, content string) {
 
 // FinishEvents flushes the decoder and the parser; see Parser.FinishEvents.
 func (tp *TokenParser) FinishEvents(cut bool) []Event {
-	evs := tp.p.Events(tp.dec.Flush())
+	evs := tp.p.events(tp.dec.Flush(), true)
 	return append(evs, tp.p.FinishEvents(cut)...)
 }
 

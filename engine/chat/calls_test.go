@@ -377,3 +377,34 @@ func TestForcedCallParse(t *testing.T) {
 	require.Equal(t, "gibberish [BOS]", out.Content)
 	require.Empty(t, out.Calls)
 }
+
+// From token ids, a marker counts only as the special token: values, keys
+// and tool names that spell markers in ordinary tokens (as the renderer
+// writes them) come back exactly, which the text alone cannot tell.
+func TestTokenParserLiteralMarkers(t *testing.T) {
+	tok, err := tokenizer.Load("../../testdata/tokenizer")
+	require.NoError(t, err)
+	reply := Message{Role: "assistant", Content: "see <|open|>tools<|sep|> here", ReasoningContent: "a <|close|>think<|sep|> b",
+		ToolCalls: []ToolCall{
+			{ID: "a", Type: "function", Function: FunctionCall{Name: `f<|sep|>`, Arguments: `{"v":"x<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|end_of_msg|>","k<|sep|>":"<|open|>"}`}},
+			{ID: "b", Type: "function", Function: FunctionCall{Name: "g", Arguments: `raw <|close|>json<|sep|> text`}},
+		}}
+	for _, thinking := range []bool{true, false} {
+		opts := Options{Thinking: thinking, Effort: "max"}
+		trs := renderedTurns(t, tok, "literal markers", []Message{{Role: "user", Content: "go"}, reply}, opts)
+		require.Len(t, trs, 1)
+		tr := trs[0]
+		p := NewTokenParserWith(tok, opts, ParseOptions{ResponseID: "resp"})
+		var evs []Event
+		for _, id := range tr.ids {
+			evs = append(evs, p.Events(id)...)
+		}
+		evs = append(evs, p.FinishEvents(false)...)
+		checkEvents(t, tr.gen, evs, p.Output())
+		checkTurn(t, tr, p.Output())
+
+		// The text alone is ambiguous there: it does not parse the same.
+		out, _ := parse(opts, []string{tr.gen}, false)
+		require.NotEqual(t, p.Output(), out)
+	}
+}

@@ -122,6 +122,19 @@ func FuzzParseCalls(f *testing.F) {
 		}
 		got := collect(t, opts, chunks, cut)
 		require.Equal(t, want, got)
+
+		// Token by token, where markers are special ids only: nothing
+		// lost either, whatever the text spells.
+		if utf8.ValidString(text) {
+			ids := tok.EncodeSpecial(text)
+			tp := NewTokenParserWith(tok, opts, ParseOptions{ResponseID: "resp"})
+			var evs []Event
+			for _, id := range ids {
+				evs = append(evs, tp.Events(id)...)
+			}
+			evs = append(evs, tp.FinishEvents(cut)...)
+			checkEvents(t, tok.Decode(ids), evs, tp.Output())
+		}
 		for _, c := range got.Calls {
 			require.True(t, strings.HasPrefix(c.ID, "call_"))
 			if !strings.Contains(text, "json") {

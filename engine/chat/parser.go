@@ -193,11 +193,15 @@ func texts(evs []Event) (reasoning, content string) {
 
 // Events consumes the next piece of generated text and returns the events it
 // completes.
-func (p *Parser) Events(text string) []Event {
+func (p *Parser) Events(text string) []Event { return p.events(text, false) }
+
+// events consumes text; literal says it came from ordinary tokens, which
+// start no marker.
+func (p *Parser) events(text string, literal bool) []Event {
 	if p.finished {
 		return nil
 	}
-	items := p.sc.add(text, p.items)
+	items := p.sc.add(text, literal, p.items)
 	p.items = nil
 	return p.run(items, nil)
 }

@@ -51,32 +51,42 @@ func (it item) is(kind itemKind, name string) bool {
 	return it.kind == kind && it.name == name && len(it.attrs) == 0 && !it.bad
 }
 
-type scanner struct{ buf string }
+// scanner holds the text not yet decided. lit marks the bytes of buf that
+// came from ordinary tokens: a marker only starts at a byte that did not
+// (TokenParser knows which; Parser.Events treats all text as undecided).
+type scanner struct {
+	buf string
+	lit []bool
+}
 
 // add consumes text and returns the items it completes. Text items may be
-// split anywhere a tag does not start.
-func (s *scanner) add(text string, out []item) []item {
+// split anywhere a tag does not start. literal says text came from
+// ordinary tokens, so it starts no marker.
+func (s *scanner) add(text string, literal bool, out []item) []item {
 	s.buf += text
+	for range len(text) {
+		s.lit = append(s.lit, literal)
+	}
 	for s.buf != "" {
-		i := strings.Index(s.buf, "<|")
+		i := s.index(0)
 		if i < 0 {
 			keep := 0
-			if strings.HasSuffix(s.buf, "<") {
+			if last := len(s.buf) - 1; s.buf[last] == '<' && !s.lit[last] {
 				keep = 1
 			}
 			out = appendText(out, s.buf[:len(s.buf)-keep])
-			s.buf = s.buf[len(s.buf)-keep:]
+			s.drop(len(s.buf) - keep)
 			return out
 		}
 		out = appendText(out, s.buf[:i])
-		s.buf = s.buf[i:]
-		it, n, ok := scanTag(s.buf)
+		s.drop(i)
+		it, n, ok := s.tag()
 		if !ok {
 			return out // undecided: wait for more text
 		}
 		if n == 0 { // "<|" that starts no tag
 			out = appendText(out, "<|")
-			s.buf = s.buf[2:]
+			s.drop(2)
 			continue
 		}
 		if it.kind == itemText {
@@ -84,15 +94,35 @@ func (s *scanner) add(text string, out []item) []item {
 		} else {
 			out = append(out, it)
 		}
-		s.buf = s.buf[n:]
+		s.drop(n)
 	}
 	return out
+}
+
+// index returns the first offset from which buf holds "<|" at a byte that
+// may start a marker, or -1.
+func (s *scanner) index(from int) int {
+	for from < len(s.buf) {
+		i := strings.Index(s.buf[from:], "<|")
+		if i < 0 {
+			return -1
+		}
+		if !s.lit[from+i] {
+			return from + i
+		}
+		from += i + 1
+	}
+	return -1
+}
+
+func (s *scanner) drop(n int) {
+	s.buf, s.lit = s.buf[n:], s.lit[n:]
 }
 
 // flush returns what is held back, as text.
 func (s *scanner) flush(out []item) []item {
 	out = appendText(out, s.buf)
-	s.buf = ""
+	s.drop(len(s.buf))
 	return out
 }
 
@@ -107,50 +137,51 @@ func appendText(out []item, s string) []item {
 	return append(out, item{kind: itemText, raw: s})
 }
 
-// scanTag looks at s, which starts with "<|". It returns the item there and
-// its length; a text item for a marker that starts no tag (only the marker
-// is consumed); n == 0 for "<|" that is no marker; ok == false when more
-// text is needed to decide.
-func scanTag(s string) (it item, n int, ok bool) {
-	if strings.HasPrefix(s, EndOfMsg) {
+// tag looks at buf, which starts with a "<|" that may start a marker. It
+// returns the item there and its length; a text item for a marker that
+// starts no tag (only the marker is consumed); n == 0 for "<|" that is no
+// marker; ok == false when more text is needed to decide. A tag's body
+// runs to the next <|sep|> that may be a marker, so text from ordinary
+// tokens in it (an attribute value spelling "<|") does not end it.
+func (s *scanner) tag() (it item, n int, ok bool) {
+	b := s.buf
+	if strings.HasPrefix(b, EndOfMsg) {
 		return item{kind: itemEnd, raw: EndOfMsg}, len(EndOfMsg), true
 	}
 	var mark string
 	var kind itemKind
 	switch {
-	case strings.HasPrefix(s, Open):
+	case strings.HasPrefix(b, Open):
 		mark, kind = Open, itemOpen
-	case strings.HasPrefix(s, Close):
+	case strings.HasPrefix(b, Close):
 		mark, kind = Close, itemClose
 	default:
 		for _, m := range []string{EndOfMsg, Open, Close} {
-			if len(s) < len(m) && strings.HasPrefix(m, s) {
+			if len(b) < len(m) && strings.HasPrefix(m, b) {
 				return item{}, 0, false
 			}
 		}
 		return item{}, 0, true
 	}
-	rest := s[len(mark):]
-	j := strings.Index(rest, "<|")
+	j := s.index(len(mark))
 	switch {
-	case j < 0 || j > maxTagBody:
-		if j < 0 && len(rest) <= maxTagBody {
+	case j < 0 || j-len(mark) > maxTagBody:
+		if j < 0 && len(b)-len(mark) <= maxTagBody {
 			return item{}, 0, false
 		}
 		return item{kind: itemText, raw: mark}, len(mark), true
-	case strings.HasPrefix(rest[j:], Sep):
-	case len(rest[j:]) < len(Sep) && strings.HasPrefix(Sep, rest[j:]):
+	case strings.HasPrefix(b[j:], Sep):
+	case len(b[j:]) < len(Sep) && strings.HasPrefix(Sep, b[j:]):
 		return item{}, 0, false
 	default:
 		return item{kind: itemText, raw: mark}, len(mark), true
 	}
-	body := rest[:j]
-	name, attrs, good := parseTagBody(body)
+	name, attrs, good := parseTagBody(b[len(mark):j])
 	if name == "" || (kind == itemClose && len(attrs) > 0) {
 		return item{kind: itemText, raw: mark}, len(mark), true
 	}
-	n = len(mark) + j + len(Sep)
-	return item{kind: kind, name: name, attrs: attrs, bad: !good, raw: s[:n]}, n, true
+	n = j + len(Sep)
+	return item{kind: kind, name: name, attrs: attrs, bad: !good, raw: b[:n]}, n, true
 }
 
 // parseTagBody splits `name key="v" key2="w"` (values escaped with &amp; and
