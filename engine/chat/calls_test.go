@@ -408,3 +408,13 @@ func TestTokenParserLiteralMarkers(t *testing.T) {
 		require.NotEqual(t, p.Output(), out)
 	}
 }
+
+// A forced named call cut before K3 wrote anything of it fails as a cut
+// call, like any other.
+func TestForcedCallCutAtOnce(t *testing.T) {
+	out := collect(t, Options{ToolName: "get"}, nil, true)
+	require.ErrorIs(t, out.Err, ErrToolCall)
+	require.ErrorContains(t, out.Err, "cut off by the length limit")
+	require.Empty(t, out.Calls)
+	require.Empty(t, out.Content)
+}

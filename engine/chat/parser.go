@@ -118,7 +118,6 @@ const (
 type Parser struct {
 	po        ParseOptions
 	sc        scanner
-	items     []item
 	phase     int
 	sawMarker bool
 	finished  bool
@@ -158,8 +157,8 @@ func (o Options) NewParserWith(po ParseOptions) *Parser {
 	p := &Parser{po: po}
 	switch {
 	case o.forced() && o.ToolName != "":
-		p.phase = phTools
-		p.items = append(p.items, item{kind: itemOpen, name: "call", attrs: []attr{{"tool", o.ToolName}, {"index", "1"}}})
+		// The prompt ends with the call's tag.
+		p.startCall(item{kind: itemOpen, name: "call", attrs: []attr{{"tool", o.ToolName}, {"index", "1"}}}, nil)
 		p.sawMarker = true
 	case o.forced():
 		p.phase = phTools
@@ -201,9 +200,7 @@ func (p *Parser) events(text string, literal bool) []Event {
 	if p.finished {
 		return nil
 	}
-	items := p.sc.add(text, literal, p.items)
-	p.items = nil
-	return p.run(items, nil)
+	return p.run(p.sc.add(text, literal, nil), nil)
 }
 
 // FinishEvents flushes held-back text (an unfinished tag is text) and ends
@@ -215,8 +212,7 @@ func (p *Parser) FinishEvents(cut bool) []Event {
 	if p.finished {
 		return nil
 	}
-	items := p.sc.flush(p.items)
-	p.items = nil
+	items := p.sc.flush(nil)
 	var evs []Event
 	if cut && p.inTools() {
 		// A tag cut in half, or the rest of a call, is where the
