@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"testing"
 
+	"github.com/deltafin/deltafin/app"
 	"github.com/stretchr/testify/require"
 )
 
@@ -74,4 +76,15 @@ func TestRunBadIDs(t *testing.T) {
 	code, _, errOut := runArgs(t, nil, "run", "--model", "testdata/k3-tiny", "--ids", "1,x")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `--ids: "x" is not a token id`)
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	code, out, _ := runArgs(t, nil, "--version")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `^deltafin 0\.1\.0 \(.*, go1\.\d+.* [a-z0-9]+/[a-z0-9]+\)\n$`, out)
+	plist, err := os.ReadFile("Info.plist")
+	require.NoError(t, err)
+	require.Contains(t, string(plist), "<key>CFBundleShortVersionString</key>\n\t<string>"+app.Version+"</string>",
+		"Info.plist and app.Version name the same release")
 }

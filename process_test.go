@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"syscall"
@@ -175,11 +176,22 @@ func TestServeRefusesRAMAboveTheMachine(t *testing.T) {
 // TestServeServesTheDemo: deltafin serve with nothing installed serves the
 // demo model and says so.
 func TestServeServesTheDemo(t *testing.T) {
-	d := startDeltafin(t, map[string]string{"DELTAFIN_HOME": t.TempDir()}, "serve", "--port", "0")
+	data := t.TempDir()
+	d := startDeltafin(t, map[string]string{"DELTAFIN_HOME": data}, "serve", "--port", "0")
 	d.waitLine(t, `nothing is installed: serving the demo model \(random weights`)
 	m := d.waitLine(t, `msg=serving .*base_url=(http://127\.0\.0\.1:\d+)/v1`)
 	getOK(t, m[1]+"/v1/models")
+	getOK(t, m[1]+"/health")
 	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
-	code, _ := d.exit(t)
+	code, rest := d.exit(t)
 	require.Equal(t, 0, code)
+	for _, l := range rest {
+		require.NotContains(t, l, "uri=/health", "health checks stay out of the console")
+	}
+	// The log file has every line, the /health requests at debug level.
+	b, err := os.ReadFile(filepath.Join(data, "logs", "deltafin.log"))
+	require.NoError(t, err)
+	require.Contains(t, string(b), "serving the demo model")
+	require.Regexp(t, `level=DEBUG msg=request method=GET uri=/health status=200`, string(b))
+	require.Regexp(t, `level=INFO msg=request method=GET uri=/v1/models status=200`, string(b))
 }

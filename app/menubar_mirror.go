@@ -231,3 +231,38 @@ func readInto(name string, f func(*os.File) error) error {
 	}
 	return nil
 }
+
+// DescribeInstall says in words what the data directory holds, for deltafin
+// doctor: not installed, a stream install with its share of experts, or a
+// full install. It reads only the local mirror.
+func DescribeInstall(ctx context.Context, cfg Config) string {
+	d := newMirrorInstall(cfg)
+	defer d.Close()
+	in, err := d.Installed(ctx)
+	switch {
+	case errors.Is(err, downloader.ErrBusy):
+		return "in use by a running Deltafin (it holds the mirror)"
+	case err != nil:
+		return "unreadable: " + shortError(err)
+	case in.Mode == InstallFull:
+		return fmt.Sprintf("full install of %s in %s", cfg.Repo, cfg.ModelDir())
+	case in.Mode == InstallStream:
+		return fmt.Sprintf("stream install of %s, %d of %d experts on disk, in %s", cfg.Repo, in.ExpertsCached, in.ExpertsTotal, cfg.ModelDir())
+	case d.planned():
+		return "download started, not finished (deltafin setup continues it)"
+	}
+	return "not installed (the app serves the demo model; deltafin setup installs Kimi K3)"
+}
+
+// DescribeDesktop says whether the menu bar can show, for deltafin doctor:
+// on Linux the session bus and whether a StatusNotifierItem host runs.
+func DescribeDesktop(ctx context.Context, cfg Config) string {
+	warning, err := checkDesktop(ctx, cfg)
+	switch {
+	case err != nil:
+		return shortError(err)
+	case warning != "":
+		return warning
+	}
+	return desktopReady(cfg)
+}

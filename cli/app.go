@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"io/fs"
-	"log/slog"
 
 	"github.com/deltafin/deltafin/app"
 )
@@ -34,7 +33,9 @@ func App(demo func() (fs.FS, error)) func(ctx context.Context, c *Call) error {
 		if err := app.RememberedAddress(cfg); err != nil {
 			return err
 		}
-		log := slog.New(slog.NewTextHandler(c.Stderr, nil))
+		logger := app.NewLogger(*cfg, c.Stderr)
+		defer logger.Close()
+		log := logger.Logger
 		d, err := demo()
 		if err != nil {
 			return err

@@ -45,6 +45,9 @@ func Main(ctx context.Context, commands []Command, args []string, stdout, stderr
 	case "-h", "-help", "--help", "help":
 		usage(stdout, commands)
 		return 0
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, app.VersionLine())
+		return 0
 	}
 	for _, c := range commands {
 		if c.Name != name {
@@ -72,7 +75,7 @@ func usage(w io.Writer, commands []Command) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-19s %s\n", c.Name, c.Summary)
 	}
-	fmt.Fprintf(w, "\nRun 'deltafin COMMAND --help' for a command's flags.\n")
+	fmt.Fprintf(w, "\nRun 'deltafin COMMAND --help' for a command's flags, 'deltafin --version' for the version.\n")
 }
 
 // flags returns a FlagSet for the call with the flags every command shares

@@ -39,8 +39,9 @@ func Serve(demo func() (fs.FS, error)) func(ctx context.Context, c *Call) error 
 		if err := c.parse(fs, c.Args); err != nil {
 			return err
 		}
-		log := slog.New(slog.NewTextHandler(c.Stderr, nil))
-		return serve(ctx, *cfg, demo, log, nil)
+		logger := app.NewLogger(*cfg, c.Stderr)
+		defer logger.Close()
+		return serve(ctx, *cfg, demo, logger.Logger, nil)
 	}
 }
 
