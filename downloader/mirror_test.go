@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/downloader/hubtest"
 	"github.com/stretchr/testify/require"
 )
@@ -45,7 +46,7 @@ func TestStreamThenFull(t *testing.T) {
 	require.Equal(t, 5, meta) // config, generation_config, index, tokenizer_config, tiktoken.model
 	experts := p.Experts()
 	require.Len(t, experts, 9*32)
-	require.Equal(t, ExpertID{1, 0}, experts[0].ExpertID)
+	require.Equal(t, checkpoint.ExpertID{Layer: 1, Expert: 0}, experts[0].ExpertID)
 
 	// Stream: spine and metadata present and identical, no expert byte.
 	for _, f := range p.Files {

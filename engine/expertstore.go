@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 )
 
 // ErrTruncated reports a shard that ends inside a routed expert.
@@ -33,11 +37,11 @@ type Fetcher interface {
 
 // ExpertStoreOptions configures OpenExpertStore.
 type ExpertStoreOptions struct {
-	Dir   string                  // model directory holding the shards
-	Spans map[ExpertID]ExpertSpan // every routed expert (IndexExperts over each shard)
-	Mode  IOMode                  // IODirect unless a measurement says otherwise
-	Heat  *Heat                   // nil: a fresh in-memory histogram
-	Fetch Fetcher                 // nil: an all-local checkpoint
+	Dir   string                            // model directory holding the shards
+	Spans map[ckpt.ExpertID]ckpt.ExpertSpan // every routed expert (ckpt.IndexExperts over each shard)
+	Mode  IOMode                            // IODirect unless a measurement says otherwise
+	Heat  *Heat                             // nil: a fresh in-memory histogram
+	Fetch Fetcher                           // nil: an all-local checkpoint
 	// CacheExperts is how many experts the in-RAM cache keeps between uses
 	// (the budget plan's cache size ÷ the span size); 0 keeps none.
 	CacheExperts int
@@ -62,7 +66,7 @@ type ExpertStoreOptions struct {
 // experts a token uses is decided by the router alone: the store only changes
 // where their bytes come from.
 type ExpertStore struct {
-	spans       map[ExpertID]ExpertSpan
+	spans       map[ckpt.ExpertID]ckpt.ExpertSpan
 	shards      map[string]*shardFile
 	mode        IOMode
 	heat        *Heat
@@ -80,7 +84,7 @@ type ExpertStore struct {
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
-	entries map[ExpertID]*entry
+	entries map[ckpt.ExpertID]*entry
 	free    [][]byte
 	nbufs   int
 	cached  int
@@ -100,7 +104,7 @@ type shardFile struct {
 
 // entry is one expert's bytes in RAM or on their way there.
 type entry struct {
-	id      ExpertID
+	id      ckpt.ExpertID
 	buf     []byte        // aligned backing buffer
 	data    []byte        // the span inside buf
 	done    chan struct{} // closed when the read has finished
@@ -157,7 +161,7 @@ func OpenExpertStore(ctx context.Context, opts ExpertStoreOptions) (*ExpertStore
 	s := &ExpertStore{
 		spans: opts.Spans, shards: map[string]*shardFile{}, mode: opts.Mode, heat: opts.Heat,
 		fetch: opts.Fetch, meter: opts.meter, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: alignUp(int64(opts.ChunkBytes)),
-		demand: make(chan readJob, 1024), spec: make(chan readJob, 1024), entries: map[ExpertID]*entry{}, last: map[int][]int{},
+		demand: make(chan readJob, 1024), spec: make(chan readJob, 1024), entries: map[ckpt.ExpertID]*entry{}, last: map[int][]int{},
 	}
 	var maxSpan int64
 	maxLayer, maxExpert := 0, 0
@@ -168,10 +172,10 @@ func OpenExpertStore(ctx context.Context, opts ExpertStoreOptions) (*ExpertStore
 		s.heat = NewHeat(maxLayer+1, maxExpert+1)
 	}
 	sizes := map[string]int64{}
-	for _, id := range sortedExpertIDs(opts.Spans) {
+	for _, id := range slices.SortedFunc(maps.Keys(opts.Spans), ckpt.ExpertID.Compare) {
 		sp := opts.Spans[id]
 		if sp.Size <= 0 || sp.Offset < 0 {
-			return nil, fmt.Errorf("%w: %s has span [%d,+%d) in %s", ErrExpertLayout, id, sp.Offset, sp.Size, sp.Shard)
+			return nil, fmt.Errorf("%w: %s has span [%d,+%d) in %s", ckpt.ErrExpertLayout, id, sp.Offset, sp.Size, sp.Shard)
 		}
 		maxSpan = max(maxSpan, sp.Size)
 		if _, ok := s.shards[sp.Shard]; !ok {
@@ -201,10 +205,10 @@ func OpenExpertStore(ctx context.Context, opts ExpertStoreOptions) (*ExpertStore
 // firstTruncated finds an expert that runs past the end of its shard,
 // preferring the one the end of the file cuts through (the others lie wholly
 // beyond it).
-func firstTruncated(spans map[ExpertID]ExpertSpan, sizes map[string]int64) (ExpertID, bool) {
-	var found ExpertID
+func firstTruncated(spans map[ckpt.ExpertID]ckpt.ExpertSpan, sizes map[string]int64) (ckpt.ExpertID, bool) {
+	var found ckpt.ExpertID
 	ok := false
-	for _, id := range sortedExpertIDs(spans) {
+	for _, id := range slices.SortedFunc(maps.Keys(spans), ckpt.ExpertID.Compare) {
 		sp := spans[id]
 		size := sizes[sp.Shard]
 		if sp.Offset+sp.Size <= size {
@@ -233,7 +237,7 @@ func openShardFile(path, name string, mode IOMode) (*shardFile, int64, error) {
 	return &shardFile{name: name, f: f, fd: int(f.Fd()), direct: direct}, st.Size(), nil
 }
 
-func truncatedError(id ExpertID, sp ExpertSpan, size int64) error {
+func truncatedError(id ckpt.ExpertID, sp ckpt.ExpertSpan, size int64) error {
 	return fmt.Errorf("%w: %s ends at byte %d, inside %s (bytes %d to %d); the download is incomplete or the file was cut",
 		ErrTruncated, sp.Shard, size, id, sp.Offset, sp.Offset+sp.Size)
 }
@@ -301,7 +305,7 @@ type Batch struct {
 func (b *Batch) Len() int { return len(b.entries) }
 
 // ID is the i-th expert.
-func (b *Batch) ID(i int) ExpertID { return b.entries[i].id }
+func (b *Batch) ID(i int) ckpt.ExpertID { return b.entries[i].id }
 
 // Done is closed when the i-th expert's read has finished (successfully or
 // not), so a caller can compute each expert as soon as it arrives.
@@ -350,8 +354,8 @@ func (s *ExpertStore) AcquirePart(ctx context.Context, layer int, ids, union []i
 		return nil, err
 	}
 	for i, e := range ids {
-		if _, ok := s.spans[ExpertID{layer, e}]; !ok {
-			return nil, fmt.Errorf("engine: %s is not in the checkpoint", ExpertID{layer, e})
+		if _, ok := s.spans[ckpt.ExpertID{Layer: layer, Expert: e}]; !ok {
+			return nil, fmt.Errorf("engine: %s is not in the checkpoint", ckpt.ExpertID{Layer: layer, Expert: e})
 		}
 		for _, d := range ids[:i] {
 			if d == e {
@@ -370,13 +374,13 @@ func (s *ExpertStore) AcquirePart(ctx context.Context, layer int, ids, union []i
 	// evict (as an unused prefetch or a cold cache entry) an expert this
 	// batch is about to use and so read it twice.
 	for i, x := range ids {
-		if e := s.entries[ExpertID{layer, x}]; e != nil {
+		if e := s.entries[ckpt.ExpertID{Layer: layer, Expert: x}]; e != nil {
 			e.refs++
 			b.entries[i] = e
 		}
 	}
 	for i, x := range ids {
-		id := ExpertID{layer, x}
+		id := ckpt.ExpertID{Layer: layer, Expert: x}
 		e := b.entries[i]
 		if e != nil {
 			e.refs-- // taken again below, once the case is counted
@@ -429,7 +433,7 @@ func (s *ExpertStore) Prefetch(layer int, ids []int) {
 		return
 	}
 	for _, x := range ids {
-		id := ExpertID{layer, x}
+		id := ckpt.ExpertID{Layer: layer, Expert: x}
 		if _, ok := s.spans[id]; !ok || s.entries[id] != nil || s.specN >= s.prefetchCap {
 			continue
 		}
@@ -454,7 +458,7 @@ func (s *ExpertStore) PrefetchPrevious(layer int) {
 	s.Prefetch(layer, ids)
 }
 
-func (s *ExpertStore) newEntry(id ExpertID, buf []byte) *entry {
+func (s *ExpertStore) newEntry(id ckpt.ExpertID, buf []byte) *entry {
 	e := &entry{id: id, buf: buf, done: make(chan struct{})}
 	s.entries[id] = e
 	return e
