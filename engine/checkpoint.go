@@ -158,6 +158,15 @@ func shardFiles(dir string) ([]string, map[string]string, error) {
 	return files, idx.WeightMap, nil
 }
 
+// sources returns the shards' Sources by name.
+func (ck *checkpoint) sources() map[string]Source {
+	m := make(map[string]Source, len(ck.shards))
+	for _, s := range ck.shards {
+		m[s.name] = s.src
+	}
+	return m
+}
+
 func (ck *checkpoint) missing(name string) error {
 	return fmt.Errorf("%w: tensor %q is missing (in no shard)", ErrCheckpoint, ck.prefix+name)
 }

@@ -26,22 +26,16 @@ var errDropped = errors.New("engine: prefetch dropped")
 // ErrStoreClosed is returned by a store used after Close.
 var ErrStoreClosed = errors.New("engine: expert store closed")
 
-// A Fetcher makes a byte range of a checkpoint file present on local disk
-// (stream mode: the downloader fetches it with an HTTP range request into the
-// sparse shard and marks it present after fsync). It must return quickly when
-// the range is already present. The engine never imports the downloader; app
-// wires the downloader's Mirror in.
-type Fetcher interface {
-	Ensure(ctx context.Context, file string, off, n int64) error
-}
-
 // ExpertStoreOptions configures OpenExpertStore.
 type ExpertStoreOptions struct {
 	Dir   string                            // model directory holding the shards
 	Spans map[ckpt.ExpertID]ckpt.ExpertSpan // every routed expert (ckpt.IndexExperts over each shard)
 	Mode  IOMode                            // IODirect unless a measurement says otherwise
 	Heat  *Heat                             // nil: a fresh in-memory histogram
-	Fetch Fetcher                           // nil: an all-local checkpoint
+	// Sources are the shards' Sources by name (the checkpoint's): a shard
+	// whose Source is an Ensurer has each expert made present (one Ensure
+	// of its span) before it is read. Nil or absent: a complete local file.
+	Sources map[string]Source
 	// CacheExperts is how many experts the in-RAM cache keeps between uses
 	// (the budget plan's cache size ÷ the span size); 0 keeps none.
 	CacheExperts int
@@ -70,7 +64,6 @@ type ExpertStore struct {
 	shards      map[string]*shardFile
 	mode        IOMode
 	heat        *Heat
-	fetch       Fetcher
 	bufSize     int
 	cacheCap    int
 	prefetchCap int
@@ -100,6 +93,7 @@ type shardFile struct {
 	f      *os.File
 	fd     int
 	direct bool
+	ensure Ensurer // the shard's Source, when bytes may be missing; else nil
 }
 
 // entry is one expert's bytes in RAM or on their way there.
@@ -160,7 +154,7 @@ func OpenExpertStore(ctx context.Context, opts ExpertStoreOptions) (*ExpertStore
 	}
 	s := &ExpertStore{
 		spans: opts.Spans, shards: map[string]*shardFile{}, mode: opts.Mode, heat: opts.Heat,
-		fetch: opts.Fetch, meter: opts.meter, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: alignUp(int64(opts.ChunkBytes)),
+		meter: opts.meter, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: alignUp(int64(opts.ChunkBytes)),
 		demand: make(chan readJob, 1024), spec: make(chan readJob, 1024), entries: map[ckpt.ExpertID]*entry{}, last: map[int][]int{},
 	}
 	var maxSpan int64
@@ -179,7 +173,7 @@ func OpenExpertStore(ctx context.Context, opts ExpertStoreOptions) (*ExpertStore
 		}
 		maxSpan = max(maxSpan, sp.Size)
 		if _, ok := s.shards[sp.Shard]; !ok {
-			sf, size, err := openShardFile(filepath.Join(opts.Dir, sp.Shard), sp.Shard, opts.Mode)
+			sf, size, err := openShardFile(filepath.Join(opts.Dir, sp.Shard), sp.Shard, opts.Mode, opts.Sources[sp.Shard])
 			if err != nil {
 				s.closeFiles()
 				return nil, err
@@ -224,7 +218,9 @@ func firstTruncated(spans map[ckpt.ExpertID]ckpt.ExpertSpan, sizes map[string]in
 	return found, ok
 }
 
-func openShardFile(path, name string, mode IOMode) (*shardFile, int64, error) {
+// openShardFile opens a shard for the engine's own preads; src is its
+// Source (nil: none), kept when it is an Ensurer.
+func openShardFile(path, name string, mode IOMode, src Source) (*shardFile, int64, error) {
 	f, direct, err := openShard(path, mode)
 	if err != nil {
 		return nil, 0, fmt.Errorf("engine: open shard %s: %w", name, err)
@@ -234,7 +230,8 @@ func openShardFile(path, name string, mode IOMode) (*shardFile, int64, error) {
 		f.Close()
 		return nil, 0, fmt.Errorf("engine: shard %s: %w", name, err)
 	}
-	return &shardFile{name: name, f: f, fd: int(f.Fd()), direct: direct}, st.Size(), nil
+	ensure, _ := src.(Ensurer)
+	return &shardFile{name: name, f: f, fd: int(f.Fd()), direct: direct, ensure: ensure}, st.Size(), nil
 }
 
 func truncatedError(id ckpt.ExpertID, sp ckpt.ExpertSpan, size int64) error {
@@ -471,8 +468,8 @@ func (s *ExpertStore) newEntry(id ckpt.ExpertID, buf []byte) *entry {
 const readChunk = 4 << 20
 
 // A readJob is one chunk [lo, hi) of the file range covering an entry's
-// span (the whole range in stream mode, where the Fetcher is asked for the
-// expert as one request).
+// span (the whole range when the shard's Source is an Ensurer, which is
+// asked for the expert as one request).
 type readJob struct {
 	e      *entry
 	lo, hi int64
@@ -489,7 +486,7 @@ func (s *ExpertStore) submit(e *entry, q chan readJob) {
 		lo, hi = alignDown(lo), alignUp(hi)
 	}
 	var jobs []readJob
-	if s.fetch != nil {
+	if s.shards[sp.Shard].ensure != nil {
 		jobs = []readJob{{e, lo, hi}}
 	} else {
 		for c := lo; c < hi; c += s.chunk {
@@ -693,8 +690,8 @@ func (s *ExpertStore) read(j readJob) (int64, error) {
 	}
 	sp := s.spans[e.id]
 	sf := s.shards[sp.Shard]
-	if s.fetch != nil {
-		if err := s.fetch.Ensure(s.ctx, sp.Shard, sp.Offset, sp.Size); err != nil {
+	if sf.ensure != nil {
+		if err := sf.ensure.Ensure(s.ctx, sp.Offset, sp.Size); err != nil {
 			return 0, fmt.Errorf("engine: fetch %s (%s bytes %d to %d): %w", e.id, sp.Shard, sp.Offset, sp.Offset+sp.Size, err)
 		}
 	}

@@ -218,23 +218,24 @@ func TestPrefetchNeverChangesTheExperts(t *testing.T) {
 	require.Zero(t, st.CachedNow)
 }
 
-// copyFetcher fills a sparse mirror from the complete files, as the
-// downloader fills it from the hub.
-type copyFetcher struct {
+// copySource is a shard of a sparse mirror that Ensure fills from the
+// complete file, as the downloader's Source fills it from the hub.
+type copySource struct {
+	Source   // the sparse file, for ReadAt and Size
 	src, dst string
 	mu       sync.Mutex
 	calls    int
 }
 
-func (c *copyFetcher) Ensure(_ context.Context, file string, off, n int64) error {
+func (c *copySource) Ensure(_ context.Context, off, n int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
-	b, err := os.ReadFile(filepath.Join(c.src, file))
+	b, err := os.ReadFile(c.src)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(c.dst, file), os.O_WRONLY, 0)
+	f, err := os.OpenFile(c.dst, os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
@@ -249,17 +250,21 @@ func (c *copyFetcher) Ensure(_ context.Context, file string, off, n int64) error
 	return f.Close()
 }
 
-func TestFetcherFillsMissingExperts(t *testing.T) {
+func TestEnsurerFillsMissingExperts(t *testing.T) {
 	src, spans := writeTinyModel(t, []int{1}, 6)
 	mirror := t.TempDir()
 	name := spans[ckpt.ExpertID{Layer: 1, Expert: 0}].Shard
 	full, err := os.ReadFile(filepath.Join(src, name))
 	require.NoError(t, err)
 	// A stream-mode mirror: the shard at full size, holes where experts are.
-	require.NoError(t, os.WriteFile(filepath.Join(mirror, name), nil, 0o644))
-	require.NoError(t, os.Truncate(filepath.Join(mirror, name), int64(len(full))))
-	fetch := &copyFetcher{src: src, dst: mirror}
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: mirror, Spans: spans, Fetch: fetch, Readers: 2})
+	dst := filepath.Join(mirror, name)
+	require.NoError(t, os.WriteFile(dst, nil, 0o644))
+	require.NoError(t, os.Truncate(dst, int64(len(full))))
+	sparse, err := OpenFile(t.Context(), dst)
+	require.NoError(t, err)
+	defer sparse.(*FileSource).Close()
+	shard := &copySource{Source: sparse, src: filepath.Join(src, name), dst: dst}
+	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: mirror, Spans: spans, Sources: map[string]Source{name: shard}, Readers: 2})
 	require.NoError(t, err)
 	defer s.Close()
 	b, err := s.Acquire(t.Context(), 1, []int{4, 2})
@@ -270,7 +275,7 @@ func TestFetcherFillsMissingExperts(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, spanBytes(t, src, spans[ckpt.ExpertID{Layer: 1, Expert: e}]), got)
 	}
-	require.Equal(t, 2, fetch.calls)
+	require.Equal(t, 2, shard.calls, "one Ensure per expert")
 }
 
 func TestTruncatedShardNamesTheExpert(t *testing.T) {

@@ -21,10 +21,9 @@ type StreamOptions struct {
 	TotalRAM, AvailableRAM, OverrideRAM int64
 	// Plan, when set, is used as is instead of planning from the RAM
 	// figures (tests force a small cache or zero pinned layers with it).
-	Plan  *BudgetPlan
-	Mode  IOMode  // IODirect unless measured otherwise
-	Fetch Fetcher // stream mode: makes missing expert ranges present
-	Heat  *Heat   // the histogram to use; nil: HeatPath's, or a fresh one
+	Plan *BudgetPlan
+	Mode IOMode // IODirect unless measured otherwise
+	Heat *Heat  // the histogram to use; nil: HeatPath's, or a fresh one
 	// HeatPath is where the heat histogram persists across runs: loaded at
 	// open (a damaged or foreign file starts afresh) and saved at Close.
 	HeatPath string
@@ -133,7 +132,7 @@ func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *Confi
 		}
 	}
 	s, err := OpenExpertStore(ctx, ExpertStoreOptions{
-		Dir: dir, Spans: spans, Mode: o.Mode, Heat: heat, Fetch: o.Fetch, CacheExperts: cache, meter: meter,
+		Dir: dir, Spans: spans, Mode: o.Mode, Heat: heat, Sources: ck.sources(), CacheExperts: cache, meter: meter,
 	})
 	if err != nil {
 		return nil, err
