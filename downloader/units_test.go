@@ -14,6 +14,7 @@ import (
 )
 
 func TestRangeSet(t *testing.T) {
+	t.Parallel()
 	var s rangeSet
 	s = s.add(Range{10, 20}).add(Range{30, 40}).add(Range{20, 25})
 	require.Equal(t, rangeSet{{10, 25}, {30, 40}}, s)
@@ -28,6 +29,7 @@ func TestRangeSet(t *testing.T) {
 }
 
 func TestChoose(t *testing.T) {
+	t.Parallel()
 	const GB = 1_000_000_000
 	stream := Totals{Total: 120 * GB, Present: 10 * GB}
 	full := Totals{Total: 1600 * GB, Present: 10 * GB}
@@ -59,6 +61,7 @@ func TestChoose(t *testing.T) {
 }
 
 func TestParseLayers(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want []int
@@ -87,6 +90,7 @@ func TestParseLayers(t *testing.T) {
 }
 
 func TestReadTrace(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		in     string
@@ -113,6 +117,7 @@ func TestReadTrace(t *testing.T) {
 }
 
 func TestRankMissing(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	h := newFakeHub(t)
 	m, p := setup(t, ctx, options(h, t.TempDir()), Stream)
