@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
@@ -62,7 +64,7 @@ func IndexExperts(shard string, h *safetensors.Header) (map[ExpertID]ExpertSpan,
 			continue
 		}
 		if t.DType != "U8" {
-			return nil, fmt.Errorf("%w: %s in %s is %s, want U8", ErrExpertLayout, t.Name, shard, t.DType)
+			return nil, fmt.Errorf("%w: %s: tensor %q is %s, want U8", ErrExpertLayout, shard, t.Name, t.DType)
 		}
 		p := parts[id]
 		if p == nil {
@@ -73,14 +75,17 @@ func IndexExperts(shard string, h *safetensors.Header) (map[ExpertID]ExpertSpan,
 	}
 	spans := make(map[ExpertID]ExpertSpan, len(parts))
 	names := ExpertParts()
-	for id, p := range parts {
+	// In (layer, expert) order, so that the error is the same every time.
+	for _, id := range slices.SortedFunc(maps.Keys(parts), ExpertID.Compare) {
+		p := parts[id]
 		for i := range p {
 			if p[i].Name == "" {
-				return nil, fmt.Errorf("%w: %s in %s has no %s", ErrExpertLayout, id, shard, names[i])
+				return nil, fmt.Errorf("%w: %s: %s has no %s in this file (an expert's six tensors lie back to back in one file)",
+					ErrExpertLayout, shard, id, names[i])
 			}
 			if i > 0 && p[i].Offset != p[i-1].End() {
-				return nil, fmt.Errorf("%w: %s in %s: %s starts at %d, not where %s ends (%d)",
-					ErrExpertLayout, id, shard, names[i], p[i].Offset, names[i-1], p[i-1].End())
+				return nil, fmt.Errorf("%w: %s: tensor %q: %s is not contiguous: starts at byte %d, want %d (right after %q)",
+					ErrExpertLayout, shard, p[i].Name, id, p[i].Offset, p[i-1].End(), p[i-1].Name)
 			}
 		}
 		spans[id] = ExpertSpan{Shard: shard, Offset: p[0].Offset, Size: p[5].End() - p[0].Offset}

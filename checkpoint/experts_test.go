@@ -74,8 +74,8 @@ func TestIndexExpertsRejectsBrokenLayouts(t *testing.T) {
 		ts   []tensor
 		want string
 	}{
-		{"parts out of order", swapped, "not where"},
-		{"a part missing", missing, "has no w3.weight_scale"},
+		{"parts out of order", swapped, `"language_model.model.layers.1.block_sparse_moe.experts.1.w1.weight_scale": layer 1 expert 1 is not contiguous`},
+		{"a part missing", missing, "layer 1 expert 1 has no w3.weight_scale in this file"},
 		{"not U8", wrongType, "want U8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

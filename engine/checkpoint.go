@@ -43,6 +43,8 @@ type checkpoint struct {
 	shards  []*shard
 	tensors map[string]*tensorRef
 	prefix  string // ckpt.TextPrefix when the checkpoint uses it, for error messages
+	// experts are the MXFP4 routed experts' spans, set by validate.
+	experts map[ckpt.ExpertID]ckpt.ExpertSpan
 }
 
 // openCheckpoint opens the shards named by model.safetensors.index.json, or

@@ -1,11 +1,15 @@
 package engine
 
 import (
+	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
 
 // dtypeClass is the set of dtypes a tensor may be stored in.
@@ -172,7 +176,8 @@ func (c *Config) eachTensor(yield func(tensorSpec) bool) {
 // validate checks the checkpoint against the config and returns the first
 // violation: a missing, mis-typed or mis-shaped tensor in roster order, then
 // an unexpected tensor (by name), then an MXFP4 expert whose six tensors are
-// not back to back.
+// not back to back in one file (ckpt.IndexExperts, whose spans it keeps in
+// ck.experts).
 func (ck *checkpoint) validate(c *Config) error {
 	want := make(map[string]bool, len(ck.tensors))
 	for s := range c.roster() {
@@ -202,35 +207,21 @@ func (ck *checkpoint) validate(c *Config) error {
 	if !c.ExpertsMXFP4 {
 		return nil
 	}
-	for i := 0; i < c.Layers; i++ {
-		if !c.IsMoE(i) {
-			continue
-		}
-		for e := 0; e < c.Experts; e++ {
-			if err := ck.expertContiguous(i, e); err != nil {
-				return err
+	// Every tensor is now the roster's, so the experts IndexExperts finds
+	// are exactly the config's.
+	ck.experts = map[ckpt.ExpertID]ckpt.ExpertSpan{}
+	for _, s := range ck.shards {
+		text := safetensors.Header{DataStart: s.hdr.DataStart}
+		for _, t := range s.hdr.Tensors {
+			if strings.HasPrefix(t.Name, ck.prefix) { // not the vision tower's
+				text.Tensors = append(text.Tensors, t)
 			}
 		}
-	}
-	return nil
-}
-
-// expertContiguous checks that expert e of layer i is one byte span in one
-// shard: w1.packed, w1.scale, w2.packed, w2.scale, w3.packed, w3.scale, each
-// starting where the previous one ends.
-func (ck *checkpoint) expertContiguous(layer, e int) error {
-	p, parts := ckpt.ExpertPrefix(layer, e), ckpt.ExpertParts()
-	first := ck.tensors[p+parts[0]]
-	prev := first
-	for _, part := range parts[1:] {
-		r := ck.tensors[p+part]
-		switch {
-		case r.shard != first.shard:
-			return r.errorf("layer %d expert %d is split across files (%s holds %s)", layer, e, first.shard.name, parts[0])
-		case r.t.Offset != prev.t.End():
-			return r.errorf("layer %d expert %d is not contiguous: starts at byte %d, want %d (right after %q)", layer, e, r.t.Offset, prev.t.End(), prev.full)
+		spans, err := ckpt.IndexExperts(s.name, &text)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 		}
-		prev = r
+		maps.Copy(ck.experts, spans)
 	}
 	return nil
 }

@@ -121,18 +121,8 @@ func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *Confi
 		// and overwrite it at close.
 		heat, _ = LoadHeat(o.HeatPath, c.Layers, c.Experts)
 	}
-	spans := map[ckpt.ExpertID]ckpt.ExpertSpan{}
-	for i := range c.Layers {
-		if !c.IsMoE(i) {
-			continue
-		}
-		for e := range c.Experts {
-			sp := ck.span(c, i, e)
-			spans[ckpt.ExpertID{Layer: i, Expert: e}] = ckpt.ExpertSpan{Shard: sp.shard.name, Offset: sp.off, Size: sp.n}
-		}
-	}
 	s, err := OpenExpertStore(ctx, ExpertStoreOptions{
-		Dir: dir, Spans: spans, Mode: o.Mode, Heat: heat, Sources: ck.sources(), CacheExperts: cache, meter: meter,
+		Dir: dir, Spans: ck.experts, Mode: o.Mode, Heat: heat, Sources: ck.sources(), CacheExperts: cache, meter: meter,
 	})
 	if err != nil {
 		return nil, err
