@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/downloader"
 )
 
@@ -194,7 +195,7 @@ func (d *mirrorInstall) Warm(ctx context.Context, progress func(Progress)) (Warm
 // ranked orders the missing experts by use, from the router traces and the
 // heat histogram in the data directory; none: no order.
 func (d *mirrorInstall) ranked(m *downloader.Mirror, p *downloader.Plan) ([]downloader.Work, error) {
-	counts := map[downloader.ExpertID]float64{}
+	counts := map[checkpoint.ExpertID]float64{}
 	traces, _ := filepath.Glob(filepath.Join(d.cfg.DataDir, "router_trace*.jsonl"))
 	sort.Strings(traces)
 	for _, name := range traces {

@@ -73,7 +73,7 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	stream, trace, err := streamOptions(cfg, ref.Mirror)
+	stream, trace, err := streamOptions(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -139,9 +139,10 @@ func (m *Model) closeTrace() error {
 
 // streamOptions plans streaming from this machine's RAM (or --ram-gb), keeps
 // the expert heat histogram in the data directory (expert_heat.jsonl, which
-// deltafin warm also reads) and starts the --trace file if asked. mirror,
-// when not nil, makes missing expert ranges present (a stream install).
-func streamOptions(c Config, mirror *downloader.Mirror) (*engine.StreamOptions, *engine.TraceWriter, error) {
+// deltafin warm also reads) and starts the --trace file if asked. A stream
+// install's missing bytes are fetched through the mirror's Sources
+// (MirrorSource), which the engine asks to Ensure a range before it reads.
+func streamOptions(c Config) (*engine.StreamOptions, *engine.TraceWriter, error) {
 	mem, err := sysinfo.ReadMemory()
 	if err != nil {
 		return nil, nil, err
@@ -149,9 +150,6 @@ func streamOptions(c Config, mirror *downloader.Mirror) (*engine.StreamOptions, 
 	o := &engine.StreamOptions{
 		TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available),
 		HeatPath: filepath.Join(c.DataDir, "expert_heat.jsonl"),
-	}
-	if mirror != nil {
-		o.Fetch = mirror
 	}
 	if c.RAMGB > 0 {
 		o.OverrideRAM = int64(c.RAMGB * 1e9)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deltafin/deltafin/app"
+	"github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/internal/sysinfo"
 	"github.com/deltafin/deltafin/kernels"
@@ -104,7 +105,7 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 	in := engine.BudgetInput{
 		TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override,
 		GlobalBytes: layout.GlobalBytes, LayerBytes: layout.SpineBytes, WorkingBytes: engine.StoreWorkingBytes(),
-		SpanBytes: engine.ExpertSpanBytes, MoELayers: layers, ExpertsPerLayer: 896, TopK: 16,
+		SpanBytes: checkpoint.ExpertSpanBytes, MoELayers: layers, ExpertsPerLayer: 896, TopK: 16,
 	}
 	plan, err := engine.PlanBudget(in)
 	if err != nil {

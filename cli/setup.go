@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/deltafin/deltafin/app"
+	"github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/internal/sysinfo"
 )
@@ -269,7 +270,7 @@ func warmExperts(ctx context.Context, cfg app.Config, opts WarmOptions, out io.W
 	if len(traces) == 0 && heat == "" {
 		return fmt.Errorf("app: warm has nothing to rank: pass --trace FILE (written by deltafin run --trace) or keep traces as %s", filepath.Join(cfg.DataDir, "router_trace*.jsonl"))
 	}
-	counts := map[downloader.ExpertID]float64{}
+	counts := map[checkpoint.ExpertID]float64{}
 	routes := 0
 	for _, name := range traces {
 		f, err := os.Open(name)
@@ -318,7 +319,7 @@ func warmExperts(ctx context.Context, cfg app.Config, opts WarmOptions, out io.W
 		show = 20
 	}
 	for _, c := range ranked[:min(show, len(ranked))] {
-		fmt.Fprintf(out, "  %v: %g\n", c.ExpertID, c.Score)
+		fmt.Fprintf(out, "  L%d-E%d: %g\n", c.ExpertID.Layer, c.ExpertID.Expert, c.Score)
 	}
 	if opts.Fetch <= 0 {
 		if len(ranked) > 0 {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -142,7 +143,7 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		if err != nil {
 			return r, err
 		}
-		logf("(a) %-11s 16 parallel %d-byte reads: %.2f GB/s", mode, ExpertSpanBytes, bw)
+		logf("(a) %-11s 16 parallel %d-byte reads: %.2f GB/s", mode, ckpt.ExpertSpanBytes, bw)
 		r.Bandwidth = append(r.Bandwidth, ReadBandwidth{mode.String(), bw})
 	}
 	o.dropSliceCache()
@@ -257,7 +258,7 @@ func randomIDs(rng *rand.Rand, n, k int) []int {
 
 // readBandwidth reads rounds of 16 random spans of one random layer in
 // parallel through a cacheless store and returns GB/s.
-func readBandwidth(ctx context.Context, dir string, spans map[ExpertID]ExpertSpan, layers []int, mode IOMode, rng *rand.Rand) (float64, error) {
+func readBandwidth(ctx context.Context, dir string, spans map[ckpt.ExpertID]ckpt.ExpertSpan, layers []int, mode IOMode, rng *rand.Rand) (float64, error) {
 	s, err := OpenExpertStore(ctx, ExpertStoreOptions{Dir: dir, Spans: spans, Mode: mode})
 	if err != nil {
 		return 0, err
@@ -279,7 +280,7 @@ func readBandwidth(ctx context.Context, dir string, spans map[ExpertID]ExpertSpa
 		b.Release()
 	}
 	el := time.Since(start).Seconds()
-	return float64(rounds*k3TopK*ExpertSpanBytes) / el / 1e9, nil
+	return float64(rounds*k3TopK*ckpt.ExpertSpanBytes) / el / 1e9, nil
 }
 
 // nextRoute keeps each of prev's experts with probability 0.31 (K3's measured
@@ -306,7 +307,7 @@ func nextRoute(rng *rand.Rand, prev []int) []int {
 // with the realistic repeat, the layer's experts acquired (reads start),
 // the next layer's previous-token experts prefetched, each expert's FFN
 // computed as soon as it arrives on every core, then released.
-func (o SliceBenchOptions) decode(ctx context.Context, spans map[ExpertID]ExpertSpan, heat *Heat, compute bool, rng *rand.Rand) (DecodeResult, error) {
+func (o SliceBenchOptions) decode(ctx context.Context, spans map[ckpt.ExpertID]ckpt.ExpertSpan, heat *Heat, compute bool, rng *rand.Rand) (DecodeResult, error) {
 	s, err := OpenExpertStore(ctx, ExpertStoreOptions{Dir: o.Dir, Spans: spans, Mode: IODirect, Heat: heat, CacheExperts: o.Plan.CacheExperts})
 	if err != nil {
 		return DecodeResult{}, err
@@ -407,7 +408,7 @@ func expertFFNThroughput(ctx context.Context, be kernels.Backend) (float64, erro
 	nc := runtime.NumCPU()
 	bufs := make([][]byte, nc)
 	for i := range bufs {
-		bufs[i] = make([]byte, ExpertSpanBytes)
+		bufs[i] = make([]byte, ckpt.ExpertSpanBytes)
 		h, offs := shardHeader(k3LayerExperts(1)[:6])
 		fillChunk(bufs[i], offs[0], h, k3LayerExperts(1)[:6], offs, uint64(i+7))
 	}
@@ -440,7 +441,7 @@ func expertFFNThroughput(ctx context.Context, be kernels.Backend) (float64, erro
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	return float64(nc*per*ExpertSpanBytes) / time.Since(start).Seconds() / 1e9, nil
+	return float64(nc*per*ckpt.ExpertSpanBytes) / time.Since(start).Seconds() / 1e9, nil
 }
 
 // matVecThroughput runs a K3 latent projection ([3584, 7168] BF16) split by
@@ -495,7 +496,7 @@ func planK3(ram BudgetInput) (BudgetPlan, error) {
 	layers, globals := k3SpineBytes()
 	in := ram
 	in.LayerBytes, in.GlobalBytes = layers, globals
-	in.SpanBytes, in.MoELayers, in.ExpertsPerLayer, in.TopK = ExpertSpanBytes, k3MoELayers, k3Experts, k3TopK
+	in.SpanBytes, in.MoELayers, in.ExpertsPerLayer, in.TopK = ckpt.ExpertSpanBytes, k3MoELayers, k3Experts, k3TopK
 	in.WorkingBytes = StoreWorkingBytes() + 69*96*128*128*4 // store buffers and the KDA states
 	p, err := PlanBudget(in)
 	if err != nil {
@@ -515,7 +516,7 @@ func SliceLikeK3(k3 BudgetPlan, l SliceLayout) BudgetPlan {
 	p := BudgetPlan{RAM: k3.RAM, Reserve: k3.Reserve, Usable: k3.Usable, GlobalsPinned: k3.GlobalsPinned}
 	p.PinnedLayers = n * k3.PinnedLayers / k3Layers
 	p.CacheExperts = int(int64(k3.CacheExperts) * int64(n) / k3MoELayers)
-	p.CacheBytes = int64(p.CacheExperts) * (alignUp(ExpertSpanBytes) + ioAlign)
+	p.CacheBytes = int64(p.CacheExperts) * (alignUp(ckpt.ExpertSpanBytes) + ioAlign)
 	spine := l.GlobalBytes
 	for _, b := range l.SpineBytes {
 		spine += b
@@ -533,7 +534,7 @@ func SliceLikeK3(k3 BudgetPlan, l SliceLayout) BudgetPlan {
 		p.RingBytes = max(p.RingBytes, 2*b)
 	}
 	miss := 1 - float64(p.CacheExperts)/float64(n*k3Experts)
-	p.ExpertBytesPerToken = int64(float64(n*k3TopK*ExpertSpanBytes) * miss)
+	p.ExpertBytesPerToken = int64(float64(n*k3TopK*ckpt.ExpertSpanBytes) * miss)
 	p.DiskBytesPerToken = p.StreamedSpineBytes + p.ExpertBytesPerToken
 	return p
 }
@@ -548,7 +549,7 @@ func projectK3(r SliceReport) [2]float64 {
 		spine += b
 	}
 	disk := float64(r.K3Plan.DiskBytesPerToken) / (r.Bandwidth[0].GBPerSecond * 1e9)
-	experts := float64(k3MoELayers * k3TopK * ExpertSpanBytes)
+	experts := float64(k3MoELayers * k3TopK * ckpt.ExpertSpanBytes)
 	compute := float64(spine)/(r.MatVecBF16GBps*1e9) + experts/(r.ExpertFFNGBps*1e9)
 	return [2]float64{max(disk, compute), disk + compute}
 }
@@ -556,5 +557,5 @@ func projectK3(r SliceReport) [2]float64 {
 // StoreWorkingBytes is the RAM an expert store needs besides its cache: two
 // layers' selections in flight and the default prefetch buffers.
 func StoreWorkingBytes() int64 {
-	return int64(2*maxTopK+32) * (alignUp(ExpertSpanBytes) + ioAlign)
+	return int64(2*maxTopK+32) * (alignUp(ckpt.ExpertSpanBytes) + ioAlign)
 }

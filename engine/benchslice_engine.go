@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 )
 
 // maxEngineWarmup bounds the decode steps an engine run spends filling
@@ -147,7 +149,7 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan BudgetPlan) (
 		return r, err
 	}
 	defer f.Close()
-	distinct := map[ExpertID]bool{}
+	distinct := map[ckpt.ExpertID]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		var rec TraceRecord
@@ -156,7 +158,7 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan BudgetPlan) (
 		}
 		r.TokenMajorExperts += len(rec.Experts)
 		for _, e := range rec.Experts {
-			distinct[ExpertID{rec.Layer, e}] = true
+			distinct[ckpt.ExpertID{Layer: rec.Layer, Expert: e}] = true
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -164,7 +166,7 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan BudgetPlan) (
 	}
 	r.DistinctExperts, r.DiskBytes = len(distinct), st.DiskBytes
 	if r.DistinctExperts > 0 {
-		r.ReadAmplification = float64(st.DiskBytes) / float64(int64(r.DistinctExperts)*ExpertSpanBytes)
+		r.ReadAmplification = float64(st.DiskBytes) / float64(int64(r.DistinctExperts)*ckpt.ExpertSpanBytes)
 		r.TokenMajorAmplification = float64(r.TokenMajorExperts) / float64(r.DistinctExperts)
 	}
 	return r, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -47,10 +48,11 @@ type expertSpan struct {
 
 // span locates expert e of layer l in a validated checkpoint.
 func (ck *checkpoint) span(c *Config, layer, e int) expertSpan {
-	p := expertPrefix(layer, e)
-	names := expertPartsFloat
+	p := ckpt.ExpertPrefix(layer, e)
+	mx, fl := ckpt.ExpertParts(), ckpt.FloatExpertParts()
+	names := fl[:]
 	if c.ExpertsMXFP4 {
-		names = expertPartsMXFP4
+		names = mx[:]
 	}
 	s := expertSpan{parts: make([]*tensorRef, len(names))}
 	for i, n := range names {
@@ -112,7 +114,7 @@ func readExpert(ctx context.Context, ck *checkpoint, c *Config, layer, e int) (k
 	sp := ck.span(c, layer, e)
 	if !c.ExpertsMXFP4 {
 		l := &loader{ctx: ctx, ck: ck}
-		p := expertPrefix(layer, e)
+		p := ckpt.ExpertPrefix(layer, e)
 		x := kernels.Expert{W1: l.mat(p + "w1.weight"), W2: l.mat(p + "w2.weight"), W3: l.mat(p + "w3.weight")}
 		return x, l.err
 	}

@@ -115,7 +115,7 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 	}
 	m.w = w
 	if stream != nil && m.pinned < m.cfg.Layers {
-		if m.spine, err = newSpineRing(ctx, dir, m.ck, m.i8, m.cfg, m.pinned, stream.Mode, stream.Fetch, &m.io); err != nil {
+		if m.spine, err = newSpineRing(ctx, dir, m.ck, m.i8, m.cfg, m.pinned, stream.Mode, &m.io); err != nil {
 			return err
 		}
 	}

@@ -10,7 +10,8 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
 
 // ErrNoSpace reports a slice that would not fit on the disk.
@@ -49,7 +50,7 @@ func sliceIsMLA(j int) bool { return k3IsMLA(j + sliceShapeOffset) }
 // k3LayerSpine lists the spine tensors of an MoE layer numbered i, with an
 // MLA or a KDA attention, in the order a slice stores them.
 func k3LayerSpine(i int, mla bool) []synthTensor {
-	p := k3TextPrefix + layersPrefix + strconv.Itoa(i) + "."
+	p := ckpt.TextPrefix + ckpt.LayerPrefix(i)
 	bf := func(name string, shape ...int64) synthTensor { return synthTensor{p + name, "BF16", shape, fillBF16} }
 	f32 := func(name string, shape ...int64) synthTensor { return synthTensor{p + name, "F32", shape, fillF32} }
 	t := []synthTensor{
@@ -107,7 +108,7 @@ func k3LayerExperts(i int) []synthTensor {
 			if part%2 == 1 {
 				fill = fillScale
 			}
-			t = append(t, synthTensor{ExpertName(ExpertID{i, e}, part), "U8", shape[:], fill})
+			t = append(t, synthTensor{ckpt.ExpertName(ckpt.ExpertID{Layer: i, Expert: e}, part), "U8", shape[:], fill})
 		}
 	}
 	return t
@@ -330,8 +331,8 @@ func (s SliceLayout) complete(dir string) bool {
 
 // SliceSpans parses the slice's headers (with the project's bounded parser)
 // and indexes its experts, as a model open would.
-func (s SliceLayout) SliceSpans(dir string) (map[ExpertID]ExpertSpan, error) {
-	spans := map[ExpertID]ExpertSpan{}
+func (s SliceLayout) SliceSpans(dir string) (map[ckpt.ExpertID]ckpt.ExpertSpan, error) {
+	spans := map[ckpt.ExpertID]ckpt.ExpertSpan{}
 	for _, name := range s.Shards[1:] {
 		f, err := os.Open(filepath.Join(dir, name))
 		if err != nil {
@@ -347,7 +348,7 @@ func (s SliceLayout) SliceSpans(dir string) (map[ExpertID]ExpertSpan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("engine: %s: %w", name, err)
 		}
-		sp, err := IndexExperts(name, h)
+		sp, err := ckpt.IndexExperts(name, h)
 		if err != nil {
 			return nil, err
 		}

@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
 	"github.com/stretchr/testify/require"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
 
 func TestSyntheticShardResumesToTheSameBytes(t *testing.T) {
@@ -40,11 +42,11 @@ func TestSyntheticShardResumesToTheSameBytes(t *testing.T) {
 	// The shard parses, and its experts index as contiguous spans.
 	h, err := safetensors.Parse(a[8:8+int(uint64(a[0])|uint64(a[1])<<8|uint64(a[2])<<16)], int64(len(a)))
 	require.NoError(t, err)
-	spans, err := IndexExperts("fresh.safetensors", h)
+	spans, err := ckpt.IndexExperts("fresh.safetensors", h)
 	require.NoError(t, err)
 	require.Len(t, spans, 900)
 	// Scales are e8m0 bytes in 120..127, so kernels meet finite weights.
-	sp := spans[ExpertID{1, 17}]
+	sp := spans[ckpt.ExpertID{Layer: 1, Expert: 17}]
 	for _, s := range a[sp.Offset+tinyInter*tinyLatent/2 : sp.Offset+tinyInter*tinyLatent/2+tinyInter*tinyLatent/32] {
 		require.True(t, s >= 120 && s <= 127)
 	}
@@ -57,7 +59,7 @@ func TestSliceLayoutHasK3Shapes(t *testing.T) {
 	require.False(t, sliceIsMLA(0), "one KDA and one MLA layer")
 	require.True(t, sliceIsMLA(1))
 	require.Len(t, l.Shards, 3)
-	var experts int64 = k3Experts * ExpertSpanBytes
+	var experts int64 = k3Experts * ckpt.ExpertSpanBytes
 	require.Equal(t, int64(15_722_348_544), experts)
 	require.Greater(t, l.ShardBytes[1], experts+l.SpineBytes[0])
 	require.Greater(t, l.SpineBytes[0], l.SpineBytes[1], "a KDA spine is larger than an MLA spine")
@@ -66,7 +68,7 @@ func TestSliceLayoutHasK3Shapes(t *testing.T) {
 	require.Equal(t, 2, SliceLayersFor(37_914_753_024), "1.5 × this machine's 24 GB")
 	_, err = NewSliceLayout(0)
 	require.Error(t, err)
-	require.Equal(t, ExpertSpanBytes, int(ExpertSpanSize(k3Inter, k3Latent)))
+	require.Equal(t, ckpt.ExpertSpanBytes, int(ckpt.ExpertSpanSize(k3Inter, k3Latent)))
 }
 
 func TestCreateSliceRefusesWhenTheDiskIsFull(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -54,7 +55,7 @@ type int8Manifest struct {
 // int8Convertible says whether the spine tensor name (unprefixed) gets an
 // int8 copy.
 func int8Convertible(name string, r *tensorRef) bool {
-	if strings.Contains(name, ".experts.") || name == "model.embed_tokens.weight" ||
+	if ckpt.IsExpertTensor(name) || name == "model.embed_tokens.weight" ||
 		strings.HasSuffix(name, "block_sparse_moe.gate.weight") || !strings.HasSuffix(name, ".weight") {
 		return false
 	}

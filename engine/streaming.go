@@ -6,7 +6,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -20,28 +21,13 @@ type StreamOptions struct {
 	TotalRAM, AvailableRAM, OverrideRAM int64
 	// Plan, when set, is used as is instead of planning from the RAM
 	// figures (tests force a small cache or zero pinned layers with it).
-	Plan  *BudgetPlan
-	Mode  IOMode  // IODirect unless measured otherwise
-	Fetch Fetcher // stream mode: makes missing expert ranges present
-	Heat  *Heat   // the histogram to use; nil: HeatPath's, or a fresh one
+	Plan *BudgetPlan
+	Mode IOMode // IODirect unless measured otherwise
+	Heat *Heat  // the histogram to use; nil: HeatPath's, or a fresh one
 	// HeatPath is where the heat histogram persists across runs: loaded at
 	// open (a damaged or foreign file starts afresh) and saved at Close.
 	HeatPath string
 	Trace    *TraceWriter // --trace: one line per token and MoE layer
-}
-
-// layerOf returns the decoder layer a tensor name belongs to ("model.layers.N.…"),
-// or false for a name outside the layers.
-func layerOf(name string, layers int) (int, bool) {
-	rest, ok := strings.CutPrefix(name, "model.layers.")
-	if !ok {
-		return 0, false
-	}
-	var i int
-	if _, err := fmt.Sscanf(rest, "%d.", &i); err != nil || i < 0 || i >= layers {
-		return 0, false
-	}
-	return i, true
 }
 
 // spineTensors groups the spine's tensors (every tensor but the routed
@@ -50,12 +36,12 @@ func layerOf(name string, layers int) (int, bool) {
 func (ck *checkpoint) spineTensors(c *Config) (layers [][]*tensorRef, globals []*tensorRef) {
 	layers = make([][]*tensorRef, c.Layers)
 	for name, r := range ck.tensors {
-		if strings.Contains(name, ".experts.") {
+		if ckpt.IsExpertTensor(name) {
 			continue
 		}
-		if i, ok := layerOf(name, c.Layers); ok {
+		if i, ok := ckpt.LayerOf(name, c.Layers); ok {
 			layers[i] = append(layers[i], r)
-		} else if !strings.HasPrefix(name, "model.layers.") {
+		} else if _, layer := ckpt.LayerOf(name, math.MaxInt); !layer {
 			globals = append(globals, r)
 		}
 	}
@@ -96,7 +82,7 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 				continue
 			}
 			d := r.t.Size + 4*r.t.Shape[0] - orig.t.Size
-			if i, ok := layerOf(name, c.Layers); ok {
+			if i, ok := ckpt.LayerOf(name, c.Layers); ok {
 				layers[i] += d
 				continue
 			}
@@ -111,7 +97,7 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 	}
 	var span int64
 	if c.ExpertsMXFP4 && c.Experts > 0 {
-		span = ExpertSpanSize(c.MoEIntermediate, c.ExpertDim())
+		span = ckpt.ExpertSpanSize(c.MoEIntermediate, c.ExpertDim())
 	}
 	working := int64(2*maxTopK+32) * (alignUp(span) + ioAlign)
 	return PlanBudget(BudgetInput{
@@ -135,18 +121,8 @@ func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *Confi
 		// and overwrite it at close.
 		heat, _ = LoadHeat(o.HeatPath, c.Layers, c.Experts)
 	}
-	spans := map[ExpertID]ExpertSpan{}
-	for i := range c.Layers {
-		if !c.IsMoE(i) {
-			continue
-		}
-		for e := range c.Experts {
-			sp := ck.span(c, i, e)
-			spans[ExpertID{i, e}] = ExpertSpan{Shard: sp.shard.name, Offset: sp.off, Size: sp.n}
-		}
-	}
 	s, err := OpenExpertStore(ctx, ExpertStoreOptions{
-		Dir: dir, Spans: spans, Mode: o.Mode, Heat: heat, Fetch: o.Fetch, CacheExperts: cache, meter: meter,
+		Dir: dir, Spans: ck.experts, Mode: o.Mode, Heat: heat, Sources: ck.sources(), CacheExperts: cache, meter: meter,
 	})
 	if err != nil {
 		return nil, err
@@ -222,7 +198,7 @@ func diagnoseTruncation(name string, src Source) error {
 	if err != nil {
 		return nil
 	}
-	spans, err := IndexExperts(name, h)
+	spans, err := ckpt.IndexExperts(name, h)
 	if err != nil {
 		return nil
 	}
