@@ -64,6 +64,11 @@ type Menu struct {
 	Title   string
 	Tooltip string
 	Items   []MenuItem
+	// Busy is set while a download or warming runs, with Percent its
+	// progress: on Linux, where few StatusNotifierItem hosts draw a title,
+	// the icon itself carries a progress bar (trayicon.go).
+	Busy    bool
+	Percent int
 }
 
 // Item returns the entry with the given ID.
@@ -179,9 +184,11 @@ func BuildMenu(s State) Menu {
 	m := Menu{Items: items, Tooltip: "Deltafin: " + statusLine(s)}
 	switch {
 	case s.Downloading:
-		m.Title = fmt.Sprintf("↓ %d%%", percent(s.Download.Fraction()))
+		m.Busy, m.Percent = true, percent(s.Download.Fraction())
+		m.Title = fmt.Sprintf("↓ %d%%", m.Percent)
 	case s.Warming:
-		m.Title = fmt.Sprintf("warming %d%%", percent(s.Warm.Fraction()))
+		m.Busy, m.Percent = true, percent(s.Warm.Fraction())
+		m.Title = fmt.Sprintf("warming %d%%", m.Percent)
 	}
 	return m
 }

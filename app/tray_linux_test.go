@@ -147,6 +147,34 @@ func (m dbusMenu) title() string {
 	return v.Value().(string)
 }
 
+// icon is the item's IconPixmap: ARGB32 pixels, big-endian, of its first
+// size.
+func (m dbusMenu) icon() (w, h int32, argb []byte) {
+	v, err := desk.conn.Object(m.item, "/StatusNotifierItem").GetProperty("org.kde.StatusNotifierItem.IconPixmap")
+	require.NoError(m.t, err)
+	var pix []struct {
+		W, H int32
+		ARGB []byte
+	}
+	require.NoError(m.t, dbus.Store([]any{v.Value()}, &pix))
+	require.NotEmpty(m.t, pix)
+	return pix[0].W, pix[0].H, pix[0].ARGB
+}
+
+// progressBar is how much of the icon's bottom row is the progress bar's
+// fill colour, in [0, 1].
+func progressBar(w, h int32, argb []byte) float64 {
+	row := argb[4*int(w)*int(h-1):]
+	n := 0
+	for x := range int(w) {
+		p := row[4*x:]
+		if p[0] == 0xff && p[1] == 0x2f && p[2] == 0x80 && p[3] == 0xed {
+			n++
+		}
+	}
+	return float64(n) / float64(w)
+}
+
 func (m dbusMenu) click(label string) {
 	m.t.Helper()
 	e, ok := m.layout()[label]
@@ -226,15 +254,21 @@ func TestTrayOverDBus(t *testing.T) {
 
 	// Download: progress in the status line and the title, then a
 	// notification, then a stream install.
-	// One range request is answered and the rest wait until the progress
-	// has been seen in the status line and the title.
-	hub.hold(1)
+	// The shard headers and a few chunks are answered, and the rest wait
+	// until the progress has been seen in the status line, the title and
+	// the icon (the panel shows the icon; few hosts draw a title).
+	w, h, idle := m.icon()
+	require.Zero(t, progressBar(w, h, idle))
+	hub.hold(4*2 + 6)
 	m.click(LabelDownloadStream)
 	require.Eventually(t, func() bool {
-		return strings.HasPrefix(m.status(), "Downloading ") && strings.HasPrefix(m.title(), "↓ ")
-	}, 20*time.Second, 10*time.Millisecond, "no download progress in the menu and the title")
+		_, _, busy := m.icon()
+		return strings.HasPrefix(m.status(), "Downloading ") && strings.HasPrefix(m.title(), "↓ ") && progressBar(w, h, busy) > 0
+	}, 20*time.Second, 10*time.Millisecond, "no download progress in the menu, the title and the icon")
 	hub.release()
 	require.Eventually(t, func() bool { return strings.HasPrefix(m.status(), "Stream install") }, 20*time.Second, 10*time.Millisecond)
+	_, _, done := m.icon()
+	require.Equal(t, idle, done, "the plain icon is back once the download is done")
 	n := desk.waitNotification(t, "Download finished")
 	require.Equal(t, "Deltafin", n.App)
 	require.Contains(t, n.Body, "stream mode")

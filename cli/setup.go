@@ -21,7 +21,7 @@ func Setup(ctx context.Context, c *Call) error {
 	fs := c.flags("")
 	hubFlags(fs, cfg)
 	stream := fs.Bool("stream", false, "download metadata and the spine; experts arrive on demand")
-	full := fs.Bool("full", false, "download everything (about 1.6 TB for K3)")
+	full := fs.Bool("full", false, "download everything (about 1.7 TB for K3)")
 	auto := fs.Bool("auto", false, "full if 100 GB stay free afterwards, else stream (the default)")
 	dryRun := fs.Bool("dry-run", false, "print each mode's totals and what is present, download nothing")
 	if err := c.parse(fs, c.Args); err != nil {
