@@ -67,6 +67,10 @@ type Config struct {
 	WarmIdleAfter time.Duration
 	// WarmPoll: how often warming checks idle time and power (0: 30 s).
 	WarmPoll time.Duration
+	// HubStall is how long the app waits for the hub to answer a listing
+	// before it says so (60 s; the downloader's stall timeout for file
+	// bodies is the same).
+	HubStall time.Duration
 	// SessionBus is DBUS_SESSION_BUS_ADDRESS and RuntimeDir is
 	// XDG_RUNTIME_DIR: on Linux the tray and notifications need a
 	// session bus, and the app refuses to start without one.
@@ -120,7 +124,7 @@ func DefaultConfig(getenv Getenv) Config {
 		DataDir:     filepath.Join(xdg.DataHome, "deltafin"),
 		Kernels:     "auto",
 		Run:         RunConfig{MaxNew: DefaultMaxNew},
-		NotifyAfter: 30 * time.Second, WarmIdleAfter: 10 * time.Minute, WarmPoll: 30 * time.Second,
+		NotifyAfter: 30 * time.Second, WarmIdleAfter: 10 * time.Minute, WarmPoll: 30 * time.Second, HubStall: time.Minute,
 		SessionBus: getenv("DBUS_SESSION_BUS_ADDRESS"), RuntimeDir: getenv("XDG_RUNTIME_DIR"),
 	}
 	if v := getenv("DELTAFIN_KERNELS"); v != "" {
@@ -171,6 +175,9 @@ func (c *Config) Validate() error {
 	c.DataDir = abs
 	if c.NotifyAfter < 0 || c.WarmIdleAfter < 0 {
 		return fmt.Errorf("app: negative duration (notify after %v, warm idle after %v)", c.NotifyAfter, c.WarmIdleAfter)
+	}
+	if c.HubStall <= 0 {
+		c.HubStall = time.Minute
 	}
 	if c.WarmPoll < 0 {
 		return fmt.Errorf("app: negative warm poll interval %v", c.WarmPoll)

@@ -140,6 +140,9 @@ type State struct {
 	// download that was started and has not finished (running, paused, or
 	// interrupted by a quit or a crash).
 	Downloading bool
+	// Connecting is set while the disk check before a download lists the
+	// repository.
+	Connecting  bool
 	Pending     DownloadMode
 	Upgrade     bool // the pending download is an upgrade from stream
 	Download    Progress
@@ -159,12 +162,13 @@ type State struct {
 // BuildMenu renders the state into the menu. It has no side effects.
 func BuildMenu(s State) Menu {
 	nothing := s.Install.Mode == InstallNone && s.Pending == 0
+	canStart := nothing && s.CanDownload && !s.Connecting
 	paused := s.Pending != 0 && !s.Downloading
 	upgrade := s.Install.Mode == InstallStream && s.Pending == 0
 	items := []MenuItem{
 		{ID: ItemStatus, Label: statusLine(s), Visible: true, SeparatorAfter: true},
-		{ID: ItemDownloadStream, Label: LabelDownloadStream, Enabled: nothing && s.CanDownload, Visible: nothing},
-		{ID: ItemDownloadFull, Label: LabelDownloadFull, Enabled: nothing && s.CanDownload, Visible: nothing},
+		{ID: ItemDownloadStream, Label: LabelDownloadStream, Enabled: canStart, Visible: nothing},
+		{ID: ItemDownloadFull, Label: LabelDownloadFull, Enabled: canStart, Visible: nothing},
 		{ID: ItemPause, Label: LabelPause, Enabled: s.Pending != 0 && s.CanDownload, Visible: s.Pending != 0},
 		{ID: ItemUpgrade, Label: LabelUpgrade, Enabled: upgrade && s.CanDownload, Visible: upgrade, SeparatorAfter: true},
 		{ID: ItemWarm, Label: LabelWarm, Checkbox: true, Checked: s.WarmEnabled,
@@ -199,6 +203,8 @@ func statusLine(s State) string {
 	}
 	var b strings.Builder
 	switch {
+	case s.Connecting:
+		b.WriteString("Connecting to the hub…")
 	case s.Downloading:
 		verb := "Downloading"
 		if s.Upgrade {

@@ -29,6 +29,9 @@ type App struct {
 	holders   int
 	release   func()
 	quit      func()
+	// armed is the download mode a second click starts without asking: set
+	// when the question could only be asked in a notification.
+	armed DownloadMode
 	// problems holds each subsystem's latest unsolved problem; the status
 	// line shows the newest (State.Problem).
 	problems map[subsystem]problemEntry
@@ -166,9 +169,9 @@ func (a *App) Click(id ItemID) {
 	st := a.State()
 	switch id {
 	case ItemDownloadStream:
-		a.startDownload(ModeStream, false)
+		a.confirmDownload(ModeStream)
 	case ItemDownloadFull:
-		a.startDownload(ModeFull, false)
+		a.confirmDownload(ModeFull)
 	case ItemUpgrade:
 		a.startDownload(ModeFull, true)
 	case ItemPause:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/downloader"
+	"github.com/deltafin/deltafin/internal/sysinfo"
 )
 
 // mirrorInstall is the menu's Downloader and Warmer over the downloader's
@@ -150,6 +151,35 @@ func (d *mirrorInstall) Download(ctx context.Context, mode DownloadMode, progres
 		return err
 	}
 	return m.Fetch(ctx, p, p.Work(chosen))
+}
+
+func (d *mirrorInstall) Estimate(ctx context.Context, mode DownloadMode) (Estimate, error) {
+	m, err := d.mirror(ctx)
+	if err != nil {
+		return Estimate{}, err
+	}
+	p, err := m.Plan(ctx)
+	if err != nil {
+		return Estimate{}, err
+	}
+	want := downloader.Stream
+	if mode == ModeFull {
+		want = downloader.Full
+	}
+	// The setup's disk check first: a refusal names the shortfall before
+	// anything is asked.
+	if _, err := chooseMode(m, p, want, d.headroom); err != nil {
+		return Estimate{}, err
+	}
+	t, err := m.Totals(p.Work(want))
+	if err != nil {
+		return Estimate{}, err
+	}
+	free, err := sysinfo.FreeDisk(m.Dir())
+	if err != nil {
+		return Estimate{}, fmt.Errorf("app: %w", err)
+	}
+	return Estimate{ToDownload: t.Missing(), Present: t.Present, Free: int64(free), KeepFree: OrDefaultHeadroom(d.headroom)}, nil
 }
 
 // Warm fetches every missing byte, the experts the router traces and heat

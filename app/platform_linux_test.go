@@ -242,3 +242,21 @@ func TestKeepAwakeArgv(t *testing.T) {
 		require.FailNow(t, "tail --pid did not follow its process")
 	}
 }
+
+func TestConfirmDialogs(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, []string{"--question", "--title", "T", "--text", "X", "--ok-label", "Go", "--cancel-label", "Cancel", "--no-wrap"},
+		confirmArgv([]string{"/usr/bin/zenity"}, "T", "X", "Go"))
+	require.Equal(t, []string{"--title", "T", "--yes-label", "Go", "--no-label", "Cancel", "--yesno", "X"},
+		confirmArgv([]string{"/usr/bin/kdialog"}, "T", "X", "Go"))
+	_, err := cmdDesktop{confirm: [][]string{{"no-such-dialog"}}}.Confirm(t.Context(), "T", "X", "Go")
+	require.ErrorIs(t, err, ErrNoDialog)
+	for code, want := range map[string]bool{"0": true, "1": false} {
+		ok, err := cmdDesktop{confirm: [][]string{{"sh", "-c", "exit " + code}}}.Confirm(t.Context(), "T", "X", "Go")
+		require.NoError(t, err)
+		require.Equal(t, want, ok)
+	}
+	_, err = cmdDesktop{confirm: [][]string{{"sh", "-c", "echo broken >&2; exit 5"}}}.Confirm(t.Context(), "T", "X", "Go")
+	require.ErrorIs(t, err, ErrDesktop)
+	require.ErrorContains(t, err, "broken")
+}

@@ -260,6 +260,11 @@ func TestTrayOverDBus(t *testing.T) {
 	w, h, idle := m.icon()
 	require.Zero(t, progressBar(w, h, idle))
 	hub.hold(4*2 + 6)
+	// No dialog tool here: the first click asks in a notification with the
+	// disk check's figures, the second starts the download.
+	m.click(LabelDownloadStream)
+	require.Contains(t, desk.waitNotification(t, "Download Kimi K3 (stream)?").Body, "Click "+LabelDownloadStream+" again to start.")
+	require.Eventually(t, func() bool { return m.layout()[LabelDownloadStream].Enabled }, 20*time.Second, 10*time.Millisecond)
 	m.click(LabelDownloadStream)
 	require.Eventually(t, func() bool {
 		_, _, busy := m.icon()
