@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,7 +94,7 @@ func openMirror(ctx context.Context, cfg Config, opts downloader.Options) (*down
 	hub := downloader.HubOptions{Endpoint: cfg.HFEndpoint, Repo: cfg.Repo, Revision: cfg.Revision, Token: cfg.HFToken}
 	rev, err := downloader.ResolveRevision(ctx, hub)
 	if err != nil {
-		return nil, err
+		return nil, unreachable(cfg, err)
 	}
 	cfg.Revision, hub.Revision = rev, rev
 	opts.HubOptions, opts.Dir, opts.Jobs = hub, cfg.ModelDir(), cfg.Jobs
@@ -109,7 +111,7 @@ func OpenPlan(ctx context.Context, cfg Config, opts downloader.Options) (*downlo
 	p, err := m.Plan(ctx)
 	if err != nil {
 		m.Close()
-		return nil, nil, err
+		return nil, nil, unreachable(cfg, err)
 	}
 	return m, p, nil
 }
@@ -141,4 +143,18 @@ func chooseMode(m *downloader.Mirror, p *downloader.Plan, mode downloader.Mode, 
 		return "", fmt.Errorf("app: %w", err)
 	}
 	return downloader.Choose(mode, stream, full, int64(free), headroom)
+}
+
+// ErrUnreachable: the hub could not be reached at all (no network, a wrong
+// HF_ENDPOINT, DNS), as opposed to an answer that refused.
+var ErrUnreachable = errors.New("app: cannot reach the hub")
+
+// unreachable says what to do when err is a failure to reach the hub.
+func unreachable(cfg Config, err error) error {
+	var op *net.OpError
+	var dns *net.DNSError
+	if errors.As(err, &dns) || (errors.As(err, &op) && op.Op == "dial") {
+		return fmt.Errorf("%w at %s (set HF_ENDPOINT or check the network): %w", ErrUnreachable, cfg.HFEndpoint, err)
+	}
+	return err
 }

@@ -1,10 +1,12 @@
 package app
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/deltafin/deltafin/downloader"
 	"github.com/stretchr/testify/require"
 )
 
@@ -54,4 +56,21 @@ func TestHubConfigValidation(t *testing.T) {
 			require.Error(t, c.validateHub())
 		})
 	}
+}
+
+// TestUnreachableHubSaysWhatToDo: no hub at the endpoint gives a message
+// that names it and says what to check.
+func TestUnreachableHubSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	cfg := DefaultConfig(func(k string) string { return map[string]string{"HF_ENDPOINT": "http://" + addr}[k] })
+	cfg.DataDir = t.TempDir()
+	require.NoError(t, cfg.Validate())
+	cfg.Revision = "main" // a branch must be resolved over the network
+	_, _, err = OpenPlan(t.Context(), cfg, downloader.Options{})
+	require.ErrorIs(t, err, ErrUnreachable)
+	require.ErrorContains(t, err, "app: cannot reach the hub at http://"+addr+" (set HF_ENDPOINT or check the network)")
 }

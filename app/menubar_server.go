@@ -86,7 +86,7 @@ func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err erro
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.done, s.close = make(chan error, 1), closeAll
 	go func(hs *http.Server, done chan error) { done <- hs.Serve(ln) }(s.hs, s.done)
-	return "http://" + ln.Addr().String(), nil
+	return "http://" + PasteableAddr(ln.Addr()), nil
 }
 
 func (s *apiServer) Stop(ctx context.Context) error {
