@@ -91,6 +91,7 @@ type entry struct {
 // dbusMenu reads and clicks the app's menu the way a tray host does.
 type dbusMenu struct {
 	t    *testing.T
+	conn *dbus.Conn
 	item string
 }
 
@@ -102,7 +103,7 @@ func (m dbusMenu) layout() map[string]entry {
 		Props    map[string]dbus.Variant
 		Children []dbus.Variant
 	}
-	err := desk.conn.Object(m.item, "/StatusNotifierItem/menu").
+	err := m.conn.Object(m.item, "/StatusNotifierItem/menu").
 		Call("com.canonical.dbusmenu.GetLayout", 0, int32(0), int32(-1), []string{}).Store(&rev, &root)
 	require.NoError(m.t, err)
 	out := map[string]entry{}
@@ -142,7 +143,7 @@ func (m dbusMenu) status() string {
 }
 
 func (m dbusMenu) title() string {
-	v, err := desk.conn.Object(m.item, "/StatusNotifierItem").GetProperty("org.kde.StatusNotifierItem.Title")
+	v, err := m.conn.Object(m.item, "/StatusNotifierItem").GetProperty("org.kde.StatusNotifierItem.Title")
 	require.NoError(m.t, err)
 	return v.Value().(string)
 }
@@ -150,7 +151,7 @@ func (m dbusMenu) title() string {
 // icon is the item's IconPixmap: ARGB32 pixels, big-endian, of its first
 // size.
 func (m dbusMenu) icon() (w, h int32, argb []byte) {
-	v, err := desk.conn.Object(m.item, "/StatusNotifierItem").GetProperty("org.kde.StatusNotifierItem.IconPixmap")
+	v, err := m.conn.Object(m.item, "/StatusNotifierItem").GetProperty("org.kde.StatusNotifierItem.IconPixmap")
 	require.NoError(m.t, err)
 	var pix []struct {
 		W, H int32
@@ -180,7 +181,7 @@ func (m dbusMenu) click(label string) {
 	e, ok := m.layout()[label]
 	require.True(m.t, ok, "no menu entry %q", label)
 	require.True(m.t, e.Enabled && e.Visible, "entry %q is not clickable: %+v", label, e)
-	err := desk.conn.Object(m.item, "/StatusNotifierItem/menu").
+	err := m.conn.Object(m.item, "/StatusNotifierItem/menu").
 		Call("com.canonical.dbusmenu.Event", 0, e.ID, "clicked", dbus.MakeVariant(""), uint32(0)).Err
 	require.NoError(m.t, err)
 }
@@ -236,7 +237,7 @@ func TestTrayOverDBus(t *testing.T) {
 
 	require.Eventually(t, func() bool { return desk.registered() != "" }, 20*time.Second, 20*time.Millisecond,
 		"the app never registered with the StatusNotifierWatcher")
-	m := dbusMenu{t: t, item: desk.registered()}
+	m := dbusMenu{t: t, conn: desk.conn, item: desk.registered()}
 
 	// At launch with nothing installed it serves the demo model.
 	serving := regexp.MustCompile(`serving (http://127\.0\.0\.1:\d+)$`)

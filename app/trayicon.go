@@ -20,7 +20,7 @@ func progressIcon(icon []byte, pct int) ([]byte, error) {
 	b := src.Bounds()
 	img := image.NewNRGBA(b)
 	draw.Draw(img, b, src, b.Min, draw.Src)
-	h := max(2, b.Dy()/8)
+	h := max(3, b.Dy()/5)
 	bar := image.Rect(b.Min.X, b.Max.Y-h, b.Max.X, b.Max.Y)
 	draw.Draw(img, bar, image.NewUniform(color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0x60}), image.Point{}, draw.Src)
 	filled := bar
