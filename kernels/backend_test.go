@@ -74,6 +74,8 @@ func TestThreadsAndConcurrencyDoNotChangeBits(t *testing.T) {
 	}
 }
 
+// The CPU backends' panics name the problem (conformance.Run checks that
+// every backend panics).
 func TestBadShapesPanicWithAMessage(t *testing.T) {
 	w := Matrix{DType: F32, Rows: 2, Cols: 3, Data: make([]byte, 24)}
 	e := Expert{W1: w, W2: w, W3: w}
@@ -90,4 +92,7 @@ func TestBadShapesPanicWithAMessage(t *testing.T) {
 			b.MatVec(make([]float32, 2), short, make([]float32, 64))
 		}, b.Name())
 	}
+	require.PanicsWithValue(t, "kernels: ExpertsFFN: 2 experts, 1 outputs, 2 inputs", func() {
+		ExpertsFFN(Ref(), [][]float32{make([]float32, 64)}, []Expert{e, e}, Activation{}, [][]float32{nil, nil})
+	})
 }

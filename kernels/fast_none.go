@@ -18,9 +18,3 @@ func newFast(isaInfo, int) *fastBackend { return &fastBackend{} }
 func (b *fastBackend) decodeRow(dst []float32, w Matrix, r int) { DecodeRow(dst, w, r) }
 
 const cgoKernels = false
-
-func (b *fastBackend) applyAct(act Activation, g, u []float32) {
-	for i := range g {
-		g[i] = act.Apply(g[i], u[i])
-	}
-}
