@@ -49,6 +49,7 @@ func TestBenchResidentCasesOnANonCPUBackend(t *testing.T) {
 // The memory read must read every byte it is given (its sum is the proof),
 // whichever instruction set's loop the build selected.
 func TestMemoryReadSumsEveryWord(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	buf := make([]byte, 1<<20+384)
 	for i := range buf {

@@ -26,6 +26,7 @@ func (c counting) ExpertFFN(dst []float32, e Expert, act Activation, x []float32
 }
 
 func TestSplitSendsPrefillAndDecodeApart(t *testing.T) {
+	t.Parallel()
 	var pre, dec []int
 	s := Split(counting{Ref(), &pre}, counting{Ref(), &dec})
 	require.Equal(t, "ref+ref", s.Name())

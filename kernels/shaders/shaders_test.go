@@ -9,6 +9,7 @@ import (
 )
 
 func TestEveryShaderHasSPIRVAndMSL(t *testing.T) {
+	t.Parallel()
 	for _, name := range Names() {
 		t.Run(name, func(t *testing.T) {
 			spv, err := SPIRV(name)
@@ -28,6 +29,7 @@ func TestEveryShaderHasSPIRVAndMSL(t *testing.T) {
 // Names is every embedded shader: one compiled but not listed would never
 // get a pipeline.
 func TestNamesListsEveryEmbeddedShader(t *testing.T) {
+	t.Parallel()
 	var embedded []string
 	ents, err := files.ReadDir(".")
 	require.NoError(t, err)
@@ -43,6 +45,7 @@ func TestNamesListsEveryEmbeddedShader(t *testing.T) {
 }
 
 func TestUnknownShader(t *testing.T) {
+	t.Parallel()
 	_, err := SPIRV("nope")
 	require.ErrorIs(t, err, ErrUnknown)
 	_, err = MSL("nope")

@@ -1,4 +1,7 @@
-//go:build linux && cgo
+//go:build slow && linux && cgo
+
+// The whole engine on the Vulkan backend: minutes on software Vulkan, so
+// only with -tags slow (make test).
 
 package vulkan_test
 
