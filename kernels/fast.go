@@ -23,11 +23,12 @@ const (
 	isaAVX512  = C.DF_ISA_AVX512
 )
 
-func init() {
-	C.df_init()
-	isas := fastISAs()
-	best := isas[0].isa
-	readBytes = func(b []byte) uint64 { return uint64(C.df_read(C.int(best), bytePtr(b), C.int64_t(len(b)))) }
+func init() { C.df_init() }
+
+// readBytes reads b once with the best instruction set's C loop (see
+// MemoryRead).
+func readBytes(b []byte) uint64 {
+	return uint64(C.df_read(C.int(fastISAs()[0].isa), bytePtr(b), C.int64_t(len(b))))
 }
 
 // fastISAs lists the C instruction sets this build has that this CPU runs,

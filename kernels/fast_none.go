@@ -18,3 +18,6 @@ func newFast(isaInfo, int) *fastBackend { return &fastBackend{} }
 func (b *fastBackend) decodeRow(dst []float32, w Matrix, r int) { DecodeRow(dst, w, r) }
 
 const cgoKernels = false
+
+// readBytes is the Go memory read (see MemoryRead).
+func readBytes(b []byte) uint64 { return readBytesGo(b) }
