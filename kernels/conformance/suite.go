@@ -175,6 +175,13 @@ func matMulK3(t *testing.T, bs []kernels.Backend) {
 // weights (up to 1.5·2^127) and products stay finite. Row 0 has scale 0
 // everywhere (its result must not be 0), and row 255's block meets x > 0
 // (+Inf per lane, where NaN is wanted, would sum to +Inf).
+//
+// Scale 0's weights are subnormal in fp32 (|e2m1|·2^-127 < 2^-126 below
+// 2), and so are its products with x. A CPU backend keeps subnormals and
+// must give row 0 within 1% of the reference; a GPU may flush them to
+// zero (Vulkan and Metal allow it unless denormals are asked to be kept;
+// the NVIDIA H200 does, lavapipe does not), so there row 0 may also be
+// exactly 0, an error of about 1e-40. K3's scales never leave 118–133.
 func mxfp4EveryScale(t *testing.T, bs []kernels.Backend) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	const rows, cols = 256, 416 // 3 chunks of 128 and one group of 32
@@ -205,7 +212,9 @@ func mxfp4EveryScale(t *testing.T, bs []kernels.Backend) {
 		got := make([]float32, rows)
 		b.MatVec(got, w, x)
 		require.True(t, math.IsNaN(float64(got[255])), "scale 255: %g", got[255])
-		require.InEpsilon(t, want[0], got[0], 1e-2, "scale 0")
+		if got[0] != 0 || kernels.IsCPU(b) {
+			require.InEpsilon(t, want[0], got[0], 1e-2, "scale 0")
+		}
 		RequireWithin(t, want[:255], got[:255], tol[:255], "every scale")
 	})
 }
