@@ -93,7 +93,7 @@ deps:
 # unpacked there only when the machine lacks the loader).
 gpu-bundle:
 	mkdir -p bin/gpu .gl
-	$(GO) test -c -o bin/gpu/vulkan.test ./kernels/vulkan
+	$(GO) test -c -tags slow -o bin/gpu/vulkan.test ./kernels/vulkan
 	$(GO) build -o bin/gpu/deltafin .
 	# The NVIDIA ICD (libGLX_nvidia) needs the glvnd libraries beside the loader.
 	cd .gl && apt-get download libvulkan1 libglvnd0 libglx0 libgl1 libegl1 libopengl0 libgles2
