@@ -21,7 +21,11 @@ var (
 )
 
 // device opens the backend once for the test binary (opening a Vulkan
-// device compiles every pipeline: about a second on lavapipe).
+// device compiles every pipeline: about a second on lavapipe). The tests
+// do not run in parallel: several wrap this one Device in backends of
+// their own (limited, resident budgets), and only a backend serialises the
+// calls to its device (TestConformance runs its cases in parallel on the
+// one backend).
 func device(t *testing.T) *gpu.Backend {
 	t.Helper()
 	once.Do(func() {
