@@ -47,8 +47,8 @@ func randExpert(rng *rand.Rand, dt kernels.DType, inter, dim int) kernels.Expert
 }
 
 // expertFFN: small shapes of every dtype (11 positions: a GPU tile and a
-// part), and K3's routed expert (17.5 MB; not in -short mode) for one and
-// three positions, with SiLU and SiTU.
+// part), and K3's routed expert (17.5 MB; not in -short mode; on k3Sized's
+// backends) for one and three positions, with SiLU and SiTU.
 func expertFFN(t *testing.T, bs []kernels.Backend) {
 	type shape struct {
 		dt         kernels.DType
@@ -69,8 +69,11 @@ func expertFFN(t *testing.T, bs []kernels.Backend) {
 		}
 	}
 	parallel(t, len(cases), 7, func(i int) string { return cases[i].String() }, func(t *testing.T, rng *rand.Rand, i int) {
-		c := cases[i]
-		checkFFN(t, bs, randExpert(rng, c.dt, c.inter, c.dim), c.act, RandVec(rng, c.n*c.dim), c.n, c.String())
+		c, on := cases[i], bs
+		if c.inter == 3072 {
+			on = k3Sized(bs)
+		}
+		checkFFN(t, on, randExpert(rng, c.dt, c.inter, c.dim), c.act, RandVec(rng, c.n*c.dim), c.n, c.String())
 	})
 }
 
@@ -189,7 +192,11 @@ func expertsFFN(t *testing.T, bs []kernels.Backend) {
 		for i := range shared {
 			shared[i] = xs[0]
 		}
-		each(t, bs, func(t *testing.T, b kernels.Backend) {
+		on := bs
+		if sh.inter == 3072 {
+			on = k3Sized(bs)
+		}
+		each(t, on, func(t *testing.T, b kernels.Backend) {
 			oneByOne(t, b, es, xs, "inputs of their own")
 			oneByOne(t, b, es, shared, "one input")
 		})
