@@ -66,7 +66,7 @@ test: deps shaders-check vet fmt-check darwin-vet info-plist unit kernels-arm64
 # The NEON kernels, cross-compiled and run under qemu-user: the conformance
 # tests in -short mode (the K3-sized matrices take minutes emulated; amd64
 # runs them in `unit`).
-KERNELS_ARM64_TESTS := RandomShapes|EveryScale|ExpertFFN|Activation|Decode|ByName|Threads|Allocate|BadShapes|StaysInside|PoolHelpers|MemoryRead
+KERNELS_ARM64_TESTS := Conformance|Decode|ByName|Threads|Allocate|BadShapes|PoolHelpers|MemoryRead
 kernels-arm64:
 	CC=aarch64-linux-gnu-gcc CGO_ENABLED=1 GOARCH=arm64 $(GO) test -c -o bin/kernels-arm64.test ./kernels
 	qemu-aarch64 -L /usr/aarch64-linux-gnu bin/kernels-arm64.test -test.short -test.count=1 -test.run '$(KERNELS_ARM64_TESTS)'
@@ -117,7 +117,7 @@ deps: build-deps
 # unpacked there only when the machine lacks the loader).
 gpu-bundle:
 	mkdir -p bin/gpu .gl
-	$(GO) test -c -o bin/gpu/vulkan.test ./kernels/vulkan
+	$(GO) test -c -tags slow -o bin/gpu/vulkan.test ./kernels/vulkan
 	$(GO) build -o bin/gpu/deltafin .
 	# The NVIDIA ICD (libGLX_nvidia) needs the glvnd libraries beside the loader.
 	cd .gl && apt-get download libvulkan1 libglvnd0 libglx0 libgl1 libegl1 libopengl0 libgles2

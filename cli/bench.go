@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deltafin/deltafin/app"
+	"github.com/deltafin/deltafin/bench"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -69,7 +70,7 @@ type BenchKernelsOptions struct {
 // one per GPU backend present (kernels.Registered) when that backend is a
 // CPU one.
 type BenchKernelsReport struct {
-	kernels.BenchReport
+	bench.KernelsReport
 	GPU []GPUBenchReport `json:"gpu,omitempty"`
 }
 
@@ -78,28 +79,28 @@ type BenchKernelsReport struct {
 // the weights from host memory as these backends do.
 type GPUBenchReport struct {
 	Device string `json:"device"`
-	kernels.BenchReport
+	bench.KernelsReport
 }
 
 // BenchKernels measures the memory read bandwidth and every kernel against
 // it on the backend cfg.Kernels names, and prints the report as a table or
 // as JSON.
 func benchKernels(ctx context.Context, cfg app.Config, w io.Writer, opt BenchKernelsOptions) error {
-	main, err := kernels.Bench(ctx, kernels.BenchOptions{Backend: cfg.Kernels, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime, Only: opt.Only})
+	main, err := bench.Kernels(ctx, bench.KernelsOptions{Backend: cfg.Kernels, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime, Only: opt.Only})
 	if err != nil {
 		return fmt.Errorf("app: bench kernels: %w", err)
 	}
-	rep := BenchKernelsReport{BenchReport: main}
+	rep := BenchKernelsReport{KernelsReport: main}
 	gpus := kernels.Registered()
 	if opt.NoGPU || slices.Contains(gpus, main.Backend) {
 		gpus = nil // a GPU backend was asked for: its report is the main one
 	}
 	for _, name := range gpus {
-		g, err := kernels.Bench(ctx, kernels.BenchOptions{Backend: name, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime, Shrink: opt.GPUShrink, Only: opt.Only})
+		g, err := bench.Kernels(ctx, bench.KernelsOptions{Backend: name, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime, Shrink: opt.GPUShrink, Only: opt.Only})
 		if err != nil {
 			return fmt.Errorf("app: bench kernels on %s: %w", name, err)
 		}
-		rep.GPU = append(rep.GPU, GPUBenchReport{Device: deviceOf(name), BenchReport: g})
+		rep.GPU = append(rep.GPU, GPUBenchReport{Device: deviceOf(name), KernelsReport: g})
 	}
 	if opt.JSON {
 		enc := json.NewEncoder(w)
@@ -111,7 +112,7 @@ func benchKernels(ctx context.Context, cfg app.Config, w io.Writer, opt BenchKer
 	}
 	for _, g := range rep.GPU {
 		fmt.Fprintln(w)
-		if err := writeBenchTable(w, g.BenchReport, g.Device); err != nil {
+		if err := writeBenchTable(w, g.KernelsReport, g.Device); err != nil {
 			return err
 		}
 	}
@@ -130,7 +131,7 @@ func deviceOf(name string) string {
 	return ""
 }
 
-func writeBenchTable(w io.Writer, rep kernels.BenchReport, device string) error {
+func writeBenchTable(w io.Writer, rep bench.KernelsReport, device string) error {
 	if device == "" {
 		device = deviceOf(rep.Backend)
 	}

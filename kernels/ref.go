@@ -18,6 +18,7 @@ func (refBackend) Name() string { return "ref" }
 func (r refBackend) MatVec(dst []float32, w Matrix, x []float32) { r.MatMul(dst, w, x, 1) }
 
 func (refBackend) MatMul(dst []float32, w Matrix, x []float32, n int) {
+	mustValid(w)
 	checkMatMul(dst, w, x, n)
 	row := make([]float32, w.Cols)
 	for r := 0; r < w.Rows; r++ {
@@ -57,6 +58,16 @@ func (a Activation) Apply(g, u float32) float32 {
 		return (capG * sig) * capU
 	default:
 		return g * sig * u
+	}
+}
+
+// mustValid panics unless w's byte slices match its shape: the C kernels
+// trust them, and an out-of-bounds read there would not panic but return
+// garbage (the reference could read past a slice's length within its
+// capacity). It costs a few comparisons per call.
+func mustValid(w Matrix) {
+	if err := w.Validate(); err != nil {
+		panic(err.Error())
 	}
 }
 

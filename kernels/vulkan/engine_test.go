@@ -1,4 +1,7 @@
-//go:build linux && cgo
+//go:build slow && linux && cgo
+
+// The whole engine on the Vulkan backend: minutes on software Vulkan, so
+// only with -tags slow (make test).
 
 package vulkan_test
 
@@ -63,13 +66,10 @@ func TestEngineReferenceOnVulkan(t *testing.T) {
 	require.NoError(t, err)
 	t.Run("vulkan", func(t *testing.T) { engineReference(t, be, "vulkan") })
 	require.Positive(t, be.ResidentBytes(), "the pinned spine stayed on the device")
-	defer func(a, b, c int) {
-		kernels.AccelDecodeMinBytes, kernels.AccelResidentMinPositions, kernels.AccelStreamedMinPositions = a, b, c
-	}(kernels.AccelDecodeMinBytes, kernels.AccelResidentMinPositions, kernels.AccelStreamedMinPositions)
 	// Tiny matrices: the device's thresholds would keep them all on the CPU.
-	kernels.AccelDecodeMinBytes, kernels.AccelResidentMinPositions, kernels.AccelStreamedMinPositions = 0, 2, 2
+	every := kernels.AccelOptions{DecodeMinBytes: 0, ResidentMinPositions: 2, StreamedMinPositions: 2}
 	t.Run("accelerated", func(t *testing.T) {
-		engineReference(t, kernels.Accelerate(be, kernels.Default()), "vulkan+"+kernels.Default().Name())
+		engineReference(t, kernels.Accelerate(be, kernels.Default(), every), "vulkan+"+kernels.Default().Name())
 	})
 	require.NoError(t, be.Err(), "every product sent to the device ran there")
 }

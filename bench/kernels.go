@@ -1,4 +1,4 @@
-package kernels
+package bench
 
 import (
 	"context"
@@ -9,18 +9,17 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-	"unsafe"
+
+	"github.com/deltafin/deltafin/kernels"
 )
 
-// ErrNoBenchCase is Bench's error when BenchOptions.Only matches no kernel.
-var ErrNoBenchCase = errors.New("kernels: bench: no such kernel")
+// ErrNoKernel is Kernels' error when KernelsOptions.Only matches no kernel.
+var ErrNoKernel = errors.New("bench: no such kernel")
 
-// BenchOptions configures Bench. Zero values pick the defaults.
-type BenchOptions struct {
-	// Backend is a name for Open ("auto" when empty).
+// KernelsOptions configures Kernels. Zero values pick the defaults.
+type KernelsOptions struct {
+	// Backend is a name for kernels.Open ("auto" when empty).
 	Backend string
 	// Threads is "all cores" (runtime.NumCPU() when 0).
 	Threads int
@@ -39,8 +38,8 @@ type BenchOptions struct {
 	Only string
 }
 
-// BenchReport is what `deltafin bench kernels --json` prints.
-type BenchReport struct {
+// KernelsReport is what `deltafin bench kernels --json` prints.
+type KernelsReport struct {
 	Backend     string `json:"backend"`
 	MemThreads  int    `json:"mem_threads"`
 	BufferBytes int    `json:"buffer_bytes"`
@@ -70,34 +69,34 @@ type KernelResult struct {
 type benchCase struct {
 	name  string
 	bytes int // weight bytes per call
-	mats  func(slot []byte) []Matrix
+	mats  func(slot []byte) []kernels.Matrix
 	// call runs the kernel on slot's matrices, which carry key as their
 	// Matrix.Key (0: not resident).
-	call func(b Backend, slot []byte, key uint64)
+	call func(b kernels.Backend, slot []byte, key uint64)
 	// resident: the matrices get keys, so a GPU backend reads them from
 	// its own memory after the first pass; only benched on GPU backends.
 	resident bool
 }
 
 // matBytes is the size of a matrix's elements and of its scales.
-func matBytes(dt DType, rows, cols int) (data, scales int) {
+func matBytes(dt kernels.DType, rows, cols int) (data, scales int) {
 	n := rows * cols
 	switch dt {
-	case F32:
+	case kernels.F32:
 		return 4 * n, 0
-	case BF16, F16:
+	case kernels.BF16, kernels.F16:
 		return 2 * n, 0
-	case I8:
+	case kernels.I8:
 		return n, 4 * rows
 	}
-	return n / 2, n / MXFP4GroupSize
+	return n / 2, n / kernels.MXFP4GroupSize
 }
 
 // matAt views a matrix at slot[off:], elements then scales (as an expert's
 // span stores them), and returns the offset after it.
-func matAt(slot []byte, dt DType, rows, cols, off int) (Matrix, int) {
+func matAt(slot []byte, dt kernels.DType, rows, cols, off int) (kernels.Matrix, int) {
 	data, scales := matBytes(dt, rows, cols)
-	m := Matrix{DType: dt, Rows: rows, Cols: cols, Data: slot[off : off+data]}
+	m := kernels.Matrix{DType: dt, Rows: rows, Cols: cols, Data: slot[off : off+data]}
 	if scales > 0 {
 		m.Scales = slot[off+data : off+data+scales]
 	}
@@ -107,13 +106,13 @@ func matAt(slot []byte, dt DType, rows, cols, off int) (Matrix, int) {
 // fillScales gives a matrix scales of 1/127 (I8) or 2^0 (MXFP4) so that no
 // value in the run is subnormal, which is slow on some CPUs for reasons that
 // have nothing to do with the kernels.
-func fillScales(m Matrix) {
+func fillScales(m kernels.Matrix) {
 	switch m.DType {
-	case I8:
+	case kernels.I8:
 		for r := range m.Rows {
 			binary.LittleEndian.PutUint32(m.Scales[4*r:], math.Float32bits(1.0/127))
 		}
-	case MXFP4:
+	case kernels.MXFP4:
 		for i := range m.Scales {
 			m.Scales[i] = 127
 		}
@@ -130,7 +129,7 @@ func benchVec(n int) []float32 {
 
 func benchCases(shrink int) []benchCase {
 	var out []benchCase
-	matmul := func(dt DType, rows, cols, n int, resident bool) {
+	matmul := func(dt kernels.DType, rows, cols, n int, resident bool) {
 		rows = max(rows/shrink, 1)
 		data, scales := matBytes(dt, rows, cols)
 		x, dst := benchVec(n*cols), make([]float32, n*rows)
@@ -143,79 +142,80 @@ func benchCases(shrink int) []benchCase {
 		}
 		out = append(out, benchCase{
 			name: name, bytes: data + scales, resident: resident,
-			mats: func(slot []byte) []Matrix { m, _ := matAt(slot, dt, rows, cols, 0); return []Matrix{m} },
-			call: func(b Backend, slot []byte, key uint64) {
+			mats: func(slot []byte) []kernels.Matrix { m, _ := matAt(slot, dt, rows, cols, 0); return []kernels.Matrix{m} },
+			call: func(b kernels.Backend, slot []byte, key uint64) {
 				m, _ := matAt(slot, dt, rows, cols, 0)
 				m.Key = key
 				b.MatMul(dst, m, x, n)
 			},
 		})
 	}
-	matmul(BF16, 12288, 7168, 1, false) // KDA q/k/v/g projections
-	matmul(I8, 12288, 7168, 1, false)   // the same in the int8 spine
-	matmul(F16, 12288, 7168, 1, false)
-	matmul(F32, 7168, 7168, 1, false)
-	matmul(MXFP4, 3072, 3584, 1, false) // one routed expert's w1
-	matmul(BF16, 12288, 7168, 8, false) // prefill, 8 positions
-	matmul(BF16, 12288, 7168, 64, false)
+	matmul(kernels.BF16, 12288, 7168, 1, false) // KDA q/k/v/g projections
+	matmul(kernels.I8, 12288, 7168, 1, false)   // the same in the int8 spine
+	matmul(kernels.F16, 12288, 7168, 1, false)
+	matmul(kernels.F32, 7168, 7168, 1, false)
+	matmul(kernels.MXFP4, 3072, 3584, 1, false) // one routed expert's w1
+	matmul(kernels.BF16, 12288, 7168, 8, false) // prefill, 8 positions
+	matmul(kernels.BF16, 12288, 7168, 64, false)
 	// The pinned spine as a GPU keeps it (kernels.Accelerate's decode
 	// rule): decode and prefill over weights already in device memory.
-	matmul(BF16, 12288, 7168, 1, true)
-	matmul(I8, 12288, 7168, 1, true)
-	matmul(BF16, 1536, 7168, 1, true) // a 22 MB projection: near the decode threshold
-	matmul(BF16, 12288, 7168, 8, true)
-	matmul(BF16, 12288, 7168, 64, true)
+	matmul(kernels.BF16, 12288, 7168, 1, true)
+	matmul(kernels.I8, 12288, 7168, 1, true)
+	matmul(kernels.BF16, 1536, 7168, 1, true) // a 22 MB projection: near the decode threshold
+	matmul(kernels.BF16, 12288, 7168, 8, true)
+	matmul(kernels.BF16, 12288, 7168, 64, true)
 
 	// The fused routed expert over one span laid out as on disk
 	// (K3-ARCHITECTURE.md §3.3: w1, w2, w3, each followed by its scales;
 	// 17,547,264 bytes at K3 size).
 	inter, dim := max(3072/shrink/32*32, 32), 3584
-	expert := func(slot []byte) Expert {
-		w1, off := matAt(slot, MXFP4, inter, dim, 0)
-		w2, off := matAt(slot, MXFP4, dim, inter, off)
-		w3, _ := matAt(slot, MXFP4, inter, dim, off)
-		return Expert{W1: w1, W2: w2, W3: w3}
+	expert := func(slot []byte) kernels.Expert {
+		w1, off := matAt(slot, kernels.MXFP4, inter, dim, 0)
+		w2, off := matAt(slot, kernels.MXFP4, dim, inter, off)
+		w3, _ := matAt(slot, kernels.MXFP4, inter, dim, off)
+		return kernels.Expert{W1: w1, W2: w2, W3: w3}
 	}
-	d1, s1 := matBytes(MXFP4, inter, dim)
+	d1, s1 := matBytes(kernels.MXFP4, inter, dim)
 	x, dst := benchVec(dim), make([]float32, dim)
-	act := Activation{Kind: SiTU, Beta: 4, LinearBeta: 25}
+	act := kernels.Activation{Kind: kernels.SiTU, Beta: 4, LinearBeta: 25}
 	out = append(out, benchCase{
 		name: fmt.Sprintf("expert_ffn_mxfp4_%dx%d", inter, dim), bytes: 3 * (d1 + s1),
-		mats: func(slot []byte) []Matrix { e := expert(slot); return []Matrix{e.W1, e.W2, e.W3} },
-		call: func(b Backend, slot []byte, _ uint64) { b.ExpertFFN(dst, expert(slot), act, x, 1) },
+		mats: func(slot []byte) []kernels.Matrix { e := expert(slot); return []kernels.Matrix{e.W1, e.W2, e.W3} },
+		call: func(b kernels.Backend, slot []byte, _ uint64) { b.ExpertFFN(dst, expert(slot), act, x, 1) },
 	})
 
 	// A decode token's whole MoE layer: its 16 routed experts (K3's top-k),
-	// spans one after another, in one ExpertsFFN call.
+	// spans one after another, in one kernels.ExpertsFFN call.
 	const topK = 16
 	span := 3 * (d1 + s1)
-	es, dsts, xs := make([]Expert, topK), make([][]float32, topK), make([][]float32, topK)
+	es, dsts, xs := make([]kernels.Expert, topK), make([][]float32, topK), make([][]float32, topK)
 	for i := range topK {
 		dsts[i], xs[i] = make([]float32, dim), x
 	}
 	out = append(out, benchCase{
 		name: fmt.Sprintf("experts_ffn_mxfp4_%dx%dx%d", topK, inter, dim), bytes: topK * span,
-		mats: func(slot []byte) []Matrix {
-			var ms []Matrix
+		mats: func(slot []byte) []kernels.Matrix {
+			var ms []kernels.Matrix
 			for i := range topK {
 				e := expert(slot[i*span:])
 				ms = append(ms, e.W1, e.W2, e.W3)
 			}
 			return ms
 		},
-		call: func(b Backend, slot []byte, _ uint64) {
+		call: func(b kernels.Backend, slot []byte, _ uint64) {
 			for i := range es {
 				es[i] = expert(slot[i*span:])
 			}
-			ExpertsFFN(b, dsts, es, act, xs)
+			kernels.ExpertsFFN(b, dsts, es, act, xs)
 		},
 	})
 	return out
 }
 
-// Bench measures, in one run, the machine's memory read bandwidth and each
-// kernel's effective weight bandwidth with all threads and with one.
-func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
+// Kernels measures, in one run, the machine's memory read bandwidth
+// (kernels.MemoryRead) and each kernel's effective weight bandwidth with all
+// threads and with one.
+func Kernels(ctx context.Context, opt KernelsOptions) (KernelsReport, error) {
 	if opt.Backend == "" {
 		opt.Backend = "auto"
 	}
@@ -230,7 +230,7 @@ func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
 	if opt.Only != "" {
 		cases = slices.DeleteFunc(cases, func(c benchCase) bool { return !strings.Contains(c.name, opt.Only) })
 		if len(cases) == 0 {
-			return BenchReport{}, fmt.Errorf("%w: no kernel name contains %q", ErrNoBenchCase, opt.Only)
+			return KernelsReport{}, fmt.Errorf("%w: no kernel name contains %q", ErrNoKernel, opt.Only)
 		}
 	}
 	largest := 0
@@ -241,15 +241,15 @@ func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
 		opt.BufferBytes = 1 << 30
 	}
 	opt.BufferBytes = max(opt.BufferBytes, 2*largest) &^ 4095
-	all, err := Open(opt.Backend, opt.Threads)
+	all, err := kernels.Open(opt.Backend, opt.Threads)
 	if err != nil {
-		return BenchReport{}, err
+		return KernelsReport{}, err
 	}
-	one, err := Open(opt.Backend, 1)
+	one, err := kernels.Open(opt.Backend, 1)
 	if err != nil {
-		return BenchReport{}, err
+		return KernelsReport{}, err
 	}
-	rep := BenchReport{Backend: all.Name(), MemThreads: opt.Threads, BufferBytes: opt.BufferBytes}
+	rep := KernelsReport{Backend: all.Name(), MemThreads: opt.Threads, BufferBytes: opt.BufferBytes}
 
 	// Values chosen so that every dtype decodes to normal floats of modest
 	// size: bytes 0x3c..0x41 make BF16/F16/F32 elements of about 0.01 to 10.
@@ -262,6 +262,8 @@ func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
 	// land in a quiet moment of a shared machine (for the limit and the
 	// kernels alike), and the rotation keeps every read out of the cache.
 	window := min(128<<20, len(buf)) &^ 4095
+	var sink uint64 // the reads' sums, kept alive to the end
+	defer runtime.KeepAlive(&sink)
 	memPass := func(threads int) (func(), int) {
 		next := 0
 		return func() {
@@ -269,7 +271,7 @@ func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
 			if lo+window > len(buf) {
 				next, lo = 0, 0
 			}
-			readAll(buf[lo:lo+window], threads)
+			sink += kernels.MemoryRead(buf[lo:lo+window], threads)
 			next++
 		}, window
 	}
@@ -286,7 +288,7 @@ func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
 	// during the first measurement cannot flatter the ratios.
 	again, n := memPass(opt.Threads)
 	for _, c := range cases {
-		if c.resident && cpuOnly(all) {
+		if c.resident && kernels.IsCPU(all) {
 			continue // a CPU backend ignores keys: the plain figures are these
 		}
 		// Slots of the buffer, 4 KiB apart, each holding one set of the
@@ -302,10 +304,10 @@ func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
 		keys := make([]uint64, slots)
 		for i := range keys {
 			if c.resident {
-				keys[i] = NewKey()
+				keys[i] = kernels.NewKey()
 			}
 		}
-		for _, b := range []Backend{all, one} {
+		for _, b := range []kernels.Backend{all, one} {
 			// Kernel passes alternate with all-thread read passes, so that
 			// each kernel also has a limit measured under the same load.
 			next := 0
@@ -333,7 +335,7 @@ func Bench(ctx context.Context, opt BenchOptions) (BenchReport, error) {
 			gbps := float64(perPass*c.bytes) / bestK.Seconds() / 1e9
 			mem := float64(n) / bestM.Seconds() / 1e9
 			rep.MemReadGBps = max(rep.MemReadGBps, mem)
-			rep.Kernels = append(rep.Kernels, KernelResult{Name: c.name, Threads: Threads(b), GBps: gbps, PairedRatio: gbps / mem})
+			rep.Kernels = append(rep.Kernels, KernelResult{Name: c.name, Threads: kernels.Threads(b), GBps: gbps, PairedRatio: gbps / mem})
 		}
 	}
 	for i := range rep.Kernels {
@@ -358,50 +360,4 @@ func measure(ctx context.Context, minTime time.Duration, minPasses, bytes int, p
 		best = min(best, time.Since(t))
 	}
 	return float64(bytes) / best.Seconds() / 1e9, nil
-}
-
-// benchSink keeps the memory read's sums alive.
-var benchSink atomic.Uint64
-
-// readBytes reads b once as fast as this CPU can (C with the widest vector
-// loads when built with cgo, see fast.go).
-var readBytes = readBytesGo
-
-func readBytesGo(b []byte) uint64 {
-	w := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/8)
-	var s0, s1, s2, s3, s4, s5, s6, s7 uint64
-	for i := 0; i+8 <= len(w); i += 8 {
-		p := w[i : i+8 : i+8]
-		s0 += p[0]
-		s1 += p[1]
-		s2 += p[2]
-		s3 += p[3]
-		s4 += p[4]
-		s5 += p[5]
-		s6 += p[6]
-		s7 += p[7]
-	}
-	return s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7
-}
-
-// readAll streams b once, split over threads goroutines: a plain read with
-// independent sums, so that the loads, not the adds, limit it.
-func readAll(b []byte, threads int) {
-	var wg sync.WaitGroup
-	per := (len(b)/threads + 127) &^ 127
-	for lo := 0; lo < len(b); lo += per {
-		part := b[lo:min(lo+per, len(b))]
-		wg.Go(func() { benchSink.Add(readBytes(part)) })
-	}
-	wg.Wait()
-}
-
-// cpuOnly reports whether b runs on the CPU alone (where Matrix.Key changes
-// nothing).
-func cpuOnly(b Backend) bool {
-	switch b.(type) {
-	case *fastBackend, refBackend:
-		return true
-	}
-	return false
 }
