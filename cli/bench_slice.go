@@ -31,6 +31,7 @@ func benchSliceCmd(ctx context.Context, c *Call, args []string) error {
 	fs.BoolVar(&o.Engine, "engine", true, "also decode with the engine's forward pass over the slice")
 	fs.StringVar(&o.EnginePlan, "engine-plan", "both", "engine runs: natural (the slice's own RAM plan), streamed (the spine pinned as the full K3's on this machine: head pinned, layers streamed) or both")
 	fs.BoolVar(&o.Synthetic, "synthetic", true, "run the synthetic decode loops (false: only (a), the compute primitives and the engine runs)")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the synthetic routes (the same seed replays the same routes)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of each engine decode to PATH-natural.pprof and PATH-streamed.pprof")
 	if err := c.parse(fs, args); err != nil {
 		return err
@@ -40,10 +41,11 @@ func benchSliceCmd(ctx context.Context, c *Call, args []string) error {
 
 // BenchSliceOptions are the flags of `deltafin bench slice`.
 type BenchSliceOptions struct {
-	MoELayers int  // 0: the fewest layers making the slice ≥ 1.5 × RAM
-	JSON      bool // print the report as JSON instead of text
-	Tokens    int  // measured decode tokens (0: 8)
-	Engine    bool // also decode with the engine's forward pass over the slice
+	Seed      uint64 // of the synthetic routes
+	MoELayers int    // 0: the fewest layers making the slice ≥ 1.5 × RAM
+	JSON      bool   // print the report as JSON instead of text
+	Tokens    int    // measured decode tokens (0: 8)
+	Engine    bool   // also decode with the engine's forward pass over the slice
 	// EnginePlan picks the engine runs: "natural" (the slice's own budget
 	// plan), "streamed" (the spine pinned in the full K3's proportion on
 	// this machine: the head pinned, the layers streamed) or "both".
@@ -113,7 +115,7 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 	}
 	fmt.Fprintf(log, "slice %s\n", plan)
 	eo := engine.SliceBenchOptions{
-		Dir: dir, Layout: layout, Plan: plan, Prefill: o.Prefill, Int8: o.Int8, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: uint64(time.Now().UnixNano()),
+		Dir: dir, Layout: layout, Plan: plan, Prefill: o.Prefill, Int8: o.Int8, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: o.Seed,
 		SkipSynthetic: !o.Synthetic,
 		RAM:           engine.BudgetInput{TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override},
 		Log:           func(f string, a ...any) { fmt.Fprintf(log, f+"\n", a...) },
