@@ -35,8 +35,8 @@ func (m IOMode) String() string {
 	return fmt.Sprintf("IOMode(%d)", uint8(m))
 }
 
-// ParseIOMode reads the names String returns.
-func ParseIOMode(s string) (IOMode, error) {
+// parseIOMode reads the names String returns.
+func parseIOMode(s string) (IOMode, error) {
 	for _, m := range []IOMode{IODirect, IOBuffered, IODropBehind} {
 		if m.String() == s {
 			return m, nil

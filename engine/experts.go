@@ -62,6 +62,21 @@ func (ck *checkpoint) span(c *Config, layer, e int) expertSpan {
 	return s
 }
 
+// expertSpans locates every routed expert of a validated checkpoint.
+func expertSpans(ck *checkpoint, c *Config) map[ExpertID]ExpertSpan {
+	spans := map[ExpertID]ExpertSpan{}
+	for i := range c.Layers {
+		if !c.IsMoE(i) {
+			continue
+		}
+		for e := range c.Experts {
+			sp := ck.span(c, i, e)
+			spans[ExpertID{i, e}] = ExpertSpan{Shard: sp.shard.name, Offset: sp.off, Size: sp.n}
+		}
+	}
+	return spans
+}
+
 // viewExpert views the bytes of one expert as kernels matrices without a
 // copy. For MXFP4, buf is the whole span; for float experts (Kimi-Linear's
 // Hugging Face layout) it is ignored and each tensor is read separately.

@@ -15,8 +15,7 @@ import (
 func benchModel(b *testing.B) (string, map[ExpertID]ExpertSpan) {
 	dir := b.TempDir()
 	name := "model-00001-of-00001.safetensors"
-	ts := k3LayerExperts(1)[:6*48]
-	require.NoError(b, writeSyntheticShard(b.Context(), filepath.Join(dir, name), ts, 5, func(int64) {}))
+	writeSyntheticShard(b, filepath.Join(dir, name), syntheticExperts(1, 48, 3072, 3584), 5)
 	f, err := os.Open(filepath.Join(dir, name))
 	require.NoError(b, err)
 	defer f.Close()
@@ -83,16 +82,4 @@ func BenchmarkExpertStoreLayer(b *testing.B) {
 	}
 	b.ReportMetric(rawTime.Seconds()/storeTime.Seconds(), "of-raw-pread")
 	b.ReportMetric(float64(b.N*16*ExpertSpanBytes)/storeTime.Seconds()/1e9, "GB/s")
-}
-
-// BenchmarkSyntheticFill is the slice generator's fill rate (its limit is the
-// disk's write rate, which bench slice prints while writing).
-func BenchmarkSyntheticFill(b *testing.B) {
-	ts := k3LayerExperts(1)[:6]
-	h, offs := shardHeader(ts)
-	buf := make([]byte, shardChunk)
-	b.SetBytes(shardChunk)
-	for b.Loop() {
-		fillChunk(buf, int64(len(h)), h, ts, offs, 1)
-	}
 }

@@ -22,18 +22,7 @@ const (
 )
 
 func tinyExperts(layer, n int) []synthTensor {
-	shapes := [6][2]int64{
-		{tinyInter, tinyLatent / 2}, {tinyInter, tinyLatent / 32},
-		{tinyLatent, tinyInter / 2}, {tinyLatent, tinyInter / 32},
-		{tinyInter, tinyLatent / 2}, {tinyInter, tinyLatent / 32},
-	}
-	var t []synthTensor
-	for e := n - 1; e >= 0; e-- { // physical order differs from id order
-		for part, s := range shapes {
-			t = append(t, synthTensor{ExpertName(ExpertID{layer, e}, part), "U8", s[:], fillKind(part % 2)})
-		}
-	}
-	return t
+	return syntheticExperts(layer, n, tinyInter, tinyLatent)
 }
 
 // writeTinyModel writes one shard per layer (a spine tensor, then n
@@ -45,7 +34,7 @@ func writeTinyModel(t testing.TB, layers []int, n int) (string, map[ExpertID]Exp
 		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, len(layers))
 		ts := append([]synthTensor{{fmt.Sprintf("language_model.model.layers.%d.mlp.gate.weight", l), "BF16", []int64{12, 4}, fillBF16}},
 			tinyExperts(l, n)...)
-		require.NoError(t, writeSyntheticShard(context.Background(), filepath.Join(dir, name), ts, uint64(i+11), func(int64) {}))
+		writeSyntheticShard(t, filepath.Join(dir, name), ts, uint64(i+11))
 		f, err := os.Open(filepath.Join(dir, name))
 		require.NoError(t, err)
 		st, err := f.Stat()

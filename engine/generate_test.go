@@ -132,7 +132,9 @@ func TestInfo(t *testing.T) {
 	require.NoError(t, err)
 	defer m.Close()
 	require.Equal(t, Info{ID: "hf", ModelType: "kimi_linear", VocabSize: 512, EOS: -1, BOS: -1, ContextLen: 4096,
-		Layers: 8, Hidden: 64, Experts: 16, TopK: 4, Backend: kernels.Default().Name()}, m.Info())
+		Layers: 8, Hidden: 64, Experts: 16, TopK: 4, Backend: kernels.Default().Name(),
+		SpineBytes: 1_219_488, // every tensor but the routed experts
+	}, m.Info())
 	require.NoError(t, m.Close())
 	_, err = m.NewSession().Forward(t.Context(), []int{1}, false)
 	require.ErrorIs(t, err, ErrClosed)

@@ -40,6 +40,9 @@ type Info struct {
 	Experts    int // routed experts per MoE layer
 	TopK       int
 	Backend    string
+	// SpineBytes is the RAM the whole spine and the globals take loaded
+	// (the int8 copy's size with Options.SpineInt8), pinned or not.
+	SpineBytes int64
 }
 
 // Model is an opened checkpoint: validated config, spine weights and the
@@ -139,6 +142,11 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 		ID: id, ModelType: c.ModelType, VocabSize: c.Vocab, EOS: c.EOS, BOS: c.BOS,
 		ContextLen: c.ContextLen, Layers: c.Layers, Hidden: c.Hidden,
 		Experts: c.Experts, TopK: c.TopK, Backend: m.backend.Name(),
+	}
+	layers, globals := m.spineRAMBytes()
+	m.info.SpineBytes = globals
+	for _, b := range layers {
+		m.info.SpineBytes += b
 	}
 	return nil
 }

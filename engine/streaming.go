@@ -79,12 +79,9 @@ func (ck *checkpoint) spineBytes(c *Config) ([]int64, int64) {
 	return layers, globals
 }
 
-// planStreaming applies the budget: how many spine layers are pinned and
-// how many experts the cache keeps.
-func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
-	if o.Plan != nil {
-		return *o.Plan, nil
-	}
+// spineRAMBytes returns the RAM each spine layer and the globals take
+// loaded: their checkpoint bytes, or the int8 copy's where there is one.
+func (m *Model) spineRAMBytes() ([]int64, int64) {
 	c := m.cfg
 	layers, globals := m.ck.spineBytes(c)
 	if m.i8 != nil {
@@ -103,6 +100,17 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 			globals += d
 		}
 	}
+	return layers, globals
+}
+
+// planStreaming applies the budget: how many spine layers are pinned and
+// how many experts the cache keeps.
+func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
+	if o.Plan != nil {
+		return *o.Plan, nil
+	}
+	c := m.cfg
+	layers, globals := m.spineRAMBytes()
 	moe := 0
 	for i := range c.Layers {
 		if c.IsMoE(i) {
@@ -135,18 +143,8 @@ func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *Confi
 		// and overwrite it at close.
 		heat, _ = LoadHeat(o.HeatPath, c.Layers, c.Experts)
 	}
-	spans := map[ExpertID]ExpertSpan{}
-	for i := range c.Layers {
-		if !c.IsMoE(i) {
-			continue
-		}
-		for e := range c.Experts {
-			sp := ck.span(c, i, e)
-			spans[ExpertID{i, e}] = ExpertSpan{Shard: sp.shard.name, Offset: sp.off, Size: sp.n}
-		}
-	}
 	s, err := OpenExpertStore(ctx, ExpertStoreOptions{
-		Dir: dir, Spans: spans, Mode: o.Mode, Heat: heat, Fetch: o.Fetch, CacheExperts: cache, meter: meter,
+		Dir: dir, Spans: expertSpans(ck, c), Mode: o.Mode, Heat: heat, Fetch: o.Fetch, CacheExperts: cache, meter: meter,
 	})
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package engine
+package bench
 
 import (
 	"context"
@@ -6,11 +6,33 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/engine/safetensors"
 	"github.com/stretchr/testify/require"
 )
 
+// Tiny experts: inter 64, latent 96 → 9,792-byte spans.
+const (
+	tinyInter  = 64
+	tinyLatent = 96
+)
+
+// tinyExperts lists n experts of one layer, six MXFP4 tensors each, in
+// descending id order.
+func tinyExperts(layer, n int) []synthTensor {
+	I, D := int64(tinyInter), int64(tinyLatent)
+	shapes := [6][2]int64{{I, D / 2}, {I, D / 32}, {D, I / 2}, {D, I / 32}, {I, D / 2}, {I, D / 32}}
+	var t []synthTensor
+	for e := n - 1; e >= 0; e-- {
+		for part, s := range shapes {
+			t = append(t, synthTensor{engine.ExpertName(engine.ExpertID{Layer: layer, Expert: e}, part), "U8", s[:], fillKind(part % 2)})
+		}
+	}
+	return t
+}
+
 func TestSyntheticShardResumesToTheSameBytes(t *testing.T) {
+	t.Parallel()
 	ts := append([]synthTensor{{"language_model.model.norm.weight", "BF16", []int64{12 << 20}, fillBF16}}, tinyExperts(1, 900)...)
 	dir := t.TempDir()
 	fresh := filepath.Join(dir, "fresh.safetensors")
@@ -40,24 +62,25 @@ func TestSyntheticShardResumesToTheSameBytes(t *testing.T) {
 	// The shard parses, and its experts index as contiguous spans.
 	h, err := safetensors.Parse(a[8:8+int(uint64(a[0])|uint64(a[1])<<8|uint64(a[2])<<16)], int64(len(a)))
 	require.NoError(t, err)
-	spans, err := IndexExperts("fresh.safetensors", h)
+	spans, err := engine.IndexExperts("fresh.safetensors", h)
 	require.NoError(t, err)
 	require.Len(t, spans, 900)
 	// Scales are e8m0 bytes in 120..127, so kernels meet finite weights.
-	sp := spans[ExpertID{1, 17}]
+	sp := spans[engine.ExpertID{Layer: 1, Expert: 17}]
 	for _, s := range a[sp.Offset+tinyInter*tinyLatent/2 : sp.Offset+tinyInter*tinyLatent/2+tinyInter*tinyLatent/32] {
 		require.True(t, s >= 120 && s <= 127)
 	}
 }
 
 func TestSliceLayoutHasK3Shapes(t *testing.T) {
+	t.Parallel()
 	l, err := NewSliceLayout(2)
 	require.NoError(t, err)
 	require.Equal(t, []int{0, 1}, l.Layers)
 	require.False(t, sliceIsMLA(0), "one KDA and one MLA layer")
 	require.True(t, sliceIsMLA(1))
 	require.Len(t, l.Shards, 3)
-	var experts int64 = k3Experts * ExpertSpanBytes
+	var experts int64 = k3Experts * engine.ExpertSpanBytes
 	require.Equal(t, int64(15_722_348_544), experts)
 	require.Greater(t, l.ShardBytes[1], experts+l.SpineBytes[0])
 	require.Greater(t, l.SpineBytes[0], l.SpineBytes[1], "a KDA spine is larger than an MLA spine")
@@ -66,10 +89,11 @@ func TestSliceLayoutHasK3Shapes(t *testing.T) {
 	require.Equal(t, 2, SliceLayersFor(37_914_753_024), "1.5 × this machine's 24 GB")
 	_, err = NewSliceLayout(0)
 	require.Error(t, err)
-	require.Equal(t, ExpertSpanBytes, int(ExpertSpanSize(k3Inter, k3Latent)))
+	require.Equal(t, int64(engine.ExpertSpanBytes), sumSize(k3LayerExperts(0)[:6]), "one expert's six tensors")
 }
 
 func TestCreateSliceRefusesWhenTheDiskIsFull(t *testing.T) {
+	t.Parallel()
 	l, err := NewSliceLayout(2)
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -82,6 +106,7 @@ func TestCreateSliceRefusesWhenTheDiskIsFull(t *testing.T) {
 }
 
 func TestRenamedShardKeepsItsData(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.safetensors")
 	old := tinyExperts(2, 3)
@@ -104,4 +129,16 @@ func TestRenamedShardKeepsItsData(t *testing.T) {
 	h, _ = shardHeader(longer)
 	require.Equal(t, h, b[:len(h)])
 	require.Len(t, b, len(h)+int(sumSize(longer)))
+}
+
+// BenchmarkSyntheticFill is the slice generator's fill rate (its limit is the
+// disk's write rate, which bench slice prints while writing).
+func BenchmarkSyntheticFill(b *testing.B) {
+	ts := k3LayerExperts(1)[:6]
+	h, offs := shardHeader(ts)
+	buf := make([]byte, shardChunk)
+	b.SetBytes(shardChunk)
+	for b.Loop() {
+		fillChunk(buf, int64(len(h)), h, ts, offs, 1)
+	}
 }
