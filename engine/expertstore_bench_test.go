@@ -45,7 +45,7 @@ func BenchmarkExpertStoreLayer(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				f, direct, err := openShard(filepath.Join(dir, sp.Shard), IODirect)
+				f, direct, err := openShard(filepath.Join(dir, sp.Shard), ioDirect)
 				require.NoError(b, err)
 				defer f.Close()
 				lo, hi := alignDown(sp.Offset), alignUp(sp.Offset+sp.Size)
@@ -56,7 +56,7 @@ func BenchmarkExpertStoreLayer(b *testing.B) {
 		}
 		wg.Wait()
 	}
-	s, err := OpenExpertStore(b.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Mode: IODirect})
+	s, err := openSpanStore(b.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: ioDirect})
 	require.NoError(b, err)
 	defer s.Close()
 	store := func(sel []int) {

@@ -63,20 +63,20 @@ func TestExpertStoreReadsTheBytesOnDisk(t *testing.T) {
 	dir, spans := writeTinyModel(t, []int{1, 2}, 12)
 	for _, tc := range []struct {
 		name  string
-		mode  IOMode
+		mode  ioMode
 		cache int
 		chunk int
 	}{
-		{"direct, no cache", IODirect, 0, 0},
-		{"direct, cache 5", IODirect, 5, 0},
-		{"direct, 4096-byte chunks", IODirect, 0, 4096},
-		{"direct, 5000-byte chunks round up", IODirect, 2, 5000},
-		{"buffered", IOBuffered, 3, 0},
-		{"buffered, chunks", IOBuffered, 0, 4096},
-		{"drop-behind", IODropBehind, 0, 0},
+		{"direct, no cache", ioDirect, 0, 0},
+		{"direct, cache 5", ioDirect, 5, 0},
+		{"direct, 4096-byte chunks", ioDirect, 0, 4096},
+		{"direct, 5000-byte chunks round up", ioDirect, 2, 5000},
+		{"buffered", ioBuffered, 3, 0},
+		{"buffered, chunks", ioBuffered, 0, 4096},
+		{"drop-behind", ioDropBehind, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Mode: tc.mode, CacheExperts: tc.cache, Readers: 4, ChunkBytes: tc.chunk})
+			s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: tc.mode, CacheExperts: tc.cache, Readers: 4, ChunkBytes: tc.chunk})
 			require.NoError(t, err)
 			defer s.Close()
 			// Every expert, including the first and the last of each shard
@@ -148,12 +148,12 @@ func TestAlignedRangeEdgeCases(t *testing.T) {
 
 func TestExpertCacheKeepsTheHottest(t *testing.T) {
 	dir, spans := writeTinyModel(t, []int{1}, 8)
-	heat := NewHeat(2, 8)
+	heat := newHeat(2, 8)
 	// Experts 6 and 7 are hot from earlier runs.
 	for range 50 {
 		heat.Touch(1, []int{6, 7})
 	}
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Heat: heat, CacheExperts: 2, Readers: 2})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Heat: heat, CacheExperts: 2, Readers: 2})
 	require.NoError(t, err)
 	defer s.Close()
 	use := func(ids ...int) {
@@ -184,7 +184,7 @@ func TestExpertCacheKeepsTheHottest(t *testing.T) {
 
 func TestPrefetchNeverChangesTheExperts(t *testing.T) {
 	dir, spans := writeTinyModel(t, []int{1, 2}, 10)
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Readers: 3, PrefetchExperts: 4})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Readers: 3, PrefetchExperts: 4})
 	require.NoError(t, err)
 	defer s.Close()
 	s.Prefetch(2, []int{0, 1, 2, 3, 4, 5}) // only 4 fit the prefetch budget
@@ -246,7 +246,7 @@ func TestFetcherFillsMissingExperts(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(mirror, name), nil, 0o644))
 	require.NoError(t, os.Truncate(filepath.Join(mirror, name), int64(len(full))))
 	fetch := &copyFetcher{src: src, dst: mirror}
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: mirror, Spans: spans, Fetch: fetch, Readers: 2})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: mirror, Spans: spans, Fetch: fetch, Readers: 2})
 	require.NoError(t, err)
 	defer s.Close()
 	b, err := s.Acquire(t.Context(), 1, []int{4, 2})
@@ -270,7 +270,7 @@ func TestTruncatedShardNamesTheExpert(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, sp.Shard))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(d, sp.Shard), b[:cut], 0o644))
-		_, err = OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: d, Spans: spans})
+		_, err = openSpanStore(t.Context(), spanStoreOptions{Dir: d, Spans: spans})
 		require.ErrorIs(t, err, ErrTruncated)
 		require.ErrorContains(t, err, fmt.Sprintf("inside layer 3 expert 2 (bytes %d to %d)", sp.Offset, sp.Offset+sp.Size))
 		require.ErrorContains(t, err, sp.Shard)
@@ -281,7 +281,7 @@ func TestTruncatedShardNamesTheExpert(t *testing.T) {
 		require.NoError(t, err)
 		path := filepath.Join(d, sp.Shard)
 		require.NoError(t, os.WriteFile(path, b, 0o644))
-		s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: d, Spans: spans, Readers: 2, ChunkBytes: 4096})
+		s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: d, Spans: spans, Readers: 2, ChunkBytes: 4096})
 		require.NoError(t, err)
 		defer s.Close()
 		require.NoError(t, os.Truncate(path, cut))
@@ -304,7 +304,7 @@ func TestTruncatedShardNamesTheExpert(t *testing.T) {
 
 func TestAcquireRejectsBadSelections(t *testing.T) {
 	dir, spans := writeTinyModel(t, []int{1}, 4)
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans})
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name  string
@@ -323,7 +323,7 @@ func TestAcquireRejectsBadSelections(t *testing.T) {
 	}
 	require.NoError(t, s.Close())
 	_, err = s.Acquire(t.Context(), 1, []int{0})
-	require.ErrorIs(t, err, ErrStoreClosed)
+	require.ErrorIs(t, err, errStoreClosed)
 }
 
 func TestIndexExpertsRejectsBrokenLayouts(t *testing.T) {
@@ -375,7 +375,7 @@ func TestExpertMatricesViewTheSpan(t *testing.T) {
 
 func TestPrefetchPreviousReadsTheLastSelection(t *testing.T) {
 	dir, spans := writeTinyModel(t, []int{1}, 10)
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Readers: 2})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Readers: 2})
 	require.NoError(t, err)
 	defer s.Close()
 	s.PrefetchPrevious(1) // nothing selected yet: nothing to do
@@ -404,7 +404,7 @@ func TestWrongPrefetchesStopReading(t *testing.T) {
 	dir, spans := writeTinyModel(t, []int{1}, 12)
 	// One reader and 4096-byte chunks: a prefetch of 8 experts queues about
 	// 24 chunk reads, most still queued when the router decides.
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Readers: 1, ChunkBytes: 4096, PrefetchExperts: 8})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Readers: 1, ChunkBytes: 4096, PrefetchExperts: 8})
 	require.NoError(t, err)
 	defer s.Close()
 	s.Prefetch(1, []int{0, 1, 2, 3, 4, 5, 6, 7})

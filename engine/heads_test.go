@@ -47,7 +47,7 @@ func TestParallelHeadsAreBitIdentical(t *testing.T) {
 	c := m.cfg
 	mlaLayer := -1
 	for i, kind := range c.Kinds {
-		if kind == MLA {
+		if kind == layerMLA {
 			mlaLayer = i
 			break
 		}

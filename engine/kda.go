@@ -53,7 +53,7 @@ func (st *kdaState) rewind() {
 	st.conv, st.midConv = st.midConv, st.conv
 }
 
-func newKDAState(c *Config) *kdaState {
+func newKDAState(c *config) *kdaState {
 	P := c.KDAHeads * c.KDAHeadDim
 	st := &kdaState{s: make([]float32, c.KDAHeads*c.KDAHeadDim*c.KDAHeadDim)}
 	for i := range st.conv {

@@ -48,7 +48,7 @@ type Info struct {
 // Model is an opened checkpoint: validated config, spine weights and the
 // expert store. It is immutable and safe for concurrent Sessions.
 type Model struct {
-	cfg     *Config
+	cfg     *config
 	info    Info
 	ck      *checkpoint
 	w       *weights
@@ -70,7 +70,7 @@ type Model struct {
 // tensor's name, dtype and shape against the config (and the byte contiguity
 // of each MXFP4 expert), and loads the weights.
 func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
-	cfg, err := LoadConfig(dir)
+	cfg, err := loadConfig(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 	}
 	m.w = w
 	if stream != nil && m.pinned < m.cfg.Layers {
-		if m.spine, err = newSpineRing(ctx, dir, m.ck, m.i8, m.cfg, m.pinned, stream.Mode, stream.Fetch, &m.io); err != nil {
+		if m.spine, err = newSpineRing(ctx, dir, m.ck, m.i8, m.cfg, m.pinned, stream.mode, stream.Fetch, &m.io); err != nil {
 			return err
 		}
 	}

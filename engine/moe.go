@@ -30,7 +30,7 @@ type route struct {
 //	scores = σ(logits); choice = scores + bias (group-limited when n_group > 1)
 //	ids = top-k(choice), ties to the lower id
 //	w = scores[ids] / (Σ scores[ids] + 1e−20) (when renormalising) · routed_scaling_factor
-func (c *Config) router(logits, bias []float32) route {
+func (c *config) router(logits, bias []float32) route {
 	E := len(logits)
 	scores := make([]float32, E)
 	choice := make([]float32, E)

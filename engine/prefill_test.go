@@ -23,18 +23,18 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		plan  BudgetPlan
-		mode  IOMode
+		mode  ioMode
 		cache bool
 	}{
-		{"no cache, every layer pinned", BudgetPlan{PinnedLayers: 1 << 20}, IODirect, false},
-		{"no cache, spine streamed, buffered", BudgetPlan{}, IOBuffered, false},
+		{"no cache, every layer pinned", BudgetPlan{PinnedLayers: 1 << 20}, ioDirect, false},
+		{"no cache, spine streamed, buffered", BudgetPlan{}, ioBuffered, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			trace := filepath.Join(t.TempDir(), "trace.jsonl")
 			tw, err := CreateTrace(trace)
 			require.NoError(t, err)
 			plan := tc.plan
-			m, err := Open(t.Context(), dir, Options{Stream: &StreamOptions{Plan: &plan, Mode: tc.mode, Trace: tw}})
+			m, err := Open(t.Context(), dir, Options{Stream: &StreamOptions{Plan: &plan, mode: tc.mode, Trace: tw}})
 			require.NoError(t, err)
 			defer m.Close()
 			prompt := ref.ints(t, "long.input_ids")
@@ -48,7 +48,7 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 			defer f.Close()
 			sc := bufio.NewScanner(f)
 			for sc.Scan() {
-				var r TraceRecord
+				var r traceRecord
 				require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
 				for _, e := range r.Experts {
 					distinct[ExpertID{r.Layer, e}] = true
@@ -71,7 +71,7 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 				needed += sp.Size
 				covering += alignUp(sp.Offset+sp.Size) - alignDown(sp.Offset)
 			}
-			if tc.mode == IODirect {
+			if tc.mode == ioDirect {
 				// (a range at the end of a shard reads short)
 				require.LessOrEqual(t, st.DiskBytes, covering, "each covering range read once")
 				require.GreaterOrEqual(t, st.DiskBytes, needed)

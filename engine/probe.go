@@ -32,7 +32,7 @@ type ProbeOptions struct {
 // A Probe reads the routed experts of one checkpoint through an expert
 // store, without loading its spine.
 type Probe struct {
-	store  *ExpertStore
+	store  *spanStore
 	be     kernels.Backend
 	act    kernels.Activation
 	inter  int
@@ -43,7 +43,7 @@ type Probe struct {
 // OpenProbe opens dir's checkpoint (config and headers only) and an expert
 // store over its MXFP4 routed experts.
 func OpenProbe(ctx context.Context, dir string, o ProbeOptions) (*Probe, error) {
-	mode := IODirect
+	mode := ioDirect
 	if o.Mode != "" {
 		var err error
 		if mode, err = parseIOMode(o.Mode); err != nil {
@@ -53,7 +53,7 @@ func OpenProbe(ctx context.Context, dir string, o ProbeOptions) (*Probe, error) 
 	if o.Backend == nil {
 		o.Backend = kernels.Default()
 	}
-	c, err := LoadConfig(dir)
+	c, err := loadConfig(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func OpenProbe(ctx context.Context, dir string, o ProbeOptions) (*Probe, error) 
 	if !c.ExpertsMXFP4 || c.Experts == 0 {
 		return nil, fmt.Errorf("%w: a probe reads MXFP4 routed experts; %s has none", ErrConfig, dir)
 	}
-	s, err := OpenExpertStore(ctx, ExpertStoreOptions{Dir: dir, Spans: expertSpans(ck, c), Mode: mode, CacheExperts: o.CacheExperts})
+	s, err := openSpanStore(ctx, spanStoreOptions{Dir: dir, Spans: expertSpans(ck, c), Mode: mode, CacheExperts: o.CacheExperts})
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ func TestProbeReadsThroughTheStore(t *testing.T) {
 	p, err := OpenProbe(t.Context(), dir, ProbeOptions{Mode: "buffered", CacheExperts: 4})
 	require.NoError(t, err)
 	defer p.Close()
-	span := p.store.SpanBytes()
+	span := ExpertSpanSize(p.inter, p.latent)
 	require.NoError(t, p.Read(t.Context(), 1, []int{0, 1, 2, 3}))
 	st := p.Stats()
 	require.Equal(t, int64(4), st.Misses)
@@ -33,7 +33,7 @@ func TestProbeReadsThroughTheStore(t *testing.T) {
 	require.NoError(t, p.Step(t.Context(), 2, []int{5, 6}, -1, nil, false))
 	require.Equal(t, int64(2), p.Stats().Sub(st).PrefetchHits+p.Stats().Sub(st).Shared, "the prefetched experts are used")
 	require.NoError(t, p.Close())
-	require.ErrorIs(t, p.Read(t.Context(), 1, []int{0}), ErrStoreClosed)
+	require.ErrorIs(t, p.Read(t.Context(), 1, []int{0}), errStoreClosed)
 }
 
 // TestModelStatsAndReadPass opens k3-tiny with every layer streamed and no

@@ -69,7 +69,7 @@ func int8Convertible(name string, r *tensorRef) bool {
 // (resumable; see above). progress, when set, gets the source bytes done
 // and the total after each tensor.
 func ConvertSpineInt8(ctx context.Context, dir, out string, progress func(done, total int64)) error {
-	if _, err := LoadConfig(dir); err != nil {
+	if _, err := loadConfig(dir); err != nil {
 		return err
 	}
 	ck, err := openCheckpoint(ctx, dir, OpenFile)

@@ -44,7 +44,7 @@ func (s Stats) Sub(b Stats) Stats {
 	}
 }
 
-func statsOf(st StoreStats, spine int64, io ioMeterStats) Stats {
+func statsOf(st storeStats, spine int64, io ioMeterStats) Stats {
 	return Stats{
 		ExpertBytes: st.DiskBytes, SpineBytes: spine, ExpertReads: st.Reads, PrefetchReads: st.SpecReads,
 		CacheHits: st.CacheHits, PrefetchHits: st.SpecHits, PrefetchWasted: st.SpecWasted, Shared: st.Shared,
@@ -54,7 +54,7 @@ func statsOf(st StoreStats, spine int64, io ioMeterStats) Stats {
 
 // Stats returns the model's streaming counters since Open.
 func (m *Model) Stats() Stats {
-	var st StoreStats
+	var st storeStats
 	if s, ok := m.experts.(*streamExperts); ok {
 		st = s.store.Stats()
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // StreamOptions turns on streaming for a checkpoint larger than RAM: routed
-// MXFP4 experts are read per token through an ExpertStore (cache, prefetch,
+// MXFP4 experts are read per token through a spanStore (cache, prefetch,
 // page cache bypassed) and spine layers beyond the budget's pinned prefix are
 // read per token, one layer ahead of compute (spinering.go).
 type StreamOptions struct {
@@ -21,13 +21,13 @@ type StreamOptions struct {
 	// Plan, when set, is used as is instead of planning from the RAM
 	// figures (tests force a small cache or zero pinned layers with it).
 	Plan  *BudgetPlan
-	Mode  IOMode  // IODirect unless measured otherwise
 	Fetch Fetcher // stream mode: makes missing expert ranges present
-	Heat  *Heat   // the histogram to use; nil: HeatPath's, or a fresh one
 	// HeatPath is where the heat histogram persists across runs: loaded at
-	// open (a damaged or foreign file starts afresh) and saved at Close.
+	// open (a damaged or foreign file starts afresh) and saved at Close;
+	// empty: a fresh histogram each run.
 	HeatPath string
 	Trace    *TraceWriter // --trace: one line per token and MoE layer
+	mode     ioMode       // ioDirect; tests read buffered too
 }
 
 // layerOf returns the decoder layer a tensor name belongs to ("model.layers.N.…"),
@@ -47,7 +47,7 @@ func layerOf(name string, layers int) (int, bool) {
 // spineTensors groups the spine's tensors (every tensor but the routed
 // experts) by decoder layer, in one pass over the index; the others are the
 // globals (embedding, lm_head, final norms).
-func (ck *checkpoint) spineTensors(c *Config) (layers [][]*tensorRef, globals []*tensorRef) {
+func (ck *checkpoint) spineTensors(c *config) (layers [][]*tensorRef, globals []*tensorRef) {
 	layers = make([][]*tensorRef, c.Layers)
 	for name, r := range ck.tensors {
 		if strings.Contains(name, ".experts.") {
@@ -64,7 +64,7 @@ func (ck *checkpoint) spineTensors(c *Config) (layers [][]*tensorRef, globals []
 
 // spineBytes returns the spine bytes of each decoder layer and of the
 // globals (the engine keeps them in RAM), from the checkpoint's tensor index.
-func (ck *checkpoint) spineBytes(c *Config) ([]int64, int64) {
+func (ck *checkpoint) spineBytes(c *config) ([]int64, int64) {
 	byLayer, globalRefs := ck.spineTensors(c)
 	layers := make([]int64, c.Layers)
 	for i, refs := range byLayer {
@@ -129,22 +129,22 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 	})
 }
 
-// streamExperts serves routed experts from an ExpertStore.
+// streamExperts serves routed experts from a spanStore.
 type streamExperts struct {
-	store         *ExpertStore
+	store         *spanStore
 	inter, latent int
 	heatPath      string
 }
 
-func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *Config, o *StreamOptions, cache int, meter *ioMeter) (*streamExperts, error) {
-	heat := o.Heat
-	if heat == nil && o.HeatPath != "" {
+func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *config, o *StreamOptions, cache int, meter *ioMeter) (*streamExperts, error) {
+	var heat *heatMap
+	if o.HeatPath != "" {
 		// A damaged or foreign histogram only costs warm-up: start afresh
 		// and overwrite it at close.
-		heat, _ = LoadHeat(o.HeatPath, c.Layers, c.Experts)
+		heat, _ = loadHeat(o.HeatPath, c.Layers, c.Experts)
 	}
-	s, err := OpenExpertStore(ctx, ExpertStoreOptions{
-		Dir: dir, Spans: expertSpans(ck, c), Mode: o.Mode, Heat: heat, Fetch: o.Fetch, CacheExperts: cache, meter: meter,
+	s, err := openSpanStore(ctx, spanStoreOptions{
+		Dir: dir, Spans: expertSpans(ck, c), Mode: o.mode, Heat: heat, Fetch: o.Fetch, CacheExperts: cache, meter: meter,
 	})
 	if err != nil {
 		return nil, err
@@ -175,7 +175,7 @@ func (s *streamExperts) close() error {
 }
 
 type streamBatch struct {
-	b *Batch
+	b *spanBatch
 	s *streamExperts
 }
 

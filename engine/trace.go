@@ -9,10 +9,10 @@ import (
 	"sync"
 )
 
-// TraceRecord is one line of a router trace: the experts one MoE layer
+// traceRecord is one line of a router trace: the experts one MoE layer
 // selected for one generated token. `deltafin warm` reads these to rank
 // experts for fetching and cache warming.
-type TraceRecord struct {
+type traceRecord struct {
 	Token   int   `json:"token"`   // index of the token in the generation
 	Layer   int   `json:"layer"`   // MoE layer number
 	Experts []int `json:"experts"` // router order
@@ -49,7 +49,7 @@ func (t *TraceWriter) Record(token, layer int, experts []int) error {
 		t.err = fmt.Errorf("engine: trace %s is closed", t.path)
 	}
 	if t.err == nil {
-		if err := t.enc.Encode(TraceRecord{Token: token, Layer: layer, Experts: experts}); err != nil {
+		if err := t.enc.Encode(traceRecord{Token: token, Layer: layer, Experts: experts}); err != nil {
 			t.err = fmt.Errorf("engine: trace: %w", err)
 		}
 	}
