@@ -124,12 +124,12 @@ func (m *Model) kdaForward(be kernels.Backend, out, x []float32, T int, w *kdaWe
 		// Token 0: s → mid (out of place); token 1: mid → s, in place.
 		// Each step is the arithmetic of a decode step.
 		span := nh * d
-		kdaStep(o[:span], q[:span], k[:span], v[:span], g[:span], b[:nh], st.s, st.midS, nh, d)
-		kdaStep(o[span:], q[span:], k[span:], v[span:], g[span:], b[nh:], st.midS, st.s, nh, d)
+		kdaStep(o[:span], q[:span], k[:span], v[:span], g[:span], b[:nh], st.s, st.midS, nh, d, m.heads)
+		kdaStep(o[span:], q[span:], k[span:], v[span:], g[span:], b[nh:], st.midS, st.s, nh, d, m.heads)
 	case c.GateLowerBound == nil && T > kdaChunkSize:
 		kdaChunked(o, q, k, v, g, b, st.s, T, nh, d, kdaChunkSize)
 	default:
-		kdaRecurrent(o, q, k, v, g, b, st.s, T, nh, d)
+		kdaRecurrent(o, q, k, v, g, b, st.s, T, nh, d, m.heads)
 	}
 
 	// Gated per-head RMSNorm: o_h ← RMSNorm_{o_norm}(o_h) ⊙ σ(gate_h).
@@ -211,15 +211,15 @@ func shortConv(x, w, state, mid []float32, P, K int) []float32 {
 // Heads are independent: they run in parallel, each over all T tokens, with
 // the same arithmetic per head as one at a time (K3: 96 heads of 128², about
 // 10 ms per token and layer on one core).
-func kdaRecurrent(o, q, k, v, g, beta, s []float32, T, nh, d int) {
-	kdaHeads(o, q, k, v, g, beta, s, s, T, nh, d, headWorkers(T*nh*d*d))
+func kdaRecurrent(o, q, k, v, g, beta, s []float32, T, nh, d int, heads headSplit) {
+	kdaHeads(o, q, k, v, g, beta, s, s, T, nh, d, heads.workers(T*nh*d*d))
 }
 
 // kdaStep is one token of kdaRecurrent from state src into dst: the same
 // operations in the same order whether dst is src (in place) or another
 // buffer (a speculative pass keeping the state before the step).
-func kdaStep(o, q, k, v, g, beta, src, dst []float32, nh, d int) {
-	kdaHeads(o, q, k, v, g, beta, src, dst, 1, nh, d, headWorkers(nh*d*d))
+func kdaStep(o, q, k, v, g, beta, src, dst []float32, nh, d int, heads headSplit) {
+	kdaHeads(o, q, k, v, g, beta, src, dst, 1, nh, d, heads.workers(nh*d*d))
 }
 
 // kdaHeads runs T tokens of the delta rule for every head, on workers

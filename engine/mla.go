@@ -77,7 +77,7 @@ func (m *Model) mlaForward(be kernels.Backend, out, x []float32, T int, w *mlaWe
 	// softmax(q·k / √qk) · v per head, causal; heads in parallel.
 	attn := make([]float32, T*nh*dv)
 	scale := float32(1 / math.Sqrt(float64(qk)))
-	parallelHeads(nh, headWorkers(T*(past+T)*nh*(qk+dv)), func(h0, h1 int) {
+	parallelHeads(nh, m.heads.workers(T*(past+T)*nh*(qk+dv)), func(h0, h1 int) {
 		scores := make([]float32, past+T)
 		for t := 0; t < T; t++ {
 			n := past + t + 1

@@ -64,6 +64,7 @@ type Model struct {
 	routerTrace *TraceWriter
 	noSpec      bool
 	i8          *checkpoint // the int8 spine, or nil
+	heads       headSplit   // attention heads over the cores
 }
 
 // Open reads dir/config.json, opens the safetensors shards, validates every
