@@ -276,8 +276,9 @@ func readBandwidth(ctx context.Context, dir string, layers []int, mode string, r
 	return float64(rounds*k3TopK*engine.ExpertSpanBytes) / el / 1e9, nil
 }
 
-// nextRoute keeps each of prev's experts with probability 0.31 (K3's measured
-// token-to-token repeat) and fills the rest uniformly.
+// nextRoute keeps each of prev's experts with probability 0.31 (K3's
+// token-to-token repeat as reported from real runs, docs/MODEL.md §10) and
+// fills the rest uniformly.
 func nextRoute(rng *rand.Rand, prev []int) []int {
 	ids := make([]int, 0, k3TopK)
 	used := map[int]bool{}

@@ -17,7 +17,7 @@ import (
 // ErrNoSpace reports a slice that would not fit on the disk.
 var ErrNoSpace = errors.New("bench: not enough free disk")
 
-// K3 shapes used by the synthetic slice (K3-ARCHITECTURE.md §1.2, §3).
+// K3 shapes used by the synthetic slice (docs/MODEL.md §2, §4).
 const (
 	k3TextPrefix = "language_model."
 	layersPrefix = "model.layers."

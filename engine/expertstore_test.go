@@ -364,7 +364,7 @@ func TestExpertMatricesViewTheSpan(t *testing.T) {
 	}{{"w1", e.W1.Validate()}, {"w2", e.W2.Validate()}, {"w3", e.W3.Validate()}} {
 		require.NoError(t, m.err, m.name)
 	}
-	// The K3 offsets inside the span (K3-ARCHITECTURE.md §3.3).
+	// The K3 offsets inside the span (docs/MODEL.md §4.3).
 	base := addrOf(b)
 	require.Equal(t, uintptr(5_849_088), addrOf(e.W2.Data)-base)
 	require.Equal(t, uintptr(11_354_112), addrOf(e.W2.Scales)-base)

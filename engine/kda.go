@@ -6,7 +6,7 @@ import (
 	"github.com/deltafin/deltafin/kernels"
 )
 
-// Kimi Delta Attention (K3-ARCHITECTURE.md §4.5): a linear-attention layer
+// Kimi Delta Attention (docs/MODEL.md §5.5): a linear-attention layer
 // whose state is, per head, a d×d matrix updated by the gated delta rule with
 // a per-channel decay. Notation: T tokens, H hidden, nh heads of width d,
 // P = nh·d, K the short-conv width.
@@ -113,11 +113,11 @@ func (m *Model) kdaForward(be kernels.Backend, out, x []float32, T int, w *kdaWe
 		kdaGate(g[t*P:(t+1)*P], w.aLog, w.dtBias, c.GateLowerBound, nh, d)
 	}
 
-	// The delta rule, in the operation order of each model's reference: K3
-	// (Deltafin, validated on the real weights) runs the per-token
-	// recurrence for every T; Kimi-Linear's FLA code runs the chunked form
-	// for prompts longer than one chunk. Both are the same function of the
-	// inputs (kda_test.go).
+	// The delta rule, in the operation order of each model's reference: for
+	// K3 the per-token recurrence for every T (what k3-tiny's reference
+	// computes; nothing has run on the real weights yet, docs/MODEL.md);
+	// for Kimi-Linear FLA's chunked form for prompts longer than one chunk.
+	// Both are the same function of the inputs (kda_test.go).
 	o := make([]float32, T*P)
 	switch {
 	case mid:

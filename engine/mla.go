@@ -6,7 +6,7 @@ import (
 	"github.com/deltafin/deltafin/kernels"
 )
 
-// Multi-head latent attention, NoPE (K3-ARCHITECTURE.md §4.6). Notation: nh
+// Multi-head latent attention, NoPE (docs/MODEL.md §5.6). Notation: nh
 // heads, query/key head width qk = nope + rope, value width dv, latent width
 // r = kv_lora_rank. No rotary embedding is applied: the "rope" features are
 // plain features, the key's shared by all heads.

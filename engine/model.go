@@ -194,7 +194,7 @@ type traceFunc func(layer int, h []float32)
 // the last one.
 //
 // The residual stream follows Block Attention Residuals when configured
-// (K3-ARCHITECTURE.md §4.3):
+// (docs/MODEL.md §5.3):
 //
 //	a_in = blocks empty ? partial : AttnRes(blocks + [partial])
 //	at a block boundary: blocks += [partial]; partial = none
@@ -251,7 +251,8 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 			// the previous token's experts anyway, and its group
 			// prefetches read them in order. With streamed spine layers
 			// the ring keeps the disk busy and the disk is the limit: a
-			// wrong guess (about 69% of them) would only cost disk time.
+			// wrong guess (about 69% of them, docs/MODEL.md §10) would
+			// only cost disk time.
 			m.experts.prefetchPrevious(i)
 		}
 		lw := &w.layers[i]

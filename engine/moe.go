@@ -7,7 +7,7 @@ import (
 	"github.com/deltafin/deltafin/kernels"
 )
 
-// Mixture of experts (K3-ARCHITECTURE.md §4.8). Notation: E experts, top-k
+// Mixture of experts (docs/MODEL.md §5.8). Notation: E experts, top-k
 // per token, D the width experts work in (the latent R for K3, else H).
 
 type moeWeights struct {

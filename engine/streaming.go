@@ -232,11 +232,12 @@ func diagnoseTruncation(name string, src Source) error {
 
 // lookahead guesses layer i+1's experts while layer i still has its MoE
 // block to run: layer i+1's norm and router applied to layer i's
-// post-attention residual (the Deltafin "PILOT" lookahead, 59–70% recall on
-// K3). The guess is only a prefetch: layer i+1's own router decides, and
-// the store drops wrong guesses. Decode steps only (T = 1), streamed experts
-// only, and only when layer i+1's spine is pinned: a streamed spine keeps
-// the disk busy, where wrong guesses (30–40% on K3) would cost disk time.
+// post-attention residual (the "PILOT" lookahead; its reported recall on
+// K3 is 59–70%, docs/MODEL.md §10). The guess is only a prefetch: layer
+// i+1's own router decides, and the store drops wrong guesses. Decode steps
+// only (T = 1), streamed experts only, and only when layer i+1's spine is
+// pinned: a streamed spine keeps the disk busy, where wrong guesses (the
+// other 30–40%) would cost disk time.
 func (m *Model) lookahead(i int, mIn []float32, T int) {
 	if _, ok := m.experts.(*streamExperts); !ok || T != 1 || i+1 >= m.cfg.Layers {
 		return
