@@ -12,6 +12,7 @@ import (
 )
 
 func TestSystemReserve(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		ram  int64
@@ -26,6 +27,7 @@ func TestSystemReserve(t *testing.T) {
 }
 
 func TestPlanBudget(t *testing.T) {
+	t.Parallel()
 	layers := []int64{3 * gib / 2, 1 * gib, 1 * gib, 1 * gib} // ring: 3 GiB for all, 2 GiB after layer 0
 	base := BudgetInput{
 		GlobalBytes: 1 * gib, LayerBytes: layers, WorkingBytes: gib / 2,
@@ -80,6 +82,7 @@ func TestPlanBudget(t *testing.T) {
 }
 
 func TestHeatPersistsAcrossRuns(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "data", "expert_heat.jsonl")
 	h, err := loadHeat(path, 4, 8)
 	require.NoError(t, err, "a missing file is an empty histogram")
@@ -120,6 +123,7 @@ func TestHeatPersistsAcrossRuns(t *testing.T) {
 }
 
 func TestHeatHalvesInsteadOfOverflowing(t *testing.T) {
+	t.Parallel()
 	h := newHeat(2, 2)
 	for range heatHalving - 1 {
 		h.Touch(1, []int{0})
@@ -132,6 +136,7 @@ func TestHeatHalvesInsteadOfOverflowing(t *testing.T) {
 }
 
 func TestTraceWritesOneLinePerLayer(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
 	tw, err := CreateTrace(path)
 	require.NoError(t, err)

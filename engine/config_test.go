@@ -12,6 +12,7 @@ import (
 )
 
 func TestLoadConfig(t *testing.T) {
+	t.Parallel()
 	k3, err := loadConfig(filepath.Join("..", "testdata", "k3-tiny"))
 	require.NoError(t, err)
 	require.Equal(t, "kimi_k3", k3.ModelType)
@@ -40,6 +41,7 @@ func TestLoadConfig(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("..", "testdata", "k3-tiny", "config.json"))
 	require.NoError(t, err)
 	tests := []struct {

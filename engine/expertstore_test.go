@@ -60,6 +60,7 @@ func spanBytes(t testing.TB, dir string, sp ExpertSpan) []byte {
 }
 
 func TestExpertStoreReadsTheBytesOnDisk(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1, 2}, 12)
 	for _, tc := range []struct {
 		name  string
@@ -122,6 +123,7 @@ func assertNoError(t *testing.T, err error) bool {
 }
 
 func TestAlignedRangeEdgeCases(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name           string
 		off, n         int64
@@ -147,6 +149,7 @@ func TestAlignedRangeEdgeCases(t *testing.T) {
 }
 
 func TestExpertCacheKeepsTheHottest(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 8)
 	heat := newHeat(2, 8)
 	// Experts 6 and 7 are hot from earlier runs.
@@ -183,6 +186,7 @@ func TestExpertCacheKeepsTheHottest(t *testing.T) {
 }
 
 func TestPrefetchNeverChangesTheExperts(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1, 2}, 10)
 	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Readers: 3, PrefetchExperts: 4})
 	require.NoError(t, err)
@@ -237,6 +241,7 @@ func (c *copyFetcher) Ensure(_ context.Context, file string, off, n int64) error
 }
 
 func TestFetcherFillsMissingExperts(t *testing.T) {
+	t.Parallel()
 	src, spans := writeTinyModel(t, []int{1}, 6)
 	mirror := t.TempDir()
 	name := spans[ExpertID{1, 0}].Shard
@@ -261,6 +266,7 @@ func TestFetcherFillsMissingExperts(t *testing.T) {
 }
 
 func TestTruncatedShardNamesTheExpert(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{3}, 6)
 	victim := ExpertID{3, 2}
 	sp := spans[victim]
@@ -303,6 +309,7 @@ func TestTruncatedShardNamesTheExpert(t *testing.T) {
 }
 
 func TestAcquireRejectsBadSelections(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 4)
 	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans})
 	require.NoError(t, err)
@@ -327,6 +334,7 @@ func TestAcquireRejectsBadSelections(t *testing.T) {
 }
 
 func TestIndexExpertsRejectsBrokenLayouts(t *testing.T) {
+	t.Parallel()
 	good := tinyExperts(1, 2)
 	swapped := append([]synthTensor(nil), good...)
 	swapped[1], swapped[2] = swapped[2], swapped[1] // w2 packed before w1 scale
@@ -355,6 +363,7 @@ func TestIndexExpertsRejectsBrokenLayouts(t *testing.T) {
 }
 
 func TestExpertMatricesViewTheSpan(t *testing.T) {
+	t.Parallel()
 	b := make([]byte, ExpertSpanBytes)
 	e, err := ExpertMatrices(b, 3072, 3584)
 	require.NoError(t, err)
@@ -374,6 +383,7 @@ func TestExpertMatricesViewTheSpan(t *testing.T) {
 }
 
 func TestPrefetchPreviousReadsTheLastSelection(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 10)
 	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Readers: 2})
 	require.NoError(t, err)
@@ -401,6 +411,7 @@ func TestPrefetchPreviousReadsTheLastSelection(t *testing.T) {
 }
 
 func TestWrongPrefetchesStopReading(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 12)
 	// One reader and 4096-byte chunks: a prefetch of 8 experts queues about
 	// 24 chunk reads, most still queued when the router decides.

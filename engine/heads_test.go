@@ -29,6 +29,7 @@ func k3KDA(T int) (q, k, v, g, beta, s []float32) {
 // TestParallelHeadsAreBitIdentical: the delta rule and MLA attention give
 // the same bits on one worker and on all of them.
 func TestParallelHeadsAreBitIdentical(t *testing.T) {
+	t.Parallel()
 	const nh, d, T = 96, 128, 3
 	q, k, v, g, beta, s := k3KDA(T)
 	run := func(serial bool) ([]float32, []float32) {

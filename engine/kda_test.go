@@ -31,6 +31,7 @@ func kdaInputs(r *rand.Rand, T, nh, d int, lb float32) (q, k, v, g, beta []float
 }
 
 func TestKDAChunkedEqualsRecurrent(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name         string
 		T, nh, d, C  int
@@ -70,6 +71,7 @@ func TestKDAChunkedEqualsRecurrent(t *testing.T) {
 // TestKDARecurrentByHand checks one step of the gated delta rule against
 // the formula written out for d = 2.
 func TestKDARecurrentByHand(t *testing.T) {
+	t.Parallel()
 	q := []float32{0.6, 0.8}
 	k := []float32{1, 0}
 	v := []float32{2, -1}
@@ -86,6 +88,7 @@ func TestKDARecurrentByHand(t *testing.T) {
 }
 
 func TestShortConvCarriesState(t *testing.T) {
+	t.Parallel()
 	const P, K, T = 3, 4, 9
 	r := rand.New(rand.NewPCG(2, 2))
 	x := make([]float32, T*P)
@@ -115,6 +118,7 @@ func TestShortConvCarriesState(t *testing.T) {
 }
 
 func TestKDAGate(t *testing.T) {
+	t.Parallel()
 	lb := float32(-5)
 	aLog := []float32{0, float32(math.Log(2))} // per channel (K3)
 	dt := []float32{0.5, -1, 0, 0}             // [nh=2, d=2]

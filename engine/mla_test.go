@@ -138,6 +138,7 @@ func naiveMLA(m *Model, w *mlaWeights, x []float32, T int) []float64 {
 }
 
 func TestMLA(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name  string
 		qLoRA int

@@ -23,6 +23,7 @@ func f32Matrix(rows, cols int, v ...float32) kernels.Matrix {
 }
 
 func TestRouter(t *testing.T) {
+	t.Parallel()
 	logit := func(p float64) float32 { return float32(math.Log(p / (1 - p))) } // σ⁻¹
 	base := config{Experts: 4, TopK: 2, NGroup: 1, TopKGrp: 1, Renormalize: true, RoutedScaling: 1}
 	tests := []struct {
@@ -77,6 +78,7 @@ func TestRouter(t *testing.T) {
 }
 
 func TestSiTU(t *testing.T) {
+	t.Parallel()
 	c, err := parseConfig([]byte(`{"model_type":"kimi_linear","vocab_size":8,"hidden_size":4,"num_hidden_layers":1,
 		"intermediate_size":4,"num_attention_heads":1,"kv_lora_rank":2,"qk_nope_head_dim":2,"v_head_dim":2,
 		"hidden_act":"situ","activation_situ_beta":4.0,"activation_situ_linear_beta":25.0}`))
@@ -97,6 +99,7 @@ func TestSiTU(t *testing.T) {
 }
 
 func TestAttnResMix(t *testing.T) {
+	t.Parallel()
 	w := attnResWeights{norm: []float32{1, 1}, proj: []float32{1, 0}}
 	// One value: softmax over one entry is exactly 1, the mix is the value.
 	dst := make([]float32, 2)
@@ -120,6 +123,7 @@ func TestAttnResMix(t *testing.T) {
 }
 
 func TestRMSNorm(t *testing.T) {
+	t.Parallel()
 	x := []float32{1, 2, 3, 4}
 	dst := make([]float32, 4)
 	rmsNorm(dst, x, []float32{1, 1, 2, 0.5}, 1e-5)
@@ -130,6 +134,7 @@ func TestRMSNorm(t *testing.T) {
 // TestMXFP4Dequant checks the e2m1 × e8m0 decoding of every code at several
 // scales bit for bit, negative zero included, and the nibble order.
 func TestMXFP4Dequant(t *testing.T) {
+	t.Parallel()
 	mags := []float64{0, 0.5, 1, 1.5, 2, 3, 4, 6}
 	for _, s := range []uint8{1, 100, 119, 127, 128, 135, 254} {
 		packed := make([]byte, 16) // one row of 32 elements: codes 0..15 twice
@@ -159,6 +164,7 @@ func TestMXFP4Dequant(t *testing.T) {
 // through the engine's view (one span, no copy) and compares it with a
 // decoding written straight from the file's bytes.
 func TestExpertView(t *testing.T) {
+	t.Parallel()
 	m, err := Open(t.Context(), filepath.Join("..", "testdata", "k3-tiny"), Options{})
 	require.NoError(t, err)
 	defer m.Close()
@@ -202,6 +208,7 @@ func TestExpertView(t *testing.T) {
 // TestBF16Widening: every BF16 weight is widened exactly (its bits shifted
 // into the top half of an fp32).
 func TestBF16Widening(t *testing.T) {
+	t.Parallel()
 	m, err := Open(t.Context(), filepath.Join("..", "testdata", "k3-tiny"), Options{})
 	require.NoError(t, err)
 	defer m.Close()

@@ -18,6 +18,7 @@ import (
 // those experts' bytes (read amplification 1; alignment padding with
 // O_DIRECT).
 func TestPrefillReadsEachExpertOnce(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "testdata", "k3-tiny")
 	ref := loadRef(t, filepath.Join(dir, "reference.safetensors"))
 	for _, tc := range []struct {
@@ -88,6 +89,7 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 // pass gives the logits of the same prompt fed one token at a time, on both
 // fixtures, within the engine's tolerance for batched versus single-row sums.
 func TestPrefillEqualsPerTokenPath(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, dir, ref string }{
 		{"k3-tiny", filepath.Join("..", "testdata", "k3-tiny"), filepath.Join("..", "testdata", "k3-tiny", "reference.safetensors")},
 		{"kimi-linear-tiny", filepath.Join("..", "testdata", "kimi-linear-tiny", "hf"), filepath.Join("..", "testdata", "kimi-linear-tiny", "reference.safetensors")},

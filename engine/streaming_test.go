@@ -15,6 +15,7 @@ import (
 // layers per pass) under budgets that leave almost nothing in RAM: the
 // tokens and logits must equal the reference exactly as in RAM.
 func TestK3TinyStreamedGivesTheReferenceTokens(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "testdata", "k3-tiny")
 	ref := loadRef(t, filepath.Join(dir, "reference.safetensors"))
 	for _, tc := range []struct {
@@ -71,6 +72,7 @@ func TestK3TinyStreamedGivesTheReferenceTokens(t *testing.T) {
 }
 
 func TestTruncatedK3ShardNamesTheExpert(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join("..", "testdata", "k3-tiny")
 	dir := t.TempDir()
 	entries, err := os.ReadDir(src)
