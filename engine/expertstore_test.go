@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ const (
 	tinyLatent = 96
 )
 
-func tinyExperts(layer, n int) []synthTensor {
+func tinyExperts(layer, n int) []safetensors.Tensor {
 	return syntheticExperts(layer, n, tinyInter, tinyLatent)
 }
 
@@ -32,7 +33,7 @@ func writeTinyModel(t testing.TB, layers []int, n int) (string, map[ExpertID]Exp
 	spans := map[ExpertID]ExpertSpan{}
 	for i, l := range layers {
 		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, len(layers))
-		ts := append([]synthTensor{{fmt.Sprintf("language_model.model.layers.%d.mlp.gate.weight", l), "BF16", []int64{12, 4}, fillBF16}},
+		ts := append([]safetensors.Tensor{{Name: fmt.Sprintf("language_model.model.layers.%d.mlp.gate.weight", l), DType: "BF16", Shape: []int64{12, 4}}},
 			tinyExperts(l, n)...)
 		writeSyntheticShard(t, filepath.Join(dir, name), ts, uint64(i+11))
 		f, err := os.Open(filepath.Join(dir, name))
@@ -336,14 +337,14 @@ func TestAcquireRejectsBadSelections(t *testing.T) {
 func TestIndexExpertsRejectsBrokenLayouts(t *testing.T) {
 	t.Parallel()
 	good := tinyExperts(1, 2)
-	swapped := append([]synthTensor(nil), good...)
+	swapped := append([]safetensors.Tensor(nil), good...)
 	swapped[1], swapped[2] = swapped[2], swapped[1] // w2 packed before w1 scale
-	missing := append([]synthTensor(nil), good[:5]...)
-	wrongType := append([]synthTensor(nil), good...)
-	wrongType[0].dtype = "BF16"
+	missing := append([]safetensors.Tensor(nil), good[:5]...)
+	wrongType := append([]safetensors.Tensor(nil), good...)
+	wrongType[0].DType = "BF16"
 	for _, tc := range []struct {
 		name string
-		ts   []synthTensor
+		ts   []safetensors.Tensor
 		want string
 	}{
 		{"parts out of order", swapped, "not where"},
@@ -351,8 +352,9 @@ func TestIndexExpertsRejectsBrokenLayouts(t *testing.T) {
 		{"not U8", wrongType, "want U8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, _ := shardHeader(tc.ts)
-			size := int64(len(h)) + sumSize(tc.ts)
+			ts := slices.Clone(tc.ts)
+			h := safetensors.Encode(ts)
+			size := ts[len(ts)-1].End()
 			hdr, err := safetensors.Parse(h[8:], size)
 			require.NoError(t, err)
 			_, err = IndexExperts("x.safetensors", hdr)
