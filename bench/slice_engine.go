@@ -105,14 +105,9 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan engine.Budget
 	r := PrefillResult{Tokens: o.Prefill}
 	plan.CacheExperts = 0 // every distinct expert is read: the worst case
 	tracePath := filepath.Join(o.Dir, "prefill-trace.jsonl")
-	tw, err := engine.CreateTrace(tracePath)
-	if err != nil {
-		return r, err
-	}
 	defer os.Remove(tracePath)
-	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, Stream: &engine.StreamOptions{Plan: &plan, Trace: tw}})
+	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, Stream: &engine.StreamOptions{Plan: &plan, TracePath: tracePath}})
 	if err != nil {
-		tw.Close()
 		return r, err
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x9EF1))
@@ -124,10 +119,7 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan engine.Budget
 	_, err = m.NewSession().Forward(ctx, prompt, false)
 	r.TimeToFirstToken = time.Since(start).Seconds()
 	st := m.Stats()
-	if cerr := m.Close(); err == nil {
-		err = cerr
-	}
-	if cerr := tw.Close(); err == nil {
+	if cerr := m.Close(); err == nil { // puts the trace in place
 		err = cerr
 	}
 	if err != nil {

@@ -138,7 +138,7 @@ func TestHeatHalvesInsteadOfOverflowing(t *testing.T) {
 func TestTraceWritesOneLinePerLayer(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
-	tw, err := CreateTrace(path)
+	tw, err := createTrace(path)
 	require.NoError(t, err)
 	require.NoError(t, tw.Record(0, 1, []int{5, 3}))
 	require.NoError(t, tw.Record(0, 2, []int{7}))

@@ -61,7 +61,7 @@ type Model struct {
 	spine       *spineRing // streams layers pinned.., or nil
 	io          ioMeter    // reads in flight of the store and the ring
 	plan        BudgetPlan
-	routerTrace *TraceWriter
+	routerTrace *traceWriter
 	noSpec      bool
 	i8          *checkpoint // the int8 spine, or nil
 	heads       headSplit   // attention heads over the cores
@@ -69,7 +69,8 @@ type Model struct {
 
 // Open reads dir/config.json, opens the safetensors shards, validates every
 // tensor's name, dtype and shape against the config (and the byte contiguity
-// of each MXFP4 expert), and loads the weights.
+// of each MXFP4 expert), and loads the weights. The router trace
+// (StreamOptions.TracePath) is started before any weight is read.
 func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
 	cfg, err := loadConfig(dir)
 	if err != nil {
@@ -81,23 +82,34 @@ func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
 	if opts.OpenSource == nil {
 		opts.OpenSource = OpenFile
 	}
-	ck, err := openCheckpoint(ctx, dir, opts.OpenSource)
-	if err != nil {
-		return nil, err
-	}
-	m := &Model{cfg: cfg, ck: ck, backend: opts.Backend, pinned: cfg.Layers, noSpec: opts.NoSpec}
-	if opts.SpineInt8 != "" {
-		if m.i8, err = openSpineInt8(ctx, opts.SpineInt8, ck); err != nil {
-			ck.close()
+	m := &Model{cfg: cfg, backend: opts.Backend, pinned: cfg.Layers, noSpec: opts.NoSpec}
+	if opts.Stream != nil && opts.Stream.TracePath != "" {
+		if m.routerTrace, err = createTrace(opts.Stream.TracePath); err != nil {
 			return nil, err
 		}
 	}
-	if err := m.load(ctx, dir, opts.Stream); err != nil {
-		ck.close()
+	fail := func(err error) (*Model, error) {
+		if m.ck != nil {
+			m.ck.close()
+		}
 		if m.i8 != nil {
 			m.i8.close()
 		}
+		if m.routerTrace != nil {
+			m.routerTrace.Close()
+		}
 		return nil, err
+	}
+	if m.ck, err = openCheckpoint(ctx, dir, opts.OpenSource); err != nil {
+		return fail(err)
+	}
+	if opts.SpineInt8 != "" {
+		if m.i8, err = openSpineInt8(ctx, opts.SpineInt8, m.ck); err != nil {
+			return fail(err)
+		}
+	}
+	if err := m.load(ctx, dir, opts.Stream); err != nil {
+		return fail(err)
 	}
 	return m, nil
 }
@@ -111,7 +123,7 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 		if err != nil {
 			return err
 		}
-		m.plan, m.pinned, m.routerTrace = plan, min(plan.PinnedLayers, m.cfg.Layers), stream.Trace
+		m.plan, m.pinned = plan, min(plan.PinnedLayers, m.cfg.Layers)
 	}
 	w, err := loadWeights(ctx, m.ck, m.i8, m.cfg, m.pinned)
 	if err != nil {
@@ -159,7 +171,8 @@ func (m *Model) Plan() BudgetPlan { return m.plan }
 // Info returns the model's description.
 func (m *Model) Info() Info { return m.info }
 
-// Close releases the checkpoint files. Sessions must not be used afterwards.
+// Close releases the checkpoint files and puts the router trace in place.
+// Sessions must not be used afterwards.
 func (m *Model) Close() error {
 	if m.closed.Swap(true) {
 		return nil
@@ -178,6 +191,11 @@ func (m *Model) Close() error {
 	}
 	if m.i8 != nil {
 		if cerr := m.i8.close(); err == nil {
+			err = cerr
+		}
+	}
+	if m.routerTrace != nil {
+		if cerr := m.routerTrace.Close(); err == nil {
 			err = cerr
 		}
 	}

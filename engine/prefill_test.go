@@ -32,16 +32,13 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			trace := filepath.Join(t.TempDir(), "trace.jsonl")
-			tw, err := CreateTrace(trace)
-			require.NoError(t, err)
 			plan := tc.plan
-			m, err := Open(t.Context(), dir, Options{Stream: &StreamOptions{Plan: &plan, mode: tc.mode, Trace: tw}})
+			m, err := Open(t.Context(), dir, Options{Stream: &StreamOptions{Plan: &plan, mode: tc.mode, TracePath: trace}})
 			require.NoError(t, err)
-			defer m.Close()
 			prompt := ref.ints(t, "long.input_ids")
 			_, err = m.NewSession().Forward(t.Context(), prompt, false)
 			require.NoError(t, err)
-			require.NoError(t, tw.Close())
+			require.NoError(t, m.Close(), "the trace is in place")
 
 			distinct := map[ExpertID]bool{}
 			f, err := os.Open(trace)

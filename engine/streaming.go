@@ -26,8 +26,11 @@ type StreamOptions struct {
 	// open (a damaged or foreign file starts afresh) and saved at Close;
 	// empty: a fresh histogram each run.
 	HeatPath string
-	Trace    *TraceWriter // --trace: one line per token and MoE layer
-	mode     ioMode       // ioDirect; tests read buffered too
+	// TracePath, when set, receives the router trace (--trace): one JSON
+	// line per token and MoE layer, written to a temporary file and renamed
+	// to TracePath when the model closes.
+	TracePath string
+	mode      ioMode // ioDirect; tests read buffered too
 }
 
 // layerOf returns the decoder layer a tensor name belongs to ("model.layers.N.…"),

@@ -32,10 +32,8 @@ func TestK3TinyStreamedGivesTheReferenceTokens(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			trace := filepath.Join(t.TempDir(), "trace.jsonl")
-			tw, err := CreateTrace(trace)
-			require.NoError(t, err)
 			opts := tc.stream
-			opts.Trace = tw
+			opts.TracePath = trace
 			m, err := Open(t.Context(), dir, Options{Stream: &opts})
 			require.NoError(t, err)
 			if tc.pinned >= 0 {
@@ -57,7 +55,6 @@ func TestK3TinyStreamedGivesTheReferenceTokens(t *testing.T) {
 			}
 			t.Logf("store: %+v", st)
 			require.NoError(t, m.Close())
-			require.NoError(t, tw.Close())
 
 			b, err := os.ReadFile(trace)
 			require.NoError(t, err)
