@@ -11,7 +11,7 @@ import (
 )
 
 // StreamOptions turns on streaming for a checkpoint larger than RAM: routed
-// MXFP4 experts are read per token through a spanStore (cache, prefetch,
+// MXFP4 experts are read per token through the expert store (cache, prefetch,
 // page cache bypassed) and spine layers beyond the budget's pinned prefix are
 // read per token, one layer ahead of compute (spinering.go).
 type StreamOptions struct {
