@@ -20,7 +20,7 @@ import (
 func commands() []cli.Command {
 	return []cli.Command{
 		{Name: "app", Summary: "start the menu-bar app (the default with no arguments)", Run: cli.App(demoModel)},
-		{Name: "serve", Summary: "serve the OpenAI-compatible API without the menu bar", Run: cli.Serve},
+		{Name: "serve", Summary: "serve the OpenAI-compatible API without the menu bar", Run: cli.Serve(demoModel)},
 		{Name: "run", Summary: "generate from a prompt or token ids on the command line", Run: cli.Run},
 		{Name: "setup", Summary: "download the model (stream, full or auto)", Run: cli.Setup},
 		{Name: "fetch-experts", Summary: "download missing routed experts (stream to full)", Run: cli.FetchExperts},

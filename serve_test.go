@@ -7,6 +7,7 @@ import (
 )
 
 func TestServeFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -14,8 +15,7 @@ func TestServeFlags(t *testing.T) {
 		code int
 		err  string
 	}{
-		{"no model", nil, []string{"--data-dir", "DIR"}, 1, "--model"},
-		{"bad port", nil, []string{"--data-dir", "DIR", "--port", "99999", "--model", "x"}, 1, "port"},
+		{"bad port", nil, []string{"--data-dir", "DIR", "--port", "99999", "--model", "x"}, 2, "want a port number 0..65535"},
 		{"bad env", map[string]string{"DELTAFIN_SERVER_MAX_TOKENS": "x"}, []string{"--data-dir", "DIR"}, 1, "DELTAFIN_SERVER_MAX_TOKENS"},
 		{"bad model dir", nil, []string{"--data-dir", "DIR", "--port", "0", "--model", "DIR", "--cors-origin", "https://a.example,https://b.example"}, 1, "has no config.json"},
 		{"unknown flag", nil, []string{"--temperature", "1"}, 2, ""},

@@ -10,6 +10,7 @@ import (
 )
 
 func TestSetupCommands(t *testing.T) {
+	t.Parallel()
 	h := hubtest.New(t, filepath.Join("testdata", "k3-tiny"))
 	env := map[string]string{"HF_ENDPOINT": h.URL()}
 	dir := t.TempDir()

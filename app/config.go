@@ -67,6 +67,10 @@ type Config struct {
 	WarmIdleAfter time.Duration
 	// WarmPoll: how often warming checks idle time and power (0: 30 s).
 	WarmPoll time.Duration
+	// HubStall is how long the app waits for the hub to answer a listing
+	// before it says so (60 s; the downloader's stall timeout for file
+	// bodies is the same).
+	HubStall time.Duration
 	// SessionBus is DBUS_SESSION_BUS_ADDRESS and RuntimeDir is
 	// XDG_RUNTIME_DIR: on Linux the tray and notifications need a
 	// session bus, and the app refuses to start without one.
@@ -97,6 +101,13 @@ type ServerConfig struct {
 	// CORSOrigins are the browser origins allowed to call the API
 	// (--cors-origin, repeatable); none = CORS off.
 	CORSOrigins []string
+	// Demo is set when the model served is the built-in demo (random
+	// weights): the API names it deltafin-demo and says so.
+	Demo bool
+	// AddrGiven is set when Host or Port came from a flag or from
+	// DELTAFIN_HOST / DELTAFIN_PORT; otherwise the menu-bar app uses the
+	// address it remembered (RememberedAddress).
+	AddrGiven bool
 
 	// envErr is an environment value that did not parse; Validate reports
 	// it, so that it only stops the commands that serve.
@@ -113,7 +124,7 @@ func DefaultConfig(getenv Getenv) Config {
 		DataDir:     filepath.Join(xdg.DataHome, "deltafin"),
 		Kernels:     "auto",
 		Run:         RunConfig{MaxNew: DefaultMaxNew},
-		NotifyAfter: 30 * time.Second, WarmIdleAfter: 10 * time.Minute, WarmPoll: 30 * time.Second,
+		NotifyAfter: 30 * time.Second, WarmIdleAfter: 10 * time.Minute, WarmPoll: 30 * time.Second, HubStall: time.Minute,
 		SessionBus: getenv("DBUS_SESSION_BUS_ADDRESS"), RuntimeDir: getenv("XDG_RUNTIME_DIR"),
 	}
 	if v := getenv("DELTAFIN_KERNELS"); v != "" {
@@ -132,6 +143,16 @@ func DefaultConfig(getenv Getenv) Config {
 	}
 	hubFromEnv(getenv, &c)
 	c.Server = ServerConfig{Host: "127.0.0.1", Port: 8000, MemoEntries: 32, APIKey: getenv("DELTAFIN_API_KEY")}
+	if v := getenv("DELTAFIN_HOST"); v != "" {
+		c.Server.Host, c.Server.AddrGiven = v, true
+	}
+	if v := getenv("DELTAFIN_PORT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			c.Server.envErr = fmt.Errorf("app: DELTAFIN_PORT=%q is not a port number", v)
+		}
+		c.Server.Port, c.Server.AddrGiven = n, true
+	}
 	if v := getenv("DELTAFIN_SERVER_MAX_TOKENS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -154,6 +175,9 @@ func (c *Config) Validate() error {
 	c.DataDir = abs
 	if c.NotifyAfter < 0 || c.WarmIdleAfter < 0 {
 		return fmt.Errorf("app: negative duration (notify after %v, warm idle after %v)", c.NotifyAfter, c.WarmIdleAfter)
+	}
+	if c.HubStall <= 0 {
+		c.HubStall = time.Minute
 	}
 	if c.WarmPoll < 0 {
 		return fmt.Errorf("app: negative warm poll interval %v", c.WarmPoll)

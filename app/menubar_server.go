@@ -8,9 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -47,11 +47,11 @@ func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err erro
 		if s.demo == nil {
 			return "", fmt.Errorf("%w: nothing is installed and this build has no demo model", ErrNoModel)
 		}
-		cfg.DataDir = filepath.Join(s.cfg.DataDir, "demo-k3-tiny")
+		cfg.DataDir = DemoDir(s.cfg)
 		if err := InstallDemo(s.demo, cfg.DataDir); err != nil {
 			return "", err
 		}
-		ref.Dir = cfg.DataDir
+		ref.Dir, cfg.Server.Demo = cfg.DataDir, true
 	} else {
 		if ref.Mirror, err = s.mi.mirror(ctx); err != nil {
 			return "", err
@@ -62,15 +62,14 @@ func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err erro
 	if err != nil {
 		return "", err
 	}
-	srv, err := NewServer(s.cfg.Server, m, s.log)
+	srv, err := NewServer(cfg.Server, m, s.log)
 	if err != nil {
 		return "", errors.Join(err, m.Close())
 	}
 	closeAll := m.Close
-	host, port := s.cfg.Server.Host, strconv.Itoa(s.cfg.Server.Port)
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(host, port))
+	ln, err := listenFrom(ctx, s.cfg.Server.Host, s.cfg.Server.Port)
 	if err != nil {
-		return "", errors.Join(fmt.Errorf("app: listen: %w", err), closeAll())
+		return "", errors.Join(err, closeAll())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -109,4 +108,29 @@ func (s *apiServer) Stop(ctx context.Context) error {
 		err = errors.Join(err, serr)
 	}
 	return errors.Join(err, closeAll())
+}
+
+// portTries is how many ports after the configured one the app tries when
+// it is taken (by another program: a second Deltafin is stopped earlier by
+// the instance lock).
+const portTries = 20
+
+// listenFrom listens on host:port or, when that port is in use, on the next
+// free one of the following portTries; port 0 takes any free port.
+func listenFrom(ctx context.Context, host string, port int) (net.Listener, error) {
+	var lc net.ListenConfig
+	var first error
+	for p := port; p <= port+portTries && p <= 65535; p++ {
+		ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		if err == nil {
+			return ln, nil
+		}
+		if first == nil {
+			first = err
+		}
+		if port == 0 || !errors.Is(err, syscall.EADDRINUSE) {
+			break
+		}
+	}
+	return nil, fmt.Errorf("app: listen: %w", first)
 }

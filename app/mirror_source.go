@@ -19,10 +19,15 @@ func OpenMirror(ctx context.Context, cfg Config) (*downloader.Mirror, error) {
 	return openMirror(ctx, cfg, downloader.Options{})
 }
 
+// The mirror's Sources are Ensurers: without Ensure the engine's direct
+// reads of a stream install would read its holes.
+var _ engine.Ensurer = (*downloader.Source)(nil)
+
 // MirrorSource opens the engine's checkpoint files through the mirror m:
 // bytes that are present are read with pread, missing ones (stream mode's
-// experts) are fetched from the hub into the mirror first. Files outside
-// the mirror are opened as plain files.
+// experts) are fetched from the hub into the mirror first (Ensure, before
+// the engine's own direct reads). Files outside the mirror are opened as
+// plain files.
 func MirrorSource(m *downloader.Mirror) engine.OpenSource {
 	return func(ctx context.Context, path string) (engine.Source, error) {
 		rel, err := filepath.Rel(m.Dir(), path)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/engine"
@@ -53,6 +55,9 @@ type Model struct {
 // Everything cheap is checked before any weight is read: the tokenizer
 // files and the backend name.
 func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
+	if err := CheckRAM(cfg); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(filepath.Join(ref.Dir, "config.json")); err != nil {
 		return nil, fmt.Errorf("%w: %s has no config.json", ErrNoModel, ref.Dir)
 	}
@@ -67,7 +72,7 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	stream, err := streamOptions(cfg, ref.Mirror)
+	stream, err := streamOptions(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -86,12 +91,45 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 	return m, nil
 }
 
+// ErrRAM is CheckRAM's error: --ram-gb asks for more memory than the
+// machine has.
+var ErrRAM = errors.New("app: --ram-gb is more than this machine's RAM")
+
+// CheckRAM refuses a --ram-gb above the machine's physical memory before
+// anything is loaded: the plan would pin more weights than fit, and loading
+// them would end in the out-of-memory killer.
+func CheckRAM(cfg Config) error {
+	if cfg.RAMGB <= 0 {
+		return nil
+	}
+	mem, err := sysinfo.ReadMemory()
+	if err != nil {
+		return err
+	}
+	if total := float64(mem.Total) / 1e9; cfg.RAMGB > total {
+		return fmt.Errorf("%w: --ram-gb %g, and this machine has %.1f GB (leave --ram-gb out to plan for what is available)", ErrRAM, cfg.RAMGB, total)
+	}
+	return nil
+}
+
+// PasteableAddr is a listener's address as a person on this machine can
+// paste it into a browser or a client: a wildcard host (0.0.0.0, ::) becomes
+// 127.0.0.1.
+func PasteableAddr(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return a.String()
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
+}
+
 // streamOptions plans streaming from this machine's RAM (or --ram-gb), keeps
 // the expert heat histogram in the data directory (expert_heat.jsonl, which
 // deltafin warm also reads) and the --trace file if asked (the engine puts
-// it in place when the model closes). mirror, when not nil, makes missing
-// expert ranges present (a stream install).
-func streamOptions(c Config, mirror *downloader.Mirror) (*engine.StreamOptions, error) {
+// it in place when the model closes). A stream install's missing bytes are
+// fetched through the mirror's Sources (MirrorSource), which the engine asks
+// to Ensure a range before it reads.
+func streamOptions(c Config) (*engine.StreamOptions, error) {
 	mem, err := sysinfo.ReadMemory()
 	if err != nil {
 		return nil, err
@@ -99,9 +137,6 @@ func streamOptions(c Config, mirror *downloader.Mirror) (*engine.StreamOptions, 
 	o := &engine.StreamOptions{
 		TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available),
 		HeatPath: filepath.Join(c.DataDir, "expert_heat.jsonl"), TracePath: c.Trace,
-	}
-	if mirror != nil {
-		o.Fetch = mirror
 	}
 	if c.RAMGB > 0 {
 		o.OverrideRAM = int64(c.RAMGB * 1e9)

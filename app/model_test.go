@@ -47,7 +47,7 @@ func TestOpenModelStreamsK3Tiny(t *testing.T) {
 }
 
 // TestStreamInstallFetchesExpertsThroughTheStore: over a stream install the
-// expert store asks the mirror (its Fetcher) for each missing expert, then
+// expert store asks the mirror's Source (an engine.Ensurer) for each missing expert, then
 // reads it with direct I/O from the sparse shard; the tokens are exact.
 func TestStreamInstallFetchesExpertsThroughTheStore(t *testing.T) {
 	ctx := t.Context()
@@ -56,7 +56,7 @@ func TestStreamInstallFetchesExpertsThroughTheStore(t *testing.T) {
 	mirror, err := OpenMirror(ctx, cfg)
 	require.NoError(t, err)
 	defer mirror.Close()
-	stream := &engine.StreamOptions{Fetch: mirror, Plan: &engine.BudgetPlan{PinnedLayers: 0, CacheExperts: 2}}
+	stream := &engine.StreamOptions{Plan: &engine.BudgetPlan{PinnedLayers: 0, CacheExperts: 2}}
 	before := h.Requests.Load()
 	m, err := engine.Open(ctx, mirror.Dir(), engine.Options{OpenSource: MirrorSource(mirror), Stream: stream})
 	require.NoError(t, err)

@@ -54,7 +54,7 @@ func trayChild() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	if err := RunMenuBar(ctx, cfg, deps, log); err != nil {
+	if err := RunMenuBar(ctx, cfg, deps, log, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "tray child:", err)
 		return 1
 	}
@@ -147,6 +147,34 @@ func (m dbusMenu) title() string {
 	return v.Value().(string)
 }
 
+// icon is the item's IconPixmap: ARGB32 pixels, big-endian, of its first
+// size.
+func (m dbusMenu) icon() (w, h int32, argb []byte) {
+	v, err := desk.conn.Object(m.item, "/StatusNotifierItem").GetProperty("org.kde.StatusNotifierItem.IconPixmap")
+	require.NoError(m.t, err)
+	var pix []struct {
+		W, H int32
+		ARGB []byte
+	}
+	require.NoError(m.t, dbus.Store([]any{v.Value()}, &pix))
+	require.NotEmpty(m.t, pix)
+	return pix[0].W, pix[0].H, pix[0].ARGB
+}
+
+// progressBar is how much of the icon's bottom row is the progress bar's
+// fill colour, in [0, 1].
+func progressBar(w, h int32, argb []byte) float64 {
+	row := argb[4*int(w)*int(h-1):]
+	n := 0
+	for x := range int(w) {
+		p := row[4*x:]
+		if p[0] == 0xff && p[1] == 0x2f && p[2] == 0x80 && p[3] == 0xed {
+			n++
+		}
+	}
+	return float64(n) / float64(w)
+}
+
 func (m dbusMenu) click(label string) {
 	m.t.Helper()
 	e, ok := m.layout()[label]
@@ -179,7 +207,7 @@ func TestTrayOverDBus(t *testing.T) {
 		"BAT0": {"type": "Battery", "status": "Charging"},
 	})
 	desk.reset()
-	hub := slowHub(t, 5*time.Millisecond)
+	hub := newGatedHub(t)
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), trayChildEnv+"=1", "DELTAFIN_TEST_DIR="+dir,
@@ -226,16 +254,26 @@ func TestTrayOverDBus(t *testing.T) {
 
 	// Download: progress in the status line and the title, then a
 	// notification, then a stream install.
+	// The shard headers and a few chunks are answered, and the rest wait
+	// until the progress has been seen in the status line, the title and
+	// the icon (the panel shows the icon; few hosts draw a title).
+	w, h, idle := m.icon()
+	require.Zero(t, progressBar(w, h, idle))
+	hub.hold(4*2 + 6)
+	// No dialog tool here: the first click asks in a notification with the
+	// disk check's figures, the second starts the download.
 	m.click(LabelDownloadStream)
-	var sawProgress, sawTitle bool
+	require.Contains(t, desk.waitNotification(t, "Download Kimi K3 (stream)?").Body, "Click "+LabelDownloadStream+" again to start.")
+	require.Eventually(t, func() bool { return m.layout()[LabelDownloadStream].Enabled }, 20*time.Second, 10*time.Millisecond)
+	m.click(LabelDownloadStream)
 	require.Eventually(t, func() bool {
-		s := m.status()
-		sawProgress = sawProgress || strings.HasPrefix(s, "Downloading ")
-		sawTitle = sawTitle || strings.HasPrefix(m.title(), "↓ ")
-		return strings.HasPrefix(s, "Stream install")
-	}, 20*time.Second, 10*time.Millisecond)
-	require.True(t, sawProgress, "no download progress in the menu")
-	require.True(t, sawTitle, "no download progress in the title")
+		_, _, busy := m.icon()
+		return strings.HasPrefix(m.status(), "Downloading ") && strings.HasPrefix(m.title(), "↓ ") && progressBar(w, h, busy) > 0
+	}, 20*time.Second, 10*time.Millisecond, "no download progress in the menu, the title and the icon")
+	hub.release()
+	require.Eventually(t, func() bool { return strings.HasPrefix(m.status(), "Stream install") }, 20*time.Second, 10*time.Millisecond)
+	_, _, done := m.icon()
+	require.Equal(t, idle, done, "the plain icon is back once the download is done")
 	n := desk.waitNotification(t, "Download finished")
 	require.Equal(t, "Deltafin", n.App)
 	require.Contains(t, n.Body, "stream mode")
@@ -263,8 +301,9 @@ func TestTrayOverDBus(t *testing.T) {
 	m.click(LabelCopyAddress)
 	require.Eventually(t, func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "clipboard"))
-		return string(b) == addr
-	}, 10*time.Second, 20*time.Millisecond)
+		return string(b) == addr+"/v1"
+	}, 10*time.Second, 20*time.Millisecond, "Copy API address copies the base URL a client needs")
+	require.Equal(t, addr+"/v1", desk.waitNotification(t, "API address copied").Body)
 
 	m.click(LabelLogin)
 	desktopFile := filepath.Join(dir, "config", "autostart", "deltafin.desktop")
@@ -294,5 +333,5 @@ func TestTrayOverDBus(t *testing.T) {
 	// The app remembers nothing pending after a finished download.
 	saved, err := loadState(filepath.Join(dir, "data"))
 	require.NoError(t, err)
-	require.Equal(t, savedState{}, saved)
+	require.Equal(t, savedState{ServerHost: saved.ServerHost, ServerPort: saved.ServerPort}, saved, "nothing pending")
 }

@@ -9,7 +9,7 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
 
 // fillKind says how synthetic bytes are shaped so that kernels reading them

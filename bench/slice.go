@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/kernels"
 )
@@ -138,7 +139,7 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		if err != nil {
 			return r, err
 		}
-		logf("(a) %-11s 16 parallel %d-byte reads: %.2f GB/s", mode, engine.ExpertSpanBytes, bw)
+		logf("(a) %-11s 16 parallel %d-byte reads: %.2f GB/s", mode, ckpt.ExpertSpanBytes, bw)
 		r.Bandwidth = append(r.Bandwidth, ReadBandwidth{mode, bw})
 	}
 	o.dropSliceCache()
@@ -273,7 +274,7 @@ func readBandwidth(ctx context.Context, dir string, layers []int, mode string, r
 		}
 	}
 	el := time.Since(start).Seconds()
-	return float64(rounds*k3TopK*engine.ExpertSpanBytes) / el / 1e9, nil
+	return float64(rounds*k3TopK*ckpt.ExpertSpanBytes) / el / 1e9, nil
 }
 
 // nextRoute keeps each of prev's experts with probability 0.31 (K3's
@@ -370,7 +371,7 @@ func expertFFNThroughput(ctx context.Context, dir string, layer int, be kernels.
 	if read := p.Stats().Sub(before).ExpertBytes; read != 0 {
 		return 0, fmt.Errorf("bench: expert FFN rate: %d bytes read from disk, the experts should have been cached", read)
 	}
-	return float64(per*k3TopK*engine.ExpertSpanBytes) / el / 1e9, nil
+	return float64(per*k3TopK*ckpt.ExpertSpanBytes) / el / 1e9, nil
 }
 
 // matVecThroughput runs a K3 latent projection ([3584, 7168] BF16) split by
@@ -425,7 +426,7 @@ func planK3(ram engine.BudgetInput) (engine.BudgetPlan, error) {
 	layers, globals := k3SpineBytes()
 	in := ram
 	in.LayerBytes, in.GlobalBytes = layers, globals
-	in.SpanBytes, in.MoELayers, in.ExpertsPerLayer, in.TopK = engine.ExpertSpanBytes, k3MoELayers, k3Experts, k3TopK
+	in.SpanBytes, in.MoELayers, in.ExpertsPerLayer, in.TopK = ckpt.ExpertSpanBytes, k3MoELayers, k3Experts, k3TopK
 	in.WorkingBytes = StoreWorkingBytes() + 69*96*128*128*4 // store buffers and the KDA states
 	p, err := engine.PlanBudget(in)
 	if err != nil {
@@ -463,7 +464,7 @@ func SliceLikeK3(k3 engine.BudgetPlan, l SliceLayout) engine.BudgetPlan {
 		p.RingBytes = max(p.RingBytes, 2*b)
 	}
 	miss := 1 - float64(p.CacheExperts)/float64(n*k3Experts)
-	p.ExpertBytesPerToken = int64(float64(n*k3TopK*engine.ExpertSpanBytes) * miss)
+	p.ExpertBytesPerToken = int64(float64(n*k3TopK*ckpt.ExpertSpanBytes) * miss)
 	p.DiskBytesPerToken = p.StreamedSpineBytes + p.ExpertBytesPerToken
 	return p
 }
@@ -478,7 +479,7 @@ func projectK3(r SliceReport) [2]float64 {
 		spine += b
 	}
 	disk := float64(r.K3Plan.DiskBytesPerToken) / (r.Bandwidth[0].GBPerSecond * 1e9)
-	experts := float64(k3MoELayers * k3TopK * engine.ExpertSpanBytes)
+	experts := float64(k3MoELayers * k3TopK * ckpt.ExpertSpanBytes)
 	compute := float64(spine)/(r.MatVecBF16GBps*1e9) + experts/(r.ExpertFFNGBps*1e9)
 	return [2]float64{max(disk, compute), disk + compute}
 }
@@ -486,7 +487,7 @@ func projectK3(r SliceReport) [2]float64 {
 // storeBuffer is the RAM the expert store holds per K3 expert: the span
 // rounded up to the 4096-byte alignment of direct reads, plus one block (a
 // covering aligned range is at most one block longer at each end).
-const storeBuffer = (engine.ExpertSpanBytes+4095)&^4095 + 4096
+const storeBuffer = (ckpt.ExpertSpanBytes+4095)&^4095 + 4096
 
 // StoreWorkingBytes is the RAM an expert store needs besides its cache: two
 // layers' selections in flight and the default prefetch buffers (the

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/engine"
 )
 
@@ -152,7 +153,7 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan engine.Budget
 	}
 	r.DistinctExperts, r.DiskBytes = len(distinct), st.ExpertBytes
 	if r.DistinctExperts > 0 {
-		r.ReadAmplification = float64(st.ExpertBytes) / float64(int64(r.DistinctExperts)*engine.ExpertSpanBytes)
+		r.ReadAmplification = float64(st.ExpertBytes) / float64(int64(r.DistinctExperts)*ckpt.ExpertSpanBytes)
 		r.TokenMajorAmplification = float64(r.TokenMajorExperts) / float64(r.DistinctExperts)
 	}
 	return r, nil

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/deltafin/deltafin/engine"
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/internal/atomicfile"
 )
 
@@ -52,7 +52,7 @@ func sliceIsMLA(j int) bool { return k3IsMLA(j + sliceShapeOffset) }
 // k3LayerSpine lists the spine tensors of an MoE layer numbered i, with an
 // MLA or a KDA attention, in the order a slice stores them.
 func k3LayerSpine(i int, mla bool) []synthTensor {
-	p := k3TextPrefix + layersPrefix + strconv.Itoa(i) + "."
+	p := ckpt.TextPrefix + ckpt.LayerPrefix(i)
 	bf := func(name string, shape ...int64) synthTensor { return synthTensor{p + name, "BF16", shape, fillBF16} }
 	f32 := func(name string, shape ...int64) synthTensor { return synthTensor{p + name, "F32", shape, fillF32} }
 	t := []synthTensor{
@@ -110,7 +110,7 @@ func k3LayerExperts(i int) []synthTensor {
 			if part%2 == 1 {
 				fill = fillScale
 			}
-			t = append(t, synthTensor{engine.ExpertName(engine.ExpertID{Layer: i, Expert: e}, part), "U8", shape[:], fill})
+			t = append(t, synthTensor{ckpt.ExpertName(ckpt.ExpertID{Layer: i, Expert: e}, part), "U8", shape[:], fill})
 		}
 	}
 	return t

@@ -6,9 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/safetensors"
 	"github.com/stretchr/testify/require"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
 
 // Tiny experts: inter 64, latent 96 → 9,792-byte spans.
@@ -25,7 +26,7 @@ func tinyExperts(layer, n int) []synthTensor {
 	var t []synthTensor
 	for e := n - 1; e >= 0; e-- {
 		for part, s := range shapes {
-			t = append(t, synthTensor{engine.ExpertName(engine.ExpertID{Layer: layer, Expert: e}, part), "U8", s[:], fillKind(part % 2)})
+			t = append(t, synthTensor{ckpt.ExpertName(ckpt.ExpertID{Layer: layer, Expert: e}, part), "U8", s[:], fillKind(part % 2)})
 		}
 	}
 	return t
@@ -62,11 +63,11 @@ func TestSyntheticShardResumesToTheSameBytes(t *testing.T) {
 	// The shard parses, and its experts index as contiguous spans.
 	h, err := safetensors.Parse(a[8:8+int(uint64(a[0])|uint64(a[1])<<8|uint64(a[2])<<16)], int64(len(a)))
 	require.NoError(t, err)
-	spans, err := engine.IndexExperts("fresh.safetensors", h)
+	spans, err := ckpt.IndexExperts("fresh.safetensors", h)
 	require.NoError(t, err)
 	require.Len(t, spans, 900)
 	// Scales are e8m0 bytes in 120..127, so kernels meet finite weights.
-	sp := spans[engine.ExpertID{Layer: 1, Expert: 17}]
+	sp := spans[ckpt.ExpertID{Layer: 1, Expert: 17}]
 	for _, s := range a[sp.Offset+tinyInter*tinyLatent/2 : sp.Offset+tinyInter*tinyLatent/2+tinyInter*tinyLatent/32] {
 		require.True(t, s >= 120 && s <= 127)
 	}
@@ -80,7 +81,7 @@ func TestSliceLayoutHasK3Shapes(t *testing.T) {
 	require.False(t, sliceIsMLA(0), "one KDA and one MLA layer")
 	require.True(t, sliceIsMLA(1))
 	require.Len(t, l.Shards, 3)
-	var experts int64 = k3Experts * engine.ExpertSpanBytes
+	var experts int64 = k3Experts * ckpt.ExpertSpanBytes
 	require.Equal(t, int64(15_722_348_544), experts)
 	require.Greater(t, l.ShardBytes[1], experts+l.SpineBytes[0])
 	require.Greater(t, l.SpineBytes[0], l.SpineBytes[1], "a KDA spine is larger than an MLA spine")
@@ -89,7 +90,8 @@ func TestSliceLayoutHasK3Shapes(t *testing.T) {
 	require.Equal(t, 2, SliceLayersFor(37_914_753_024), "1.5 × this machine's 24 GB")
 	_, err = NewSliceLayout(0)
 	require.Error(t, err)
-	require.Equal(t, int64(engine.ExpertSpanBytes), sumSize(k3LayerExperts(0)[:6]), "one expert's six tensors")
+	require.Equal(t, int64(ckpt.ExpertSpanBytes), sumSize(k3LayerExperts(0)[:6]), "one expert's six tensors")
+	require.Equal(t, ckpt.ExpertSpanBytes, int(ckpt.ExpertSpanSize(k3Inter, k3Latent)))
 }
 
 func TestCreateSliceRefusesWhenTheDiskIsFull(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/deltafin/deltafin/app"
 	"github.com/deltafin/deltafin/bench"
+	"github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/internal/sysinfo"
 	"github.com/deltafin/deltafin/kernels"
@@ -105,7 +106,7 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 	in := engine.BudgetInput{
 		TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override,
 		GlobalBytes: layout.GlobalBytes, LayerBytes: layout.SpineBytes, WorkingBytes: bench.StoreWorkingBytes(),
-		SpanBytes: engine.ExpertSpanBytes, MoELayers: layers, ExpertsPerLayer: 896, TopK: 16,
+		SpanBytes: checkpoint.ExpertSpanBytes, MoELayers: layers, ExpertsPerLayer: 896, TopK: 16,
 	}
 	plan, err := engine.PlanBudget(in)
 	if err != nil {

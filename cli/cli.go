@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/deltafin/deltafin/app"
 )
@@ -44,6 +45,9 @@ func Main(ctx context.Context, commands []Command, args []string, stdout, stderr
 	case "-h", "-help", "--help", "help":
 		usage(stdout, commands)
 		return 0
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, app.VersionLine())
+		return 0
 	}
 	for _, c := range commands {
 		if c.Name != name {
@@ -71,7 +75,7 @@ func usage(w io.Writer, commands []Command) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-19s %s\n", c.Name, c.Summary)
 	}
-	fmt.Fprintf(w, "\nRun 'deltafin COMMAND --help' for a command's flags.\n")
+	fmt.Fprintf(w, "\nRun 'deltafin COMMAND --help' for a command's flags, 'deltafin --version' for the version.\n")
 }
 
 // flags returns a FlagSet for the call with the flags every command shares
@@ -122,4 +126,16 @@ func hubFlags(fs *flag.FlagSet, cfg *app.Config) {
 	fs.StringVar(&cfg.Repo, "repo", cfg.Repo, "hub repository owner/name")
 	fs.StringVar(&cfg.Revision, "revision", cfg.Revision, "revision (commit, branch or tag); a commit pins the content")
 	fs.IntVar(&cfg.Jobs, "jobs", cfg.Jobs, "parallel range requests")
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// parsePort parses a --port value into p.
+func parsePort(v string, p *int) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 65535 {
+		return errBadPort
+	}
+	*p = n
+	return nil
 }

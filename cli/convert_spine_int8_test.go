@@ -15,6 +15,7 @@ import (
 // --spine int8: the run says it is approximate and generates; without the
 // conversion it fails naming the command to run.
 func TestRunWithInt8Spine(t *testing.T) {
+	t.Parallel()
 	model := filepath.Join(t.TempDir(), "k3-tiny")
 	require.NoError(t, os.CopyFS(model, os.DirFS(filepath.Join("..", "testdata", "k3-tiny"))))
 	cfg := app.DefaultConfig(func(string) string { return "" })

@@ -39,6 +39,10 @@ type Report struct {
 	DataDirNote string   `json:"data_dir_state"`
 	DiskFree    uint64   `json:"disk_free_bytes"`
 	Backends    []string `json:"backends"`
+	Model       string   `json:"model"`
+	MenuBar     string   `json:"menu_bar"`
+	LogFile     string   `json:"log_file"`
+	Version     string   `json:"version"`
 	Problems    []string `json:"problems,omitempty"`
 }
 
@@ -49,6 +53,8 @@ func diagnose(ctx context.Context, cfg app.Config) Report {
 		OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: sysinfo.NumCPU(),
 		CPUFeatures: sysinfo.CPUFeatures(), DataDir: cfg.DataDir,
 		Backends: kernels.Available(),
+		Model:    app.DescribeInstall(ctx, cfg), MenuBar: app.DescribeDesktop(ctx, cfg),
+		LogFile: app.LogPath(cfg), Version: app.VersionLine(),
 	}
 	if m, err := sysinfo.ReadMemory(); err != nil {
 		r.Problems = append(r.Problems, err.Error())
@@ -112,6 +118,10 @@ func doctor(ctx context.Context, cfg app.Config, w io.Writer, asJSON bool) error
 	fmt.Fprintf(w, "data dir      %s (%s)\n", r.DataDir, r.DataDirNote)
 	fmt.Fprintf(w, "disk free     %s\n", app.FormatBytes(r.DiskFree))
 	fmt.Fprintf(w, "backends      %s\n", strings.Join(r.Backends, ", "))
+	fmt.Fprintf(w, "model         %s\n", r.Model)
+	fmt.Fprintf(w, "menu bar      %s\n", r.MenuBar)
+	fmt.Fprintf(w, "log file      %s\n", r.LogFile)
+	fmt.Fprintf(w, "version       %s\n", r.Version)
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "problem       %s\n", p)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -12,6 +13,7 @@ import (
 )
 
 func TestDoctorText(t *testing.T) {
+	t.Parallel()
 	cfg := app.Config{DataDir: filepath.Join(t.TempDir(), "not", "yet")}
 	var out bytes.Buffer
 	require.NoError(t, doctor(t.Context(), cfg, &out, false))
@@ -23,6 +25,7 @@ func TestDoctorText(t *testing.T) {
 }
 
 func TestDoctorJSON(t *testing.T) {
+	t.Parallel()
 	cfg := app.Config{DataDir: t.TempDir()}
 	var out bytes.Buffer
 	require.NoError(t, doctor(t.Context(), cfg, &out, true))
@@ -34,6 +37,7 @@ func TestDoctorJSON(t *testing.T) {
 }
 
 func TestDefaultConfig(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"DELTAFIN_HOME": "/srv/df"}
 	c := app.DefaultConfig(func(k string) string { return env[k] })
 	require.Equal(t, "/srv/df", c.DataDir)
@@ -42,7 +46,26 @@ func TestDefaultConfig(t *testing.T) {
 }
 
 func TestFormatBytes(t *testing.T) {
+	t.Parallel()
 	require.Equal(t, "999 B", app.FormatBytes(999))
 	require.Equal(t, "1.7 TB", app.FormatBytes(1_700_000_000_000))
 	require.Equal(t, "215.0 GB", app.FormatBytes(215_000_000_000))
+}
+
+// TestDoctorNamesModelDesktopAndLog: doctor says what is installed, whether
+// the menu bar can show, where the log is and which build this is.
+func TestDoctorNamesModelDesktopAndLog(t *testing.T) {
+	t.Parallel()
+	cfg := app.DefaultConfig(func(string) string { return "" })
+	cfg.DataDir = t.TempDir()
+	cfg.SessionBus, cfg.RuntimeDir = "", ""
+	require.NoError(t, cfg.Validate())
+	r := diagnose(t.Context(), cfg)
+	require.Contains(t, r.Model, "not installed")
+	require.Contains(t, r.MenuBar, "DBUS_SESSION_BUS_ADDRESS is unset")
+	require.Equal(t, filepath.Join(cfg.DataDir, "logs", "deltafin.log"), r.LogFile)
+	require.Contains(t, r.Version, "deltafin "+app.Version)
+	entries, err := os.ReadDir(cfg.DataDir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "doctor writes nothing")
 }

@@ -17,6 +17,7 @@ import (
 // On this machine (make deps installs Mesa's lavapipe) the Vulkan backend
 // is present: bench kernels reports it, and "gpu" selects it.
 func TestVulkanBackendPresent(t *testing.T) {
+	t.Parallel()
 	require.Contains(t, kernels.Registered(), "vulkan")
 	b, err := kernels.ByName("gpu")
 	require.NoError(t, err)
@@ -28,6 +29,7 @@ func TestVulkanBackendPresent(t *testing.T) {
 // DELTAFIN_KERNELS=gpu: prefill on Vulkan, decode on the CPU; the greedy
 // tokens are the reference's.
 func TestRunOnGPUPrefill(t *testing.T) {
+	t.Parallel()
 	prompt := ints(reference(t, "text.input_ids"))
 	want := ints(reference(t, "text.greedy_tokens"))
 	cfg := app.DefaultConfig(func(k string) string { return map[string]string{"DELTAFIN_KERNELS": "gpu"}[k] })

@@ -13,6 +13,7 @@ import (
 )
 
 func TestProgressBarsDrawTheEventStream(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		tty  bool

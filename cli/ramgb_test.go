@@ -8,6 +8,7 @@ import (
 )
 
 func TestValidateRAMGB(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		ramGB   float64

@@ -19,6 +19,7 @@ import (
 	"github.com/deltafin/deltafin/app"
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/engine/tokenizer"
 )
 
 // Run is `deltafin run`: one generation from the command line.
@@ -108,6 +109,9 @@ func runPrompt(ctx context.Context, cfg app.Config, stdout, stderr io.Writer) er
 	// when the model directory has one.
 	m, err := app.OpenModel(ctx, cfg, app.ModelRef{Dir: rc.Model, NeedTokenizer: rc.Prompt != ""})
 	if err != nil {
+		if rc.Prompt != "" && errors.Is(err, tokenizer.ErrMissing) {
+			return fmt.Errorf("app: --prompt needs the model's tokenizer: %w", err)
+		}
 		return err
 	}
 	defer m.Close()

@@ -15,6 +15,7 @@ import (
 // DELTAFIN_KERNELS picks the engine's backend; every backend this machine
 // has generates the reference's greedy tokens on k3-tiny.
 func TestRunUsesDeltafinKernels(t *testing.T) {
+	t.Parallel()
 	prompt := ints(reference(t, "text.input_ids"))
 	want := ints(reference(t, "text.greedy_tokens"))
 	for _, name := range append([]string{"auto"}, kernels.Available()...) {

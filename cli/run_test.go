@@ -32,6 +32,7 @@ func ints(v []float64) []int {
 // --logits-out FILE` on the K3 tiny checkpoint and checks the ids and every
 // logits row against the reference.
 func TestRunK3Tiny(t *testing.T) {
+	t.Parallel()
 	const maxNew = 16
 	prompt := ints(reference(t, "text.input_ids"))
 	logitsPath := filepath.Join(t.TempDir(), "logits.f32")
@@ -69,6 +70,7 @@ func TestRunK3Tiny(t *testing.T) {
 // model's tokenizer into the reference's ids and continues as the
 // reference does; --json carries the decoded text.
 func TestRunPrompt(t *testing.T) {
+	t.Parallel()
 	cfg := app.DefaultConfig(func(string) string { return "" })
 	cfg.DataDir = t.TempDir() // Run keeps the expert heat histogram there
 	cfg.Run = app.RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), Prompt: "The capital of France is", MaxNew: 16, JSON: true}
@@ -94,6 +96,7 @@ func TestRunPrompt(t *testing.T) {
 // TestRunChat: --chat renders the turn in the K3 format, stops at the
 // end-of-turn token at the latest and splits reasoning from content.
 func TestRunChat(t *testing.T) {
+	t.Parallel()
 	cfg := app.DefaultConfig(func(string) string { return "" })
 	cfg.DataDir = t.TempDir() // Run keeps the expert heat histogram there
 	cfg.Run = app.RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), Prompt: "Hello", Chat: true, MaxNew: 8, JSON: true}
@@ -110,6 +113,7 @@ func TestRunChat(t *testing.T) {
 }
 
 func TestRunErrors(t *testing.T) {
+	t.Parallel()
 	model := filepath.Join("..", "testdata", "k3-tiny")
 	tests := []struct {
 		name string
@@ -140,6 +144,7 @@ func TestRunErrors(t *testing.T) {
 }
 
 func TestParseIDs(t *testing.T) {
+	t.Parallel()
 	ids, err := ParseIDs("1, 2,3")
 	require.NoError(t, err)
 	require.Equal(t, []int{1, 2, 3}, ids)

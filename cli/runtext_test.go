@@ -26,6 +26,7 @@ func tinyTokenizer(t *testing.T) *tokenizer.Tokenizer {
 }
 
 func TestTextPrompt(t *testing.T) {
+	t.Parallel()
 	tok := tinyTokenizer(t)
 	ids, err := textPrompt(tok, "The capital of <|open|>", false, chat.DefaultOptions())
 	require.NoError(t, err)
@@ -46,6 +47,7 @@ func TestTextPrompt(t *testing.T) {
 }
 
 func TestTextPrinter(t *testing.T) {
+	t.Parallel()
 	tok := tinyTokenizer(t)
 	gen := tok.EncodeSpecial("Think 😀.<|close|>think<|sep|><|open|>response<|sep|>Paris.<|close|>response<|sep|><|close|>message<|sep|>")
 	cases := []struct {
@@ -87,6 +89,7 @@ func TestTextPrinter(t *testing.T) {
 }
 
 func TestTextPrinterWriteError(t *testing.T) {
+	t.Parallel()
 	tok := tinyTokenizer(t)
 	path := filepath.Join(t.TempDir(), "out")
 	f, err := os.Create(path)
@@ -138,6 +141,7 @@ func runK3Tiny(t *testing.T, ctx context.Context, rc app.RunConfig, stdout io.Wr
 // --prompt "The capital of France is" encodes to the reference prompt ids
 // and gives the reference greedy tokens, now as text.
 func TestRunPromptK3Tiny(t *testing.T) {
+	t.Parallel()
 	tok := tinyTokenizer(t)
 	out, _, err := runK3Tiny(t, t.Context(), app.RunConfig{Prompt: "The capital of France is", JSON: true}, nil)
 	require.NoError(t, err)
@@ -161,6 +165,7 @@ func TestRunPromptK3Tiny(t *testing.T) {
 }
 
 func TestRunChatK3Tiny(t *testing.T) {
+	t.Parallel()
 	tok := tinyTokenizer(t)
 	for _, thinking := range []bool{true, false} {
 		t.Run(fmt.Sprint("thinking=", thinking), func(t *testing.T) {
@@ -208,6 +213,7 @@ func (w *cancelOnWrite) Write(p []byte) (int, error) {
 }
 
 func TestRunInterrupted(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	w := &cancelOnWrite{cancel: cancel}
@@ -226,6 +232,7 @@ func TestRunInterrupted(t *testing.T) {
 
 // Without tokenizer files an --ids run still works and prints ids.
 func TestRunIDsWithoutTokenizer(t *testing.T) {
+	t.Parallel()
 	cfg := app.DefaultConfig(func(string) string { return "" })
 	cfg.Run.Model, cfg.Run.IDs, cfg.Run.MaxNew = modelWithoutTokenizer(t), []int{1, 2, 3}, 3
 	var stdout, stderr bytes.Buffer

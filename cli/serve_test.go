@@ -15,13 +15,13 @@ import (
 	"github.com/deltafin/deltafin/app"
 	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/downloader/hubtest"
-	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/engine/tokenizer"
 	"github.com/deltafin/deltafin/internal/testref"
 	"github.com/stretchr/testify/require"
 )
 
 func TestServeK3Tiny(t *testing.T) {
+	t.Parallel()
 	cfg := app.DefaultConfig(func(k string) string {
 		return map[string]string{"DELTAFIN_HOME": t.TempDir(), "DELTAFIN_SERVER_MAX_TOKENS": "2"}[k]
 	})
@@ -67,6 +67,7 @@ func TestServeK3Tiny(t *testing.T) {
 }
 
 func TestServeRefuses(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		dir   string
@@ -74,7 +75,7 @@ func TestServeRefuses(t *testing.T) {
 		check string
 	}{
 		{"no model installed", "", app.ErrNoModel, "deltafin setup"},
-		{"not a model", t.TempDir(), engine.ErrConfig, "open model"},
+		{"not a model", t.TempDir(), app.ErrNoModel, "has no config.json"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,7 +84,7 @@ func TestServeRefuses(t *testing.T) {
 			cfg.Server.ModelDir = tc.dir
 			cfg.Server.Port = 0
 			require.NoError(t, cfg.Validate())
-			err := serve(t.Context(), cfg, slog.New(slog.DiscardHandler), nil)
+			err := serve(t.Context(), cfg, nil, slog.New(slog.DiscardHandler), nil)
 			require.ErrorIs(t, err, tc.want)
 			require.Contains(t, err.Error(), tc.check)
 		})
@@ -94,6 +95,7 @@ func TestServeRefuses(t *testing.T) {
 // model; in a stream install the experts come from the (fake) hub on
 // demand, and the answer is k3-tiny's reference continuation.
 func TestServeStreamInstall(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
 	cfg := hubConfig(t, h)
@@ -125,6 +127,7 @@ func TestServeStreamInstall(t *testing.T) {
 }
 
 func TestServerConfig(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -168,7 +171,7 @@ func startServe(t *testing.T, ctx context.Context, cfg app.Config) (string, <-ch
 	t.Helper()
 	urls := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), func(u string) { urls <- u }) }()
+	go func() { done <- serve(ctx, cfg, nil, slog.New(slog.DiscardHandler), func(u string) { urls <- u }) }()
 	var base string
 	select {
 	case base = <-urls:

@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/deltafin/deltafin/app"
+	"github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/internal/sysinfo"
 )
@@ -20,7 +21,7 @@ func Setup(ctx context.Context, c *Call) error {
 	fs := c.flags("")
 	hubFlags(fs, cfg)
 	stream := fs.Bool("stream", false, "download metadata and the spine; experts arrive on demand")
-	full := fs.Bool("full", false, "download everything (about 1.6 TB for K3)")
+	full := fs.Bool("full", false, "download everything (about 1.7 TB for K3)")
 	auto := fs.Bool("auto", false, "full if 100 GB stay free afterwards, else stream (the default)")
 	dryRun := fs.Bool("dry-run", false, "print each mode's totals and what is present, download nothing")
 	if err := c.parse(fs, c.Args); err != nil {
@@ -269,7 +270,7 @@ func warmExperts(ctx context.Context, cfg app.Config, opts WarmOptions, out io.W
 	if len(traces) == 0 && heat == "" {
 		return fmt.Errorf("app: warm has nothing to rank: pass --trace FILE (written by deltafin run --trace) or keep traces as %s", filepath.Join(cfg.DataDir, "router_trace*.jsonl"))
 	}
-	counts := map[downloader.ExpertID]float64{}
+	counts := map[checkpoint.ExpertID]float64{}
 	routes := 0
 	for _, name := range traces {
 		f, err := os.Open(name)
@@ -318,7 +319,7 @@ func warmExperts(ctx context.Context, cfg app.Config, opts WarmOptions, out io.W
 		show = 20
 	}
 	for _, c := range ranked[:min(show, len(ranked))] {
-		fmt.Fprintf(out, "  %v: %g\n", c.ExpertID, c.Score)
+		fmt.Fprintf(out, "  L%d-E%d: %g\n", c.ExpertID.Layer, c.ExpertID.Expert, c.Score)
 	}
 	if opts.Fetch <= 0 {
 		if len(ranked) > 0 {

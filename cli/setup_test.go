@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -26,6 +25,7 @@ func hubConfig(t *testing.T, h *hubtest.Hub) app.Config {
 }
 
 func TestSetupStreamThenFetchExpertsAndWarm(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
 	cfg := hubConfig(t, h)
@@ -70,25 +70,23 @@ func TestSetupStreamThenFetchExpertsAndWarm(t *testing.T) {
 }
 
 func TestSetupInterruptedSaysHowToContinue(t *testing.T) {
+	t.Parallel()
 	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
 	cfg := hubConfig(t, h)
+	// The first range request cancels the setup and waits for it to go.
+	ctx, cancel := context.WithCancel(t.Context())
 	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *hubtest.File, start, end int64) bool {
+		cancel()
 		<-r.Context().Done()
 		return true
 	})
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() {
-		for h.Requests.Load() == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		cancel()
-	}()
 	err := setup(ctx, cfg, SetupOptions{Mode: downloader.Stream, Headroom: 1}, &bytes.Buffer{})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Contains(t, err.Error(), "run deltafin setup again to continue")
 }
 
 func TestSetupResolvesABranchToItsCommit(t *testing.T) {
+	t.Parallel()
 	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
 	cfg := hubConfig(t, h)
 	cfg.Revision = "main"
@@ -100,6 +98,7 @@ func TestSetupResolvesABranchToItsCommit(t *testing.T) {
 }
 
 func TestSetupRefusesWithTheShortfall(t *testing.T) {
+	t.Parallel()
 	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
 	cfg := hubConfig(t, h)
 	err := setup(t.Context(), cfg, SetupOptions{Mode: downloader.Auto, Headroom: 1 << 60}, &bytes.Buffer{})
@@ -108,6 +107,7 @@ func TestSetupRefusesWithTheShortfall(t *testing.T) {
 }
 
 func TestSetupExplainsMissingToken(t *testing.T) {
+	t.Parallel()
 	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
 	h.Token = "hf_secret"
 	cfg := hubConfig(t, h)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestSpecFromEnvironment(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		env     string
 		want    bool
@@ -44,6 +45,7 @@ func TestSpecFromEnvironment(t *testing.T) {
 // TestRunSpeculationSameIDs: `deltafin run` gives the same ids with
 // speculation on (default) and off (DELTAFIN_SPEC=0), and reports its passes.
 func TestRunSpeculationSameIDs(t *testing.T) {
+	t.Parallel()
 	run := func(spec string) RunOutput {
 		cfg := app.DefaultConfig(func(k string) string {
 			if k == "DELTAFIN_SPEC" {

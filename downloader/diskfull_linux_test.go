@@ -12,6 +12,7 @@ import (
 // a message saying what to do, keeps what it wrote, and completes once the
 // filesystem grows.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	h := newFakeHub(t)
 	mnt := t.TempDir()
 	require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"), "the disk-full test mounts a 2 MiB tmpfs and needs root (CAP_SYS_ADMIN)")
@@ -49,6 +50,7 @@ func TestDiskFull(t *testing.T) {
 // TestDiskFullPausesUntilResume is the app's behaviour: the transfer pauses
 // on a full disk, says why, and continues after Resume.
 func TestDiskFullPausesUntilResume(t *testing.T) {
+	t.Parallel()
 	h := newFakeHub(t)
 	mnt := t.TempDir()
 	require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"), "the disk-full test mounts a 2 MiB tmpfs and needs root (CAP_SYS_ADMIN)")

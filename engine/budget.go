@@ -25,7 +25,7 @@ type BudgetInput struct {
 	// WorkingBytes is what the engine needs besides weights: the store's
 	// in-flight and prefetch buffers, session caches, activations.
 	WorkingBytes    int64
-	SpanBytes       int64 // one routed expert (K3: ExpertSpanBytes)
+	SpanBytes       int64 // one routed expert (K3: checkpoint.ExpertSpanBytes)
 	MoELayers       int   // layers with routed experts (K3: 92)
 	ExpertsPerLayer int   // K3: 896
 	TopK            int   // K3: 16

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 )
 
 func TestSystemReserve(t *testing.T) {
@@ -31,9 +33,9 @@ func TestPlanBudget(t *testing.T) {
 	layers := []int64{3 * gib / 2, 1 * gib, 1 * gib, 1 * gib} // ring: 3 GiB for all, 2 GiB after layer 0
 	base := BudgetInput{
 		GlobalBytes: 1 * gib, LayerBytes: layers, WorkingBytes: gib / 2,
-		SpanBytes: ExpertSpanBytes, MoELayers: 3, ExpertsPerLayer: 896, TopK: 16,
+		SpanBytes: ckpt.ExpertSpanBytes, MoELayers: 3, ExpertsPerLayer: 896, TopK: 16,
 	}
-	slot := alignUp(ExpertSpanBytes) + ioAlign
+	slot := alignUp(ckpt.ExpertSpanBytes) + ioAlign
 	for _, tc := range []struct {
 		name       string
 		total      int64
@@ -92,9 +94,9 @@ func TestHeatPersistsAcrossRuns(t *testing.T) {
 	require.NoError(t, h.Save(path))
 	g, err := loadHeat(path, 4, 8)
 	require.NoError(t, err)
-	require.Equal(t, float32(2), g.Score(ExpertID{2, 5}))
-	require.Equal(t, float32(1), g.Score(ExpertID{2, 1}))
-	require.Zero(t, g.Score(ExpertID{3, 5}))
+	require.Equal(t, float32(2), g.Score(ckpt.ExpertID{Layer: 2, Expert: 5}))
+	require.Equal(t, float32(1), g.Score(ckpt.ExpertID{Layer: 2, Expert: 1}))
+	require.Zero(t, g.Score(ckpt.ExpertID{Layer: 3, Expert: 5}))
 
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -117,7 +119,7 @@ func TestHeatPersistsAcrossRuns(t *testing.T) {
 			require.ErrorIs(t, err, errHeatFormat)
 			require.ErrorContains(t, err, tc.want)
 			require.NotNil(t, h, "an empty histogram to start afresh with")
-			require.Zero(t, h.Score(ExpertID{1, 1}))
+			require.Zero(t, h.Score(ckpt.ExpertID{Layer: 1, Expert: 1}))
 		})
 	}
 }
@@ -129,10 +131,10 @@ func TestHeatHalvesInsteadOfOverflowing(t *testing.T) {
 		h.Touch(1, []int{0})
 	}
 	h.Touch(1, []int{1})
-	require.Equal(t, float32(heatHalving-1), h.Score(ExpertID{1, 0}))
+	require.Equal(t, float32(heatHalving-1), h.Score(ckpt.ExpertID{Layer: 1, Expert: 0}))
 	h.Touch(1, []int{0})
-	require.Equal(t, float32(heatHalving/2), h.Score(ExpertID{1, 0}))
-	require.Equal(t, float32(0.5), h.Score(ExpertID{1, 1}))
+	require.Equal(t, float32(heatHalving/2), h.Score(ckpt.ExpertID{Layer: 1, Expert: 0}))
+	require.Equal(t, float32(0.5), h.Score(ckpt.ExpertID{Layer: 1, Expert: 1}))
 }
 
 func TestTraceWritesOneLinePerLayer(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 	"github.com/deltafin/deltafin/kernels"
 	"github.com/stretchr/testify/require"
 )

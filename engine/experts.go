@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -47,10 +48,11 @@ type expertSpan struct {
 
 // span locates expert e of layer l in a validated checkpoint.
 func (ck *checkpoint) span(c *config, layer, e int) expertSpan {
-	p := expertPrefix(layer, e)
-	names := expertPartsFloat
+	p := ckpt.ExpertPrefix(layer, e)
+	mx, fl := ckpt.ExpertParts(), ckpt.FloatExpertParts()
+	names := fl[:]
 	if c.ExpertsMXFP4 {
-		names = expertPartsMXFP4
+		names = mx[:]
 	}
 	s := expertSpan{parts: make([]*tensorRef, len(names))}
 	for i, n := range names {
@@ -60,21 +62,6 @@ func (ck *checkpoint) span(c *config, layer, e int) expertSpan {
 	s.off = s.parts[0].t.Offset
 	s.n = s.parts[len(s.parts)-1].t.End() - s.off
 	return s
-}
-
-// expertSpans locates every routed expert of a validated checkpoint.
-func expertSpans(ck *checkpoint, c *config) map[ExpertID]ExpertSpan {
-	spans := map[ExpertID]ExpertSpan{}
-	for i := range c.Layers {
-		if !c.IsMoE(i) {
-			continue
-		}
-		for e := range c.Experts {
-			sp := ck.span(c, i, e)
-			spans[ExpertID{i, e}] = ExpertSpan{Shard: sp.shard.name, Offset: sp.off, Size: sp.n}
-		}
-	}
-	return spans
 }
 
 // viewExpert views the bytes of one expert as kernels matrices without a
@@ -127,7 +114,7 @@ func readExpert(ctx context.Context, ck *checkpoint, c *config, layer, e int) (k
 	sp := ck.span(c, layer, e)
 	if !c.ExpertsMXFP4 {
 		l := &loader{ctx: ctx, ck: ck}
-		p := expertPrefix(layer, e)
+		p := ckpt.ExpertPrefix(layer, e)
 		x := kernels.Expert{W1: l.mat(p + "w1.weight"), W2: l.mat(p + "w2.weight"), W3: l.mat(p + "w3.weight")}
 		return x, l.err
 	}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 )
 
 // ErrTruncated reports a shard that ends inside a routed expert.
@@ -22,22 +26,16 @@ var errDropped = errors.New("engine: prefetch dropped")
 // errStoreClosed is returned by a store used after Close.
 var errStoreClosed = errors.New("engine: expert store closed")
 
-// A Fetcher makes a byte range of a checkpoint file present on local disk
-// (stream mode: the downloader fetches it with an HTTP range request into the
-// sparse shard and marks it present after fsync). It must return quickly when
-// the range is already present. The engine never imports the downloader; app
-// wires the downloader's Mirror in.
-type Fetcher interface {
-	Ensure(ctx context.Context, file string, off, n int64) error
-}
-
 // spanStoreOptions configures openSpanStore.
 type spanStoreOptions struct {
-	Dir   string                  // model directory holding the shards
-	Spans map[ExpertID]ExpertSpan // every routed expert (IndexExperts over each shard)
-	Mode  ioMode                  // ioDirect unless a measurement says otherwise
-	Heat  *heatMap                // nil: a fresh in-memory histogram
-	Fetch Fetcher                 // nil: an all-local checkpoint
+	Dir   string                            // model directory holding the shards
+	Spans map[ckpt.ExpertID]ckpt.ExpertSpan // every routed expert (ckpt.IndexExperts over each shard)
+	Mode  ioMode                            // ioDirect unless a measurement says otherwise
+	Heat  *heatMap                          // nil: a fresh in-memory histogram
+	// Sources are the shards' Sources by name (the checkpoint's): a shard
+	// whose Source is an Ensurer has each expert made present (one Ensure
+	// of its span) before it is read. Nil or absent: a complete local file.
+	Sources map[string]Source
 	// CacheExperts is how many experts the in-RAM cache keeps between uses
 	// (the budget plan's cache size ÷ the span size); 0 keeps none.
 	CacheExperts int
@@ -62,11 +60,10 @@ type spanStoreOptions struct {
 // experts a token uses is decided by the router alone: the store only changes
 // where their bytes come from.
 type spanStore struct {
-	spans       map[ExpertID]ExpertSpan
+	spans       map[ckpt.ExpertID]ckpt.ExpertSpan
 	shards      map[string]*shardFile
 	mode        ioMode
 	heat        *heatMap
-	fetch       Fetcher
 	bufSize     int
 	cacheCap    int
 	prefetchCap int
@@ -80,7 +77,7 @@ type spanStore struct {
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
-	entries map[ExpertID]*entry
+	entries map[ckpt.ExpertID]*entry
 	free    [][]byte
 	nbufs   int
 	cached  int
@@ -96,11 +93,12 @@ type shardFile struct {
 	f      *os.File
 	fd     int
 	direct bool
+	ensure Ensurer // the shard's Source, when bytes may be missing; else nil
 }
 
 // entry is one expert's bytes in RAM or on their way there.
 type entry struct {
-	id      ExpertID
+	id      ckpt.ExpertID
 	buf     []byte        // aligned backing buffer
 	data    []byte        // the span inside buf
 	done    chan struct{} // closed when the read has finished
@@ -156,8 +154,8 @@ func openSpanStore(ctx context.Context, opts spanStoreOptions) (*spanStore, erro
 	}
 	s := &spanStore{
 		spans: opts.Spans, shards: map[string]*shardFile{}, mode: opts.Mode, heat: opts.Heat,
-		fetch: opts.Fetch, meter: opts.meter, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: alignUp(int64(opts.ChunkBytes)),
-		demand: make(chan readJob, 1024), spec: make(chan readJob, 1024), entries: map[ExpertID]*entry{}, last: map[int][]int{},
+		meter: opts.meter, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: alignUp(int64(opts.ChunkBytes)),
+		demand: make(chan readJob, 1024), spec: make(chan readJob, 1024), entries: map[ckpt.ExpertID]*entry{}, last: map[int][]int{},
 	}
 	var maxSpan int64
 	maxLayer, maxExpert := 0, 0
@@ -168,14 +166,14 @@ func openSpanStore(ctx context.Context, opts spanStoreOptions) (*spanStore, erro
 		s.heat = newHeat(maxLayer+1, maxExpert+1)
 	}
 	sizes := map[string]int64{}
-	for _, id := range sortedExpertIDs(opts.Spans) {
+	for _, id := range slices.SortedFunc(maps.Keys(opts.Spans), ckpt.ExpertID.Compare) {
 		sp := opts.Spans[id]
 		if sp.Size <= 0 || sp.Offset < 0 {
-			return nil, fmt.Errorf("%w: %s has span [%d,+%d) in %s", ErrExpertLayout, id, sp.Offset, sp.Size, sp.Shard)
+			return nil, fmt.Errorf("%w: %s has span [%d,+%d) in %s", ckpt.ErrExpertLayout, id, sp.Offset, sp.Size, sp.Shard)
 		}
 		maxSpan = max(maxSpan, sp.Size)
 		if _, ok := s.shards[sp.Shard]; !ok {
-			sf, size, err := openShardFile(filepath.Join(opts.Dir, sp.Shard), sp.Shard, opts.Mode)
+			sf, size, err := openShardFile(filepath.Join(opts.Dir, sp.Shard), sp.Shard, opts.Mode, opts.Sources[sp.Shard])
 			if err != nil {
 				s.closeFiles()
 				return nil, err
@@ -201,10 +199,10 @@ func openSpanStore(ctx context.Context, opts spanStoreOptions) (*spanStore, erro
 // firstTruncated finds an expert that runs past the end of its shard,
 // preferring the one the end of the file cuts through (the others lie wholly
 // beyond it).
-func firstTruncated(spans map[ExpertID]ExpertSpan, sizes map[string]int64) (ExpertID, bool) {
-	var found ExpertID
+func firstTruncated(spans map[ckpt.ExpertID]ckpt.ExpertSpan, sizes map[string]int64) (ckpt.ExpertID, bool) {
+	var found ckpt.ExpertID
 	ok := false
-	for _, id := range sortedExpertIDs(spans) {
+	for _, id := range slices.SortedFunc(maps.Keys(spans), ckpt.ExpertID.Compare) {
 		sp := spans[id]
 		size := sizes[sp.Shard]
 		if sp.Offset+sp.Size <= size {
@@ -220,7 +218,9 @@ func firstTruncated(spans map[ExpertID]ExpertSpan, sizes map[string]int64) (Expe
 	return found, ok
 }
 
-func openShardFile(path, name string, mode ioMode) (*shardFile, int64, error) {
+// openShardFile opens a shard for the engine's own preads; src is its
+// Source (nil: none), kept when it is an Ensurer.
+func openShardFile(path, name string, mode ioMode, src Source) (*shardFile, int64, error) {
 	f, direct, err := openShard(path, mode)
 	if err != nil {
 		return nil, 0, fmt.Errorf("engine: open shard %s: %w", name, err)
@@ -230,10 +230,11 @@ func openShardFile(path, name string, mode ioMode) (*shardFile, int64, error) {
 		f.Close()
 		return nil, 0, fmt.Errorf("engine: shard %s: %w", name, err)
 	}
-	return &shardFile{name: name, f: f, fd: int(f.Fd()), direct: direct}, st.Size(), nil
+	ensure, _ := src.(Ensurer)
+	return &shardFile{name: name, f: f, fd: int(f.Fd()), direct: direct, ensure: ensure}, st.Size(), nil
 }
 
-func truncatedError(id ExpertID, sp ExpertSpan, size int64) error {
+func truncatedError(id ckpt.ExpertID, sp ckpt.ExpertSpan, size int64) error {
 	return fmt.Errorf("%w: %s ends at byte %d, inside %s (bytes %d to %d); the download is incomplete or the file was cut",
 		ErrTruncated, sp.Shard, size, id, sp.Offset, sp.Offset+sp.Size)
 }
@@ -333,8 +334,8 @@ func (s *spanStore) AcquirePart(ctx context.Context, layer int, ids, union []int
 		return nil, err
 	}
 	for i, e := range ids {
-		if _, ok := s.spans[ExpertID{layer, e}]; !ok {
-			return nil, fmt.Errorf("engine: %s is not in the checkpoint", ExpertID{layer, e})
+		if _, ok := s.spans[ckpt.ExpertID{Layer: layer, Expert: e}]; !ok {
+			return nil, fmt.Errorf("engine: %s is not in the checkpoint", ckpt.ExpertID{Layer: layer, Expert: e})
 		}
 		for _, d := range ids[:i] {
 			if d == e {
@@ -353,13 +354,13 @@ func (s *spanStore) AcquirePart(ctx context.Context, layer int, ids, union []int
 	// evict (as an unused prefetch or a cold cache entry) an expert this
 	// batch is about to use and so read it twice.
 	for i, x := range ids {
-		if e := s.entries[ExpertID{layer, x}]; e != nil {
+		if e := s.entries[ckpt.ExpertID{Layer: layer, Expert: x}]; e != nil {
 			e.refs++
 			b.entries[i] = e
 		}
 	}
 	for i, x := range ids {
-		id := ExpertID{layer, x}
+		id := ckpt.ExpertID{Layer: layer, Expert: x}
 		e := b.entries[i]
 		if e != nil {
 			e.refs-- // taken again below, once the case is counted
@@ -412,7 +413,7 @@ func (s *spanStore) Prefetch(layer int, ids []int) {
 		return
 	}
 	for _, x := range ids {
-		id := ExpertID{layer, x}
+		id := ckpt.ExpertID{Layer: layer, Expert: x}
 		if _, ok := s.spans[id]; !ok || s.entries[id] != nil || s.specN >= s.prefetchCap {
 			continue
 		}
@@ -437,7 +438,7 @@ func (s *spanStore) PrefetchPrevious(layer int) {
 	s.Prefetch(layer, ids)
 }
 
-func (s *spanStore) newEntry(id ExpertID, buf []byte) *entry {
+func (s *spanStore) newEntry(id ckpt.ExpertID, buf []byte) *entry {
 	e := &entry{id: id, buf: buf, done: make(chan struct{})}
 	s.entries[id] = e
 	return e
@@ -450,8 +451,8 @@ func (s *spanStore) newEntry(id ExpertID, buf []byte) *entry {
 const readChunk = 4 << 20
 
 // A readJob is one chunk [lo, hi) of the file range covering an entry's
-// span (the whole range in stream mode, where the Fetcher is asked for the
-// expert as one request).
+// span (the whole range when the shard's Source is an Ensurer, which is
+// asked for the expert as one request).
 type readJob struct {
 	e      *entry
 	lo, hi int64
@@ -468,7 +469,7 @@ func (s *spanStore) submit(e *entry, q chan readJob) {
 		lo, hi = alignDown(lo), alignUp(hi)
 	}
 	var jobs []readJob
-	if s.fetch != nil {
+	if s.shards[sp.Shard].ensure != nil {
 		jobs = []readJob{{e, lo, hi}}
 	} else {
 		for c := lo; c < hi; c += s.chunk {
@@ -672,8 +673,8 @@ func (s *spanStore) read(j readJob) (int64, error) {
 	}
 	sp := s.spans[e.id]
 	sf := s.shards[sp.Shard]
-	if s.fetch != nil {
-		if err := s.fetch.Ensure(s.ctx, sp.Shard, sp.Offset, sp.Size); err != nil {
+	if sf.ensure != nil {
+		if err := sf.ensure.Ensure(s.ctx, sp.Offset, sp.Size); err != nil {
 			return 0, fmt.Errorf("engine: fetch %s (%s bytes %d to %d): %w", e.id, sp.Shard, sp.Offset, sp.Offset+sp.Size, err)
 		}
 	}

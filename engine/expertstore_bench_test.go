@@ -1,18 +1,22 @@
 package engine
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
 	"github.com/stretchr/testify/require"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
 
 // benchModel writes one layer of 48 K3-sized experts (842 MB) once per run.
-func benchModel(b *testing.B) (string, map[ExpertID]ExpertSpan) {
+func benchModel(b *testing.B) (string, map[ckpt.ExpertID]ckpt.ExpertSpan) {
 	dir := b.TempDir()
 	name := "model-00001-of-00001.safetensors"
 	writeSyntheticShard(b, filepath.Join(dir, name), syntheticExperts(1, 48, 3072, 3584), 5)
@@ -23,7 +27,7 @@ func benchModel(b *testing.B) (string, map[ExpertID]ExpertSpan) {
 	require.NoError(b, err)
 	h, err := safetensors.Read(f, st.Size())
 	require.NoError(b, err)
-	spans, err := IndexExperts(name, h)
+	spans, err := ckpt.IndexExperts(name, h)
 	require.NoError(b, err)
 	return dir, spans
 }
@@ -35,13 +39,13 @@ func benchModel(b *testing.B) (string, map[ExpertID]ExpertSpan) {
 func BenchmarkExpertStoreLayer(b *testing.B) {
 	dir, spans := benchModel(b)
 	var ids [3][]int
-	for i, id := range sortedExpertIDs(spans) {
+	for i, id := range slices.SortedFunc(maps.Keys(spans), ckpt.ExpertID.Compare) {
 		ids[i/16] = append(ids[i/16], id.Expert)
 	}
 	raw := func(sel []int) {
 		var wg sync.WaitGroup
 		for _, e := range sel {
-			sp := spans[ExpertID{1, e}]
+			sp := spans[ckpt.ExpertID{Layer: 1, Expert: e}]
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -68,7 +72,7 @@ func BenchmarkExpertStoreLayer(b *testing.B) {
 		}
 		batch.Release()
 	}
-	b.SetBytes(16 * ExpertSpanBytes)
+	b.SetBytes(16 * ckpt.ExpertSpanBytes)
 	var rawTime, storeTime time.Duration
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
@@ -81,5 +85,5 @@ func BenchmarkExpertStoreLayer(b *testing.B) {
 		storeTime += time.Since(t0)
 	}
 	b.ReportMetric(rawTime.Seconds()/storeTime.Seconds(), "of-raw-pread")
-	b.ReportMetric(float64(b.N*16*ExpertSpanBytes)/storeTime.Seconds()/1e9, "GB/s")
+	b.ReportMetric(float64(b.N*16*ckpt.ExpertSpanBytes)/storeTime.Seconds()/1e9, "GB/s")
 }

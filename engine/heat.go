@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/internal/atomicfile"
 )
 
@@ -109,7 +110,7 @@ func (h *heatMap) Touch(layer int, ids []int) {
 }
 
 // Score is id's decayed selection count (0 when out of range).
-func (h *heatMap) Score(id ExpertID) float32 {
+func (h *heatMap) Score(id ckpt.ExpertID) float32 {
 	if h == nil || id.Layer < 0 || id.Layer >= h.layers || id.Expert < 0 || id.Expert >= h.experts {
 		return 0
 	}

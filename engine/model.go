@@ -131,7 +131,7 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 	}
 	m.w = w
 	if stream != nil && m.pinned < m.cfg.Layers {
-		if m.spine, err = newSpineRing(ctx, dir, m.ck, m.i8, m.cfg, m.pinned, stream.mode, stream.Fetch, &m.io); err != nil {
+		if m.spine, err = newSpineRing(ctx, dir, m.ck, m.i8, m.cfg, m.pinned, stream.mode, &m.io); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 )
 
 // TestPrefillReadsEachExpertOnce runs k3-tiny's long prompt through the
@@ -40,7 +42,7 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, m.Close(), "the trace is in place")
 
-			distinct := map[ExpertID]bool{}
+			distinct := map[ckpt.ExpertID]bool{}
 			f, err := os.Open(trace)
 			require.NoError(t, err)
 			defer f.Close()
@@ -49,7 +51,7 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 				var r traceRecord
 				require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
 				for _, e := range r.Experts {
-					distinct[ExpertID{r.Layer, e}] = true
+					distinct[ckpt.ExpertID{Layer: r.Layer, Expert: e}] = true
 				}
 			}
 			require.NoError(t, sc.Err())

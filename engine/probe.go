@@ -68,7 +68,7 @@ func OpenProbe(ctx context.Context, dir string, o ProbeOptions) (*Probe, error) 
 	if !c.ExpertsMXFP4 || c.Experts == 0 {
 		return nil, fmt.Errorf("%w: a probe reads MXFP4 routed experts; %s has none", ErrConfig, dir)
 	}
-	s, err := openSpanStore(ctx, spanStoreOptions{Dir: dir, Spans: expertSpans(ck, c), Mode: mode, CacheExperts: o.CacheExperts})
+	s, err := openSpanStore(ctx, spanStoreOptions{Dir: dir, Spans: ck.experts, Mode: mode, CacheExperts: o.CacheExperts})
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (p *Probe) Step(ctx context.Context, layer int, ids []int, nextLayer int, n
 				if !compute {
 					continue
 				}
-				e, err := ExpertMatrices(data, p.inter, p.latent)
+				e, err := expertMatrices(data, p.inter, p.latent)
 				if err != nil {
 					errs[w] = err
 					return

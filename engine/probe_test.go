@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 )
 
 // TestProbeReadsThroughTheStore drives k3-tiny's routed experts through a
@@ -19,7 +21,7 @@ func TestProbeReadsThroughTheStore(t *testing.T) {
 	p, err := OpenProbe(t.Context(), dir, ProbeOptions{Mode: "buffered", CacheExperts: 4})
 	require.NoError(t, err)
 	defer p.Close()
-	span := ExpertSpanSize(p.inter, p.latent)
+	span := ckpt.ExpertSpanSize(p.inter, p.latent)
 	require.NoError(t, p.Read(t.Context(), 1, []int{0, 1, 2, 3}))
 	st := p.Stats()
 	require.Equal(t, int64(4), st.Misses)

@@ -13,7 +13,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -55,7 +56,7 @@ type int8Manifest struct {
 // int8Convertible says whether the spine tensor name (unprefixed) gets an
 // int8 copy.
 func int8Convertible(name string, r *tensorRef) bool {
-	if strings.Contains(name, ".experts.") || name == "model.embed_tokens.weight" ||
+	if ckpt.IsExpertTensor(name) || name == "model.embed_tokens.weight" ||
 		strings.HasSuffix(name, "block_sparse_moe.gate.weight") || !strings.HasSuffix(name, ".weight") {
 		return false
 	}

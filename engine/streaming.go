@@ -6,7 +6,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -20,8 +21,7 @@ type StreamOptions struct {
 	TotalRAM, AvailableRAM, OverrideRAM int64
 	// Plan, when set, is used as is instead of planning from the RAM
 	// figures (tests force a small cache or zero pinned layers with it).
-	Plan  *BudgetPlan
-	Fetch Fetcher // stream mode: makes missing expert ranges present
+	Plan *BudgetPlan
 	// HeatPath is where the heat histogram persists across runs: loaded at
 	// open (a damaged or foreign file starts afresh) and saved at Close;
 	// empty: a fresh histogram each run.
@@ -33,32 +33,18 @@ type StreamOptions struct {
 	mode      ioMode // ioDirect; tests read buffered too
 }
 
-// layerOf returns the decoder layer a tensor name belongs to ("model.layers.N.…"),
-// or false for a name outside the layers.
-func layerOf(name string, layers int) (int, bool) {
-	rest, ok := strings.CutPrefix(name, "model.layers.")
-	if !ok {
-		return 0, false
-	}
-	var i int
-	if _, err := fmt.Sscanf(rest, "%d.", &i); err != nil || i < 0 || i >= layers {
-		return 0, false
-	}
-	return i, true
-}
-
 // spineTensors groups the spine's tensors (every tensor but the routed
 // experts) by decoder layer, in one pass over the index; the others are the
 // globals (embedding, lm_head, final norms).
 func (ck *checkpoint) spineTensors(c *config) (layers [][]*tensorRef, globals []*tensorRef) {
 	layers = make([][]*tensorRef, c.Layers)
 	for name, r := range ck.tensors {
-		if strings.Contains(name, ".experts.") {
+		if ckpt.IsExpertTensor(name) {
 			continue
 		}
-		if i, ok := layerOf(name, c.Layers); ok {
+		if i, ok := ckpt.LayerOf(name, c.Layers); ok {
 			layers[i] = append(layers[i], r)
-		} else if !strings.HasPrefix(name, "model.layers.") {
+		} else if _, layer := ckpt.LayerOf(name, math.MaxInt); !layer {
 			globals = append(globals, r)
 		}
 	}
@@ -96,7 +82,7 @@ func (m *Model) spineRAMBytes() ([]int64, int64) {
 				continue
 			}
 			d := r.t.Size + 4*r.t.Shape[0] - orig.t.Size
-			if i, ok := layerOf(name, c.Layers); ok {
+			if i, ok := ckpt.LayerOf(name, c.Layers); ok {
 				layers[i] += d
 				continue
 			}
@@ -122,7 +108,7 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 	}
 	var span int64
 	if c.ExpertsMXFP4 && c.Experts > 0 {
-		span = ExpertSpanSize(c.MoEIntermediate, c.ExpertDim())
+		span = ckpt.ExpertSpanSize(c.MoEIntermediate, c.ExpertDim())
 	}
 	working := int64(2*maxTopK+32) * (alignUp(span) + ioAlign)
 	return PlanBudget(BudgetInput{
@@ -147,7 +133,7 @@ func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *confi
 		heat, _ = loadHeat(o.HeatPath, c.Layers, c.Experts)
 	}
 	s, err := openSpanStore(ctx, spanStoreOptions{
-		Dir: dir, Spans: expertSpans(ck, c), Mode: o.mode, Heat: heat, Fetch: o.Fetch, CacheExperts: cache, meter: meter,
+		Dir: dir, Spans: ck.experts, Mode: o.mode, Heat: heat, Sources: ck.sources(), CacheExperts: cache, meter: meter,
 	})
 	if err != nil {
 		return nil, err
@@ -187,7 +173,7 @@ func (b *streamBatch) expert(ctx context.Context, i int) (kernels.Expert, error)
 	if err != nil {
 		return kernels.Expert{}, err
 	}
-	return ExpertMatrices(data, b.s.inter, b.s.latent)
+	return expertMatrices(data, b.s.inter, b.s.latent)
 }
 
 func (b *streamBatch) ready(i int) bool {
@@ -223,7 +209,7 @@ func diagnoseTruncation(name string, src Source) error {
 	if err != nil {
 		return nil
 	}
-	spans, err := IndexExperts(name, h)
+	spans, err := ckpt.IndexExperts(name, h)
 	if err != nil {
 		return nil
 	}

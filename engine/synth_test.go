@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
 	"github.com/stretchr/testify/require"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
 
 // Synthetic shards for the store and index tests: named tensors in a given
@@ -57,7 +59,7 @@ func syntheticExperts(layer, n, inter, latent int) []safetensors.Tensor {
 	var t []safetensors.Tensor
 	for e := n - 1; e >= 0; e-- {
 		for part, s := range shapes {
-			t = append(t, safetensors.Tensor{Name: ExpertName(ExpertID{layer, e}, part), DType: "U8", Shape: s[:]})
+			t = append(t, safetensors.Tensor{Name: ckpt.ExpertName(ckpt.ExpertID{Layer: layer, Expert: e}, part), DType: "U8", Shape: s[:]})
 		}
 	}
 	return t

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -112,7 +113,7 @@ func loadWeights(ctx context.Context, ck, i8 *checkpoint, c *config, pinned int)
 
 // layer reads the spine of decoder layer i.
 func (l *loader) layer(c *config, i int) layerWeights {
-	p := layerPrefix(i)
+	p := ckpt.LayerPrefix(i)
 	var lw layerWeights
 	lw.inNorm = l.vec(p + "input_layernorm.weight")
 	lw.postNorm = l.vec(p + "post_attention_layernorm.weight")

@@ -20,7 +20,7 @@ type output struct {
 	id      string
 	created int64
 	dec     *tokenizer.Decoder // completions
-	parser  *chat.TokenParser  // chat: decoder and reasoning/content split
+	parser  *chat.TokenParser  // chat: decoder, reasoning/content split and tool calls
 	sse     *sseWriter         // streaming only, after begin
 
 	text   strings.Builder // the non-streamed completion
@@ -54,32 +54,33 @@ func (o *output) close() {
 func (o *output) token(id int) error {
 	o.tokens = append(o.tokens, id)
 	if o.parser != nil {
-		return o.send(o.parser.Add(id))
+		return o.sendChat(o.parser.Events(id))
 	}
-	return o.send("", o.dec.Add(id))
+	return o.send(o.dec.Add(id))
 }
 
-// send delivers reasoning then content, in that order.
-func (o *output) send(reasoning, content string) error {
+// send delivers completion text.
+func (o *output) send(text string) error {
 	if o.sse == nil {
-		if o.parser == nil {
-			o.text.WriteString(content)
-		}
+		o.text.WriteString(text)
+		return nil
+	}
+	if text == "" {
+		return nil
+	}
+	return o.sse.event(completion(o.id, o.created, o.model, text, nil, nil, o.g.includeUsage))
+}
+
+// sendChat streams the chat parser's events as deltas, in their order:
+// reasoning, content, tool calls (tools.go).
+func (o *output) sendChat(evs []chat.Event) error {
+	if o.sse == nil {
 		return nil // the chat parser keeps the whole answer itself
 	}
-	if !o.g.chat {
-		if content == "" {
-			return nil
-		}
-		return o.sse.event(completion(o.id, o.created, o.model, content, nil, nil, o.g.includeUsage))
-	}
-	if reasoning != "" {
-		if err := o.sse.event(chatChunk(o.id, o.created, o.model, ChatDelta{ReasoningContent: &reasoning}, nil, o.g.includeUsage)); err != nil {
+	for _, d := range deltas(evs) {
+		if err := o.sse.event(chatChunk(o.id, o.created, o.model, d, nil, o.g.includeUsage)); err != nil {
 			return err
 		}
-	}
-	if content != "" {
-		return o.sse.event(chatChunk(o.id, o.created, o.model, ChatDelta{Content: &content}, nil, o.g.includeUsage))
 	}
 	return nil
 }
@@ -88,10 +89,12 @@ func (o *output) send(reasoning, content string) error {
 // answer: the JSON body, or the final chunk, the usage chunk and [DONE].
 func (o *output) end(c echo.Context, finish string, promptTokens int) error {
 	var err error
+	var oe *OutputError
 	if o.parser != nil {
-		err = o.send(o.parser.Finish(finish == "length"))
+		err = o.sendChat(o.parser.FinishEvents(finish == "length"))
+		finish, oe = o.g.finishOf(finish, o.parser.Output())
 	} else {
-		err = o.send("", o.dec.Flush())
+		err = o.send(o.dec.Flush())
 	}
 	if err != nil {
 		return err
@@ -99,14 +102,15 @@ func (o *output) end(c echo.Context, finish string, promptTokens int) error {
 	u := usage(promptTokens, len(o.tokens))
 	if o.sse == nil {
 		if o.g.chat {
-			reasoning, content := o.parser.Result()
-			return c.JSON(http.StatusOK, chatCompletion(o.id, o.created, o.model, reasoning, content, o.g.thinking, finish, u))
+			return c.JSON(http.StatusOK, chatCompletion(o.id, o.created, o.model, o.parser.Output(), o.g.thinking, finish, oe, u))
 		}
 		return c.JSON(http.StatusOK, completion(o.id, o.created, o.model, o.text.String(), &finish, &u, false))
 	}
 	var last, usageChunk any
 	if o.g.chat {
-		last = chatChunk(o.id, o.created, o.model, ChatDelta{}, &finish, o.g.includeUsage)
+		ch := chatChunk(o.id, o.created, o.model, ChatDelta{}, &finish, o.g.includeUsage)
+		ch.Choices[0].OutputError = oe
+		last = ch
 		usageChunk = chatUsageChunk(o.id, o.created, o.model, u)
 	} else {
 		last = completion(o.id, o.created, o.model, "", &finish, nil, o.g.includeUsage)

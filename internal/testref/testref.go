@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
 
 // Tensor reads one tensor of the safetensors file at path: its dtype and raw

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/safetensors"
 	"github.com/deltafin/deltafin/kernels"
 	"github.com/deltafin/deltafin/kernels/vulkan"
 	"github.com/stretchr/testify/require"

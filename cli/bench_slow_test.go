@@ -1,3 +1,5 @@
+//go:build slow
+
 package cli
 
 import (
@@ -16,6 +18,7 @@ import (
 // twice the largest matrix): checks the JSON that issue #5 specifies and the
 // table; the figures themselves come from `deltafin bench kernels`.
 func TestBenchKernelsOutput(t *testing.T) {
+	t.Parallel()
 	cfg := app.DefaultConfig(func(string) string { return "" })
 	require.NoError(t, cfg.Validate())
 	opt := BenchKernelsOptions{JSON: true, BufferBytes: 1, MinTime: time.Nanosecond, GPUShrink: 64}
