@@ -43,7 +43,6 @@ type Model struct {
 	// Approximate is set when the weights are not the published ones (the
 	// int8 spine): callers say so wherever the output is shown.
 	Approximate string
-	trace       *engine.TraceWriter
 }
 
 // OpenModel is the one way every entry point (deltafin run, deltafin serve,
@@ -73,11 +72,11 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	stream, trace, err := streamOptions(cfg)
+	stream, err := streamOptions(cfg)
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Tokenizer: tok, Dir: ref.Dir, trace: trace}
+	m := &Model{Tokenizer: tok, Dir: ref.Dir}
 	eo := engine.Options{Backend: backend, Stream: stream, NoSpec: !cfg.Spec}
 	if ref.Mirror != nil {
 		eo.OpenSource = MirrorSource(ref.Mirror)
@@ -87,7 +86,7 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 		m.Approximate = fmt.Sprintf("spine: int8 copy in %s (approximate: NOT the exact K3 output)", eo.SpineInt8)
 	}
 	if m.Model, err = engine.Open(ctx, ref.Dir, eo); err != nil {
-		return nil, errors.Join(fmt.Errorf("app: open model: %w", err), m.closeTrace())
+		return nil, fmt.Errorf("app: open model: %w", err)
 	}
 	return m, nil
 }
@@ -124,43 +123,23 @@ func PasteableAddr(a net.Addr) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
 }
 
-// Close closes the model, then finishes the router trace (renaming it into
-// place).
-func (m *Model) Close() error {
-	return errors.Join(m.Model.Close(), m.closeTrace())
-}
-
-func (m *Model) closeTrace() error {
-	if m.trace == nil {
-		return nil
-	}
-	return m.trace.Close()
-}
-
 // streamOptions plans streaming from this machine's RAM (or --ram-gb), keeps
 // the expert heat histogram in the data directory (expert_heat.jsonl, which
-// deltafin warm also reads) and starts the --trace file if asked. A stream
-// install's missing bytes are fetched through the mirror's Sources
-// (MirrorSource), which the engine asks to Ensure a range before it reads.
-func streamOptions(c Config) (*engine.StreamOptions, *engine.TraceWriter, error) {
+// deltafin warm also reads) and the --trace file if asked (the engine puts
+// it in place when the model closes). A stream install's missing bytes are
+// fetched through the mirror's Sources (MirrorSource), which the engine asks
+// to Ensure a range before it reads.
+func streamOptions(c Config) (*engine.StreamOptions, error) {
 	mem, err := sysinfo.ReadMemory()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	o := &engine.StreamOptions{
 		TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available),
-		HeatPath: filepath.Join(c.DataDir, "expert_heat.jsonl"),
+		HeatPath: filepath.Join(c.DataDir, "expert_heat.jsonl"), TracePath: c.Trace,
 	}
 	if c.RAMGB > 0 {
 		o.OverrideRAM = int64(c.RAMGB * 1e9)
 	}
-	if c.Trace == "" {
-		return o, nil, nil
-	}
-	trace, err := engine.CreateTrace(c.Trace)
-	if err != nil {
-		return nil, nil, fmt.Errorf("app: %w", err)
-	}
-	o.Trace = trace
-	return o, trace, nil
+	return o, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deltafin/deltafin/app"
+	"github.com/deltafin/deltafin/bench"
 	"github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/internal/sysinfo"
@@ -76,9 +77,9 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 	}
 	layers := o.MoELayers
 	if layers == 0 {
-		layers = engine.SliceLayersFor(ram * 3 / 2)
+		layers = bench.SliceLayersFor(ram * 3 / 2)
 	}
-	layout, err := engine.NewSliceLayout(layers)
+	layout, err := bench.NewSliceLayout(layers)
 	if err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 	}
 	in := engine.BudgetInput{
 		TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override,
-		GlobalBytes: layout.GlobalBytes, LayerBytes: layout.SpineBytes, WorkingBytes: engine.StoreWorkingBytes(),
+		GlobalBytes: layout.GlobalBytes, LayerBytes: layout.SpineBytes, WorkingBytes: bench.StoreWorkingBytes(),
 		SpanBytes: checkpoint.ExpertSpanBytes, MoELayers: layers, ExpertsPerLayer: 896, TopK: 16,
 	}
 	plan, err := engine.PlanBudget(in)
@@ -114,7 +115,7 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 		return err
 	}
 	fmt.Fprintf(log, "slice %s\n", plan)
-	eo := engine.SliceBenchOptions{
+	eo := bench.SliceBenchOptions{
 		Dir: dir, Layout: layout, Plan: plan, Prefill: o.Prefill, Int8: o.Int8, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: o.Seed,
 		SkipSynthetic: !o.Synthetic,
 		RAM:           engine.BudgetInput{TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override},
@@ -137,7 +138,7 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 			return startCPUProfile(fmt.Sprintf("%s-%s.pprof", o.CPUProfile, run), log)
 		}
 	}
-	rep, err := engine.BenchSlice(ctx, eo)
+	rep, err := bench.BenchSlice(ctx, eo)
 	if err != nil {
 		return fmt.Errorf("app: bench slice: %w", err)
 	}

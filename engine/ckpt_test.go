@@ -144,6 +144,7 @@ func (m *model) remove(t *testing.T, name string) {
 // (bit for bit on the reference backend, whose summation order does not
 // depend on the dtype; within the reference tolerance on the default one).
 func TestKimiLinearMXFP4Experts(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join("..", "testdata", "kimi-linear-tiny")
 	mm := readModel(t, filepath.Join(src, "hf"))
 	var spine []stTensor

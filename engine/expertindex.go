@@ -7,10 +7,10 @@ import (
 	"github.com/deltafin/deltafin/kernels"
 )
 
-// ExpertMatrices views an expert span (ckpt.ExpertSpan's bytes) as the
+// expertMatrices views an expert span (ckpt.ExpertSpan's bytes) as the
 // kernels' gate (W1, [inter, latent]), down (W2, [latent, inter]) and up (W3)
 // MXFP4 matrices, without a copy.
-func ExpertMatrices(b []byte, inter, latent int) (kernels.Expert, error) {
+func expertMatrices(b []byte, inter, latent int) (kernels.Expert, error) {
 	if int64(len(b)) != ckpt.ExpertSpanSize(inter, latent) {
 		return kernels.Expert{}, fmt.Errorf("%w: span of %d bytes, want %d for [%d,%d]",
 			ckpt.ErrExpertLayout, len(b), ckpt.ExpertSpanSize(inter, latent), inter, latent)

@@ -19,8 +19,7 @@ import (
 func benchModel(b *testing.B) (string, map[ckpt.ExpertID]ckpt.ExpertSpan) {
 	dir := b.TempDir()
 	name := "model-00001-of-00001.safetensors"
-	ts := k3LayerExperts(1)[:6*48]
-	require.NoError(b, writeSyntheticShard(b.Context(), filepath.Join(dir, name), ts, 5, func(int64) {}))
+	writeSyntheticShard(b, filepath.Join(dir, name), syntheticExperts(1, 48, 3072, 3584), 5)
 	f, err := os.Open(filepath.Join(dir, name))
 	require.NoError(b, err)
 	defer f.Close()
@@ -50,7 +49,7 @@ func BenchmarkExpertStoreLayer(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				f, direct, err := openShard(filepath.Join(dir, sp.Shard), IODirect)
+				f, direct, err := openShard(filepath.Join(dir, sp.Shard), ioDirect)
 				require.NoError(b, err)
 				defer f.Close()
 				lo, hi := alignDown(sp.Offset), alignUp(sp.Offset+sp.Size)
@@ -61,7 +60,7 @@ func BenchmarkExpertStoreLayer(b *testing.B) {
 		}
 		wg.Wait()
 	}
-	s, err := OpenExpertStore(b.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Mode: IODirect})
+	s, err := openSpanStore(b.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: ioDirect})
 	require.NoError(b, err)
 	defer s.Close()
 	store := func(sel []int) {
@@ -87,16 +86,4 @@ func BenchmarkExpertStoreLayer(b *testing.B) {
 	}
 	b.ReportMetric(rawTime.Seconds()/storeTime.Seconds(), "of-raw-pread")
 	b.ReportMetric(float64(b.N*16*ckpt.ExpertSpanBytes)/storeTime.Seconds()/1e9, "GB/s")
-}
-
-// BenchmarkSyntheticFill is the slice generator's fill rate (its limit is the
-// disk's write rate, which bench slice prints while writing).
-func BenchmarkSyntheticFill(b *testing.B) {
-	ts := k3LayerExperts(1)[:6]
-	h, offs := shardHeader(ts)
-	buf := make([]byte, shardChunk)
-	b.SetBytes(shardChunk)
-	for b.Loop() {
-		fillChunk(buf, int64(len(h)), h, ts, offs, 1)
-	}
 }

@@ -23,19 +23,8 @@ const (
 	tinyLatent = 96
 )
 
-func tinyExperts(layer, n int) []synthTensor {
-	shapes := [6][2]int64{
-		{tinyInter, tinyLatent / 2}, {tinyInter, tinyLatent / 32},
-		{tinyLatent, tinyInter / 2}, {tinyLatent, tinyInter / 32},
-		{tinyInter, tinyLatent / 2}, {tinyInter, tinyLatent / 32},
-	}
-	var t []synthTensor
-	for e := n - 1; e >= 0; e-- { // physical order differs from id order
-		for part, s := range shapes {
-			t = append(t, synthTensor{ckpt.ExpertName(ckpt.ExpertID{Layer: layer, Expert: e}, part), "U8", s[:], fillKind(part % 2)})
-		}
-	}
-	return t
+func tinyExperts(layer, n int) []safetensors.Tensor {
+	return syntheticExperts(layer, n, tinyInter, tinyLatent)
 }
 
 // writeTinyModel writes one shard per layer (a spine tensor, then n
@@ -45,9 +34,9 @@ func writeTinyModel(t testing.TB, layers []int, n int) (string, map[ckpt.ExpertI
 	spans := map[ckpt.ExpertID]ckpt.ExpertSpan{}
 	for i, l := range layers {
 		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, len(layers))
-		ts := append([]synthTensor{{fmt.Sprintf("language_model.model.layers.%d.mlp.gate.weight", l), "BF16", []int64{12, 4}, fillBF16}},
+		ts := append([]safetensors.Tensor{{Name: fmt.Sprintf("language_model.model.layers.%d.mlp.gate.weight", l), DType: "BF16", Shape: []int64{12, 4}}},
 			tinyExperts(l, n)...)
-		require.NoError(t, writeSyntheticShard(context.Background(), filepath.Join(dir, name), ts, uint64(i+11), func(int64) {}))
+		writeSyntheticShard(t, filepath.Join(dir, name), ts, uint64(i+11))
 		f, err := os.Open(filepath.Join(dir, name))
 		require.NoError(t, err)
 		st, err := f.Stat()
@@ -73,23 +62,24 @@ func spanBytes(t testing.TB, dir string, sp ckpt.ExpertSpan) []byte {
 }
 
 func TestExpertStoreReadsTheBytesOnDisk(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1, 2}, 12)
 	for _, tc := range []struct {
 		name  string
-		mode  IOMode
+		mode  ioMode
 		cache int
 		chunk int
 	}{
-		{"direct, no cache", IODirect, 0, 0},
-		{"direct, cache 5", IODirect, 5, 0},
-		{"direct, 4096-byte chunks", IODirect, 0, 4096},
-		{"direct, 5000-byte chunks round up", IODirect, 2, 5000},
-		{"buffered", IOBuffered, 3, 0},
-		{"buffered, chunks", IOBuffered, 0, 4096},
-		{"drop-behind", IODropBehind, 0, 0},
+		{"direct, no cache", ioDirect, 0, 0},
+		{"direct, cache 5", ioDirect, 5, 0},
+		{"direct, 4096-byte chunks", ioDirect, 0, 4096},
+		{"direct, 5000-byte chunks round up", ioDirect, 2, 5000},
+		{"buffered", ioBuffered, 3, 0},
+		{"buffered, chunks", ioBuffered, 0, 4096},
+		{"drop-behind", ioDropBehind, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Mode: tc.mode, CacheExperts: tc.cache, Readers: 4, ChunkBytes: tc.chunk})
+			s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: tc.mode, CacheExperts: tc.cache, Readers: 4, ChunkBytes: tc.chunk})
 			require.NoError(t, err)
 			defer s.Close()
 			// Every expert, including the first and the last of each shard
@@ -135,6 +125,7 @@ func assertNoError(t *testing.T, err error) bool {
 }
 
 func TestAlignedRangeEdgeCases(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name           string
 		off, n         int64
@@ -160,13 +151,14 @@ func TestAlignedRangeEdgeCases(t *testing.T) {
 }
 
 func TestExpertCacheKeepsTheHottest(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 8)
-	heat := NewHeat(2, 8)
+	heat := newHeat(2, 8)
 	// Experts 6 and 7 are hot from earlier runs.
 	for range 50 {
 		heat.Touch(1, []int{6, 7})
 	}
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Heat: heat, CacheExperts: 2, Readers: 2})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Heat: heat, CacheExperts: 2, Readers: 2})
 	require.NoError(t, err)
 	defer s.Close()
 	use := func(ids ...int) {
@@ -196,8 +188,9 @@ func TestExpertCacheKeepsTheHottest(t *testing.T) {
 }
 
 func TestPrefetchNeverChangesTheExperts(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1, 2}, 10)
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Readers: 3, PrefetchExperts: 4})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Readers: 3, PrefetchExperts: 4})
 	require.NoError(t, err)
 	defer s.Close()
 	s.Prefetch(2, []int{0, 1, 2, 3, 4, 5}) // only 4 fit the prefetch budget
@@ -251,6 +244,7 @@ func (c *copySource) Ensure(_ context.Context, off, n int64) error {
 }
 
 func TestEnsurerFillsMissingExperts(t *testing.T) {
+	t.Parallel()
 	src, spans := writeTinyModel(t, []int{1}, 6)
 	mirror := t.TempDir()
 	name := spans[ckpt.ExpertID{Layer: 1, Expert: 0}].Shard
@@ -264,7 +258,7 @@ func TestEnsurerFillsMissingExperts(t *testing.T) {
 	require.NoError(t, err)
 	defer sparse.(*FileSource).Close()
 	shard := &copySource{Source: sparse, src: filepath.Join(src, name), dst: dst}
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: mirror, Spans: spans, Sources: map[string]Source{name: shard}, Readers: 2})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: mirror, Spans: spans, Sources: map[string]Source{name: shard}, Readers: 2})
 	require.NoError(t, err)
 	defer s.Close()
 	b, err := s.Acquire(t.Context(), 1, []int{4, 2})
@@ -279,6 +273,7 @@ func TestEnsurerFillsMissingExperts(t *testing.T) {
 }
 
 func TestTruncatedShardNamesTheExpert(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{3}, 6)
 	victim := ckpt.ExpertID{Layer: 3, Expert: 2}
 	sp := spans[victim]
@@ -288,7 +283,7 @@ func TestTruncatedShardNamesTheExpert(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, sp.Shard))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(d, sp.Shard), b[:cut], 0o644))
-		_, err = OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: d, Spans: spans})
+		_, err = openSpanStore(t.Context(), spanStoreOptions{Dir: d, Spans: spans})
 		require.ErrorIs(t, err, ErrTruncated)
 		require.ErrorContains(t, err, fmt.Sprintf("inside layer 3 expert 2 (bytes %d to %d)", sp.Offset, sp.Offset+sp.Size))
 		require.ErrorContains(t, err, sp.Shard)
@@ -299,7 +294,7 @@ func TestTruncatedShardNamesTheExpert(t *testing.T) {
 		require.NoError(t, err)
 		path := filepath.Join(d, sp.Shard)
 		require.NoError(t, os.WriteFile(path, b, 0o644))
-		s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: d, Spans: spans, Readers: 2, ChunkBytes: 4096})
+		s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: d, Spans: spans, Readers: 2, ChunkBytes: 4096})
 		require.NoError(t, err)
 		defer s.Close()
 		require.NoError(t, os.Truncate(path, cut))
@@ -321,8 +316,9 @@ func TestTruncatedShardNamesTheExpert(t *testing.T) {
 }
 
 func TestAcquireRejectsBadSelections(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 4)
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans})
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name  string
@@ -341,12 +337,13 @@ func TestAcquireRejectsBadSelections(t *testing.T) {
 	}
 	require.NoError(t, s.Close())
 	_, err = s.Acquire(t.Context(), 1, []int{0})
-	require.ErrorIs(t, err, ErrStoreClosed)
+	require.ErrorIs(t, err, errStoreClosed)
 }
 
 func TestExpertMatricesViewTheSpan(t *testing.T) {
+	t.Parallel()
 	b := make([]byte, ckpt.ExpertSpanBytes)
-	e, err := ExpertMatrices(b, 3072, 3584)
+	e, err := expertMatrices(b, 3072, 3584)
 	require.NoError(t, err)
 	for _, m := range []struct {
 		name string
@@ -354,18 +351,19 @@ func TestExpertMatricesViewTheSpan(t *testing.T) {
 	}{{"w1", e.W1.Validate()}, {"w2", e.W2.Validate()}, {"w3", e.W3.Validate()}} {
 		require.NoError(t, m.err, m.name)
 	}
-	// The K3 offsets inside the span (K3-ARCHITECTURE.md §3.3).
+	// The K3 offsets inside the span (docs/MODEL.md §4.3).
 	base := addrOf(b)
 	require.Equal(t, uintptr(5_849_088), addrOf(e.W2.Data)-base)
 	require.Equal(t, uintptr(11_354_112), addrOf(e.W2.Scales)-base)
 	require.Equal(t, uintptr(17_203_200), addrOf(e.W3.Scales)-base)
-	_, err = ExpertMatrices(b[:100], 3072, 3584)
+	_, err = expertMatrices(b[:100], 3072, 3584)
 	require.True(t, errors.Is(err, ckpt.ErrExpertLayout))
 }
 
 func TestPrefetchPreviousReadsTheLastSelection(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 10)
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Readers: 2})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Readers: 2})
 	require.NoError(t, err)
 	defer s.Close()
 	s.PrefetchPrevious(1) // nothing selected yet: nothing to do
@@ -391,10 +389,11 @@ func TestPrefetchPreviousReadsTheLastSelection(t *testing.T) {
 }
 
 func TestWrongPrefetchesStopReading(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 12)
 	// One reader and 4096-byte chunks: a prefetch of 8 experts queues about
 	// 24 chunk reads, most still queued when the router decides.
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Readers: 1, ChunkBytes: 4096, PrefetchExperts: 8})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Readers: 1, ChunkBytes: 4096, PrefetchExperts: 8})
 	require.NoError(t, err)
 	defer s.Close()
 	s.Prefetch(1, []int{0, 1, 2, 3, 4, 5, 6, 7})

@@ -29,13 +29,12 @@ func k3KDA(T int) (q, k, v, g, beta, s []float32) {
 // TestParallelHeadsAreBitIdentical: the delta rule and MLA attention give
 // the same bits on one worker and on all of them.
 func TestParallelHeadsAreBitIdentical(t *testing.T) {
+	t.Parallel()
 	const nh, d, T = 96, 128, 3
 	q, k, v, g, beta, s := k3KDA(T)
 	run := func(serial bool) ([]float32, []float32) {
-		serialHeads = serial
-		defer func() { serialHeads = false }()
 		o, st := make([]float32, T*nh*d), append([]float32(nil), s...)
-		kdaRecurrent(o, q, k, v, g, beta, st, T, nh, d)
+		kdaRecurrent(o, q, k, v, g, beta, st, T, nh, d, headSplit{serial})
 		return o, st
 	}
 	o1, s1 := run(true)
@@ -47,7 +46,7 @@ func TestParallelHeadsAreBitIdentical(t *testing.T) {
 	c := m.cfg
 	mlaLayer := -1
 	for i, kind := range c.Kinds {
-		if kind == MLA {
+		if kind == layerMLA {
 			mlaLayer = i
 			break
 		}
@@ -58,8 +57,7 @@ func TestParallelHeadsAreBitIdentical(t *testing.T) {
 		x[i] = float32(i%17) / 17
 	}
 	attn := func(serial bool) []float32 {
-		serialHeads = serial
-		defer func() { serialHeads = false }()
+		m.heads.serial = serial
 		out := make([]float32, len(x))
 		m.mlaForward(m.backend, out, x, 64, m.w.layers[mlaLayer].mla, &mlaCache{})
 		return out
@@ -80,11 +78,9 @@ func BenchmarkKDADecodeStep(b *testing.B) {
 			name = "serial"
 		}
 		b.Run(name, func(b *testing.B) {
-			serialHeads = serial
-			defer func() { serialHeads = false }()
 			b.SetBytes(int64(4 * len(s)))
 			for b.Loop() {
-				kdaRecurrent(o, q, k, v, g, beta, s, 1, nh, d)
+				kdaRecurrent(o, q, k, v, g, beta, s, 1, nh, d, headSplit{serial})
 			}
 		})
 	}

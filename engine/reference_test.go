@@ -144,6 +144,7 @@ func checkReference(t *testing.T, m *Model, ref refFile, tags []string, tol floa
 }
 
 func TestK3TinyReference(t *testing.T) {
+	t.Parallel()
 	m, err := Open(t.Context(), filepath.Join("..", "testdata", "k3-tiny"), Options{})
 	require.NoError(t, err)
 	defer m.Close()
@@ -157,6 +158,7 @@ func TestK3TinyReference(t *testing.T) {
 }
 
 func TestKimiLinearTinyReference(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "testdata", "kimi-linear-tiny")
 	m, err := Open(t.Context(), filepath.Join(dir, "hf"), Options{})
 	require.NoError(t, err)
@@ -171,6 +173,7 @@ func TestKimiLinearTinyReference(t *testing.T) {
 // reference's p.hidden.k (Hugging Face's convention: hidden.0 is the
 // embedding, hidden.k the output of layer k−1, the last one the final norm).
 func TestKimiLinearHidden(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "testdata", "kimi-linear-tiny")
 	m, err := Open(t.Context(), filepath.Join(dir, "hf"), Options{})
 	require.NoError(t, err)

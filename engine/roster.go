@@ -46,11 +46,11 @@ type tensorSpec struct {
 // then each layer's spine, then its routed experts. It is lazy because a
 // hostile config can describe billions of tensors; validation stops at the
 // first one the checkpoint lacks.
-func (c *Config) roster() iter.Seq[tensorSpec] {
+func (c *config) roster() iter.Seq[tensorSpec] {
 	return func(yield func(tensorSpec) bool) { c.eachTensor(yield) }
 }
 
-func (c *Config) eachTensor(yield func(tensorSpec) bool) {
+func (c *config) eachTensor(yield func(tensorSpec) bool) {
 	ok := true
 	emit := func(s tensorSpec) {
 		if ok {
@@ -86,7 +86,7 @@ func (c *Config) eachTensor(yield func(tensorSpec) bool) {
 		}
 		a := p + "self_attn."
 		switch c.Kinds[i] {
-		case KDA:
+		case layerKDA:
 			nh, d := c.KDAHeads, c.KDAHeadDim
 			P := nh * d
 			for _, x := range []string{"q", "k", "v"} {
@@ -110,7 +110,7 @@ func (c *Config) eachTensor(yield func(tensorSpec) bool) {
 			}
 			add(a+"o_norm.weight", d)
 			add(a+"o_proj.weight", H, P)
-		case MLA:
+		case layerMLA:
 			qk := c.NoPE + c.RoPE
 			if c.QLoRA > 0 {
 				add(a+"q_a_proj.weight", c.QLoRA, H)
@@ -178,7 +178,7 @@ func (c *Config) eachTensor(yield func(tensorSpec) bool) {
 // an unexpected tensor (by name), then an MXFP4 expert whose six tensors are
 // not back to back in one file (ckpt.IndexExperts, whose spans it keeps in
 // ck.experts).
-func (ck *checkpoint) validate(c *Config) error {
+func (ck *checkpoint) validate(c *config) error {
 	want := make(map[string]bool, len(ck.tensors))
 	for s := range c.roster() {
 		want[s.name] = true

@@ -28,7 +28,7 @@ import (
 // the plain loader instead.
 type spineRing struct {
 	ck, i8   *checkpoint
-	cfg      *Config
+	cfg      *config
 	first, n int // layers first..n-1 stream
 	fast     bool
 	extents  [][]spineExtent // per streamed layer (index layer − first)
@@ -100,7 +100,7 @@ const spineGap = 1 << 20
 
 // newSpineRing starts streaming layers first..Layers-1 of the checkpoint in
 // dir: the first two loads start at once.
-func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *Config, first int, mode IOMode, meter *ioMeter) (*spineRing, error) {
+func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *config, first int, mode ioMode, meter *ioMeter) (*spineRing, error) {
 	r := &spineRing{ck: ck, i8: i8, cfg: c, first: first, n: c.Layers, fast: i8 == nil, files: map[string]*shardFile{}, chunk: readChunk, next: first, meter: meter}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	var slotBytes int64
@@ -146,7 +146,7 @@ func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *Config
 
 // layerExtents sorts a layer's spine tensors by shard and offset and merges
 // neighbours into extents.
-func (r *spineRing) layerExtents(dir string, refs []*tensorRef, mode IOMode) ([]spineExtent, error) {
+func (r *spineRing) layerExtents(dir string, refs []*tensorRef, mode ioMode) ([]spineExtent, error) {
 	sort.Slice(refs, func(a, b int) bool {
 		if refs[a].shard.name != refs[b].shard.name {
 			return refs[a].shard.name < refs[b].shard.name

@@ -11,6 +11,7 @@ import (
 // TestValidation breaks one thing at a time in the K3 tiny checkpoint and
 // checks that Open names the file, the tensor and the problem.
 func TestValidation(t *testing.T) {
+	t.Parallel()
 	const (
 		lp     = "language_model.model.layers."
 		shard1 = "model-00001-of-000004.safetensors"

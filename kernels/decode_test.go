@@ -10,7 +10,7 @@ import (
 )
 
 // TestMXFP4DecodeBitExact checks every (code, scale) pair against the
-// definition W = e2m1(code)·2^(s−127) (K3-ARCHITECTURE.md §3.3), bit for bit
+// definition W = e2m1(code)·2^(s−127) (docs/MODEL.md §4.4), bit for bit
 // and so with the sign of zero: code 8 is −0. Scale 255 is NaN (OCP MX).
 func TestMXFP4DecodeBitExact(t *testing.T) {
 	t.Parallel()

@@ -48,7 +48,7 @@ func (r refBackend) ExpertFFN(dst []float32, e Expert, act Activation, x []float
 }
 
 // Apply returns act(g, u) in fp32, following the operation order of the
-// reference implementations (K3-ARCHITECTURE.md §4.9).
+// reference implementations (docs/MODEL.md §5.9).
 func (a Activation) Apply(g, u float32) float32 {
 	sig := float32(1 / (1 + math.Exp(-float64(g))))
 	switch a.Kind {

@@ -22,7 +22,7 @@ var (
 // randMatrix fills a matrix with values of the size real weights have. Every
 // dtype gets its full range of codes that matter: F16 includes subnormals,
 // MXFP4 every nibble (negative zero too), with scales in a 16-value window
-// as in the checkpoint (K3-ARCHITECTURE.md §3.3).
+// as in the checkpoint (docs/MODEL.md §4.3).
 func randMatrix(rng *rand.Rand, dt DType, rows, cols int) Matrix {
 	m := Matrix{DType: dt, Rows: rows, Cols: cols}
 	n := rows * cols

@@ -109,8 +109,8 @@ type ResponseFormat struct {
 // DefaultOptions are K3's defaults: thinking on at effort max.
 func DefaultOptions() Options { return Options{Thinking: true, Effort: "max"} }
 
-// Efforts lists the accepted thinking efforts.
-var Efforts = []string{"low", "high", "max"}
+// Efforts lists the accepted thinking efforts, in a fresh slice.
+func Efforts() []string { return []string{"low", "high", "max"} }
 
 // CheckEffort returns ErrEffort unless effort is "", low, high or max.
 // "medium" is refused although K3's own instruction text names it: the

@@ -138,8 +138,9 @@ func TestChatCases(t *testing.T) {
 	}
 }
 
-// The example of docs/K3-ARCHITECTURE.md §7.2: 38 segments, and the user's
-// literal <|open|> is plain text, so the special appears 4 times.
+// One user message with the defaults renders as 38 segments, and the user's
+// literal <|open|> is plain text, so the special appears 4 times
+// (docs/MODEL.md §7).
 func TestUserTextCannotInjectControl(t *testing.T) {
 	tok, err := tokenizer.Load("../../testdata/tokenizer")
 	require.NoError(t, err)

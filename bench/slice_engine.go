@@ -1,4 +1,4 @@
-package engine
+package bench
 
 import (
 	"bufio"
@@ -9,9 +9,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/engine"
 )
 
 // maxEngineWarmup bounds the decode steps an engine run spends filling
@@ -21,67 +23,56 @@ const maxEngineWarmup = 40
 // engineDecode runs the real forward pass over the slice (it is a K3-shaped
 // checkpoint with its own config) under the budget plan, and measures the
 // decode steps after the warmup ones (at least o.Warmup, and until the
-// expert cache is full): the router now chooses the experts.
-func (o SliceBenchOptions) engineDecode(ctx context.Context, plan BudgetPlan, heat *Heat, run string) (DecodeResult, error) {
-	m, err := Open(ctx, o.Dir, Options{Backend: o.Backend, Stream: &StreamOptions{Plan: &plan, Heat: heat}})
+// expert cache is full): the router now chooses the experts. The heat
+// histogram persists at heatPath between the runs.
+func (o SliceBenchOptions) engineDecode(ctx context.Context, plan engine.BudgetPlan, heatPath, run string) (DecodeResult, error) {
+	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, Stream: &engine.StreamOptions{Plan: &plan, HeatPath: heatPath}})
 	if err != nil {
 		return DecodeResult{}, err
 	}
 	defer m.Close()
-	store := m.experts.(*streamExperts).store
 	s := m.NewSession()
-	spineBytes := func() int64 {
-		if m.spine == nil {
-			return 0
-		}
-		return m.spine.bytes.Load()
-	}
-	var base StoreStats
-	var baseIO ioMeterStats
-	var baseSpine int64
+	var base engine.Stats
 	var start time.Time
 	stop := func() {}
 	n, first := 0, -1
-	_, err = s.Generate(ctx, []int{163584, 1, 2, 3}, GenerateOptions{MaxNew: maxEngineWarmup + o.Tokens + 1}, func(int) error {
+	_, err = s.Generate(ctx, []int{163584, 1, 2, 3}, engine.GenerateOptions{MaxNew: maxEngineWarmup + o.Tokens + 1}, func(int) error {
 		// The first token comes from the prefill; steps start after it,
 		// once the expert cache is full (steady state: a filling cache
 		// costs page faults on its new buffers that a full one does not).
 		n++
-		if first < 0 && n > o.Warmup && (store.Stats().CachedNow >= plan.CacheExperts || n > maxEngineWarmup) {
+		if first < 0 && n > o.Warmup && (m.Stats().CachedExperts >= plan.CacheExperts || n > maxEngineWarmup) {
 			if o.Profile != nil {
 				stop = o.Profile(run)
 			}
-			first, base, baseSpine, start = n, store.Stats(), spineBytes(), time.Now()
-			baseIO = m.io.stats()
+			first, base, start = n, m.Stats(), time.Now()
 		}
 		if first >= 0 && n == first+o.Tokens {
-			return ErrStopped
+			return engine.ErrStopped
 		}
 		return nil
 	})
 	el := time.Since(start).Seconds()
-	io := m.io.stats()
+	st := m.Stats().Sub(base)
 	stop()
 	if err != nil {
 		return DecodeResult{}, err
 	}
-	st := store.Stats()
-	spine := float64(spineBytes()-baseSpine) / float64(o.Tokens)
 	steps := float64(o.Tokens)
-	demanded := float64(st.Misses - base.Misses + st.CacheHits - base.CacheHits + st.SpecHits - base.SpecHits + st.Shared - base.Shared)
+	demanded := float64(st.Demanded())
 	d := DecodeResult{
 		Compute:            true,
 		SecondsPerToken:    el / steps,
-		DiskBytesPerToken:  float64(st.DiskBytes-base.DiskBytes)/steps + spine,
-		SpineBytesPerToken: spine,
-		DiskIdle:           (io.idle - baseIO.idle).Seconds() / el,
-		MeanInFlight:       (io.depth - baseIO.depth) / el,
-		CacheHitRate:       float64(st.CacheHits-base.CacheHits) / demanded,
-		PrefetchHitRate:    float64(st.SpecHits-base.SpecHits) / demanded,
-		PrefetchWasted:     float64(st.SpecWasted-base.SpecWasted) / steps,
+		DiskBytesPerToken:  float64(st.DiskBytes()) / steps,
+		SpineBytesPerToken: float64(st.SpineBytes) / steps,
+		DiskIdle:           st.DiskIdle.Seconds() / el,
+		MeanInFlight:       st.ReadsInFlight / el,
+		CacheHitRate:       float64(st.CacheHits) / demanded,
+		PrefetchHitRate:    float64(st.PrefetchHits) / demanded,
+		PrefetchWasted:     float64(st.PrefetchWasted) / steps,
 	}
 	d.DiskGBPerSecond = d.DiskBytesPerToken / d.SecondsPerToken / 1e9
-	if m.spine != nil {
+	if m.Plan().PinnedLayers < m.Info().Layers {
 		if d.IOOnlyGBPerSecond, err = ioOnlyRate(ctx, m, max(o.Tokens/2, 2), rand.New(rand.NewPCG(o.Seed, 0x10))); err != nil {
 			return d, err
 		}
@@ -111,34 +102,25 @@ type PrefillResult struct {
 
 // enginePrefill opens the slice with an empty expert cache and runs a
 // prompt of o.Prefill pseudo-random token ids through it, expert-major.
-func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan BudgetPlan) (PrefillResult, error) {
+func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan engine.BudgetPlan) (PrefillResult, error) {
 	r := PrefillResult{Tokens: o.Prefill}
 	plan.CacheExperts = 0 // every distinct expert is read: the worst case
 	tracePath := filepath.Join(o.Dir, "prefill-trace.jsonl")
-	tw, err := CreateTrace(tracePath)
-	if err != nil {
-		return r, err
-	}
 	defer os.Remove(tracePath)
-	m, err := Open(ctx, o.Dir, Options{Backend: o.Backend, Stream: &StreamOptions{Plan: &plan, Trace: tw}})
+	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, Stream: &engine.StreamOptions{Plan: &plan, TracePath: tracePath}})
 	if err != nil {
-		tw.Close()
 		return r, err
 	}
-	store := m.experts.(*streamExperts).store
 	rng := rand.New(rand.NewPCG(o.Seed, 0x9EF1))
 	prompt := make([]int, o.Prefill)
 	for i := range prompt {
-		prompt[i] = rng.IntN(m.cfg.Vocab)
+		prompt[i] = rng.IntN(m.Info().VocabSize)
 	}
 	start := time.Now()
 	_, err = m.NewSession().Forward(ctx, prompt, false)
 	r.TimeToFirstToken = time.Since(start).Seconds()
-	st := store.Stats()
-	if cerr := m.Close(); err == nil {
-		err = cerr
-	}
-	if cerr := tw.Close(); err == nil {
+	st := m.Stats()
+	if cerr := m.Close(); err == nil { // puts the trace in place
 		err = cerr
 	}
 	if err != nil {
@@ -149,24 +131,29 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan BudgetPlan) (
 		return r, err
 	}
 	defer f.Close()
-	distinct := map[ckpt.ExpertID]bool{}
+	type choice struct{ layer, expert int }
+	distinct := map[choice]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var rec TraceRecord
+		// One line per token and MoE layer: the experts its router chose.
+		var rec struct {
+			Layer   int   `json:"layer"`
+			Experts []int `json:"experts"`
+		}
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return r, fmt.Errorf("engine: prefill trace: %w", err)
+			return r, fmt.Errorf("bench: prefill trace: %w", err)
 		}
 		r.TokenMajorExperts += len(rec.Experts)
 		for _, e := range rec.Experts {
-			distinct[ckpt.ExpertID{Layer: rec.Layer, Expert: e}] = true
+			distinct[choice{rec.Layer, e}] = true
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return r, err
 	}
-	r.DistinctExperts, r.DiskBytes = len(distinct), st.DiskBytes
+	r.DistinctExperts, r.DiskBytes = len(distinct), st.ExpertBytes
 	if r.DistinctExperts > 0 {
-		r.ReadAmplification = float64(st.DiskBytes) / float64(int64(r.DistinctExperts)*ckpt.ExpertSpanBytes)
+		r.ReadAmplification = float64(st.ExpertBytes) / float64(int64(r.DistinctExperts)*ckpt.ExpertSpanBytes)
 		r.TokenMajorAmplification = float64(r.TokenMajorExperts) / float64(r.DistinctExperts)
 	}
 	return r, nil
@@ -184,10 +171,10 @@ type Int8Result struct {
 // engineInt8 converts the slice's spine to int8 (once; resumable) and runs
 // the same prompt through the BF16 and the int8 spine, every position's
 // logits compared.
-func (o SliceBenchOptions) engineInt8(ctx context.Context, plan BudgetPlan) (Int8Result, error) {
+func (o SliceBenchOptions) engineInt8(ctx context.Context, plan engine.BudgetPlan) (Int8Result, error) {
 	var r Int8Result
-	out := SpineInt8Dir(o.Dir)
-	if err := ConvertSpineInt8(ctx, o.Dir, out, nil); err != nil {
+	out := engine.SpineInt8Dir(o.Dir)
+	if err := engine.ConvertSpineInt8(ctx, o.Dir, out, nil); err != nil {
 		return r, err
 	}
 	plan.CacheExperts = 0
@@ -199,15 +186,13 @@ func (o SliceBenchOptions) engineInt8(ctx context.Context, plan BudgetPlan) (Int
 	var rows [2][][]float32
 	for i, dir := range []string{"", out} {
 		p := plan
-		m, err := Open(ctx, o.Dir, Options{Backend: o.Backend, SpineInt8: dir, NoSpec: true, Stream: &StreamOptions{Plan: &p}})
+		m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, SpineInt8: dir, NoSpec: true, Stream: &engine.StreamOptions{Plan: &p}})
 		if err != nil {
 			return r, err
 		}
 		// The spine as the budget counts it (int8: a byte per weight and
-		// a float32 scale per row), everything pinned on a 1 TB machine.
-		if q, err := m.planStreaming(&StreamOptions{TotalRAM: 1 << 40}); err == nil {
-			r.SpineBytes[i] = q.PinnedBytes
-		}
+		// a float32 scale per row).
+		r.SpineBytes[i] = m.Info().SpineBytes
 		rows[i], err = m.NewSession().Forward(ctx, prompt, true)
 		if cerr := m.Close(); err == nil {
 			err = cerr
@@ -235,43 +220,24 @@ func (o SliceBenchOptions) engineInt8(ctx context.Context, plan BudgetPlan) (Int
 
 // ioOnlyRate replays the engine decode's reads without computing: per
 // token and layer the streamed spine through the ring and 16 random
-// experts through the store, as the forward pass orders them. It returns
-// GB/s: the limit for this mix of reads on this disk, measured in the
-// same run. On a disk whose host caches (a virtual one), a spine re-read
-// every token comes faster than random expert spans, so this, not (a),
-// is the figure to hold the engine's traffic to.
-func ioOnlyRate(ctx context.Context, m *Model, tokens int, rng *rand.Rand) (float64, error) {
-	r, store := m.spine, m.experts.(*streamExperts).store
-	r.pass.Lock()
-	defer r.pass.Unlock()
-	before, spine0, start := store.Stats().DiskBytes, r.bytes.Load(), time.Now()
+// experts through the store, as the forward pass orders them
+// (Model.ReadPass). It returns GB/s: the limit for this mix of reads on
+// this disk, measured in the same run. On a disk whose host caches (a
+// virtual one), a spine re-read every token comes faster than random
+// expert spans, so this, not (a), is the figure to hold the engine's
+// traffic to.
+func ioOnlyRate(ctx context.Context, m *engine.Model, tokens int, rng *rand.Rand) (float64, error) {
+	info := m.Info()
+	route := func(int) []int { return randomIDs(rng, info.Experts, info.TopK) }
+	before, start := m.Stats(), time.Now()
 	for range tokens {
-		for i := range m.cfg.Layers {
-			var ld *spineLoad
-			if i >= r.first {
-				var err error
-				if ld, err = r.get(ctx, i); err != nil {
-					return 0, err
-				}
-			}
-			if m.cfg.IsMoE(i) {
-				b, err := store.Acquire(ctx, i, randomIDs(rng, m.cfg.Experts, m.cfg.TopK))
-				if err != nil {
-					return 0, err
-				}
-				for k := range b.Len() {
-					if _, err := b.Wait(ctx, k); err != nil {
-						b.Release()
-						return 0, err
-					}
-				}
-				b.Release()
-			}
-			if ld != nil {
-				r.release(ld)
-			}
+		if err := m.ReadPass(ctx, route); err != nil {
+			return 0, err
 		}
 	}
 	el := time.Since(start).Seconds()
-	return float64(store.Stats().DiskBytes-before+r.bytes.Load()-spine0) / el / 1e9, nil
+	return float64(m.Stats().Sub(before).DiskBytes()) / el / 1e9, nil
 }
+
+// argmax returns the index of the largest value, the first one on ties.
+func argmax(x []float32) int { return slices.Index(x, slices.Max(x)) }

@@ -1,4 +1,4 @@
-package engine
+package bench
 
 import (
 	"context"
@@ -11,14 +11,16 @@ import (
 	"strconv"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
-	"github.com/deltafin/deltafin/checkpoint/safetensors"
+	"github.com/deltafin/deltafin/internal/atomicfile"
 )
 
 // ErrNoSpace reports a slice that would not fit on the disk.
-var ErrNoSpace = errors.New("engine: not enough free disk")
+var ErrNoSpace = errors.New("bench: not enough free disk")
 
-// K3 shapes used by the synthetic slice (K3-ARCHITECTURE.md §1.2, §3).
+// K3 shapes used by the synthetic slice (docs/MODEL.md §2, §4).
 const (
+	k3TextPrefix = "language_model."
+	layersPrefix = "model.layers."
 	k3Hidden     = 7168
 	k3Vocab      = 163840
 	k3Experts    = 896
@@ -160,7 +162,7 @@ func sliceShardTensors(layers []int, shard int) []synthTensor {
 // NewSliceLayout describes a slice of moeLayers MoE layers.
 func NewSliceLayout(moeLayers int) (SliceLayout, error) {
 	if moeLayers < 1 || moeLayers > k3MoELayers {
-		return SliceLayout{}, fmt.Errorf("engine: a slice has 1 to %d MoE layers, not %d", k3MoELayers, moeLayers)
+		return SliceLayout{}, fmt.Errorf("bench: a slice has 1 to %d MoE layers, not %d", k3MoELayers, moeLayers)
 	}
 	var s SliceLayout
 	for i := range moeLayers {
@@ -224,7 +226,7 @@ func (s SliceLayout) SliceMissingBytes(dir string) int64 {
 // byte counts as they are written.
 func (s SliceLayout) CreateSlice(ctx context.Context, dir string, freeDisk func(string) (uint64, error), progress func(int64)) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("engine: %w", err)
+		return fmt.Errorf("bench: %w", err)
 	}
 	if s.complete(dir) {
 		return nil
@@ -235,8 +237,8 @@ func (s SliceLayout) CreateSlice(ctx context.Context, dir string, freeDisk func(
 		return err
 	}
 	if int64(free) < missing+2e9 {
-		return fmt.Errorf("%w: the %d-layer slice needs %s more in %s, which has %s free (2 GB of headroom kept); use --moe-layers to make it smaller",
-			ErrNoSpace, len(s.Layers), fmtBytes(missing), dir, fmtBytes(int64(free)))
+		return fmt.Errorf("%w: the %d-layer slice needs %.2f GB more in %s, which has %.2f GB free (2 GB of headroom kept); use --moe-layers to make it smaller",
+			ErrNoSpace, len(s.Layers), float64(missing)/1e9, dir, float64(free)/1e9)
 	}
 	for i, name := range s.Shards {
 		t := sliceShardTensors(s.Layers, i)
@@ -251,7 +253,7 @@ func (s SliceLayout) CreateSlice(ctx context.Context, dir string, freeDisk func(
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, "slice.json"), m)
+	return atomicfile.WriteFile(filepath.Join(dir, "slice.json"), m, 0o600)
 }
 
 // writeConfig writes config.json (K3's, with the slice's layer count, every
@@ -303,10 +305,10 @@ func (s SliceLayout) writeConfig(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "config.json"), cfg); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, "model.safetensors.index.json"), idx)
+	return atomicfile.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), idx, 0o600)
 }
 
 func (s SliceLayout) complete(dir string) bool {
@@ -327,34 +329,4 @@ func (s SliceLayout) complete(dir string) bool {
 		}
 	}
 	return true
-}
-
-// SliceSpans parses the slice's headers (with the project's bounded parser)
-// and indexes its experts, as a model open would.
-func (s SliceLayout) SliceSpans(dir string) (map[ckpt.ExpertID]ckpt.ExpertSpan, error) {
-	spans := map[ckpt.ExpertID]ckpt.ExpertSpan{}
-	for _, name := range s.Shards[1:] {
-		f, err := os.Open(filepath.Join(dir, name))
-		if err != nil {
-			return nil, fmt.Errorf("engine: %w", err)
-		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("engine: %w", err)
-		}
-		h, err := safetensors.Read(f, st.Size())
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("engine: %s: %w", name, err)
-		}
-		sp, err := ckpt.IndexExperts(name, h)
-		if err != nil {
-			return nil, err
-		}
-		for id, v := range sp {
-			spans[id] = v
-		}
-	}
-	return spans, nil
 }

@@ -1,4 +1,4 @@
-package engine
+package bench
 
 import (
 	"bytes"
@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
-	"strings"
+
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
 
 // fillKind says how synthetic bytes are shaped so that kernels reading them
@@ -28,7 +28,7 @@ const (
 // A synthTensor is one tensor of a synthetic shard, in physical order.
 type synthTensor struct {
 	name  string
-	dtype string // "BF16", "F32", "U8"; "I8", "F16" for the int8 spine
+	dtype string // "BF16", "F32", "U8"
 	shape []int64
 	fill  fillKind
 }
@@ -38,45 +38,23 @@ func (t synthTensor) size() int64 {
 	for _, d := range t.shape {
 		n *= d
 	}
-	switch t.dtype {
-	case "BF16", "F16":
-		return 2 * n
-	case "F32":
-		return 4 * n
-	}
-	return n
+	return n * safetensors.DTypeSize(t.dtype)
 }
 
 // shardHeader encodes a safetensors header for tensors laid out back to back
-// in the given order, padded so the data section starts on 8 bytes. It
-// returns the header bytes (with the 8-byte length prefix) and each tensor's
-// absolute offset.
+// in the given order (safetensors.Encode). It returns the header bytes (with
+// the 8-byte length prefix) and each tensor's absolute offset.
 func shardHeader(tensors []synthTensor) ([]byte, []int64) {
-	var b strings.Builder
-	b.WriteString(`{"__metadata__":{"format":"pt"}`)
-	var off int64
-	rel := make([]int64, len(tensors))
+	ts := make([]safetensors.Tensor, len(tensors))
 	for i, t := range tensors {
-		rel[i] = off
-		dims := make([]string, len(t.shape))
-		for j, d := range t.shape {
-			dims[j] = strconv.FormatInt(d, 10)
-		}
-		fmt.Fprintf(&b, `,%q:{"dtype":%q,"shape":[%s],"data_offsets":[%d,%d]}`,
-			t.name, t.dtype, strings.Join(dims, ","), off, off+t.size())
-		off += t.size()
+		ts[i] = safetensors.Tensor{Name: t.name, DType: t.dtype, Shape: t.shape}
 	}
-	b.WriteString("}")
-	for b.Len()%8 != 0 {
-		b.WriteByte(' ')
+	h := safetensors.Encode(ts)
+	offs := make([]int64, len(ts))
+	for i, t := range ts {
+		offs[i] = t.Offset
 	}
-	h := make([]byte, 8, 8+b.Len())
-	binary.LittleEndian.PutUint64(h, uint64(b.Len()))
-	h = append(h, b.String()...)
-	for i := range rel {
-		rel[i] += int64(len(h))
-	}
-	return h, rel
+	return h, offs
 }
 
 // shardChunk is the unit of synthetic generation: each chunk's bytes depend
@@ -99,12 +77,12 @@ func writeSyntheticShard(ctx context.Context, path string, tensors []synthTensor
 	part := path + ".partial"
 	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return fmt.Errorf("engine: %w", err)
+		return fmt.Errorf("bench: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("engine: %w", err)
+		return fmt.Errorf("bench: %w", err)
 	}
 	start := min(st.Size(), total) / shardChunk * shardChunk
 	if start > 0 {
@@ -119,25 +97,25 @@ func writeSyntheticShard(ctx context.Context, path string, tensors []synthTensor
 		n := min(int64(shardChunk), total-pos)
 		fillChunk(buf[:n], pos, header, tensors, offs, seed)
 		if _, err := f.WriteAt(buf[:n], pos); err != nil {
-			return fmt.Errorf("engine: write %s: %w", part, err)
+			return fmt.Errorf("bench: write %s: %w", part, err)
 		}
 		progress(n)
 		if pos+n-synced >= 512<<20 || pos+n == total {
 			if err := f.Sync(); err != nil {
-				return fmt.Errorf("engine: sync %s: %w", part, err)
+				return fmt.Errorf("bench: sync %s: %w", part, err)
 			}
 			dropRange(f, synced, pos+n-synced)
 			synced = pos + n
 		}
 	}
 	if err := f.Truncate(total); err != nil {
-		return fmt.Errorf("engine: %w", err)
+		return fmt.Errorf("bench: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("engine: %w", err)
+		return fmt.Errorf("bench: %w", err)
 	}
 	if err := os.Rename(part, path); err != nil {
-		return fmt.Errorf("engine: %w", err)
+		return fmt.Errorf("bench: %w", err)
 	}
 	return nil
 }
@@ -149,21 +127,21 @@ func writeSyntheticShard(ctx context.Context, path string, tensors []synthTensor
 func rewriteHeader(path string, header []byte) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("engine: %w", err)
+		return fmt.Errorf("bench: %w", err)
 	}
 	defer f.Close()
 	old := make([]byte, len(header))
 	if _, err := f.ReadAt(old, 0); err != nil {
-		return fmt.Errorf("engine: %s: %w", path, err)
+		return fmt.Errorf("bench: %s: %w", path, err)
 	}
 	if bytes.Equal(old, header) {
 		return nil
 	}
 	if !bytes.Equal(old[:8], header[:8]) {
-		return fmt.Errorf("engine: %s has another layout; delete it to write it again", path)
+		return fmt.Errorf("bench: %s has another layout; delete it to write it again", path)
 	}
 	if _, err := f.WriteAt(header, 0); err != nil {
-		return fmt.Errorf("engine: %s: %w", path, err)
+		return fmt.Errorf("bench: %s: %w", path, err)
 	}
 	return f.Sync()
 }

@@ -1,4 +1,4 @@
-package engine
+package bench
 
 import (
 	"context"
@@ -12,7 +12,28 @@ import (
 	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
 
+// Tiny experts: inter 64, latent 96 → 9,792-byte spans.
+const (
+	tinyInter  = 64
+	tinyLatent = 96
+)
+
+// tinyExperts lists n experts of one layer, six MXFP4 tensors each, in
+// descending id order.
+func tinyExperts(layer, n int) []synthTensor {
+	I, D := int64(tinyInter), int64(tinyLatent)
+	shapes := [6][2]int64{{I, D / 2}, {I, D / 32}, {D, I / 2}, {D, I / 32}, {I, D / 2}, {I, D / 32}}
+	var t []synthTensor
+	for e := n - 1; e >= 0; e-- {
+		for part, s := range shapes {
+			t = append(t, synthTensor{ckpt.ExpertName(ckpt.ExpertID{Layer: layer, Expert: e}, part), "U8", s[:], fillKind(part % 2)})
+		}
+	}
+	return t
+}
+
 func TestSyntheticShardResumesToTheSameBytes(t *testing.T) {
+	t.Parallel()
 	ts := append([]synthTensor{{"language_model.model.norm.weight", "BF16", []int64{12 << 20}, fillBF16}}, tinyExperts(1, 900)...)
 	dir := t.TempDir()
 	fresh := filepath.Join(dir, "fresh.safetensors")
@@ -53,6 +74,7 @@ func TestSyntheticShardResumesToTheSameBytes(t *testing.T) {
 }
 
 func TestSliceLayoutHasK3Shapes(t *testing.T) {
+	t.Parallel()
 	l, err := NewSliceLayout(2)
 	require.NoError(t, err)
 	require.Equal(t, []int{0, 1}, l.Layers)
@@ -68,10 +90,12 @@ func TestSliceLayoutHasK3Shapes(t *testing.T) {
 	require.Equal(t, 2, SliceLayersFor(37_914_753_024), "1.5 × this machine's 24 GB")
 	_, err = NewSliceLayout(0)
 	require.Error(t, err)
+	require.Equal(t, int64(ckpt.ExpertSpanBytes), sumSize(k3LayerExperts(0)[:6]), "one expert's six tensors")
 	require.Equal(t, ckpt.ExpertSpanBytes, int(ckpt.ExpertSpanSize(k3Inter, k3Latent)))
 }
 
 func TestCreateSliceRefusesWhenTheDiskIsFull(t *testing.T) {
+	t.Parallel()
 	l, err := NewSliceLayout(2)
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -84,6 +108,7 @@ func TestCreateSliceRefusesWhenTheDiskIsFull(t *testing.T) {
 }
 
 func TestRenamedShardKeepsItsData(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.safetensors")
 	old := tinyExperts(2, 3)
@@ -106,4 +131,16 @@ func TestRenamedShardKeepsItsData(t *testing.T) {
 	h, _ = shardHeader(longer)
 	require.Equal(t, h, b[:len(h)])
 	require.Len(t, b, len(h)+int(sumSize(longer)))
+}
+
+// BenchmarkSyntheticFill is the slice generator's fill rate (its limit is the
+// disk's write rate, which bench slice prints while writing).
+func BenchmarkSyntheticFill(b *testing.B) {
+	ts := k3LayerExperts(1)[:6]
+	h, offs := shardHeader(ts)
+	buf := make([]byte, shardChunk)
+	b.SetBytes(shardChunk)
+	for b.Loop() {
+		fillChunk(buf, int64(len(h)), h, ts, offs, 1)
+	}
 }

@@ -1,4 +1,4 @@
-package engine
+package bench
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -22,10 +22,10 @@ type SliceBenchOptions struct {
 	Backend kernels.Backend // nil: kernels.Default()
 	// Plan is the slice's budget plan: its expert cache for the decode
 	// runs, its pinned layers for the engine run.
-	Plan BudgetPlan
+	Plan engine.BudgetPlan
 	// RAM is the machine's memory (TotalRAM, AvailableRAM, OverrideRAM) for
 	// the projection of the full K3; the model fields are filled in here.
-	RAM BudgetInput
+	RAM engine.BudgetInput
 	// Tokens is the number of measured decode tokens (default 8), after
 	// Warmup tokens (default 2) that fill the cache and the prefetcher.
 	Tokens, Warmup int
@@ -106,12 +106,12 @@ type SliceReport struct {
 	EngineDecode *DecodeResult `json:"engine_decode,omitempty"`
 	// EngineStreamed is the same under StreamedPlan: the spine pinned in
 	// the full K3's proportion on this machine (its layers streamed).
-	EngineStreamed  *DecodeResult  `json:"engine_decode_streamed,omitempty"`
-	StreamedPlan    BudgetPlan     `json:"streamed_plan"`
-	EnginePrefill   *PrefillResult `json:"engine_prefill,omitempty"`
-	EngineInt8      *Int8Result    `json:"engine_int8,omitempty"`
-	K3Plan          BudgetPlan     `json:"k3_plan"`
-	K3SecondsPerTok [2]float64     `json:"k3_projected_s_per_token"` // [overlapped, serial]
+	EngineStreamed  *DecodeResult     `json:"engine_decode_streamed,omitempty"`
+	StreamedPlan    engine.BudgetPlan `json:"streamed_plan"`
+	EnginePrefill   *PrefillResult    `json:"engine_prefill,omitempty"`
+	EngineInt8      *Int8Result       `json:"engine_int8,omitempty"`
+	K3Plan          engine.BudgetPlan `json:"k3_plan"`
+	K3SecondsPerTok [2]float64        `json:"k3_projected_s_per_token"` // [overlapped, serial]
 }
 
 // BenchSlice measures the slice: (a) parallel read bandwidth of 16 random
@@ -132,33 +132,29 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		logf = func(string, ...any) {}
 	}
 	r := SliceReport{MoELayers: len(o.Layout.Layers), SliceBytes: o.Layout.TotalBytes, RAMBytes: o.RAM.TotalRAM, Backend: o.Backend.Name()}
-	spans, err := o.Layout.SliceSpans(o.Dir)
-	if err != nil {
-		return r, err
-	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x5EED))
 	o.dropSliceCache()
-	for _, mode := range []IOMode{IODirect, IODropBehind, IOBuffered} {
-		bw, err := readBandwidth(ctx, o.Dir, spans, o.Layout.Layers, mode, rng)
+	for _, mode := range []string{"direct", "drop-behind", "buffered"} {
+		bw, err := readBandwidth(ctx, o.Dir, o.Layout.Layers, mode, rng)
 		if err != nil {
 			return r, err
 		}
 		logf("(a) %-11s 16 parallel %d-byte reads: %.2f GB/s", mode, ckpt.ExpertSpanBytes, bw)
-		r.Bandwidth = append(r.Bandwidth, ReadBandwidth{mode.String(), bw})
+		r.Bandwidth = append(r.Bandwidth, ReadBandwidth{mode, bw})
 	}
 	o.dropSliceCache()
-	r.ChosenMode = IODirect.String()
-	if r.ExpertFFNGBps, err = expertFFNThroughput(ctx, o.Backend); err != nil {
+	r.ChosenMode = "direct"
+	var err error
+	if r.ExpertFFNGBps, err = expertFFNThroughput(ctx, o.Dir, o.Layout.Layers[0], o.Backend); err != nil {
 		return r, err
 	}
 	r.MatVecBF16GBps = matVecThroughput(o.Backend)
 	logf("compute (%s, %d threads): expert FFN %.2f GB/s of weights, BF16 matvec %.2f GB/s", o.Backend.Name(), runtime.NumCPU(), r.ExpertFFNGBps, r.MatVecBF16GBps)
-	heat := NewHeat(k3Layers, k3Experts)
 	for _, compute := range []bool{false, true} {
 		if o.SkipSynthetic {
 			break
 		}
-		d, err := o.decode(ctx, spans, heat, compute, rng)
+		d, err := o.decode(ctx, compute, rng)
 		if err != nil {
 			return r, err
 		}
@@ -170,7 +166,7 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 	}
 	// The disk's bandwidth drifts (other tenants, the host's cache): measure
 	// (a) again after the decodes and hold them to the better figure.
-	again, err := readBandwidth(ctx, o.Dir, spans, o.Layout.Layers, IODirect, rng)
+	again, err := readBandwidth(ctx, o.Dir, o.Layout.Layers, "direct", rng)
 	if err != nil {
 		return r, err
 	}
@@ -192,10 +188,16 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		return r, err
 	}
 	r.StreamedPlan = SliceLikeK3(r.K3Plan, o.Layout)
+	// The engine runs share one heat histogram, as a model reopened on the
+	// same data directory would: the streamed run starts from what the
+	// natural run learnt.
+	heat := filepath.Join(o.Dir, "bench-heat.bin")
+	os.Remove(heat)
+	defer os.Remove(heat)
 	for _, run := range []struct {
 		on   bool
 		name string
-		plan BudgetPlan
+		plan engine.BudgetPlan
 		out  **DecodeResult
 	}{{o.Engine, "natural", o.Plan, &r.EngineDecode}, {o.EngineStreamed, "streamed", r.StreamedPlan, &r.EngineStreamed}} {
 		if !run.on {
@@ -257,34 +259,27 @@ func randomIDs(rng *rand.Rand, n, k int) []int {
 }
 
 // readBandwidth reads rounds of 16 random spans of one random layer in
-// parallel through a cacheless store and returns GB/s.
-func readBandwidth(ctx context.Context, dir string, spans map[ckpt.ExpertID]ckpt.ExpertSpan, layers []int, mode IOMode, rng *rand.Rand) (float64, error) {
-	s, err := OpenExpertStore(ctx, ExpertStoreOptions{Dir: dir, Spans: spans, Mode: mode})
+// parallel through a cacheless store in mode and returns GB/s.
+func readBandwidth(ctx context.Context, dir string, layers []int, mode string, rng *rand.Rand) (float64, error) {
+	p, err := engine.OpenProbe(ctx, dir, engine.ProbeOptions{Mode: mode})
 	if err != nil {
 		return 0, err
 	}
-	defer s.Close()
+	defer p.Close()
 	const rounds = 12
 	start := time.Now()
 	for range rounds {
-		b, err := s.Acquire(ctx, layers[rng.IntN(len(layers))], randomIDs(rng, k3Experts, k3TopK))
-		if err != nil {
+		if err := p.Read(ctx, layers[rng.IntN(len(layers))], randomIDs(rng, k3Experts, k3TopK)); err != nil {
 			return 0, err
 		}
-		for i := range b.Len() {
-			if _, err := b.Wait(ctx, i); err != nil {
-				b.Release()
-				return 0, err
-			}
-		}
-		b.Release()
 	}
 	el := time.Since(start).Seconds()
 	return float64(rounds*k3TopK*ckpt.ExpertSpanBytes) / el / 1e9, nil
 }
 
-// nextRoute keeps each of prev's experts with probability 0.31 (K3's measured
-// token-to-token repeat) and fills the rest uniformly.
+// nextRoute keeps each of prev's experts with probability 0.31 (K3's
+// token-to-token repeat as reported from real runs, docs/MODEL.md §10) and
+// fills the rest uniformly.
 func nextRoute(rng *rand.Rand, prev []int) []int {
 	ids := make([]int, 0, k3TopK)
 	used := map[int]bool{}
@@ -307,141 +302,76 @@ func nextRoute(rng *rand.Rand, prev []int) []int {
 // with the realistic repeat, the layer's experts acquired (reads start),
 // the next layer's previous-token experts prefetched, each expert's FFN
 // computed as soon as it arrives on every core, then released.
-func (o SliceBenchOptions) decode(ctx context.Context, spans map[ckpt.ExpertID]ckpt.ExpertSpan, heat *Heat, compute bool, rng *rand.Rand) (DecodeResult, error) {
-	s, err := OpenExpertStore(ctx, ExpertStoreOptions{Dir: o.Dir, Spans: spans, Mode: IODirect, Heat: heat, CacheExperts: o.Plan.CacheExperts})
+func (o SliceBenchOptions) decode(ctx context.Context, compute bool, rng *rand.Rand) (DecodeResult, error) {
+	p, err := engine.OpenProbe(ctx, o.Dir, engine.ProbeOptions{CacheExperts: o.Plan.CacheExperts, Backend: o.Backend})
 	if err != nil {
 		return DecodeResult{}, err
 	}
-	defer s.Close()
+	defer p.Close()
 	layers := o.Layout.Layers
 	prev := make([][]int, len(layers))
 	for i := range prev {
 		prev[i] = randomIDs(rng, k3Experts, k3TopK)
 	}
-	x := make([]float32, k3Latent)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	act := kernels.Activation{Kind: kernels.SiTU, Beta: 4, LinearBeta: 25}
-	var base StoreStats
+	var base engine.Stats
 	var start time.Time
 	for tok := range o.Warmup + o.Tokens {
 		if tok == o.Warmup {
-			base, start = s.Stats(), time.Now()
+			base, start = p.Stats(), time.Now()
 		}
 		for li, layer := range layers {
 			ids := nextRoute(rng, prev[li])
 			prev[li] = ids
-			b, err := s.Acquire(ctx, layer, ids)
-			if err != nil {
-				return DecodeResult{}, err
-			}
 			next := (li + 1) % len(layers)
-			s.Prefetch(layers[next], prev[next])
-			if err := runBatch(ctx, b, o.Backend, act, x, compute); err != nil {
-				b.Release()
+			if err := p.Step(ctx, layer, ids, layers[next], prev[next], compute); err != nil {
 				return DecodeResult{}, err
 			}
-			b.Release()
 		}
 	}
 	el := time.Since(start).Seconds()
-	st := s.Stats()
+	st := p.Stats().Sub(base)
 	n := float64(o.Tokens)
-	demanded := float64(st.Misses - base.Misses + st.CacheHits - base.CacheHits + st.SpecHits - base.SpecHits)
+	demanded := float64(st.Misses + st.CacheHits + st.PrefetchHits)
 	d := DecodeResult{
 		Compute:           compute,
 		SecondsPerToken:   el / n,
-		DiskBytesPerToken: float64(st.DiskBytes-base.DiskBytes) / n,
-		CacheHitRate:      float64(st.CacheHits-base.CacheHits) / demanded,
-		PrefetchHitRate:   float64(st.SpecHits-base.SpecHits) / demanded,
-		PrefetchWasted:    float64(st.SpecWasted-base.SpecWasted) / n,
+		DiskBytesPerToken: float64(st.ExpertBytes) / n,
+		CacheHitRate:      float64(st.CacheHits) / demanded,
+		PrefetchHitRate:   float64(st.PrefetchHits) / demanded,
+		PrefetchWasted:    float64(st.PrefetchWasted) / n,
 	}
 	d.DiskGBPerSecond = d.DiskBytesPerToken / d.SecondsPerToken / 1e9
 	return d, nil
 }
 
-// runBatch waits for each expert in turn on every core and runs its FFN (or
-// only waits, for the I/O-only run).
-func runBatch(ctx context.Context, b *Batch, be kernels.Backend, act kernels.Activation, x []float32, compute bool) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make([]error, runtime.NumCPU())
-	for w := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			dst := make([]float32, k3Latent)
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= b.Len() {
-					return
-				}
-				data, err := b.Wait(ctx, i)
-				if err != nil {
-					errs[w] = err
-					return
-				}
-				if compute {
-					e, err := ExpertMatrices(data, k3Inter, k3Latent)
-					if err != nil {
-						errs[w] = err
-						return
-					}
-					be.ExpertFFN(dst, e, act, x, 1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// expertFFNThroughput runs K3-shaped expert FFNs on every core over in-RAM
-// weights and returns weight bytes per second.
-func expertFFNThroughput(ctx context.Context, be kernels.Backend) (float64, error) {
-	nc := runtime.NumCPU()
-	bufs := make([][]byte, nc)
-	for i := range bufs {
-		bufs[i] = make([]byte, ckpt.ExpertSpanBytes)
-		h, offs := shardHeader(k3LayerExperts(1)[:6])
-		fillChunk(bufs[i], offs[0], h, k3LayerExperts(1)[:6], offs, uint64(i+7))
-	}
-	x := make([]float32, k3Latent)
-	for i := range x {
-		x[i] = float32(i%7) - 3
-	}
-	act := kernels.Activation{Kind: kernels.SiTU, Beta: 4, LinearBeta: 25}
-	const per = 2
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range nc {
-		e, err := ExpertMatrices(bufs[i], k3Inter, k3Latent)
-		if err != nil {
-			return 0, err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			dst := make([]float32, k3Latent)
-			for range per {
-				if ctx.Err() != nil {
-					return
-				}
-				be.ExpertFFN(dst, e, act, x, 1)
-			}
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+// expertFFNThroughput runs K3-shaped expert FFNs on every core over
+// weights in RAM (layer's first 16 experts, read once into the probe's
+// cache) and returns weight bytes per second.
+func expertFFNThroughput(ctx context.Context, dir string, layer int, be kernels.Backend) (float64, error) {
+	p, err := engine.OpenProbe(ctx, dir, engine.ProbeOptions{CacheExperts: k3TopK, Backend: be})
+	if err != nil {
 		return 0, err
 	}
-	return float64(nc*per*ckpt.ExpertSpanBytes) / time.Since(start).Seconds() / 1e9, nil
+	defer p.Close()
+	ids := make([]int, k3TopK)
+	for i := range ids {
+		ids[i] = i
+	}
+	if err := p.Read(ctx, layer, ids); err != nil {
+		return 0, err
+	}
+	const per = 2
+	before, start := p.Stats(), time.Now()
+	for range per {
+		if err := p.Step(ctx, layer, ids, -1, nil, true); err != nil {
+			return 0, err
+		}
+	}
+	el := time.Since(start).Seconds()
+	if read := p.Stats().Sub(before).ExpertBytes; read != 0 {
+		return 0, fmt.Errorf("bench: expert FFN rate: %d bytes read from disk, the experts should have been cached", read)
+	}
+	return float64(per*k3TopK*ckpt.ExpertSpanBytes) / el / 1e9, nil
 }
 
 // matVecThroughput runs a K3 latent projection ([3584, 7168] BF16) split by
@@ -492,15 +422,15 @@ func k3SpineBytes() ([]int64, int64) {
 }
 
 // planK3 plans the real 93-layer K3 on this machine's RAM.
-func planK3(ram BudgetInput) (BudgetPlan, error) {
+func planK3(ram engine.BudgetInput) (engine.BudgetPlan, error) {
 	layers, globals := k3SpineBytes()
 	in := ram
 	in.LayerBytes, in.GlobalBytes = layers, globals
 	in.SpanBytes, in.MoELayers, in.ExpertsPerLayer, in.TopK = ckpt.ExpertSpanBytes, k3MoELayers, k3Experts, k3TopK
 	in.WorkingBytes = StoreWorkingBytes() + 69*96*128*128*4 // store buffers and the KDA states
-	p, err := PlanBudget(in)
+	p, err := engine.PlanBudget(in)
 	if err != nil {
-		return p, fmt.Errorf("engine: K3 on this machine: %w", err)
+		return p, fmt.Errorf("bench: K3 on this machine: %w", err)
 	}
 	return p, nil
 }
@@ -511,12 +441,12 @@ func planK3(ram BudgetInput) (BudgetPlan, error) {
 // cached. On a machine that streams most of K3's spine, the slice's
 // layers all stream, so the engine over the slice meets per token what K3
 // would: the head computed from RAM, the spine and experts from disk.
-func SliceLikeK3(k3 BudgetPlan, l SliceLayout) BudgetPlan {
+func SliceLikeK3(k3 engine.BudgetPlan, l SliceLayout) engine.BudgetPlan {
 	n := len(l.Layers)
-	p := BudgetPlan{RAM: k3.RAM, Reserve: k3.Reserve, Usable: k3.Usable, GlobalsPinned: k3.GlobalsPinned}
+	p := engine.BudgetPlan{RAM: k3.RAM, Reserve: k3.Reserve, Usable: k3.Usable, GlobalsPinned: k3.GlobalsPinned}
 	p.PinnedLayers = n * k3.PinnedLayers / k3Layers
 	p.CacheExperts = int(int64(k3.CacheExperts) * int64(n) / k3MoELayers)
-	p.CacheBytes = int64(p.CacheExperts) * (alignUp(ckpt.ExpertSpanBytes) + ioAlign)
+	p.CacheBytes = int64(p.CacheExperts) * storeBuffer
 	spine := l.GlobalBytes
 	for _, b := range l.SpineBytes {
 		spine += b
@@ -554,8 +484,14 @@ func projectK3(r SliceReport) [2]float64 {
 	return [2]float64{max(disk, compute), disk + compute}
 }
 
+// storeBuffer is the RAM the expert store holds per K3 expert: the span
+// rounded up to the 4096-byte alignment of direct reads, plus one block (a
+// covering aligned range is at most one block longer at each end).
+const storeBuffer = (ckpt.ExpertSpanBytes+4095)&^4095 + 4096
+
 // StoreWorkingBytes is the RAM an expert store needs besides its cache: two
-// layers' selections in flight and the default prefetch buffers.
+// layers' selections in flight and the default prefetch buffers (the
+// engine plans the same for a model it streams).
 func StoreWorkingBytes() int64 {
-	return int64(2*maxTopK+32) * (alignUp(ckpt.ExpertSpanBytes) + ioAlign)
+	return (2*k3TopK + 32) * storeBuffer
 }
