@@ -49,6 +49,8 @@ func trayChild() int {
 		Desktop: cmdDesktop{
 			copy: [][]string{{"sh", "-c", `cat > "$0"`, filepath.Join(dir, "clipboard")}},
 			open: [][]string{{"sh", "-c", `echo "$1" > "$0"`, filepath.Join(dir, "opened")}},
+			// DELTAFIN_TEST_CONFIRM=yes: a dialog tool that says Download.
+			confirm: map[bool][][]string{true: {{"sh", "-c", "exit 0"}}}[os.Getenv("DELTAFIN_TEST_CONFIRM") == "yes"],
 		},
 		KeepAwake: NewKeepAwake(),
 	}
