@@ -208,7 +208,9 @@ func TestMenuScreenshots(t *testing.T) {
 	// screenshot is of a download in progress.
 	hub.hold(4*2 + 6)
 	m.click(LabelDownloadStream) // the dialog (a stand-in that says Download) confirms
-	wait("downloading", func(s string) bool { return strings.HasPrefix(s, "Downloading ") && !strings.HasPrefix(s, "Downloading 0%") })
+	wait("downloading", func(s string) bool {
+		return strings.HasPrefix(s, "Downloading ") && !strings.HasPrefix(s, "Downloading 0%")
+	})
 	require.Contains(t, visible(), LabelPause)
 	w, h, pix := m.icon()
 	require.Positive(t, progressBar(w, h, pix), "the icon shows the progress")

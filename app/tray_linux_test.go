@@ -317,8 +317,9 @@ func TestTrayOverDBus(t *testing.T) {
 
 	// Warm overnight: the logind twin says idle for an hour, sysfs says AC.
 	desk.setIdle(true, time.Hour)
+	// The switch may be on for less than one of the tray's 250 ms
+	// renders (warming k3-tiny is quick): the notification says it ran.
 	m.click(LabelWarm)
-	require.Eventually(t, func() bool { return m.layout()[LabelWarm].Toggle == 1 }, 10*time.Second, 20*time.Millisecond)
 	n = desk.waitNotification(t, "Warming finished")
 	require.Regexp(t, `^Fetched [1-9][0-9]* experts \([0-9.]+ [kM]B\): every expert is on disk\.$`, n.Body)
 	require.Eventually(t, func() bool { return strings.HasPrefix(m.status(), "Full install") }, 10*time.Second, 20*time.Millisecond)
