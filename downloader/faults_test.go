@@ -182,7 +182,8 @@ func TestPersistentServerErrorGivesUp(t *testing.T) {
 // checks that the next run finishes identical without fetching a chunk
 // that was complete before.
 func TestCancelAtRandomPointsResumes(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it counts the bytes the hub serves, which the late
+	// handlers of cancelled requests skew on a loaded machine.
 	h := newFakeHub(t)
 	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
 		time.Sleep(time.Millisecond)
@@ -215,8 +216,10 @@ func TestCancelAtRandomPointsResumes(t *testing.T) {
 	require.NoError(t, err)
 	before, err := m.Totals(p.Work(Full))
 	require.NoError(t, err)
+	h.WaitIdle() // the earlier runs' last answers are counted before the baseline
 	served := h.Served.Load()
 	require.NoError(t, m.Fetch(t.Context(), p, p.Work(Full)))
+	h.WaitIdle() // the last answer is counted once its handler returns
 	require.Equal(t, before.Missing(), h.Served.Load()-served, "exactly the missing bytes are fetched")
 	h.RequireIdentical(t, dir)
 }
@@ -225,7 +228,8 @@ func TestCancelAtRandomPointsResumes(t *testing.T) {
 // binary, re-executed), kills it with SIGKILL at a random point of the
 // transfer, twice, and resumes in this process.
 func TestKill9Resumes(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it counts the bytes the hub serves, which the late
+	// handlers of cancelled requests skew on a loaded machine.
 	h := newFakeHub(t)
 	var total int64
 	for _, f := range h.Files {
@@ -273,8 +277,10 @@ func TestKill9Resumes(t *testing.T) {
 	before, err := m.Totals(p.Work(Full))
 	require.NoError(t, err)
 	require.Positive(t, before.Present, "the killed runs left completed chunks")
+	h.WaitIdle() // the earlier runs' last answers are counted before the baseline
 	served := h.Served.Load()
 	require.NoError(t, m.Fetch(t.Context(), p, p.Work(Full)))
+	h.WaitIdle() // the last answer is counted once its handler returns
 	require.Equal(t, before.Missing(), h.Served.Load()-served, "no completed chunk is fetched again")
 	h.RequireIdentical(t, dir)
 }
@@ -321,12 +327,21 @@ func TestPauseAndResume(t *testing.T) {
 
 	// From here every range request waits in the hub until the test lets
 	// requests through or the downloader cancels it.
-	var inFlight sync.WaitGroup
+	var hmu sync.Mutex
+	handlers := 0 // requests in the hub's handler now
+	ended := sync.NewCond(&hmu)
 	arrived := make(chan struct{}, 1)
 	through := make(chan struct{})
 	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
-		inFlight.Add(1)
-		defer inFlight.Done()
+		hmu.Lock()
+		handlers++
+		hmu.Unlock()
+		defer func() {
+			hmu.Lock()
+			handlers--
+			ended.Broadcast()
+			hmu.Unlock()
+		}()
 		select {
 		case arrived <- struct{}{}:
 		default:
@@ -346,7 +361,11 @@ func TestPauseAndResume(t *testing.T) {
 	// Every worker comes back to the gate and waits there: none has a
 	// request outstanding (its request was cancelled, or it never started).
 	waitForWaiting(t, &m.gate, opts.Jobs)
-	inFlight.Wait() // the cancelled requests' handlers have ended
+	hmu.Lock()
+	for handlers > 0 { // the cancelled requests' handlers end
+		ended.Wait()
+	}
+	hmu.Unlock()
 	select {
 	case err := <-done:
 		t.Fatalf("Fetch returned while paused: %v", err)

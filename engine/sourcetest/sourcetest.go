@@ -102,6 +102,14 @@ func ensureThenPread(t *testing.T, f Fixture) {
 	file, err := os.Open(f.Path)
 	require.NoError(t, err)
 	defer file.Close()
+	if m := f.Missing; m[1] > 0 {
+		// The fixture is what it says: before Ensure a pread of the
+		// missing range does not read the file's bytes.
+		hole := make([]byte, m[1])
+		_, err := file.ReadAt(hole, m[0])
+		require.NoError(t, err)
+		require.False(t, bytes.Equal(f.Want[m[0]:m[0]+m[1]], hole), "[%d,+%d) is on disk before Ensure", m[0], m[1])
+	}
 	for _, r := range ranges {
 		if e, ok := f.Src.(engine.Ensurer); ok {
 			require.NoError(t, e.Ensure(t.Context(), r[0], r[1]))
