@@ -1,14 +1,12 @@
 package engine
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/deltafin/deltafin/checkpoint/safetensors"
+	"github.com/deltafin/deltafin/internal/testref"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,30 +21,14 @@ type refTensor struct {
 
 func loadRef(t *testing.T, path string) refFile {
 	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	st, err := f.Stat()
-	require.NoError(t, err)
-	h, err := safetensors.Read(f, st.Size())
-	require.NoError(t, err)
 	out := refFile{}
-	for _, x := range h.Tensors {
-		b := make([]byte, x.Size)
-		_, err := f.ReadAt(b, x.Offset)
-		require.NoError(t, err)
+	for _, x := range testref.All(t, path) {
 		rt := refTensor{shape: x.Shape}
 		switch x.DType {
 		case "F32":
-			rt.f32 = make([]float32, len(b)/4)
-			for i := range rt.f32 {
-				rt.f32[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-			}
+			rt.f32 = testref.F32s(x.Data)
 		case "I64":
-			rt.i64 = make([]int, len(b)/8)
-			for i := range rt.i64 {
-				rt.i64[i] = int(int64(binary.LittleEndian.Uint64(b[8*i:])))
-			}
+			rt.i64 = testref.I64s(x.Data)
 		default:
 			t.Fatalf("reference tensor %s has dtype %s", x.Name, x.DType)
 		}
