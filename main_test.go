@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"testing"
 
+	"github.com/deltafin/deltafin/app"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,40 +17,46 @@ func runArgs(t *testing.T, env map[string]string, args ...string) (int, string, 
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	code, out, _ := runArgs(t, nil, "--help")
 	require.Equal(t, 0, code)
-	for _, c := range commands {
-		require.Contains(t, out, c.name)
+	for _, c := range commands() {
+		require.Contains(t, out, c.Name)
 	}
 }
 
 func TestEveryCommandHasHelp(t *testing.T) {
-	for _, c := range commands {
-		t.Run(c.name, func(t *testing.T) {
-			code, _, _ := runArgs(t, nil, c.name, "--help")
+	t.Parallel()
+	for _, c := range commands() {
+		t.Run(c.Name, func(t *testing.T) {
+			code, _, _ := runArgs(t, nil, c.Name, "--help")
 			require.Equal(t, 0, code)
 		})
 	}
 }
 
 func TestUnknownCommand(t *testing.T) {
+	t.Parallel()
 	code, _, errOut := runArgs(t, nil, "frobnicate")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, `unknown command "frobnicate"`)
 }
 
 func TestBadFlag(t *testing.T) {
+	t.Parallel()
 	code, _, _ := runArgs(t, nil, "doctor", "--no-such-flag")
 	require.Equal(t, 2, code)
 }
 
 func TestDoctorUsesDataDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	code, _, errOut := runArgs(t, map[string]string{"DELTAFIN_HOME": "/nonexistent/elsewhere"}, "doctor", "--data-dir", dir)
 	require.Equal(t, 0, code, errOut)
 }
 
 func TestBenchTargets(t *testing.T) {
+	t.Parallel()
 	// bench slice writes a checkpoint larger than RAM: only its refusals
 	// run in a test.
 	code, _, errOut := runArgs(t, map[string]string{"DELTAFIN_HOME": t.TempDir()}, "bench", "slice", "--moe-layers", "93")
@@ -64,7 +72,19 @@ func TestBenchTargets(t *testing.T) {
 }
 
 func TestRunBadIDs(t *testing.T) {
+	t.Parallel()
 	code, _, errOut := runArgs(t, nil, "run", "--model", "testdata/k3-tiny", "--ids", "1,x")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `--ids: "x" is not a token id`)
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	code, out, _ := runArgs(t, nil, "--version")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `^deltafin 0\.1\.0 \(.*, go1\.\d+.* [a-z0-9]+/[a-z0-9]+\)\n$`, out)
+	plist, err := os.ReadFile("Info.plist")
+	require.NoError(t, err)
+	require.Contains(t, string(plist), "<key>CFBundleShortVersionString</key>\n\t<string>"+app.Version+"</string>",
+		"Info.plist and app.Version name the same release")
 }

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,25 +19,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestKill9BackgroundResponse builds deltafin, serves k3-tiny with it as a
-// real process, starts a background response, kills the process with
-// SIGKILL at seeded random moments while the job decodes, restarts it each
-// time, and checks that the job finishes with exactly the tokens of an
-// uninterrupted engine run.
+// TestKill9BackgroundResponse serves k3-tiny with deltafin as a real
+// process (the test binary runs as deltafin, process_test.go), starts a
+// background response, kills the process with SIGKILL at seeded random
+// moments while the job decodes, restarts it each time, and checks that the
+// job finishes with exactly the tokens of an uninterrupted engine run.
 func TestKill9BackgroundResponse(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "deltafin")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-
 	const modelDir, maxNew = "testdata/k3-tiny", 1200
 	input := "Tell me everything."
 	want := uninterrupted(t, modelDir, input, maxNew)
 	require.Greater(t, len(want), 200, "the reference answer is long enough to be killed in")
 
 	data := t.TempDir()
-	base := startDeltafin(t, bin, modelDir, data)
+	base := startServing(t, modelDir, data)
 	body := fmt.Sprintf(`{"model":"deltafin-kimi-k3","input":%q,"max_output_tokens":%d,"background":true}`, input, maxNew)
 	resp, err := http.Post(base.url+"/v1/responses", "application/json", strings.NewReader(body))
 	require.NoError(t, err)
@@ -62,7 +52,7 @@ func TestKill9BackgroundResponse(t *testing.T) {
 		}
 		base.kill(t)
 		killedAt = append(killedAt, at)
-		base = startDeltafin(t, bin, modelDir, data)
+		base = startServing(t, modelDir, data)
 	}
 	t.Logf("answer of %d tokens; killed after %v tokens of each run", len(want), killedAt)
 	require.NotEmpty(t, killedAt)
@@ -96,53 +86,33 @@ func uninterrupted(t *testing.T, dir, input string, maxNew int) []int {
 	return toks
 }
 
-type deltafin struct {
-	cmd     *exec.Cmd
-	url     string
-	exited  chan struct{} // closed once the process has exited
-	waitErr error
+// serving is a deltafin serve process and its base URL.
+type serving struct {
+	d   *deltafin
+	url string
 }
 
-var servingLine = regexp.MustCompile(`base_url=(http://[0-9.:]+)/v1`)
-
-// startDeltafin runs `deltafin serve` on a free port and waits until it
-// listens.
-func startDeltafin(t *testing.T, bin, modelDir, data string) *deltafin {
+// startServing runs `deltafin serve` on modelDir with data as its data
+// directory, on a free port, and waits until it listens.
+func startServing(t *testing.T, modelDir, data string) *serving {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--model", modelDir, "--data-dir", data, "--port", "0")
-	cmd.Env = append(os.Environ(), "DELTAFIN_KERNELS=cpu")
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	d := &deltafin{cmd: cmd, exited: make(chan struct{})}
-	urls := make(chan string, 1)
+	d := startDeltafin(t, map[string]string{"DELTAFIN_HOME": data, "DELTAFIN_KERNELS": "cpu"},
+		"serve", "--model", modelDir, "--port", "0")
+	m := d.waitLine(t, `msg=serving .*base_url=(http://127\.0\.0\.1:\d+)/v1`)
+	// Keep reading its stderr, so a chatty run never blocks on a full pipe.
 	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
+		for range d.lines {
 		}
-		_, _ = io.Copy(io.Discard, stderr)
 	}()
-	go func() { d.waitErr = cmd.Wait(); close(d.exited) }()
-	t.Cleanup(func() { d.kill(t) })
-	select {
-	case d.url = <-urls:
-	case <-d.exited:
-		t.Fatalf("deltafin serve exited: %v", d.waitErr)
-	case <-time.After(2 * time.Minute):
-		t.Fatal("deltafin serve never listened")
-	}
-	return d
+	return &serving{d: d, url: m[1]}
 }
 
 // tokens is the running job's token count from /health, or -1 when
 // nothing runs or waits.
-func (d *deltafin) tokens(t *testing.T) int {
+func (s *serving) tokens(t *testing.T) int {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.url+"/health", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/health", nil)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -162,22 +132,18 @@ func (d *deltafin) tokens(t *testing.T) int {
 	return -1
 }
 
-func (d *deltafin) kill(t *testing.T) {
-	select {
-	case <-d.exited:
-		return
-	default:
-	}
-	_ = d.cmd.Process.Signal(syscall.SIGKILL)
-	<-d.exited
+// kill ends the server with SIGKILL (no chance to clean up) and waits.
+func (s *serving) kill(t *testing.T) {
+	require.NoError(t, s.d.cmd.Process.Signal(syscall.SIGKILL))
+	<-s.d.done
 }
 
 // stop ends the server the polite way (SIGTERM) and waits.
-func (d *deltafin) stop(t *testing.T) {
-	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
+func (s *serving) stop(t *testing.T) {
+	require.NoError(t, s.d.cmd.Process.Signal(syscall.SIGTERM))
 	select {
-	case <-d.exited:
-		require.NoError(t, d.waitErr)
+	case err := <-s.d.done:
+		require.NoError(t, err)
 	case <-time.After(time.Minute):
 		t.Fatal("deltafin serve did not stop on SIGTERM")
 	}

@@ -47,3 +47,7 @@ func checkDesktop(ctx context.Context, cfg Config) (warning string, err error) {
 }
 
 const sniWatcher = "org.kde.StatusNotifierWatcher"
+
+func desktopReady(cfg Config) string {
+	return "session bus " + cfg.SessionBus + " with a StatusNotifierItem host: the menu shows"
+}

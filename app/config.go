@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/adrg/xdg"
 
+	"github.com/deltafin/deltafin/engine/chat"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -65,6 +67,10 @@ type Config struct {
 	WarmIdleAfter time.Duration
 	// WarmPoll: how often warming checks idle time and power (0: 30 s).
 	WarmPoll time.Duration
+	// HubStall is how long the app waits for the hub to answer a listing
+	// before it says so (60 s; the downloader's stall timeout for file
+	// bodies is the same).
+	HubStall time.Duration
 	// SessionBus is DBUS_SESSION_BUS_ADDRESS and RuntimeDir is
 	// XDG_RUNTIME_DIR: on Linux the tray and notifications need a
 	// session bus, and the app refuses to start without one.
@@ -95,6 +101,13 @@ type ServerConfig struct {
 	// CORSOrigins are the browser origins allowed to call the API
 	// (--cors-origin, repeatable); none = CORS off.
 	CORSOrigins []string
+	// Demo is set when the model served is the built-in demo (random
+	// weights): the API names it deltafin-demo and says so.
+	Demo bool
+	// AddrGiven is set when Host or Port came from a flag or from
+	// DELTAFIN_HOST / DELTAFIN_PORT; otherwise the menu-bar app uses the
+	// address it remembered (RememberedAddress).
+	AddrGiven bool
 
 	// envErr is an environment value that did not parse; Validate reports
 	// it, so that it only stops the commands that serve.
@@ -111,7 +124,7 @@ func DefaultConfig(getenv Getenv) Config {
 		DataDir:     filepath.Join(xdg.DataHome, "deltafin"),
 		Kernels:     "auto",
 		Run:         RunConfig{MaxNew: DefaultMaxNew},
-		NotifyAfter: 30 * time.Second, WarmIdleAfter: 10 * time.Minute, WarmPoll: 30 * time.Second,
+		NotifyAfter: 30 * time.Second, WarmIdleAfter: 10 * time.Minute, WarmPoll: 30 * time.Second, HubStall: time.Minute,
 		SessionBus: getenv("DBUS_SESSION_BUS_ADDRESS"), RuntimeDir: getenv("XDG_RUNTIME_DIR"),
 	}
 	if v := getenv("DELTAFIN_KERNELS"); v != "" {
@@ -130,6 +143,16 @@ func DefaultConfig(getenv Getenv) Config {
 	}
 	hubFromEnv(getenv, &c)
 	c.Server = ServerConfig{Host: "127.0.0.1", Port: 8000, Queue: 32, MemoEntries: 32, APIKey: getenv("DELTAFIN_API_KEY")}
+	if v := getenv("DELTAFIN_HOST"); v != "" {
+		c.Server.Host, c.Server.AddrGiven = v, true
+	}
+	if v := getenv("DELTAFIN_PORT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			c.Server.envErr = fmt.Errorf("app: DELTAFIN_PORT=%q is not a port number", v)
+		}
+		c.Server.Port, c.Server.AddrGiven = n, true
+	}
 	if v := getenv("DELTAFIN_SERVER_MAX_TOKENS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -152,6 +175,9 @@ func (c *Config) Validate() error {
 	c.DataDir = abs
 	if c.NotifyAfter < 0 || c.WarmIdleAfter < 0 {
 		return fmt.Errorf("app: negative duration (notify after %v, warm idle after %v)", c.NotifyAfter, c.WarmIdleAfter)
+	}
+	if c.HubStall <= 0 {
+		c.HubStall = time.Minute
 	}
 	if c.WarmPoll < 0 {
 		return fmt.Errorf("app: negative warm poll interval %v", c.WarmPoll)
@@ -198,6 +224,47 @@ func (s *ServerConfig) Validate() error {
 			return fmt.Errorf("app: model directory %q: %w", s.ModelDir, err)
 		}
 		s.ModelDir = abs
+	}
+	return nil
+}
+
+// RunConfig is `deltafin run`: one generation from the command line.
+type RunConfig struct {
+	Model  string // model directory (config.json + safetensors)
+	IDs    []int  // prompt as token ids (no tokenizer needed)
+	Prompt string // prompt as text (needs the tokenizer)
+	Chat   bool   // wrap Prompt as a chat turn; stops at eos_token_id
+	// NoThinking (--thinking=false) answers a --chat turn without the
+	// think channel; Effort is the thinking effort, low, high or max
+	// ("" = max).
+	NoThinking bool
+	Effort     string
+	MaxNew     int    // tokens to generate
+	JSON       bool   // print one JSON object at the end
+	LogitsOut  string // file for little-endian float32 logits rows
+	// Notify, when set, is told of an answer that took longer than
+	// Config.NotifyAfter (cmd_run sets the desktop notifier).
+	Notify Notifier
+}
+
+// DefaultMaxNew is --max-new's default.
+const DefaultMaxNew = 16
+
+// Validate checks the flags of one run before anything is opened.
+func (r RunConfig) Validate() error {
+	switch {
+	case r.Model == "":
+		return errors.New("app: run needs --model DIR")
+	case len(r.IDs) > 0 && r.Prompt != "":
+		return errors.New("app: give either --ids or --prompt, not both")
+	case len(r.IDs) == 0 && r.Prompt == "":
+		return errors.New("app: run needs --ids or --prompt")
+	case r.Chat && r.Prompt == "":
+		return errors.New("app: --chat needs --prompt")
+	case chat.CheckEffort(r.Effort) != nil:
+		return fmt.Errorf("app: --effort: %w", chat.CheckEffort(r.Effort))
+	case r.MaxNew < 1:
+		return fmt.Errorf("app: --max-new %d, want at least 1", r.MaxNew)
 	}
 	return nil
 }

@@ -53,3 +53,18 @@ func InstallDemo(model fs.FS, dir string) error {
 		return nil
 	})
 }
+
+// DemoDir is where the demo model is unpacked in the data directory; it
+// keeps its own heat histogram there, apart from the real model's.
+func DemoDir(cfg Config) string { return filepath.Join(cfg.DataDir, "demo-k3-tiny") }
+
+// UnpackDemo unpacks the built-in demo model (demo returns its files) into
+// DemoDir and returns that directory.
+func UnpackDemo(cfg Config, demo func() (fs.FS, error)) (string, error) {
+	model, err := demo()
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrDemo, err)
+	}
+	dir := DemoDir(cfg)
+	return dir, InstallDemo(model, dir)
+}

@@ -18,11 +18,37 @@ var ErrDesktop = errors.New("app: desktop")
 
 // NewDesktop returns this platform's clipboard and opener: pbcopy and open
 // on macOS; wl-copy, xclip or xsel and xdg-open on Linux.
-func NewDesktop() Desktop { return cmdDesktop{copy: copyCommands(), open: openCommands()} }
+func NewDesktop() Desktop {
+	return cmdDesktop{copy: copyCommands(), open: openCommands(), confirm: confirmCommands()}
+}
+
+// ErrNoDialog: the desktop has no dialog tool (zenity or kdialog on Linux).
+var ErrNoDialog = errors.New("app: no dialog tool")
 
 // cmdDesktop runs the first of each list of commands that is installed.
+// confirm's commands take the title, the text and the OK label as their
+// last three arguments (confirmArgv) and exit 0 for yes, 1 for no.
 type cmdDesktop struct {
-	copy, open [][]string
+	copy, open, confirm [][]string
+}
+
+func (d cmdDesktop) Confirm(ctx context.Context, title, text, ok string) (bool, error) {
+	argv, err := firstInstalled(d.confirm)
+	if err != nil {
+		return false, fmt.Errorf("%w: %v", ErrNoDialog, err)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], confirmArgv(argv, title, text, ok)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &exit) && exit.ExitCode() == 1:
+		return false, nil // the user said no, or closed the dialog
+	}
+	return false, fmt.Errorf("%w: %s: %v: %s", ErrDesktop, argv[0], err, strings.TrimSpace(stderr.String()))
 }
 
 func (d cmdDesktop) CopyText(ctx context.Context, text string) error {
@@ -60,7 +86,13 @@ func runCmd(cmd *exec.Cmd) error {
 	// Clipboard owners like xclip fork a child that keeps the selection;
 	// don't wait for its pipes.
 	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		// The command exited 0 and its child still holds the pipe: that
+		// child is the clipboard owner, and the copy worked.
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %s: %v: %s", ErrDesktop, cmd.Args[0], err, strings.TrimSpace(stderr.String()))
 	}
 	return nil

@@ -1,6 +1,8 @@
 // Package app wires Deltafin together at the end of the data flow: it turns
-// one Config into the downloader, the engine, the server and the menu bar,
-// and runs the CLI subcommands that main.go dispatches to.
+// one Config into the downloader, the engine, the server and the menu bar.
+// OpenModel is the one way a model is opened (deltafin run and serve in
+// package cli, and the menu bar's server); the CLI subcommands' flags and
+// bodies live in package cli.
 //
 // The menu-bar app (`deltafin` with no arguments) is one App struct:
 // BuildMenu renders its State into a plain Menu value, the tray (systray:
@@ -13,6 +15,7 @@
 // their parsers are tested everywhere.
 //
 // It is the only place besides server that logs (log/slog) and the only
-// place that knows about the environment: main.go fills a Config from flags
-// and environment variables, and every package below takes options.
+// place that knows about the environment: DefaultConfig fills a Config from
+// environment variables, cli parses flags into it, and every package below
+// takes options.
 package app

@@ -64,6 +64,11 @@ type Menu struct {
 	Title   string
 	Tooltip string
 	Items   []MenuItem
+	// Busy is set while a download or warming runs, with Percent its
+	// progress: on Linux, where few StatusNotifierItem hosts draw a title,
+	// the icon itself carries a progress bar (trayicon.go).
+	Busy    bool
+	Percent int
 }
 
 // Item returns the entry with the given ID.
@@ -135,6 +140,9 @@ type State struct {
 	// download that was started and has not finished (running, paused, or
 	// interrupted by a quit or a crash).
 	Downloading bool
+	// Connecting is set while the disk check before a download lists the
+	// repository.
+	Connecting  bool
 	Pending     DownloadMode
 	Upgrade     bool // the pending download is an upgrade from stream
 	Download    Progress
@@ -155,12 +163,13 @@ type State struct {
 // BuildMenu renders the state into the menu. It has no side effects.
 func BuildMenu(s State) Menu {
 	nothing := s.Install.Mode == InstallNone && s.Pending == 0
+	canStart := nothing && s.CanDownload && !s.Connecting
 	paused := s.Pending != 0 && !s.Downloading
 	upgrade := s.Install.Mode == InstallStream && s.Pending == 0
 	items := []MenuItem{
 		{ID: ItemStatus, Label: statusLine(s), Visible: true, SeparatorAfter: true},
-		{ID: ItemDownloadStream, Label: LabelDownloadStream, Enabled: nothing && s.CanDownload, Visible: nothing},
-		{ID: ItemDownloadFull, Label: LabelDownloadFull, Enabled: nothing && s.CanDownload, Visible: nothing},
+		{ID: ItemDownloadStream, Label: LabelDownloadStream, Enabled: canStart, Visible: nothing},
+		{ID: ItemDownloadFull, Label: LabelDownloadFull, Enabled: canStart, Visible: nothing},
 		{ID: ItemPause, Label: LabelPause, Enabled: s.Pending != 0 && s.CanDownload, Visible: s.Pending != 0},
 		{ID: ItemUpgrade, Label: LabelUpgrade, Enabled: upgrade && s.CanDownload, Visible: upgrade, SeparatorAfter: true},
 		{ID: ItemWarm, Label: LabelWarm, Checkbox: true, Checked: s.WarmEnabled,
@@ -180,9 +189,11 @@ func BuildMenu(s State) Menu {
 	m := Menu{Items: items, Tooltip: "Deltafin: " + statusLine(s)}
 	switch {
 	case s.Downloading:
-		m.Title = fmt.Sprintf("↓ %d%%", percent(s.Download.Fraction()))
+		m.Busy, m.Percent = true, percent(s.Download.Fraction())
+		m.Title = fmt.Sprintf("↓ %d%%", m.Percent)
 	case s.Warming:
-		m.Title = fmt.Sprintf("warming %d%%", percent(s.Warm.Fraction()))
+		m.Busy, m.Percent = true, percent(s.Warm.Fraction())
+		m.Title = fmt.Sprintf("warming %d%%", m.Percent)
 	case s.Answering.Running:
 		m.Title = "answering…"
 	}
@@ -195,6 +206,8 @@ func statusLine(s State) string {
 	}
 	var b strings.Builder
 	switch {
+	case s.Connecting:
+		b.WriteString("Connecting to the hub…")
 	case s.Downloading:
 		verb := "Downloading"
 		if s.Upgrade {
@@ -249,4 +262,19 @@ func formatETA(d time.Duration) string {
 		return fmt.Sprintf("%d min", int((d+30*time.Second)/time.Minute))
 	}
 	return fmt.Sprintf("%d s", int(d.Round(time.Second)/time.Second))
+}
+
+// FormatBytes prints a byte count in decimal units, as disk vendors and the
+// hub do (1 GB = 1e9 bytes).
+func FormatBytes(n uint64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
 }

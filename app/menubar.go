@@ -29,6 +29,13 @@ type App struct {
 	holders   int
 	release   func()
 	quit      func()
+	// armed is the download mode a second click starts without asking: set
+	// when the question could only be asked in a notification.
+	armed DownloadMode
+	// problems holds each subsystem's latest unsolved problem; the status
+	// line shows the newest (State.Problem).
+	problems map[subsystem]problemEntry
+	seq      int
 
 	srvMu sync.Mutex // serialises server start and stop
 
@@ -69,7 +76,9 @@ func (a *App) Start(ctx context.Context) error {
 	if a.deps.Downloader != nil {
 		inst, err := a.deps.Downloader.Installed(ctx)
 		if err != nil {
-			a.problem("Install unreadable", err)
+			a.problem(subInstall, "Install unreadable", err)
+		} else {
+			a.solved(subInstall)
 		}
 		a.update(func(s *State) { s.Install = inst })
 	}
@@ -163,9 +172,9 @@ func (a *App) Click(id ItemID) {
 	st := a.State()
 	switch id {
 	case ItemDownloadStream:
-		a.startDownload(ModeStream, false)
+		a.confirmDownload(ModeStream)
 	case ItemDownloadFull:
-		a.startDownload(ModeFull, false)
+		a.confirmDownload(ModeFull)
 	case ItemUpgrade:
 		a.startDownload(ModeFull, true)
 	case ItemPause:
@@ -175,9 +184,13 @@ func (a *App) Click(id ItemID) {
 	case ItemCopyAddress:
 		if st.ServerAddr != "" && a.deps.Desktop != nil {
 			a.goWork(func(ctx context.Context) {
-				if err := a.deps.Desktop.CopyText(ctx, st.ServerAddr); err != nil {
-					a.problem("Copy failed", err)
+				url := st.ServerAddr + "/v1" // the base URL an OpenAI client takes
+				if err := a.deps.Desktop.CopyText(ctx, url); err != nil {
+					a.problem(subDesktop, "Copy failed", err)
+					return
 				}
+				a.solved(subDesktop)
+				a.notify("API address copied", url)
 			})
 		}
 	case ItemServer:
@@ -190,12 +203,14 @@ func (a *App) Click(id ItemID) {
 		if a.deps.Desktop != nil {
 			a.goWork(func(ctx context.Context) {
 				if err := os.MkdirAll(a.cfg.DataDir, 0o755); err != nil {
-					a.problem("Data folder", err)
+					a.problem(subDesktop, "Data folder", err)
 					return
 				}
 				if err := a.deps.Desktop.Open(ctx, a.cfg.DataDir); err != nil {
-					a.problem("Open failed", err)
+					a.problem(subDesktop, "Open failed", err)
+					return
 				}
+				a.solved(subDesktop)
 			})
 		}
 	case ItemLogin:
@@ -211,7 +226,8 @@ func (a *App) Click(id ItemID) {
 }
 
 func (a *App) saveLocked() {
-	s := savedState{Pending: modeName(a.st.Pending), Upgrade: a.st.Upgrade, WarmEnabled: a.st.WarmEnabled}
+	s := savedState{Pending: modeName(a.st.Pending), Upgrade: a.st.Upgrade, WarmEnabled: a.st.WarmEnabled,
+		ServerHost: a.cfg.Server.Host, ServerPort: a.cfg.Server.Port}
 	if err := saveState(a.cfg.DataDir, s); err != nil {
 		a.log.Error("save state", "err", err)
 	}
@@ -225,9 +241,10 @@ func (a *App) startDownload(mode DownloadMode, upgrade bool) {
 	}
 	ctx, cancel := context.WithCancel(a.ctx)
 	a.dlCancel = cancel
-	a.st.Downloading, a.st.Pending, a.st.Upgrade, a.st.Problem = true, mode, upgrade, ""
+	a.st.Downloading, a.st.Pending, a.st.Upgrade = true, mode, upgrade
 	a.saveLocked()
 	a.mu.Unlock()
+	a.solved(subDownload) // a new attempt supersedes the last failure
 	a.update(func(*State) {})
 	a.wg.Add(1)
 	go func() {
@@ -286,19 +303,51 @@ func (a *App) download(ctx context.Context, mode DownloadMode, upgrade bool) {
 	case paused:
 		a.log.Info("download paused", "mode", mode)
 	default:
-		a.problem("Download failed", err)
+		a.problem(subDownload, "Download failed", err)
 	}
 	if ierr != nil {
 		a.log.Warn("install state", "err", ierr)
 	}
 }
 
-// problem shows an error that needs the user in the status line and as a
-// notification.
-func (a *App) problem(what string, err error) {
+// problem shows an error of sub that needs the user in the status line and
+// as a notification, both cut to one short line (shortError); the whole
+// error goes to the log. It stays until sub's next success (solved).
+func (a *App) problem(sub subsystem, what string, err error) {
 	a.log.Error(strings.ToLower(what), "err", err)
-	a.update(func(s *State) { s.Problem = what + ": " + err.Error() })
-	a.notify(what, err.Error())
+	short := shortError(err)
+	a.mu.Lock()
+	if a.problems == nil {
+		a.problems = map[subsystem]problemEntry{}
+	}
+	a.seq++
+	a.problems[sub] = problemEntry{text: what + ": " + short, seq: a.seq}
+	a.mu.Unlock()
+	a.update(a.showProblem)
+	a.notify(what, short)
+}
+
+// solved clears sub's problem: the action that failed has since worked.
+func (a *App) solved(sub subsystem) {
+	a.mu.Lock()
+	_, had := a.problems[sub]
+	delete(a.problems, sub)
+	a.mu.Unlock()
+	if had {
+		a.update(a.showProblem)
+	}
+}
+
+// showProblem sets the status line's problem: the newest unsolved one.
+// update calls it with a.mu held.
+func (a *App) showProblem(s *State) {
+	s.Problem = ""
+	newest := 0
+	for _, p := range a.problems {
+		if p.seq > newest {
+			s.Problem, newest = p.text, p.seq
+		}
+	}
 }
 
 func (a *App) notify(title, body string) {
@@ -404,12 +453,16 @@ func (a *App) startServer(ctx context.Context) {
 	addr, err := a.deps.Server.Start(ctx, demo)
 	if err != nil {
 		if ctx.Err() == nil {
-			a.problem("Server failed to start", err)
+			a.problem(subServer, "Server failed to start", err)
 		}
 		return
 	}
+	a.solved(subServer)
 	a.log.Info("serving", "addr", addr, "demo", demo)
 	a.update(func(s *State) { s.ServerAddr, s.Demo = addr, demo })
+	if a.deps.Serving != nil {
+		a.deps.Serving(addr)
+	}
 }
 
 func (a *App) stopServer(ctx context.Context) {
@@ -421,8 +474,10 @@ func (a *App) stopServer(ctx context.Context) {
 	err := a.deps.Server.Stop(context.WithoutCancel(ctx))
 	a.update(func(s *State) { s.ServerAddr, s.Demo = "", false })
 	if err != nil {
-		a.problem("Server stop", err)
+		a.problem(subServer, "Server stop", err)
+		return
 	}
+	a.solved(subServer)
 }
 
 func (a *App) toggleLogin(on bool) {
@@ -430,13 +485,14 @@ func (a *App) toggleLogin(on bool) {
 		return
 	}
 	if err := a.deps.Login.SetEnabled(on); err != nil {
-		a.problem("Launch at login", err)
+		a.problem(subLogin, "Launch at login", err)
 		return
 	}
 	got, err := a.deps.Login.Enabled()
 	if err != nil {
-		a.problem("Launch at login", err)
+		a.problem(subLogin, "Launch at login", err)
 		return
 	}
 	a.update(func(s *State) { s.Login = got })
+	a.solved(subLogin)
 }

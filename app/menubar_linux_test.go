@@ -1,12 +1,11 @@
 package app
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,17 +29,6 @@ func testConfig(t *testing.T) Config {
 	cfg.WarmPoll, cfg.WarmIdleAfter, cfg.Server.Port = 20*time.Millisecond, time.Minute, 0
 	require.NoError(t, cfg.Validate())
 	return cfg
-}
-
-// slowHub is the downloader's fake hub serving k3-tiny, each range request
-// delayed so that progress is visible.
-func slowHub(t *testing.T, delay time.Duration) *hubtest.Hub {
-	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
-	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *hubtest.File, start, end int64) bool {
-		time.Sleep(delay)
-		return false
-	})
-	return h
 }
 
 // hubAppConfig is testConfig pointed at the fake hub, one request at a time.
@@ -74,6 +62,78 @@ func startApp(t *testing.T, cfg Config, deps Deps) *App {
 	return a
 }
 
+// clickDownload clicks a Download entry twice, as a user without a dialog
+// tool does: the first click notifies the disk check's figures, the second
+// starts the download.
+func clickDownload(t *testing.T, a *App, id ItemID) {
+	t.Helper()
+	a.Click(id)
+	n := desk.waitNotification(t, "Download Kimi K3 (")
+	require.Regexp(t, `Free disk: [0-9.]+ [kMGTPE]?B; [0-9.]+ [kMGTPE]?B stay free afterwards\. Click Download .* again to start\.$`, n.Body)
+	waitFor(t, a, "asked", func(s State) bool { return !s.Connecting })
+	a.Click(id)
+	waitFor(t, a, "downloading", func(s State) bool { return s.Downloading || s.Pending != 0 })
+}
+
+// TestDownloadAsksFirst: with a dialog tool the question carries the disk
+// check's figures; "Cancel" downloads nothing, "Download" starts it.
+func TestDownloadAsksFirst(t *testing.T) {
+	desk.reset()
+	hub := newGatedHub(t)
+	cfg := hubAppConfig(t, hub.Hub)
+	asked := filepath.Join(t.TempDir(), "asked")
+	answer := filepath.Join(t.TempDir(), "answer")
+	require.NoError(t, os.WriteFile(answer, []byte("1"), 0o644))
+	deps := testDeps(cfg, t.TempDir())
+	// zenity's shape: the question in its arguments, the answer in its
+	// exit status.
+	deps.Desktop = cmdDesktop{confirm: [][]string{{"sh", "-c", `printf '%s\n' "$@" > "$0"; exit $(cat "$1")`, asked, answer}}}
+	a := startApp(t, cfg, deps)
+	a.Click(ItemDownloadStream)
+	require.Eventually(t, func() bool { _, err := os.Stat(asked); return err == nil }, 20*time.Second, 5*time.Millisecond)
+	st := waitFor(t, a, "cancelled", func(s State) bool { return !s.Connecting })
+	require.False(t, st.Downloading)
+	require.Zero(t, st.Pending)
+	b, err := os.ReadFile(asked)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "--title\nDownload Kimi K3 (stream)?\n")
+	require.Regexp(t, `Kimi K3 in stream mode: the spine now \(the experts come on demand\), [0-9.]+ [kMG]?B to download( \([0-9.]+ [kMG]?B already here\))?\. Free disk: [0-9.]+ [kMGTPE]?B; 1 B stay free afterwards\.`, string(b))
+
+	require.NoError(t, os.WriteFile(answer, []byte("0"), 0o644))
+	a.Click(ItemDownloadStream)
+	n := desk.waitNotification(t, "Download finished")
+	require.Equal(t, "Kimi K3 is installed (stream mode).", n.Body)
+}
+
+// TestConnectingToASilentHub: a hub that accepts the connection and never
+// answers shows "Connecting to the hub…", then fails with a clear message.
+func TestConnectingToASilentHub(t *testing.T) {
+	desk.reset()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // accepted, never answered
+		}
+	}()
+	cfg := testConfig(t)
+	cfg.HFEndpoint, cfg.HubStall = "http://"+ln.Addr().String(), 2*time.Second
+	a := startApp(t, cfg, testDeps(cfg, t.TempDir()))
+	a.Click(ItemDownloadStream)
+	st := waitFor(t, a, "connecting", func(s State) bool { return s.Connecting })
+	require.Equal(t, "Connecting to the hub…", strings.SplitN(statusLine(st), " · ", 2)[0])
+	require.False(t, a.Menu().Item(ItemDownloadStream).Enabled, "no second download while connecting")
+	n := desk.waitNotification(t, "Download failed")
+	require.True(t, strings.HasPrefix(n.Body, "app: the hub at "+cfg.HFEndpoint+" did not answer in 2s (check the"), n.Body)
+	st = waitFor(t, a, "given up", func(s State) bool { return !s.Connecting })
+	require.True(t, strings.HasPrefix(st.Problem, "Download failed: app: the hub at "), st.Problem)
+}
+
 func waitFor(t *testing.T, a *App, what string, ok func(State) bool) State {
 	t.Helper()
 	var st State
@@ -83,13 +143,18 @@ func waitFor(t *testing.T, a *App, what string, ok func(State) bool) State {
 
 func TestDownloadPausesAndResumesAfterRelaunch(t *testing.T) {
 	desk.reset()
-	cfg := hubAppConfig(t, slowHub(t, 10*time.Millisecond))
+	hub := newGatedHub(t)
+	cfg := hubAppConfig(t, hub.Hub)
 	deps := testDeps(cfg, t.TempDir())
 	a := New(cfg, deps, nil)
 	require.NoError(t, a.Start(t.Context()))
 	waitFor(t, a, "demo server", func(s State) bool { return s.Demo && s.ServerAddr != "" })
 
-	a.Click(ItemDownloadStream)
+	// The shard headers (two range requests each) and a few chunks are
+	// answered, the rest wait: the download is certainly in progress, and
+	// certainly not finished, when Pause is clicked.
+	hub.hold(4*2 + 12)
+	clickDownload(t, a, ItemDownloadStream)
 	waitFor(t, a, "progress", func(s State) bool { return s.Downloading && s.Download.Done > 0 })
 	a.Click(ItemPause)
 	st := waitFor(t, a, "paused", func(s State) bool { return !s.Downloading })
@@ -97,6 +162,7 @@ func TestDownloadPausesAndResumesAfterRelaunch(t *testing.T) {
 	require.Equal(t, LabelResume, a.Menu().Item(ItemPause).Label)
 	require.Less(t, st.Download.Done, st.Download.Total)
 	require.NoError(t, a.Close(t.Context()))
+	hub.release()
 
 	// Relaunch: the menu offers to resume, and resuming completes.
 	deps = testDeps(cfg, t.TempDir())
@@ -115,7 +181,7 @@ func TestDownloadPausesAndResumesAfterRelaunch(t *testing.T) {
 	require.Zero(t, st.Pending)
 	saved, err := loadState(cfg.DataDir)
 	require.NoError(t, err)
-	require.Equal(t, savedState{}, saved)
+	require.Equal(t, savedState{ServerHost: saved.ServerHost, ServerPort: saved.ServerPort}, saved, "nothing pending")
 	for _, name := range []string{"config.json", "model.safetensors.index.json", "tiktoken.model"} {
 		want, err := os.ReadFile(filepath.Join("../testdata/k3-tiny", name))
 		require.NoError(t, err)
@@ -135,21 +201,23 @@ func TestDownloadPausesAndResumesAfterRelaunch(t *testing.T) {
 
 func TestDownloadFailureNeedsTheUser(t *testing.T) {
 	desk.reset()
-	cfg := hubAppConfig(t, slowHub(t, 0))
+	cfg := hubAppConfig(t, hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny")))
 	deps := testDeps(cfg, t.TempDir())
 	deps.Downloader.(*mirrorInstall).headroom = 1 << 62 // more than any disk
 	a := startApp(t, cfg, deps)
-	a.Click(ItemDownloadStream)
+	a.Click(ItemDownloadStream) // the disk check refuses before anything is asked
 	n := desk.waitNotification(t, "Download failed")
 	require.Regexp(t, `^downloader: .*free [0-9.]+ [kMGTPE]B more for stream mode`, n.Body)
 	st := waitFor(t, a, "problem shown", func(s State) bool { return s.Problem != "" })
 	require.Equal(t, "Download failed: "+n.Body, a.Menu().Item(ItemStatus).Label)
-	require.Equal(t, ModeStream, st.Pending, "a refused download stays resumable")
+	require.Zero(t, st.Pending, "a download refused by the disk check never started")
+	require.True(t, a.Menu().Item(ItemDownloadStream).Enabled, "and can be asked for again")
 }
 
 func TestUpgradeToFull(t *testing.T) {
 	desk.reset()
-	cfg := hubAppConfig(t, slowHub(t, 2*time.Millisecond))
+	hub := newGatedHub(t)
+	cfg := hubAppConfig(t, hub.Hub)
 	deps := testDeps(cfg, t.TempDir())
 	mi := deps.Downloader.(*mirrorInstall)
 	require.NoError(t, mi.Download(t.Context(), ModeStream, func(Progress) {}))
@@ -157,8 +225,10 @@ func TestUpgradeToFull(t *testing.T) {
 	a := startApp(t, cfg, deps)
 	require.Equal(t, InstallStream, a.State().Install.Mode)
 	require.True(t, a.Menu().Item(ItemUpgrade).Visible)
+	hub.hold(0)
 	a.Click(ItemUpgrade)
 	waitFor(t, a, "upgrading", func(s State) bool { return s.Downloading && s.Upgrade })
+	hub.release()
 	n := desk.waitNotification(t, "Upgrade finished")
 	require.Contains(t, n.Body, "full install")
 	waitFor(t, a, "full", func(s State) bool { return s.Install.Mode == InstallFull && !s.Downloading })
@@ -382,22 +452,4 @@ func TestLogindIdleTwin(t *testing.T) {
 	_, err = nobody.IdleTime(t.Context())
 	require.ErrorIs(t, err, ErrIdleUnknown)
 	desk.reset()
-}
-
-// TestRunNotifiesLongAnswer: `deltafin run` sends the long-answer
-// notification itself (the CLI has no App), with the answer's first words.
-func TestRunNotifiesLongAnswer(t *testing.T) {
-	desk.reset()
-	cfg := testConfig(t)
-	cfg.NotifyAfter = time.Nanosecond // every answer is "long"
-	cfg.Run = RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), Prompt: "The capital of France is",
-		MaxNew: 4, JSON: true, Notify: NewNotifier("Deltafin")}
-	var stdout, stderr bytes.Buffer
-	require.NoError(t, Run(t.Context(), cfg, &stdout, &stderr))
-	var out RunOutput
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out))
-	require.NotNil(t, out.Text)
-	n := desk.waitNotification(t, "Answer finished")
-	require.Equal(t, firstWords(*out.Text, 12, 120), n.Body)
-	require.NotContains(t, stderr.String(), "notification")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -54,11 +55,14 @@ func PlatformDeps() (Deps, error) {
 
 // RunMenuBar is `deltafin` with no arguments: the menu-bar app with deps
 // until Quit or ctx ends. It must run on main's goroutine (macOS runs the
-// menu bar on the main thread). On a machine without a desktop session it
-// fails at once with ErrNoTray.
-func RunMenuBar(ctx context.Context, cfg Config, deps Deps, log *slog.Logger) error {
+// menu bar on the main thread). On a machine without a desktop session
+// (ErrNoTray) it runs headless: the server, downloads, warming and, where a
+// notification service answers, notifications, with one line on out saying
+// where the API is and that the menu is unavailable, until ctx ends.
+func RunMenuBar(ctx context.Context, cfg Config, deps Deps, log *slog.Logger, out io.Writer) error {
 	warning, err := checkDesktop(ctx, cfg)
-	if err != nil {
+	headless := errors.Is(err, ErrNoTray)
+	if err != nil && !headless {
 		return err
 	}
 	a := New(cfg, deps, log)
@@ -68,9 +72,37 @@ func RunMenuBar(ctx context.Context, cfg Config, deps Deps, log *slog.Logger) er
 	if err := a.Start(ctx); err != nil {
 		return err
 	}
-	err = runTray(ctx, a, icons.MenuBarTemplate2x, icons.MenuBar)
+	if headless {
+		err = a.runHeadless(ctx, err, out)
+	} else {
+		err = runTray(ctx, a, icons.MenuBarTemplate2x, icons.MenuBar)
+	}
 	if cerr := a.Close(context.WithoutCancel(ctx)); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// runHeadless says where the API is once the server answers (or why it does
+// not), then keeps the app running until ctx ends.
+func (a *App) runHeadless(ctx context.Context, why error, out io.Writer) error {
+	reason := shortError(why)
+	for {
+		st := a.State()
+		switch {
+		case st.ServerAddr != "":
+			fmt.Fprintf(out, "Deltafin is running without a menu bar (%s); the API is at %s/v1 — Ctrl-C quits\n", reason, st.ServerAddr)
+		case st.Problem != "" || !st.CanServe:
+			fmt.Fprintf(out, "Deltafin is running without a menu bar (%s) and without its API (%s) — Ctrl-C quits\n", reason, st.Problem)
+		default:
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-a.Changed():
+			}
+			continue
+		}
+		<-ctx.Done()
+		return nil
+	}
 }

@@ -10,7 +10,9 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/downloader"
+	"github.com/deltafin/deltafin/internal/sysinfo"
 )
 
 // mirrorInstall is the menu's Downloader and Warmer over the downloader's
@@ -151,6 +153,35 @@ func (d *mirrorInstall) Download(ctx context.Context, mode DownloadMode, progres
 	return m.Fetch(ctx, p, p.Work(chosen))
 }
 
+func (d *mirrorInstall) Estimate(ctx context.Context, mode DownloadMode) (Estimate, error) {
+	m, err := d.mirror(ctx)
+	if err != nil {
+		return Estimate{}, err
+	}
+	p, err := m.Plan(ctx)
+	if err != nil {
+		return Estimate{}, err
+	}
+	want := downloader.Stream
+	if mode == ModeFull {
+		want = downloader.Full
+	}
+	// The setup's disk check first: a refusal names the shortfall before
+	// anything is asked.
+	if _, err := chooseMode(m, p, want, d.headroom); err != nil {
+		return Estimate{}, err
+	}
+	t, err := m.Totals(p.Work(want))
+	if err != nil {
+		return Estimate{}, err
+	}
+	free, err := sysinfo.FreeDisk(m.Dir())
+	if err != nil {
+		return Estimate{}, fmt.Errorf("app: %w", err)
+	}
+	return Estimate{ToDownload: t.Missing(), Present: t.Present, Free: int64(free), KeepFree: OrDefaultHeadroom(d.headroom)}, nil
+}
+
 // Warm fetches every missing byte, the experts the router traces and heat
 // histogram rank highest first.
 func (d *mirrorInstall) Warm(ctx context.Context, progress func(Progress)) (WarmResult, error) {
@@ -194,7 +225,7 @@ func (d *mirrorInstall) Warm(ctx context.Context, progress func(Progress)) (Warm
 // ranked orders the missing experts by use, from the router traces and the
 // heat histogram in the data directory; none: no order.
 func (d *mirrorInstall) ranked(m *downloader.Mirror, p *downloader.Plan) ([]downloader.Work, error) {
-	counts := map[downloader.ExpertID]float64{}
+	counts := map[checkpoint.ExpertID]float64{}
 	traces, _ := filepath.Glob(filepath.Join(d.cfg.DataDir, "router_trace*.jsonl"))
 	sort.Strings(traces)
 	for _, name := range traces {
@@ -230,4 +261,39 @@ func readInto(name string, f func(*os.File) error) error {
 		return fmt.Errorf("app: %s: %w", name, err)
 	}
 	return nil
+}
+
+// DescribeInstall says in words what the data directory holds, for deltafin
+// doctor: not installed, a stream install with its share of experts, or a
+// full install. It reads only the local mirror.
+func DescribeInstall(ctx context.Context, cfg Config) string {
+	d := newMirrorInstall(cfg)
+	defer d.Close()
+	in, err := d.Installed(ctx)
+	switch {
+	case errors.Is(err, downloader.ErrBusy):
+		return "in use by a running Deltafin (it holds the mirror)"
+	case err != nil:
+		return "unreadable: " + shortError(err)
+	case in.Mode == InstallFull:
+		return fmt.Sprintf("full install of %s in %s", cfg.Repo, cfg.ModelDir())
+	case in.Mode == InstallStream:
+		return fmt.Sprintf("stream install of %s, %d of %d experts on disk, in %s", cfg.Repo, in.ExpertsCached, in.ExpertsTotal, cfg.ModelDir())
+	case d.planned():
+		return "download started, not finished (deltafin setup continues it)"
+	}
+	return "not installed (the app serves the demo model; deltafin setup installs Kimi K3)"
+}
+
+// DescribeDesktop says whether the menu bar can show, for deltafin doctor:
+// on Linux the session bus and whether a StatusNotifierItem host runs.
+func DescribeDesktop(ctx context.Context, cfg Config) string {
+	warning, err := checkDesktop(ctx, cfg)
+	switch {
+	case err != nil:
+		return shortError(err)
+	case warning != "":
+		return warning
+	}
+	return desktopReady(cfg)
 }

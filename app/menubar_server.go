@@ -8,15 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
-	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/kernels"
 	"github.com/deltafin/deltafin/server"
-	"github.com/deltafin/deltafin/store"
 )
 
 // apiServer is the menu's Server: the engine and the OpenAI-compatible
@@ -47,59 +44,47 @@ func (s *apiServer) ReportGenerations(busy func(reason string) func(), finished 
 }
 
 func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err error) {
-	backend, err := kernels.ByName(s.cfg.Kernels)
-	if err != nil {
-		return "", err
-	}
-	eopts := engine.Options{Backend: backend}
-	var fetch engine.Fetcher
-	scfg := s.cfg
+	// The demo keeps its own heat histogram, apart from the real model's.
+	cfg, ref := s.cfg, ModelRef{NeedTokenizer: true}
 	if demo {
 		if s.demo == nil {
 			return "", fmt.Errorf("%w: nothing is installed and this build has no demo model", ErrNoModel)
 		}
-		// The demo keeps its own heat histogram, apart from the real model's.
-		scfg.DataDir = filepath.Join(s.cfg.DataDir, "demo-k3-tiny")
-		if err := InstallDemo(s.demo, scfg.DataDir); err != nil {
+		cfg.DataDir = DemoDir(s.cfg)
+		if err := InstallDemo(s.demo, cfg.DataDir); err != nil {
 			return "", err
 		}
+		ref.Dir, cfg.Server.Demo = cfg.DataDir, true
 	} else {
-		m, err := s.mi.mirror(ctx)
-		if err != nil {
+		if ref.Mirror, err = s.mi.mirror(ctx); err != nil {
 			return "", err
 		}
-		eopts.OpenSource, fetch = MirrorSource(m), m
+		ref.Dir = s.mi.dir()
 	}
-	dir := scfg.DataDir
-	if !demo {
-		dir = s.mi.dir()
-	}
-	st, err := scfg.OpenStream(fetch)
+	m, err := OpenModel(ctx, cfg, ref)
 	if err != nil {
 		return "", err
 	}
-	eopts.Stream = st.Options
 	// Background responses and queued jobs outlive a quit: they resume at
 	// the next start from the data directory's store.
-	jobs, err := store.Open(filepath.Join(scfg.DataDir, store.FileName))
+	jobs, err := OpenStore(cfg)
 	if err != nil {
-		return "", errors.Join(err, st.Close())
+		return "", errors.Join(err, m.Close())
 	}
-	srv, closeModel, err := OpenServer(ctx, s.cfg.Server, dir, eopts, Jobs{Store: jobs, OnResponse: s.responseDone}, s.log)
+	srv, err := NewServer(cfg.Server, m, Jobs{Store: jobs, OnResponse: s.responseDone}, s.log)
 	if err != nil {
-		return "", errors.Join(err, jobs.Close(), st.Close())
+		return "", errors.Join(err, m.Close(), jobs.Close())
 	}
 	if err := srv.Resume(); err != nil {
-		return "", errors.Join(err, closeModel(), jobs.Close(), st.Close())
+		return "", errors.Join(err, m.Close(), jobs.Close())
 	}
 	closeAll := func() error {
 		srv.Close() // running jobs stop with their tokens stored
-		return errors.Join(closeModel(), jobs.Close(), st.Close())
+		return errors.Join(m.Close(), jobs.Close())
 	}
-	host, port := s.cfg.Server.Host, strconv.Itoa(s.cfg.Server.Port)
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(host, port))
+	ln, err := listenFrom(ctx, s.cfg.Server.Host, s.cfg.Server.Port)
 	if err != nil {
-		return "", errors.Join(fmt.Errorf("app: listen: %w", err), closeAll())
+		return "", errors.Join(err, closeAll())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -116,7 +101,7 @@ func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err erro
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.done, s.close, s.srv = make(chan error, 1), closeAll, srv
 	go func(hs *http.Server, done chan error) { done <- hs.Serve(ln) }(s.hs, s.done)
-	return "http://" + ln.Addr().String(), nil
+	return "http://" + PasteableAddr(ln.Addr()), nil
 }
 
 func (s *apiServer) Stop(ctx context.Context) error {
@@ -182,4 +167,29 @@ func (s *apiServer) Queue() (q server.QueueStatus, ok bool) {
 		return q, false
 	}
 	return srv.Queue(), true
+}
+
+// portTries is how many ports after the configured one the app tries when
+// it is taken (by another program: a second Deltafin is stopped earlier by
+// the instance lock).
+const portTries = 20
+
+// listenFrom listens on host:port or, when that port is in use, on the next
+// free one of the following portTries; port 0 takes any free port.
+func listenFrom(ctx context.Context, host string, port int) (net.Listener, error) {
+	var lc net.ListenConfig
+	var first error
+	for p := port; p <= port+portTries && p <= 65535; p++ {
+		ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		if err == nil {
+			return ln, nil
+		}
+		if first == nil {
+			first = err
+		}
+		if port == 0 || !errors.Is(err, syscall.EADDRINUSE) {
+			break
+		}
+	}
+	return nil, fmt.Errorf("app: listen: %w", first)
 }

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,10 +19,15 @@ func OpenMirror(ctx context.Context, cfg Config) (*downloader.Mirror, error) {
 	return openMirror(ctx, cfg, downloader.Options{})
 }
 
+// The mirror's Sources are Ensurers: without Ensure the engine's direct
+// reads of a stream install would read its holes.
+var _ engine.Ensurer = (*downloader.Source)(nil)
+
 // MirrorSource opens the engine's checkpoint files through the mirror m:
 // bytes that are present are read with pread, missing ones (stream mode's
-// experts) are fetched from the hub into the mirror first. Files outside
-// the mirror are opened as plain files.
+// experts) are fetched from the hub into the mirror first (Ensure, before
+// the engine's own direct reads). Files outside the mirror are opened as
+// plain files.
 func MirrorSource(m *downloader.Mirror) engine.OpenSource {
 	return func(ctx context.Context, path string) (engine.Source, error) {
 		rel, err := filepath.Rel(m.Dir(), path)
@@ -29,4 +36,18 @@ func MirrorSource(m *downloader.Mirror) engine.OpenSource {
 		}
 		return m.Source(filepath.ToSlash(rel))
 	}
+}
+
+// OpenInstalled opens the mirror of the model `deltafin setup` installed, or
+// says that none is (ErrNoModel) and how to install one.
+func OpenInstalled(ctx context.Context, cfg Config) (*downloader.Mirror, error) {
+	installed := cfg.ModelDir()
+	if _, err := os.Stat(filepath.Join(installed, "config.json")); err != nil {
+		return nil, fmt.Errorf("%w: no model is installed in %s; run deltafin setup, or pass --model DIR (a directory with config.json, the safetensors shards and tiktoken.model)", ErrNoModel, installed)
+	}
+	m, err := OpenMirror(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("app: open the installed model: %w", err)
+	}
+	return m, nil
 }

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"encoding/binary"
-	"io"
 	"path/filepath"
 	"testing"
 
@@ -11,18 +9,23 @@ import (
 	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/downloader/hubtest"
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/internal/testref"
 )
 
-// refInts reads an I64 tensor of testdata/k3-tiny/reference.safetensors.
-func refInts(t *testing.T, name string) []int {
-	t.Helper()
-	dtype, b := referenceBytes(t, name)
-	require.Equal(t, "I64", dtype)
-	out := make([]int, len(b)/8)
-	for i := range out {
-		out[i] = int(int64(binary.LittleEndian.Uint64(b[8*i:])))
-	}
-	return out
+const k3TinyRef = "../testdata/k3-tiny/reference.safetensors"
+
+func refInts(t *testing.T, name string) []int { return testref.Ints(t, k3TinyRef, name) }
+
+// streamInstall installs the fake hub's model in stream mode (metadata and
+// the spine; no expert) into a fresh data directory, as deltafin setup
+// --stream does.
+func streamInstall(t *testing.T, h *hubtest.Hub) Config {
+	cfg := hubConfig(t, h)
+	m, p, err := OpenPlan(t.Context(), cfg, downloader.Options{ChunkSize: 64 << 10})
+	require.NoError(t, err)
+	require.NoError(t, m.Fetch(t.Context(), p, p.Work(downloader.Stream)))
+	require.NoError(t, m.Close())
+	return cfg
 }
 
 // TestEngineFromStreamInstall: a stream install holds no expert; the engine
@@ -31,8 +34,7 @@ func refInts(t *testing.T, name string) []int {
 func TestEngineFromStreamInstall(t *testing.T) {
 	ctx := t.Context()
 	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
-	cfg := hubConfig(t, h)
-	require.NoError(t, Setup(ctx, cfg, SetupOptions{Mode: downloader.Stream, Headroom: 1, ChunkSize: 64 << 10}, io.Discard))
+	cfg := streamInstall(t, h)
 
 	m, err := OpenMirror(ctx, cfg)
 	require.NoError(t, err)

@@ -152,6 +152,13 @@ func TestCmdDesktop(t *testing.T) {
 	err = d.Open(t.Context(), dir)
 	require.ErrorIs(t, err, ErrDesktop)
 	require.Contains(t, err.Error(), "exit status 3")
+	// xclip's shape: it exits 0 and leaves a child that owns the selection
+	// and still holds stderr. The copy worked, and is reported so.
+	owner := cmdDesktop{copy: [][]string{{"sh", "-c", `cat > "$0"; sleep 5 >&2 &`, clip}}}
+	require.NoError(t, owner.CopyText(t.Context(), "http://127.0.0.1:8000/v1"))
+	b, err = os.ReadFile(clip)
+	require.NoError(t, err)
+	require.Equal(t, "http://127.0.0.1:8000/v1", string(b))
 	err = cmdDesktop{copy: [][]string{{"no-such-a"}, {"no-such-b"}}}.CopyText(t.Context(), "x")
 	require.ErrorIs(t, err, ErrDesktop)
 	require.Contains(t, err.Error(), "none of no-such-a, no-such-b is installed")
@@ -234,4 +241,22 @@ func TestKeepAwakeArgv(t *testing.T) {
 		watch.Process.Kill()
 		require.FailNow(t, "tail --pid did not follow its process")
 	}
+}
+
+func TestConfirmDialogs(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, []string{"--question", "--title", "T", "--text", "X", "--ok-label", "Go", "--cancel-label", "Cancel", "--no-wrap"},
+		confirmArgv([]string{"/usr/bin/zenity"}, "T", "X", "Go"))
+	require.Equal(t, []string{"--title", "T", "--yes-label", "Go", "--no-label", "Cancel", "--yesno", "X"},
+		confirmArgv([]string{"/usr/bin/kdialog"}, "T", "X", "Go"))
+	_, err := cmdDesktop{confirm: [][]string{{"no-such-dialog"}}}.Confirm(t.Context(), "T", "X", "Go")
+	require.ErrorIs(t, err, ErrNoDialog)
+	for code, want := range map[string]bool{"0": true, "1": false} {
+		ok, err := cmdDesktop{confirm: [][]string{{"sh", "-c", "exit " + code}}}.Confirm(t.Context(), "T", "X", "Go")
+		require.NoError(t, err)
+		require.Equal(t, want, ok)
+	}
+	_, err = cmdDesktop{confirm: [][]string{{"sh", "-c", "echo broken >&2; exit 5"}}}.Confirm(t.Context(), "T", "X", "Go")
+	require.ErrorIs(t, err, ErrDesktop)
+	require.ErrorContains(t, err, "broken")
 }

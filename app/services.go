@@ -20,6 +20,16 @@ type Downloader interface {
 	// that names the problem (the disk shortfall, a token needed).
 	// ModeFull on a stream install is the upgrade.
 	Download(ctx context.Context, mode DownloadMode, progress func(Progress)) error
+	// Estimate is the disk check of a download in mode, before it starts:
+	// it lists the repository (network), so the caller bounds it in time.
+	Estimate(ctx context.Context, mode DownloadMode) (Estimate, error)
+}
+
+// Estimate is what a download would take and leave: the figures the
+// confirmation shows.
+type Estimate struct {
+	ToDownload, Present int64 // bytes
+	Free, KeepFree      int64 // free disk now, and what must stay free
 }
 
 // WarmResult counts what one warming run fetched.
@@ -77,6 +87,9 @@ type LoginItem interface {
 type Desktop interface {
 	CopyText(ctx context.Context, text string) error
 	Open(ctx context.Context, path string) error
+	// Confirm asks the user a yes/no question in a dialog and reports the
+	// answer; ErrNoDialog when this desktop has no dialog tool.
+	Confirm(ctx context.Context, title, text, ok string) (bool, error)
 }
 
 // KeepAwake holds off idle sleep (and, on macOS, App Nap) until release is
@@ -95,4 +108,7 @@ type Deps struct {
 	Login      LoginItem
 	Desktop    Desktop
 	KeepAwake  KeepAwake
+	// Serving, when set, is told the server's base URL each time it starts
+	// (the instance lock records it for a second instance's message).
+	Serving func(baseURL string)
 }

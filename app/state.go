@@ -19,6 +19,11 @@ type savedState struct {
 	Pending     string `json:"pending_download,omitempty"` // "stream" or "full"
 	Upgrade     bool   `json:"upgrade,omitempty"`
 	WarmEnabled bool   `json:"warm_overnight,omitempty"`
+	// ServerHost and ServerPort are the app's API address as last set
+	// (--host/--port or DELTAFIN_HOST/DELTAFIN_PORT), used when neither is
+	// given.
+	ServerHost string `json:"server_host,omitempty"`
+	ServerPort int    `json:"server_port,omitempty"`
 }
 
 const stateFile = "app-state.json"
@@ -52,6 +57,26 @@ func saveState(dir string, s savedState) error {
 		return fmt.Errorf("app: encode state: %w", err)
 	}
 	return writeFileAtomic(filepath.Join(dir, stateFile), append(b, '\n'), 0o644)
+}
+
+// RememberedAddress sets cfg's server address for the menu-bar app: the one
+// given (--host/--port, DELTAFIN_HOST/DELTAFIN_PORT), which the app then
+// remembers, or else the one it remembered from an earlier launch.
+func RememberedAddress(cfg *Config) error {
+	if cfg.Server.AddrGiven {
+		return nil
+	}
+	s, err := loadState(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	if s.ServerHost != "" {
+		cfg.Server.Host = s.ServerHost
+	}
+	if s.ServerPort > 0 && s.ServerPort <= 65535 {
+		cfg.Server.Port = s.ServerPort
+	}
+	return nil
 }
 
 func (s savedState) mode() DownloadMode {

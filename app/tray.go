@@ -4,6 +4,8 @@ package app
 
 import (
 	"context"
+	"log/slog"
+	"runtime"
 	"time"
 
 	"fyne.io/systray"
@@ -20,7 +22,7 @@ func runTray(ctx context.Context, a *App, templateIcon, icon []byte) error {
 	done := make(chan struct{})
 	systray.Run(func() {
 		systray.SetTemplateIcon(templateIcon, icon)
-		v := &trayView{}
+		v := &trayView{icon: icon, log: a.log}
 		v.build(a.Menu(), a.Click)
 		go v.follow(a, done)
 	}, func() { close(done) })
@@ -31,6 +33,8 @@ func runTray(ctx context.Context, a *App, templateIcon, icon []byte) error {
 type trayView struct {
 	items [numItems]*systray.MenuItem
 	last  Menu
+	icon  []byte // the plain icon, under the progress bar on Linux
+	log   *slog.Logger
 }
 
 func (v *trayView) build(m Menu, click func(ItemID)) {
@@ -113,8 +117,26 @@ func (v *trayView) render(m Menu) {
 	if m.Title != v.last.Title {
 		systray.SetTitle(m.Title)
 	}
+	if runtime.GOOS == "linux" && (m.Busy != v.last.Busy || m.Percent != v.last.Percent) {
+		v.setProgressIcon(m)
+	}
 	if m.Tooltip != v.last.Tooltip {
 		systray.SetTooltip(m.Tooltip)
 	}
 	v.last = m
+}
+
+// setProgressIcon draws m's progress into the icon, or restores the plain
+// one; macOS shows the title beside the icon instead.
+func (v *trayView) setProgressIcon(m Menu) {
+	if !m.Busy {
+		systray.SetIcon(v.icon)
+		return
+	}
+	b, err := progressIcon(v.icon, m.Percent)
+	if err != nil {
+		v.log.Warn("tray icon", "err", err)
+		return
+	}
+	systray.SetIcon(b)
 }

@@ -17,11 +17,14 @@ func (a *App) setWarm(on bool) {
 	a.mu.Lock()
 	if on && !a.st.CanWarm {
 		a.mu.Unlock()
-		a.problem("Warm experts overnight", ErrWarmUnavailable)
+		a.problem(subWarm, "Warm experts overnight", ErrWarmUnavailable)
 		return
 	}
 	a.st.WarmEnabled = on
 	a.saveLocked()
+	if on {
+		defer a.solved(subWarm) // after a.mu is released below
+	}
 	switch {
 	case on && a.warmStop == nil && a.ctx.Err() == nil:
 		ctx, cancel := context.WithCancel(a.ctx)
@@ -56,7 +59,7 @@ func (a *App) warmLoop(ctx context.Context) {
 		if ok {
 			switch done, err := a.warmWhileAllowed(ctx, tick.C); {
 			case err != nil:
-				a.problem("Warming failed", err)
+				a.problem(subWarm, "Warming failed", err)
 				a.setWarm(false)
 				return
 			case done:

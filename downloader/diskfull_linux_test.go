@@ -12,6 +12,8 @@ import (
 // a message saying what to do, keeps what it wrote, and completes once the
 // filesystem grows.
 func TestDiskFull(t *testing.T) {
+	// Not parallel: it counts the bytes the hub serves, which the late
+	// handlers of cancelled requests skew on a loaded machine.
 	h := newFakeHub(t)
 	mnt := t.TempDir()
 	require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"), "the disk-full test mounts a 2 MiB tmpfs and needs root (CAP_SYS_ADMIN)")
@@ -40,8 +42,10 @@ func TestDiskFull(t *testing.T) {
 	onDisk, err := m.Totals(p.Work(Full))
 	require.NoError(t, err)
 	require.Positive(t, onDisk.Present)
+	h.WaitIdle() // the earlier runs' last answers are counted before the baseline
 	served := h.Served.Load()
 	require.NoError(t, m.Fetch(t.Context(), p, p.Work(Full)))
+	h.WaitIdle() // the last answer is counted once its handler returns
 	require.Equal(t, onDisk.Missing(), h.Served.Load()-served, "nothing recorded before the disk filled is fetched again")
 	h.RequireIdentical(t, dir)
 }
@@ -49,6 +53,7 @@ func TestDiskFull(t *testing.T) {
 // TestDiskFullPausesUntilResume is the app's behaviour: the transfer pauses
 // on a full disk, says why, and continues after Resume.
 func TestDiskFullPausesUntilResume(t *testing.T) {
+	t.Parallel()
 	h := newFakeHub(t)
 	mnt := t.TempDir()
 	require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"), "the disk-full test mounts a 2 MiB tmpfs and needs root (CAP_SYS_ADMIN)")

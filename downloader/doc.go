@@ -15,8 +15,10 @@
 // shard fsynced, and maps are replaced atomically, so a crash or kill -9
 // loses at most the chunks in flight. Stream mode holds metadata and the
 // spine (shard headers and every tensor that is not a routed expert);
-// full mode holds every byte; Mirror.Ensure (and Source.ReadAt) fetches any
-// missing range with one HTTP range request, coalescing concurrent callers.
+// full mode holds every byte; Mirror.Ensure (and a Source's Ensure and
+// ReadAt, the engine's door to a mirrored shard) fetches any missing range
+// with one HTTP range request, coalescing concurrent callers. The shard
+// layout (which tensors are routed experts) comes from package checkpoint.
 // Complete files are checked against the hub's sha256 (git blob id for
 // small files); a mismatch fetches the file again and never accepts it.
 //

@@ -25,6 +25,10 @@ type gate struct {
 	resume  chan struct{}
 	cancels map[int]context.CancelFunc
 	next    int
+	// waiting counts the workers waiting for Resume; changed is closed and
+	// replaced when it changes, so a test can wait for a pause to settle.
+	waiting int
+	changed chan struct{}
 }
 
 func (g *gate) init() { g.cancels = map[int]context.CancelFunc{} }
@@ -47,13 +51,30 @@ func (g *gate) enter(ctx context.Context) (context.Context, func(), error) {
 			}, nil
 		}
 		ch := g.resume
+		g.wait(+1)
 		g.mu.Unlock()
+		var err error
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+			err = ctx.Err()
+		}
+		g.mu.Lock()
+		g.wait(-1)
+		g.mu.Unlock()
+		if err != nil {
+			return nil, nil, err
 		}
 	}
+}
+
+// wait changes the count of waiting workers. Called with mu held.
+func (g *gate) wait(d int) {
+	g.waiting += d
+	if g.changed != nil {
+		close(g.changed)
+	}
+	g.changed = make(chan struct{})
 }
 
 // Pause stops bulk transfers (Fetch) until Resume: requests in flight are

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deltafin/deltafin/checkpoint"
 )
 
 // FuzzReadTrace: any input gives routings or an error, never a panic.
@@ -14,7 +16,7 @@ func FuzzReadTrace(f *testing.F) {
 	f.Add(`{"layer":1,"expert":2,"heat":0.5}`)
 	f.Add("\n\n{")
 	f.Fuzz(func(t *testing.T, in string) {
-		counts := map[ExpertID]float64{}
+		counts := map[checkpoint.ExpertID]float64{}
 		n, err := ReadTrace(strings.NewReader(in), "fuzz", counts)
 		if err == nil && n < 0 {
 			t.Fatalf("negative routings %d", n)
@@ -24,7 +26,7 @@ func FuzzReadTrace(f *testing.F) {
 				t.Fatalf("negative id %v accepted", id)
 			}
 		}
-		_ = ReadHeat(strings.NewReader(in), "fuzz", map[ExpertID]float64{})
+		_ = ReadHeat(strings.NewReader(in), "fuzz", map[checkpoint.ExpertID]float64{})
 	})
 }
 

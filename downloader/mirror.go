@@ -344,8 +344,12 @@ func (m *Mirror) Present(file string, off, n int64) (int64, error) {
 // bytes) into the sparse file, fsyncing it and only then marking the range
 // in the presence map. Concurrent callers asking for the same bytes share
 // one request. It is the on-demand fetcher of stream mode; pausing bulk
-// transfers does not stop it, because a generation waits on it.
+// transfers does not stop it, because a generation waits on it. A cancelled
+// ctx fails it even when nothing is missing, as it fails a local read.
 func (m *Mirror) Ensure(ctx context.Context, file string, off, n int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	fs, err := m.file(file)
 	if err != nil {
 		return err

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/downloader/hubtest"
 	"github.com/stretchr/testify/require"
 )
@@ -26,6 +26,7 @@ func setup(t *testing.T, ctx context.Context, opts Options, mode Mode) (*Mirror,
 }
 
 func TestStreamThenFull(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	h := newFakeHub(t)
 	dir := t.TempDir()
@@ -45,7 +46,7 @@ func TestStreamThenFull(t *testing.T) {
 	require.Equal(t, 5, meta) // config, generation_config, index, tokenizer_config, tiktoken.model
 	experts := p.Experts()
 	require.Len(t, experts, 9*32)
-	require.Equal(t, ExpertID{1, 0}, experts[0].ExpertID)
+	require.Equal(t, checkpoint.ExpertID{Layer: 1, Expert: 0}, experts[0].ExpertID)
 
 	// Stream: spine and metadata present and identical, no expert byte.
 	for _, f := range p.Files {
@@ -88,21 +89,44 @@ func TestStreamThenFull(t *testing.T) {
 	h.RequireIdentical(t, dir)
 }
 
+// waitingCtx reports, by closing waiting, the first time a caller waits on
+// it: Ensure waits on its context's Done while another caller's request
+// for the same bytes is in flight (or while it makes its own request).
+type waitingCtx struct {
+	context.Context
+	once    sync.Once
+	waiting chan struct{}
+}
+
+func (c *waitingCtx) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.waiting) })
+	return c.Context.Done()
+}
+
 func TestEnsureCoalescesConcurrentCallers(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	h := newFakeHub(t)
 	m, p := setup(t, ctx, options(h, t.TempDir()), Stream)
 	e := p.Experts()[7]
+	// The first request is held in the hub until the other 7 callers wait.
+	arrived, through := make(chan struct{}, 8), make(chan struct{})
 	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
-		time.Sleep(100 * time.Millisecond) // keep the first request in flight
+		arrived <- struct{}{}
+		<-through
 		return false
 	})
 	before := h.Requests.Load()
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
-	for i := range errs {
-		wg.Go(func() { errs[i] = m.Ensure(ctx, e.File, e.Start, e.Len()) })
+	wg.Go(func() { errs[0] = m.Ensure(ctx, e.File, e.Start, e.Len()) })
+	<-arrived
+	for i := 1; i < len(errs); i++ {
+		c := &waitingCtx{Context: ctx, waiting: make(chan struct{})}
+		wg.Go(func() { errs[i] = m.Ensure(c, e.File, e.Start, e.Len()) })
+		<-c.waiting
 	}
+	close(through)
 	wg.Wait()
 	for _, err := range errs {
 		require.NoError(t, err)
@@ -114,6 +138,7 @@ func TestEnsureCoalescesConcurrentCallers(t *testing.T) {
 }
 
 func TestEnsureRejectsBadRanges(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	h := newFakeHub(t)
 	m, p := setup(t, ctx, options(h, t.TempDir()), Stream)
@@ -135,6 +160,7 @@ func TestEnsureRejectsBadRanges(t *testing.T) {
 }
 
 func TestHubErrorsAreExplained(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		setup   func(h *hubtest.Hub, o *Options)
@@ -163,6 +189,7 @@ func TestHubErrorsAreExplained(t *testing.T) {
 }
 
 func TestTokenReachesHubNotCDN(t *testing.T) {
+	t.Parallel()
 	h := newFakeHub(t)
 	h.Token = "secret"
 	dir := t.TempDir()
@@ -171,6 +198,7 @@ func TestTokenReachesHubNotCDN(t *testing.T) {
 }
 
 func TestEntryNotFoundIsPermanent(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	h := newFakeHub(t)
 	m, p := setup(t, ctx, options(h, t.TempDir()), Stream)
@@ -189,6 +217,7 @@ func mustFile(t *testing.T, m *Mirror, name string) *fileState {
 }
 
 func TestSourceReadsThroughTheMirror(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	h := newFakeHub(t)
 	m, p := setup(t, ctx, options(h, t.TempDir()), Stream)
@@ -207,6 +236,7 @@ func TestSourceReadsThroughTheMirror(t *testing.T) {
 }
 
 func TestMirrorIsLockedWhileOpen(t *testing.T) {
+	t.Parallel()
 	h := newFakeHub(t)
 	dir := t.TempDir()
 	m, err := Open(options(h, dir))
@@ -221,6 +251,7 @@ func TestMirrorIsLockedWhileOpen(t *testing.T) {
 }
 
 func TestLastExpertVerifiesTheShard(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	h := newFakeHub(t)
 	m, p := setup(t, ctx, options(h, t.TempDir()), Stream)
@@ -241,6 +272,7 @@ func TestLastExpertVerifiesTheShard(t *testing.T) {
 }
 
 func TestDamagedMirrorStateIsNotTrusted(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	h := newFakeHub(t)
 	dir := t.TempDir()
@@ -276,6 +308,7 @@ func TestDamagedMirrorStateIsNotTrusted(t *testing.T) {
 }
 
 func TestResolveRevision(t *testing.T) {
+	t.Parallel()
 	h := newFakeHub(t)
 	for _, tc := range []struct {
 		name, rev, want string

@@ -5,14 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
+	"github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
 
 // Kind says what a mirrored file is for.
@@ -25,16 +25,10 @@ const (
 	Shard
 )
 
-// An ExpertID names one routed expert of one MoE layer (layer indices are
-// the checkpoint's: K3's MoE layers are 1..92).
-type ExpertID struct{ Layer, Expert int }
-
-func (id ExpertID) String() string { return fmt.Sprintf("L%d-E%d", id.Layer, id.Expert) }
-
 // An Expert is the contiguous byte span of one routed expert's six tensors
-// (w1, w2, w3 packed and scale) in its shard.
+// (w1, w2, w3 packed and scale) in its shard (checkpoint.IndexExperts).
 type Expert struct {
-	ExpertID
+	checkpoint.ExpertID
 	File string
 	Range
 }
@@ -62,12 +56,7 @@ func (p *Plan) Experts() []Expert {
 	for _, f := range p.Files {
 		out = append(out, f.Experts...)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Layer != out[j].Layer {
-			return out[i].Layer < out[j].Layer
-		}
-		return out[i].Expert < out[j].Expert
-	})
+	slices.SortFunc(out, func(a, b Expert) int { return a.ExpertID.Compare(b.ExpertID) })
 	return out
 }
 
@@ -85,9 +74,6 @@ func isMetadata(p string) bool {
 }
 
 func isShard(p string) bool { return !strings.Contains(p, "/") && strings.HasSuffix(p, ".safetensors") }
-
-// expertRE matches a routed expert tensor, capturing layer and expert.
-var expertRE = regexp.MustCompile(`(?:^|\.)layers\.(\d+)\.block_sparse_moe\.experts\.(\d+)\.w[123]\.weight_(?:packed|scale)$`)
 
 // Plan lists the repository (or reuses the saved listing), reads every
 // shard's safetensors header with range requests into the mirror, and
@@ -184,29 +170,18 @@ func (m *Mirror) readShardHeader(ctx context.Context, f *File) error {
 	if err != nil {
 		return fmt.Errorf("downloader: %s: %w", f.Path, err)
 	}
-	spine := rangeSet{}.add(Range{0, h.DataStart})
-	spans := map[ExpertID][]safetensors.Tensor{}
-	for _, t := range h.Tensors {
-		if mt := expertRE.FindStringSubmatch(t.Name); mt != nil {
-			l, _ := strconv.Atoi(mt[1])
-			e, _ := strconv.Atoi(mt[2])
-			id := ExpertID{l, e}
-			spans[id] = append(spans[id], t)
-			continue
-		}
-		spine = spine.add(Range{t.Offset, t.End()})
+	spans, err := checkpoint.IndexExperts(f.Path, h)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrLayout, err)
 	}
-	for id, ts := range spans {
-		r := Range{ts[0].Offset, ts[0].End()}
-		var sum int64
-		for _, t := range ts {
-			r.Start, r.End = min(r.Start, t.Offset), max(r.End, t.End())
-			sum += t.Size
+	spine := rangeSet{}.add(Range{0, h.DataStart})
+	for _, t := range h.Tensors {
+		if _, _, expert := checkpoint.ParseExpertName(t.Name); !expert {
+			spine = spine.add(Range{t.Offset, t.End()})
 		}
-		if sum != r.Len() {
-			return fmt.Errorf("%w: %s: the tensors of expert %v are not contiguous (%d bytes of tensors in a %d-byte span)", ErrLayout, f.Path, id, sum, r.Len())
-		}
-		f.Experts = append(f.Experts, Expert{ExpertID: id, File: f.Path, Range: r})
+	}
+	for id, sp := range spans {
+		f.Experts = append(f.Experts, Expert{ExpertID: id, File: f.Path, Range: Range{sp.Offset, sp.End()}})
 	}
 	sort.Slice(f.Experts, func(i, j int) bool { return f.Experts[i].Start < f.Experts[j].Start })
 	f.Spine = spine

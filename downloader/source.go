@@ -5,10 +5,12 @@ import (
 	"fmt"
 )
 
-// Source is one mirrored file seen as the engine's byte source: ReadAt
-// makes the bytes present (fetching missing ones from the hub into the
-// mirror) and then reads them from disk. In a full install nothing is ever
-// missing and ReadAt is a presence check and a pread.
+// Source is one mirrored file seen as the engine's byte source (engine.Source
+// with its Ensurer capability): Ensure makes bytes present, fetching missing
+// ones from the hub into the mirror, after which a pread of the mirrored file
+// returns them (the engine's direct reads of experts); ReadAt does the same
+// and then reads them. In a full install nothing is ever missing and either
+// is a presence check (and a pread).
 type Source struct {
 	m    *Mirror
 	file string
@@ -31,6 +33,13 @@ func (s *Source) ReadAt(ctx context.Context, p []byte, off int64) error {
 		return fmt.Errorf("%w: %s: read [%d, %d) outside the %d-byte file", ErrProtocol, s.file, off, off+int64(len(p)), s.size)
 	}
 	return s.m.ReadAt(ctx, s.file, p, off)
+}
+
+// Ensure makes bytes [off, off+n) of the file present in the mirror
+// (Mirror.Ensure): one HTTP range request per missing run, shared with
+// concurrent callers, written and fsynced before it returns.
+func (s *Source) Ensure(ctx context.Context, off, n int64) error {
+	return s.m.Ensure(ctx, s.file, off, n)
 }
 
 // Size returns the file's size.

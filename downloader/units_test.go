@@ -1,13 +1,20 @@
 package downloader
 
 import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/downloader/hubtest"
 	"github.com/stretchr/testify/require"
 )
 
 func TestRangeSet(t *testing.T) {
+	t.Parallel()
 	var s rangeSet
 	s = s.add(Range{10, 20}).add(Range{30, 40}).add(Range{20, 25})
 	require.Equal(t, rangeSet{{10, 25}, {30, 40}}, s)
@@ -22,6 +29,7 @@ func TestRangeSet(t *testing.T) {
 }
 
 func TestChoose(t *testing.T) {
+	t.Parallel()
 	const GB = 1_000_000_000
 	stream := Totals{Total: 120 * GB, Present: 10 * GB}
 	full := Totals{Total: 1600 * GB, Present: 10 * GB}
@@ -53,6 +61,7 @@ func TestChoose(t *testing.T) {
 }
 
 func TestParseLayers(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want []int
@@ -81,6 +90,7 @@ func TestParseLayers(t *testing.T) {
 }
 
 func TestReadTrace(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		in     string
@@ -93,7 +103,7 @@ func TestReadTrace(t *testing.T) {
 		{"negative expert", `{"token":0,"layer":2,"experts":[-1]}`, 0, "negative expert"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			counts := map[ExpertID]float64{}
+			counts := map[checkpoint.ExpertID]float64{}
 			n, err := ReadTrace(strings.NewReader(tc.in), "t.jsonl", counts)
 			require.Equal(t, tc.routes, n)
 			if tc.err != "" {
@@ -101,16 +111,17 @@ func TestReadTrace(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			require.Equal(t, 2.0, counts[ExpertID{1, 3}])
+			require.Equal(t, 2.0, counts[checkpoint.ExpertID{Layer: 1, Expert: 3}])
 		})
 	}
 }
 
 func TestRankMissing(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	h := newFakeHub(t)
 	m, p := setup(t, ctx, options(h, t.TempDir()), Stream)
-	counts := map[ExpertID]float64{}
+	counts := map[checkpoint.ExpertID]float64{}
 	_, err := ReadTrace(strings.NewReader(`{"token":0,"layer":2,"experts":[5,6,7]}
 {"token":1,"layer":2,"experts":[6,7]}
 {"token":1,"layer":3,"experts":[7,99]}
@@ -120,7 +131,7 @@ func TestRankMissing(t *testing.T) {
 	e := p.Experts()
 	var l2e7 Expert
 	for _, x := range e {
-		if x.ExpertID == (ExpertID{2, 7}) {
+		if x.ExpertID == (checkpoint.ExpertID{Layer: 2, Expert: 7}) {
 			l2e7 = x
 		}
 	}
@@ -128,13 +139,46 @@ func TestRankMissing(t *testing.T) {
 	ranked, unknown, err := m.RankMissing(p, counts)
 	require.NoError(t, err)
 	require.Equal(t, 1, unknown, "layer 3 expert 99 is not in the model")
-	var got []ExpertID
+	var got []checkpoint.ExpertID
 	for _, c := range ranked {
 		got = append(got, c.ExpertID)
 	}
-	require.Equal(t, []ExpertID{{2, 6}, {3, 7}, {2, 5}}, got)
+	require.Equal(t, []checkpoint.ExpertID{{Layer: 2, Expert: 6}, {Layer: 3, Expert: 7}, {Layer: 2, Expert: 5}}, got)
 	cached, total, err := m.ExpertsCached(p)
 	require.NoError(t, err)
 	require.Equal(t, 1, cached)
 	require.Equal(t, 9*32, total)
+}
+
+// TestPlanRefusesABrokenExpertLayout: a shard whose routed expert is not one
+// span in the canonical order is refused at plan time (checkpoint.IndexExperts
+// is the one reader of the layout), naming the file and the expert.
+func TestPlanRefusesABrokenExpertLayout(t *testing.T) {
+	t.Parallel()
+	src := t.TempDir()
+	const shard = "model-00001-of-000001.safetensors"
+	var hdr strings.Builder
+	hdr.WriteString(`{`)
+	order := []int{0, 2, 1, 3, 4, 5} // w2 packed before w1 scale
+	for i, part := range order {
+		if i > 0 {
+			hdr.WriteString(",")
+		}
+		name := checkpoint.ExpertName(checkpoint.ExpertID{Layer: 1, Expert: 4}, part)
+		fmt.Fprintf(&hdr, `%q:{"dtype":"U8","shape":[4],"data_offsets":[%d,%d]}`, name, 4*i, 4*i+4)
+	}
+	hdr.WriteString(`}`)
+	data := binary.LittleEndian.AppendUint64(nil, uint64(hdr.Len()))
+	data = append(append(data, hdr.String()...), make([]byte, 24)...)
+	require.NoError(t, os.WriteFile(filepath.Join(src, shard), data, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "config.json"), []byte(`{}`), 0o644))
+	h := hubtest.New(t, src)
+	m, err := Open(options(h, t.TempDir()))
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	_, err = m.Plan(t.Context())
+	require.ErrorIs(t, err, ErrLayout)
+	require.ErrorIs(t, err, checkpoint.ErrExpertLayout)
+	require.ErrorContains(t, err, shard)
+	require.ErrorContains(t, err, "layer 1 expert 4")
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/deltafin/deltafin/checkpoint"
 )
 
 // maxTraceLine bounds one JSON line of a router trace or heat file.
@@ -22,7 +24,7 @@ type traceLine struct {
 // ReadTrace adds every (layer, expert) routing of a router trace to counts
 // and returns how many routings it read. A line that is not a trace record
 // is an error naming the line.
-func ReadTrace(r io.Reader, name string, counts map[ExpertID]float64) (int, error) {
+func ReadTrace(r io.Reader, name string, counts map[checkpoint.ExpertID]float64) (int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxTraceLine)
 	routes := 0
@@ -41,7 +43,7 @@ func ReadTrace(r io.Reader, name string, counts map[ExpertID]float64) (int, erro
 			if e < 0 {
 				return routes, fmt.Errorf("downloader: trace %s line %d: negative expert %d", name, line, e)
 			}
-			counts[ExpertID{*tl.Layer, e}]++
+			counts[checkpoint.ExpertID{Layer: *tl.Layer, Expert: e}]++
 			routes++
 		}
 	}
@@ -61,7 +63,7 @@ type heatLine struct {
 
 // ReadHeat adds a heat histogram (one {"layer","expert","heat"} JSON object
 // per line) to counts: a heat of h weighs as h observed routings.
-func ReadHeat(r io.Reader, name string, counts map[ExpertID]float64) error {
+func ReadHeat(r io.Reader, name string, counts map[checkpoint.ExpertID]float64) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxTraceLine)
 	for line := 1; sc.Scan(); line++ {
@@ -75,7 +77,7 @@ func ReadHeat(r io.Reader, name string, counts map[ExpertID]float64) error {
 		if hl.Layer == nil || hl.Expert == nil || hl.Heat == nil || *hl.Layer < 0 || *hl.Expert < 0 || *hl.Heat < 0 {
 			return fmt.Errorf("downloader: heat %s line %d: want {\"layer\":int,\"expert\":int,\"heat\":number>=0}", name, line)
 		}
-		counts[ExpertID{*hl.Layer, *hl.Expert}] += *hl.Heat
+		counts[checkpoint.ExpertID{Layer: *hl.Layer, Expert: *hl.Expert}] += *hl.Heat
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("downloader: heat %s: %w", name, err)
@@ -92,8 +94,8 @@ type Candidate struct {
 // RankMissing returns the experts of the plan that were observed (score > 0)
 // and are not fully present, by score (descending), then layer, then expert.
 // Observations of experts the plan does not have are counted in unknown.
-func (m *Mirror) RankMissing(p *Plan, counts map[ExpertID]float64) (ranked []Candidate, unknown int, err error) {
-	known := map[ExpertID]Expert{}
+func (m *Mirror) RankMissing(p *Plan, counts map[checkpoint.ExpertID]float64) (ranked []Candidate, unknown int, err error) {
+	known := map[checkpoint.ExpertID]Expert{}
 	for _, e := range p.Experts() {
 		known[e.ExpertID] = e
 	}

@@ -1,6 +1,6 @@
 package engine
 
-// Block Attention Residuals (K3-ARCHITECTURE.md §4.3). Instead of one
+// Block Attention Residuals (docs/MODEL.md §5.3). Instead of one
 // residual stream, a layer's input is a softmax-weighted mix of the completed
 // block sums (anchors) and the running sum of the current block, scored by a
 // learned pseudo-query against RMS-normalised keys. Kimi-Linear has no

@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// GiB is 2^30 bytes.
-const GiB = 1 << 30
+// gib is 2^30 bytes.
+const gib = 1 << 30
 
 // ErrBudget reports a RAM budget too small to run the model at all.
 var ErrBudget = fmt.Errorf("engine: RAM budget too small")
@@ -25,7 +25,7 @@ type BudgetInput struct {
 	// WorkingBytes is what the engine needs besides weights: the store's
 	// in-flight and prefetch buffers, session caches, activations.
 	WorkingBytes    int64
-	SpanBytes       int64 // one routed expert (K3: ExpertSpanBytes)
+	SpanBytes       int64 // one routed expert (K3: checkpoint.ExpertSpanBytes)
 	MoELayers       int   // layers with routed experts (K3: 92)
 	ExpertsPerLayer int   // K3: 896
 	TopK            int   // K3: 16
@@ -56,9 +56,9 @@ type BudgetPlan struct {
 	DiskBytesPerToken   int64 `json:"disk_bytes_per_token"` // StreamedSpineBytes + ExpertBytesPerToken
 }
 
-// SystemReserve is the RAM left to the OS and other programs:
+// systemReserve is the RAM left to the OS and other programs:
 // max(10 GiB, 18% of ram).
-func SystemReserve(ram int64) int64 { return max(10*GiB, ram*18/100) }
+func systemReserve(ram int64) int64 { return max(10*gib, ram*18/100) }
 
 // PlanBudget splits RAM between the pinned spine and the expert cache. A
 // budget that pins nothing still runs (every layer streams); only a budget
@@ -68,7 +68,7 @@ func PlanBudget(in BudgetInput) (BudgetPlan, error) {
 	if in.OverrideRAM > 0 {
 		p.RAM = in.OverrideRAM
 	}
-	p.Reserve = SystemReserve(p.RAM)
+	p.Reserve = systemReserve(p.RAM)
 	free := p.RAM - p.Reserve
 	if in.OverrideRAM == 0 && in.AvailableRAM > 0 {
 		free = min(free, in.AvailableRAM)

@@ -9,29 +9,33 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 )
 
 func TestSystemReserve(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		ram  int64
 		want int64
 	}{
-		{"24 GB machine keeps 10 GiB", 24e9, 10 * GiB},
-		{"64 GiB Mac keeps 11.52 GiB", 64 * GiB, 64 * GiB * 18 / 100},
-		{"128 GiB Mac keeps 18%", 128 * GiB, 128 * GiB * 18 / 100},
+		{"24 GB machine keeps 10 GiB", 24e9, 10 * gib},
+		{"64 GiB Mac keeps 11.52 GiB", 64 * gib, 64 * gib * 18 / 100},
+		{"128 GiB Mac keeps 18%", 128 * gib, 128 * gib * 18 / 100},
 	} {
-		t.Run(tc.name, func(t *testing.T) { require.Equal(t, tc.want, SystemReserve(tc.ram)) })
+		t.Run(tc.name, func(t *testing.T) { require.Equal(t, tc.want, systemReserve(tc.ram)) })
 	}
 }
 
 func TestPlanBudget(t *testing.T) {
-	layers := []int64{3 * GiB / 2, 1 * GiB, 1 * GiB, 1 * GiB} // ring: 3 GiB for all, 2 GiB after layer 0
+	t.Parallel()
+	layers := []int64{3 * gib / 2, 1 * gib, 1 * gib, 1 * gib} // ring: 3 GiB for all, 2 GiB after layer 0
 	base := BudgetInput{
-		GlobalBytes: 1 * GiB, LayerBytes: layers, WorkingBytes: GiB / 2,
-		SpanBytes: ExpertSpanBytes, MoELayers: 3, ExpertsPerLayer: 896, TopK: 16,
+		GlobalBytes: 1 * gib, LayerBytes: layers, WorkingBytes: gib / 2,
+		SpanBytes: ckpt.ExpertSpanBytes, MoELayers: 3, ExpertsPerLayer: 896, TopK: 16,
 	}
-	slot := alignUp(ExpertSpanBytes) + ioAlign
+	slot := alignUp(ckpt.ExpertSpanBytes) + ioAlign
 	for _, tc := range []struct {
 		name       string
 		total      int64
@@ -41,13 +45,13 @@ func TestPlanBudget(t *testing.T) {
 		wantGlobal bool
 		wantErr    string
 	}{
-		{"everything pinned: no ring", 64 * GiB, 0, 20 * GiB, 4, true, ""},
-		{"override pins a prefix", 64 * GiB, 0, 16 * GiB, 2, true, ""},
-		{"room for the head and the ring only: zero layers", 64 * GiB, 0, 29 * GiB / 2, 0, true, ""},
-		{"MemAvailable limits the plan", 64 * GiB, 6 * GiB, 0, 2, true, ""},
-		{"room for the ring only: nothing pinned", 64 * GiB, 0, 68 * GiB / 5, 0, false, ""},
-		{"too small for the ring", 64 * GiB, 0, 12 * GiB, 0, false, "two layer buffers"},
-		{"too small for the working set", 64 * GiB, 0, 10 * GiB, 0, false, "RAM budget too small"},
+		{"everything pinned: no ring", 64 * gib, 0, 20 * gib, 4, true, ""},
+		{"override pins a prefix", 64 * gib, 0, 16 * gib, 2, true, ""},
+		{"room for the head and the ring only: zero layers", 64 * gib, 0, 29 * gib / 2, 0, true, ""},
+		{"MemAvailable limits the plan", 64 * gib, 6 * gib, 0, 2, true, ""},
+		{"room for the ring only: nothing pinned", 64 * gib, 0, 68 * gib / 5, 0, false, ""},
+		{"too small for the ring", 64 * gib, 0, 12 * gib, 0, false, "two layer buffers"},
+		{"too small for the working set", 64 * gib, 0, 10 * gib, 0, false, "RAM budget too small"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := base
@@ -80,18 +84,19 @@ func TestPlanBudget(t *testing.T) {
 }
 
 func TestHeatPersistsAcrossRuns(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "data", "expert_heat.jsonl")
-	h, err := LoadHeat(path, 4, 8)
+	h, err := loadHeat(path, 4, 8)
 	require.NoError(t, err, "a missing file is an empty histogram")
 	h.Touch(2, []int{1, 5})
 	h.Touch(2, []int{5})
 	h.Touch(9, []int{1}) // out of range: ignored
 	require.NoError(t, h.Save(path))
-	g, err := LoadHeat(path, 4, 8)
+	g, err := loadHeat(path, 4, 8)
 	require.NoError(t, err)
-	require.Equal(t, float32(2), g.Score(ExpertID{2, 5}))
-	require.Equal(t, float32(1), g.Score(ExpertID{2, 1}))
-	require.Zero(t, g.Score(ExpertID{3, 5}))
+	require.Equal(t, float32(2), g.Score(ckpt.ExpertID{Layer: 2, Expert: 5}))
+	require.Equal(t, float32(1), g.Score(ckpt.ExpertID{Layer: 2, Expert: 1}))
+	require.Zero(t, g.Score(ckpt.ExpertID{Layer: 3, Expert: 5}))
 
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -110,30 +115,32 @@ func TestHeatPersistsAcrossRuns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "h")
 			require.NoError(t, os.WriteFile(p, []byte(tc.content), 0o644))
-			h, err := LoadHeat(p, 4, 8)
-			require.ErrorIs(t, err, ErrHeatFormat)
+			h, err := loadHeat(p, 4, 8)
+			require.ErrorIs(t, err, errHeatFormat)
 			require.ErrorContains(t, err, tc.want)
 			require.NotNil(t, h, "an empty histogram to start afresh with")
-			require.Zero(t, h.Score(ExpertID{1, 1}))
+			require.Zero(t, h.Score(ckpt.ExpertID{Layer: 1, Expert: 1}))
 		})
 	}
 }
 
 func TestHeatHalvesInsteadOfOverflowing(t *testing.T) {
-	h := NewHeat(2, 2)
+	t.Parallel()
+	h := newHeat(2, 2)
 	for range heatHalving - 1 {
 		h.Touch(1, []int{0})
 	}
 	h.Touch(1, []int{1})
-	require.Equal(t, float32(heatHalving-1), h.Score(ExpertID{1, 0}))
+	require.Equal(t, float32(heatHalving-1), h.Score(ckpt.ExpertID{Layer: 1, Expert: 0}))
 	h.Touch(1, []int{0})
-	require.Equal(t, float32(heatHalving/2), h.Score(ExpertID{1, 0}))
-	require.Equal(t, float32(0.5), h.Score(ExpertID{1, 1}))
+	require.Equal(t, float32(heatHalving/2), h.Score(ckpt.ExpertID{Layer: 1, Expert: 0}))
+	require.Equal(t, float32(0.5), h.Score(ckpt.ExpertID{Layer: 1, Expert: 1}))
 }
 
 func TestTraceWritesOneLinePerLayer(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
-	tw, err := CreateTrace(path)
+	tw, err := createTrace(path)
 	require.NoError(t, err)
 	require.NoError(t, tw.Record(0, 1, []int{5, 3}))
 	require.NoError(t, tw.Record(0, 2, []int{7}))
@@ -145,9 +152,9 @@ func TestTraceWritesOneLinePerLayer(t *testing.T) {
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	require.Len(t, lines, 3)
-	var r TraceRecord
+	var r traceRecord
 	require.NoError(t, json.Unmarshal([]byte(lines[2]), &r))
-	require.Equal(t, TraceRecord{Token: 1, Layer: 1, Experts: []int{3, 9}}, r)
+	require.Equal(t, traceRecord{Token: 1, Layer: 1, Experts: []int{3, 9}}, r)
 	require.Equal(t, `{"token":0,"layer":2,"experts":[7]}`, lines[1])
 	require.ErrorContains(t, tw.Record(2, 1, []int{1}), "closed")
 	entries, err := os.ReadDir(filepath.Dir(path))

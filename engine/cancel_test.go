@@ -73,7 +73,7 @@ func TestCancelInsideLayer(t *testing.T) {
 		m, err := Open(t.Context(), dir, Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = m.Close() })
-		for _, kind := range []LayerKind{MLA, KDA} {
+		for _, kind := range []layerKind{layerMLA, layerKDA} {
 			target := -1
 			for i, k := range m.cfg.Kinds {
 				if k == kind && i > 0 {

@@ -11,13 +11,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 	"github.com/deltafin/deltafin/kernels"
 )
-
-// textPrefix is where Moonshot's multimodal wrapper puts the text model's
-// tensors. Kimi-Linear checkpoints have no prefix.
-const textPrefix = "language_model."
 
 // indexFile maps tensor names to shards in a sharded checkpoint.
 const indexFile = "model.safetensors.index.json"
@@ -45,7 +42,9 @@ func (r *tensorRef) errorf(format string, args ...any) error {
 type checkpoint struct {
 	shards  []*shard
 	tensors map[string]*tensorRef
-	prefix  string // textPrefix when the checkpoint uses it, for error messages
+	prefix  string // ckpt.TextPrefix when the checkpoint uses it, for error messages
+	// experts are the MXFP4 routed experts' spans, set by validate.
+	experts map[ckpt.ExpertID]ckpt.ExpertSpan
 }
 
 // openCheckpoint opens the shards named by model.safetensors.index.json, or
@@ -83,13 +82,13 @@ func (ck *checkpoint) index(ctx context.Context, dir string, files []string, ind
 	prefixed := false
 	for _, s := range ck.shards {
 		for _, t := range s.hdr.Tensors {
-			if strings.HasPrefix(t.Name, textPrefix) {
+			if strings.HasPrefix(t.Name, ckpt.TextPrefix) {
 				prefixed = true
 			}
 		}
 	}
 	if prefixed {
-		ck.prefix = textPrefix
+		ck.prefix = ckpt.TextPrefix
 	}
 	for _, s := range ck.shards {
 		for _, t := range s.hdr.Tensors {
@@ -97,10 +96,10 @@ func (ck *checkpoint) index(ctx context.Context, dir string, files []string, ind
 			if prefixed {
 				// In the multimodal wrapper, unprefixed tensors are the
 				// vision tower and projector, which a text engine ignores.
-				if !strings.HasPrefix(name, textPrefix) {
+				if !strings.HasPrefix(name, ckpt.TextPrefix) {
 					continue
 				}
-				name = strings.TrimPrefix(name, textPrefix)
+				name = strings.TrimPrefix(name, ckpt.TextPrefix)
 			}
 			if prev, dup := ck.tensors[name]; dup {
 				return fmt.Errorf("%w: tensor %q is in both %s and %s", ErrCheckpoint, t.Name, prev.shard.name, s.name)
@@ -159,6 +158,15 @@ func shardFiles(dir string) ([]string, map[string]string, error) {
 	}
 	sort.Strings(files)
 	return files, idx.WeightMap, nil
+}
+
+// sources returns the shards' Sources by name.
+func (ck *checkpoint) sources() map[string]Source {
+	m := make(map[string]Source, len(ck.shards))
+	for _, s := range ck.shards {
+		m[s.name] = s.src
+	}
+	return m
 }
 
 func (ck *checkpoint) missing(name string) error {

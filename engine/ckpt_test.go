@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
+	"github.com/deltafin/deltafin/internal/testref"
 	"github.com/deltafin/deltafin/kernels"
 	"github.com/stretchr/testify/require"
 )
@@ -29,19 +29,9 @@ type stTensor struct {
 // readShard returns a safetensors file's tensors in file order.
 func readShard(t *testing.T, path string) []stTensor {
 	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	st, err := f.Stat()
-	require.NoError(t, err)
-	h, err := safetensors.Read(f, st.Size())
-	require.NoError(t, err)
-	out := make([]stTensor, 0, len(h.Tensors))
-	for _, x := range h.Tensors {
-		b := make([]byte, x.Size)
-		_, err := f.ReadAt(b, x.Offset)
-		require.NoError(t, err)
-		out = append(out, stTensor{x.Name, x.DType, x.Shape, b})
+	var out []stTensor
+	for _, x := range testref.All(t, path) {
+		out = append(out, stTensor{x.Name, x.DType, x.Shape, x.Data})
 	}
 	return out
 }
@@ -144,6 +134,7 @@ func (m *model) remove(t *testing.T, name string) {
 // (bit for bit on the reference backend, whose summation order does not
 // depend on the dtype; within the reference tolerance on the default one).
 func TestKimiLinearMXFP4Experts(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join("..", "testdata", "kimi-linear-tiny")
 	mm := readModel(t, filepath.Join(src, "hf"))
 	var spine []stTensor

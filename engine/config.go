@@ -11,19 +11,19 @@ import (
 	"github.com/deltafin/deltafin/kernels"
 )
 
-// LayerKind says which token mixer a decoder layer uses.
-type LayerKind uint8
+// layerKind says which token mixer a decoder layer uses.
+type layerKind uint8
 
 const (
-	KDA LayerKind = iota // Kimi Delta Attention (linear, recurrent state)
-	MLA                  // multi-head latent attention (NoPE, KV cache)
+	layerKDA layerKind = iota // Kimi Delta Attention (linear, recurrent state)
+	layerMLA                  // multi-head latent attention (NoPE, KV cache)
 )
 
-// Config is the text model's shape, read from config.json. Every size the
+// config is the text model's shape, read from config.json. Every size the
 // forward pass uses comes from here; nothing of K3's dimensions is
 // hard-coded, so the tiny test models run through the same code as the 2.8T
 // model.
-type Config struct {
+type config struct {
 	// ModelType is the root model_type: "kimi_k3" (text_config nested inside)
 	// or "kimi_linear".
 	ModelType string
@@ -34,7 +34,7 @@ type Config struct {
 	BOS, EOS              int // -1 when the config has none
 	ContextLen            int
 
-	Kinds []LayerKind // per layer, 0-based
+	Kinds []layerKind // per layer, 0-based
 
 	// KDA (linear_attn_config).
 	KDAHeads, KDAHeadDim, ConvSize int
@@ -70,13 +70,13 @@ type Config struct {
 }
 
 // IsMoE reports whether layer i uses the MoE block (else the dense MLP).
-func (c *Config) IsMoE(i int) bool {
+func (c *config) IsMoE(i int) bool {
 	return c.Experts > 0 && i >= c.FirstKDense && i%c.MoEFreq == 0
 }
 
 // ExpertDim is the width routed experts read and write: the latent width
 // when the latent MoE is on, else the hidden size.
-func (c *Config) ExpertDim() int {
+func (c *config) ExpertDim() int {
 	if c.Latent > 0 {
 		return c.Latent
 	}
@@ -157,8 +157,8 @@ type rawRoot struct {
 	TextConfig *rawText `json:"text_config"`
 }
 
-// LoadConfig reads dir/config.json.
-func LoadConfig(dir string) (*Config, error) {
+// loadConfig reads dir/config.json.
+func loadConfig(dir string) (*config, error) {
 	path := filepath.Join(dir, "config.json")
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -171,17 +171,8 @@ func LoadConfig(dir string) (*Config, error) {
 	return c, nil
 }
 
-// ParseConfig parses a config.json body.
-func ParseConfig(b []byte) (*Config, error) {
-	c, err := parseConfig(b)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrConfig, err)
-	}
-	return c, nil
-}
-
 // parseConfig's errors are plain text; the callers add ErrConfig and where.
-func parseConfig(b []byte) (*Config, error) {
+func parseConfig(b []byte) (*config, error) {
 	var root rawRoot
 	if err := json.Unmarshal(b, &root); err != nil {
 		return nil, err
@@ -218,9 +209,9 @@ func parseConfig(b []byte) (*Config, error) {
 	return c, nil
 }
 
-// config checks every field and fills a Config. Required fields must be
+// config checks every field and fills a config. Required fields must be
 // present; optional ones take Kimi-Linear's defaults.
-func (t *rawText) config() (*Config, error) {
+func (t *rawText) config() (*config, error) {
 	var errs []string
 	req := func(name string, p *int, min int) int {
 		switch {
@@ -249,7 +240,7 @@ func (t *rawText) config() (*Config, error) {
 		}
 		return *p
 	}
-	c := &Config{
+	c := &config{
 		Vocab:   req("vocab_size", t.VocabSize, 1),
 		Hidden:  req("hidden_size", t.HiddenSize, 1),
 		Layers:  req("num_hidden_layers", t.NumHiddenLayers, 1),
@@ -354,7 +345,7 @@ func (t *rawText) config() (*Config, error) {
 		}
 		c.ExpertsMXFP4 = true
 	}
-	c.Kinds = make([]LayerKind, c.Layers)
+	c.Kinds = make([]layerKind, c.Layers)
 	if l := t.Linear; l != nil {
 		c.KDAHeads = req("linear_attn_config.num_heads", l.NumHeads, 1)
 		c.KDAHeadDim = req("linear_attn_config.head_dim", l.HeadDim, 1)
@@ -365,7 +356,7 @@ func (t *rawText) config() (*Config, error) {
 			c.GateLowerBound = &lb
 		}
 		seen := make([]int, c.Layers)
-		mark := func(list []int, k LayerKind, name string) {
+		mark := func(list []int, k layerKind, name string) {
 			for _, n := range list {
 				if n < 1 || n > c.Layers {
 					errs = append(errs, fmt.Sprintf("%s names layer %d outside 1..%d", name, n, c.Layers))
@@ -375,8 +366,8 @@ func (t *rawText) config() (*Config, error) {
 				c.Kinds[n-1] = k
 			}
 		}
-		mark(l.KDALayers, KDA, "kda_layers")
-		mark(l.FullAttnLayers, MLA, "full_attn_layers")
+		mark(l.KDALayers, layerKDA, "kda_layers")
+		mark(l.FullAttnLayers, layerMLA, "full_attn_layers")
 		for i, n := range seen {
 			if n != 1 {
 				errs = append(errs, fmt.Sprintf("layer %d (1-based) is listed %d times in kda_layers/full_attn_layers, want once", i+1, n))
@@ -385,7 +376,7 @@ func (t *rawText) config() (*Config, error) {
 		}
 	} else {
 		for i := range c.Kinds {
-			c.Kinds[i] = MLA
+			c.Kinds[i] = layerMLA
 		}
 	}
 	if c.ExpertsMXFP4 && c.Experts > 0 {

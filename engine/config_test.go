@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,10 +12,11 @@ import (
 )
 
 func TestLoadConfig(t *testing.T) {
-	k3, err := LoadConfig(filepath.Join("..", "testdata", "k3-tiny"))
+	t.Parallel()
+	k3, err := loadConfig(filepath.Join("..", "testdata", "k3-tiny"))
 	require.NoError(t, err)
 	require.Equal(t, "kimi_k3", k3.ModelType)
-	require.Equal(t, []LayerKind{KDA, KDA, KDA, MLA, KDA, KDA, KDA, MLA, KDA, MLA}, k3.Kinds)
+	require.Equal(t, []layerKind{layerKDA, layerKDA, layerKDA, layerMLA, layerKDA, layerKDA, layerKDA, layerMLA, layerKDA, layerMLA}, k3.Kinds)
 	require.Equal(t, float32(-5), *k3.GateLowerBound)
 	require.True(t, k3.FullRankGate && k3.MLAOutputGate && k3.ExpertsMXFP4 && k3.LatentNorm)
 	require.Equal(t, 48, k3.QLoRA)
@@ -25,7 +27,7 @@ func TestLoadConfig(t *testing.T) {
 	require.True(t, k3.IsMoE(1))
 	require.Equal(t, 770, k3.EOS)
 
-	kl, err := LoadConfig(filepath.Join("..", "testdata", "kimi-linear-tiny", "hf"))
+	kl, err := loadConfig(filepath.Join("..", "testdata", "kimi-linear-tiny", "hf"))
 	require.NoError(t, err)
 	require.Equal(t, "kimi_linear", kl.ModelType)
 	require.Nil(t, kl.GateLowerBound)
@@ -39,6 +41,7 @@ func TestLoadConfig(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("..", "testdata", "k3-tiny", "config.json"))
 	require.NoError(t, err)
 	tests := []struct {
@@ -67,16 +70,25 @@ func TestConfigErrors(t *testing.T) {
 			tt.change(root, text)
 			nb, err := json.Marshal(root)
 			require.NoError(t, err)
-			_, err = ParseConfig(nb)
+			_, err = parseConfigErr(nb)
 			require.ErrorIs(t, err, ErrConfig)
 			require.ErrorContains(t, err, tt.want)
 		})
 	}
-	_, err = ParseConfig([]byte("{"))
+	_, err = parseConfigErr([]byte("{"))
 	require.ErrorIs(t, err, ErrConfig)
 }
 
-// FuzzParseConfig: any config.json body gives a Config or an ErrConfig,
+// parseConfigErr parses a config.json body as loadConfig does, without a path.
+func parseConfigErr(b []byte) (*config, error) {
+	c, err := parseConfig(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrConfig, err)
+	}
+	return c, nil
+}
+
+// FuzzParseConfig: any config.json body gives a config or an ErrConfig,
 // never a panic or a huge allocation.
 func FuzzParseConfig(f *testing.F) {
 	for _, p := range []string{"k3-tiny/config.json", "kimi-linear-tiny/hf/config.json"} {
@@ -86,7 +98,7 @@ func FuzzParseConfig(f *testing.F) {
 	}
 	f.Add([]byte(`{"model_type":"kimi_linear","vocab_size":8,"hidden_size":4,"num_hidden_layers":100000000000}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := ParseConfig(b)
+		c, err := parseConfigErr(b)
 		if err != nil {
 			require.ErrorIs(t, err, ErrConfig)
 			return

@@ -5,39 +5,39 @@ import (
 	"os"
 )
 
-// IOMode is how the expert store reads shard files. Routed experts are 25 GB
+// ioMode is how the expert store reads shard files. Routed experts are 25 GB
 // of traffic per K3 token, read once and dropped (or kept in the store's own
 // cache): left to the page cache they would evict the resident spine, so the
 // default bypasses it. bench slice measures all three on the machine at hand;
 // STREAMING.md records why direct is the default.
-type IOMode uint8
+type ioMode uint8
 
 const (
-	// IODirect bypasses the page cache: O_DIRECT on Linux (aligned offsets,
+	// ioDirect bypasses the page cache: O_DIRECT on Linux (aligned offsets,
 	// lengths and buffers), F_NOCACHE on macOS.
-	IODirect IOMode = iota
-	// IOBuffered reads through the page cache.
-	IOBuffered
-	// IODropBehind reads through the page cache and then tells the kernel to
+	ioDirect ioMode = iota
+	// ioBuffered reads through the page cache.
+	ioBuffered
+	// ioDropBehind reads through the page cache and then tells the kernel to
 	// drop the range (posix_fadvise DONTNEED on Linux; F_NOCACHE on macOS).
-	IODropBehind
+	ioDropBehind
 )
 
-func (m IOMode) String() string {
+func (m ioMode) String() string {
 	switch m {
-	case IODirect:
+	case ioDirect:
 		return "direct"
-	case IOBuffered:
+	case ioBuffered:
 		return "buffered"
-	case IODropBehind:
+	case ioDropBehind:
 		return "drop-behind"
 	}
-	return fmt.Sprintf("IOMode(%d)", uint8(m))
+	return fmt.Sprintf("ioMode(%d)", uint8(m))
 }
 
-// ParseIOMode reads the names String returns.
-func ParseIOMode(s string) (IOMode, error) {
-	for _, m := range []IOMode{IODirect, IOBuffered, IODropBehind} {
+// parseIOMode reads the names String returns.
+func parseIOMode(s string) (ioMode, error) {
+	for _, m := range []ioMode{ioDirect, ioBuffered, ioDropBehind} {
 		if m.String() == s {
 			return m, nil
 		}
@@ -58,7 +58,7 @@ const bufAlign = 16 << 10
 // openShard opens a shard for reading in the given mode. The per-OS body sets
 // O_DIRECT or F_NOCACHE; a filesystem that refuses O_DIRECT (tmpfs) falls back
 // to a buffered descriptor, which openShard reports through direct=false.
-func openShard(path string, mode IOMode) (f *os.File, direct bool, err error) {
+func openShard(path string, mode ioMode) (f *os.File, direct bool, err error) {
 	return openShardOS(path, mode)
 }
 

@@ -10,12 +10,12 @@ import (
 // O_DIRECT and no posix_fadvise, and F_NOCACHE needs no alignment (aligned
 // reads are still faster, which is why the store reads aligned ranges on
 // every platform). Runs only on macOS; compile-checked on Linux.
-func openShardOS(path string, mode IOMode) (*os.File, bool, error) {
+func openShardOS(path string, mode ioMode) (*os.File, bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, false, err
 	}
-	if mode == IOBuffered {
+	if mode == ioBuffered {
 		return f, false, nil
 	}
 	if _, err := unix.FcntlInt(f.Fd(), unix.F_NOCACHE, 1); err != nil {

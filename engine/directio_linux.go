@@ -7,8 +7,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func openShardOS(path string, mode IOMode) (*os.File, bool, error) {
-	if mode == IODirect {
+func openShardOS(path string, mode ioMode) (*os.File, bool, error) {
+	if mode == ioDirect {
 		f, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
 		if err == nil {
 			return f, true, nil

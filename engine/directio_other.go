@@ -6,7 +6,7 @@ import "os"
 
 // openShardOS reads through the page cache where there is no portable way to
 // bypass it.
-func openShardOS(path string, _ IOMode) (*os.File, bool, error) {
+func openShardOS(path string, _ ioMode) (*os.File, bool, error) {
 	f, err := os.Open(path)
 	return f, false, err
 }

@@ -14,7 +14,7 @@
 // stored bytes; the elementwise operations (norms, gates, the short conv,
 // the delta rule, softmax) live here, one file per concept:
 //
-//	config.go      config.json → Config (every size comes from here)
+//	config.go      config.json → config (every size comes from here)
 //	source.go      Source: the bytes of one checkpoint file
 //	checkpoint.go  shards, index, tensor lookup; roster.go: what must be there
 //	weights.go     the spine; experts.go: the routed-expert store
@@ -27,6 +27,8 @@
 //	spec.go        exact n-gram speculation (two-position verify passes)
 //	spineint8.go   the opt-in, non-exact int8 spine (convert-spine-int8)
 //	spinering.go   spine layers past the pinned prefix, streamed (STREAMING.md)
+//	stats.go       Model.Stats: bytes read, cache and prefetch hits, disk idle
+//	probe.go       the expert store without a model, for bench slice
 //
 // A prompt runs expert-major: every position of a layer is routed first,
 // then each selected expert is read once and applied to all the positions

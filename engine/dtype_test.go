@@ -48,6 +48,7 @@ func f16Exact(v float32) (uint16, bool) {
 // weights are the same, so the logits are bit-identical (on the reference
 // backend, whose summation order does not depend on the dtype).
 func TestDTypes(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join("..", "testdata", "k3-tiny")
 	mm := readModel(t, src)
 	var f16, f32 int
@@ -102,6 +103,7 @@ func TestDTypes(t *testing.T) {
 // language_model. (the vision tower, the projector) are not the text
 // model's and do not fail validation.
 func TestVisionTensorsIgnored(t *testing.T) {
+	t.Parallel()
 	mm := readModel(t, filepath.Join("..", "testdata", "k3-tiny"))
 	const f = "model-00004-of-000004.safetensors"
 	mm.shards[f] = append(mm.shards[f],

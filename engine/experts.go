@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/kernels"
 )
 
 // expertStore hands out routed experts. It is the one seam between the
 // forward pass and where expert bytes live: ramExperts holds them all in RAM
 // (right for the tiny models and float experts); streamExperts reads MXFP4
-// spans per token through an ExpertStore (streaming.go).
+// spans per token through a spanStore (streaming.go).
 type expertStore interface {
 	// acquire returns layer's experts ids and starts reading those not in
 	// RAM; the batch's views stay valid until release. union is the whole
@@ -46,11 +47,12 @@ type expertSpan struct {
 }
 
 // span locates expert e of layer l in a validated checkpoint.
-func (ck *checkpoint) span(c *Config, layer, e int) expertSpan {
-	p := expertPrefix(layer, e)
-	names := expertPartsFloat
+func (ck *checkpoint) span(c *config, layer, e int) expertSpan {
+	p := ckpt.ExpertPrefix(layer, e)
+	mx, fl := ckpt.ExpertParts(), ckpt.FloatExpertParts()
+	names := fl[:]
 	if c.ExpertsMXFP4 {
-		names = expertPartsMXFP4
+		names = mx[:]
 	}
 	s := expertSpan{parts: make([]*tensorRef, len(names))}
 	for i, n := range names {
@@ -65,7 +67,7 @@ func (ck *checkpoint) span(c *Config, layer, e int) expertSpan {
 // viewExpert views the bytes of one expert as kernels matrices without a
 // copy. For MXFP4, buf is the whole span; for float experts (Kimi-Linear's
 // Hugging Face layout) it is ignored and each tensor is read separately.
-func viewExpert(c *Config, sp expertSpan, buf []byte) kernels.Expert {
+func viewExpert(c *config, sp expertSpan, buf []byte) kernels.Expert {
 	D, I := c.ExpertDim(), c.MoEIntermediate
 	at := func(r *tensorRef) []byte {
 		o := r.t.Offset - sp.off
@@ -87,7 +89,7 @@ type ramExperts struct {
 	layers [][]kernels.Expert // [layer][expert]; nil for dense layers
 }
 
-func loadRAMExperts(ctx context.Context, ck *checkpoint, c *Config) (*ramExperts, error) {
+func loadRAMExperts(ctx context.Context, ck *checkpoint, c *config) (*ramExperts, error) {
 	s := &ramExperts{layers: make([][]kernels.Expert, c.Layers)}
 	for i := 0; i < c.Layers; i++ {
 		if !c.IsMoE(i) {
@@ -108,11 +110,11 @@ func loadRAMExperts(ctx context.Context, ck *checkpoint, c *Config) (*ramExperts
 }
 
 // readExpert reads one expert: one ReadAt of its span for MXFP4.
-func readExpert(ctx context.Context, ck *checkpoint, c *Config, layer, e int) (kernels.Expert, error) {
+func readExpert(ctx context.Context, ck *checkpoint, c *config, layer, e int) (kernels.Expert, error) {
 	sp := ck.span(c, layer, e)
 	if !c.ExpertsMXFP4 {
 		l := &loader{ctx: ctx, ck: ck}
-		p := expertPrefix(layer, e)
+		p := ckpt.ExpertPrefix(layer, e)
 		x := kernels.Expert{W1: l.mat(p + "w1.weight"), W2: l.mat(p + "w2.weight"), W3: l.mat(p + "w3.weight")}
 		return x, l.err
 	}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 )
 
 // ErrTruncated reports a shard that ends inside a routed expert.
@@ -19,25 +23,19 @@ var ErrTruncated = errors.New("engine: shard truncated")
 // finished; nobody waits for such an entry.
 var errDropped = errors.New("engine: prefetch dropped")
 
-// ErrStoreClosed is returned by a store used after Close.
-var ErrStoreClosed = errors.New("engine: expert store closed")
+// errStoreClosed is returned by a store used after Close.
+var errStoreClosed = errors.New("engine: expert store closed")
 
-// A Fetcher makes a byte range of a checkpoint file present on local disk
-// (stream mode: the downloader fetches it with an HTTP range request into the
-// sparse shard and marks it present after fsync). It must return quickly when
-// the range is already present. The engine never imports the downloader; app
-// wires the downloader's Mirror in.
-type Fetcher interface {
-	Ensure(ctx context.Context, file string, off, n int64) error
-}
-
-// ExpertStoreOptions configures OpenExpertStore.
-type ExpertStoreOptions struct {
-	Dir   string                  // model directory holding the shards
-	Spans map[ExpertID]ExpertSpan // every routed expert (IndexExperts over each shard)
-	Mode  IOMode                  // IODirect unless a measurement says otherwise
-	Heat  *Heat                   // nil: a fresh in-memory histogram
-	Fetch Fetcher                 // nil: an all-local checkpoint
+// spanStoreOptions configures openSpanStore.
+type spanStoreOptions struct {
+	Dir   string                            // model directory holding the shards
+	Spans map[ckpt.ExpertID]ckpt.ExpertSpan // every routed expert (ckpt.IndexExperts over each shard)
+	Mode  ioMode                            // ioDirect unless a measurement says otherwise
+	Heat  *heatMap                          // nil: a fresh in-memory histogram
+	// Sources are the shards' Sources by name (the checkpoint's): a shard
+	// whose Source is an Ensurer has each expert made present (one Ensure
+	// of its span) before it is read. Nil or absent: a complete local file.
+	Sources map[string]Source
 	// CacheExperts is how many experts the in-RAM cache keeps between uses
 	// (the budget plan's cache size ÷ the span size); 0 keeps none.
 	CacheExperts int
@@ -54,19 +52,18 @@ type ExpertStoreOptions struct {
 	meter      *ioMeter // the model's reads in flight (bench slice)
 }
 
-// ExpertStore reads routed experts from shard files: a layer's selected
+// spanStore reads routed experts from shard files: a layer's selected
 // experts are read in parallel, each with one positional read of its span
 // into a reusable aligned buffer, bypassing the page cache so that expert
 // traffic does not evict the spine. Experts stay in RAM while in use, while a
 // prefetch holds them, and in a cache ranked by the heat histogram. Which
 // experts a token uses is decided by the router alone: the store only changes
 // where their bytes come from.
-type ExpertStore struct {
-	spans       map[ExpertID]ExpertSpan
+type spanStore struct {
+	spans       map[ckpt.ExpertID]ckpt.ExpertSpan
 	shards      map[string]*shardFile
-	mode        IOMode
-	heat        *Heat
-	fetch       Fetcher
+	mode        ioMode
+	heat        *heatMap
 	bufSize     int
 	cacheCap    int
 	prefetchCap int
@@ -80,7 +77,7 @@ type ExpertStore struct {
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
-	entries map[ExpertID]*entry
+	entries map[ckpt.ExpertID]*entry
 	free    [][]byte
 	nbufs   int
 	cached  int
@@ -96,11 +93,12 @@ type shardFile struct {
 	f      *os.File
 	fd     int
 	direct bool
+	ensure Ensurer // the shard's Source, when bytes may be missing; else nil
 }
 
 // entry is one expert's bytes in RAM or on their way there.
 type entry struct {
-	id      ExpertID
+	id      ckpt.ExpertID
 	buf     []byte        // aligned backing buffer
 	data    []byte        // the span inside buf
 	done    chan struct{} // closed when the read has finished
@@ -121,8 +119,8 @@ type storeCounters struct {
 	diskBytes, reads, specReads, specHits, cacheHits, shared, misses, specWasted atomic.Int64
 }
 
-// StoreStats is a snapshot of the store's counters since open.
-type StoreStats struct {
+// storeStats is a snapshot of the store's counters since open.
+type storeStats struct {
 	DiskBytes   int64 // bytes read from disk, alignment padding included
 	Reads       int64 // expert reads (demand and prefetch)
 	SpecReads   int64 // of which prefetches
@@ -135,10 +133,10 @@ type StoreStats struct {
 	BufferBytes int64 // RAM held by the store's buffers
 }
 
-// OpenExpertStore opens the shards named by opts.Spans and checks that every
+// openSpanStore opens the shards named by opts.Spans and checks that every
 // span lies inside its shard, so that a truncated download fails here with
 // the expert it cut, not in the middle of a token.
-func OpenExpertStore(ctx context.Context, opts ExpertStoreOptions) (*ExpertStore, error) {
+func openSpanStore(ctx context.Context, opts spanStoreOptions) (*spanStore, error) {
 	if len(opts.Spans) == 0 {
 		return nil, fmt.Errorf("engine: expert store: no experts")
 	}
@@ -154,10 +152,10 @@ func OpenExpertStore(ctx context.Context, opts ExpertStoreOptions) (*ExpertStore
 	if opts.CacheExperts < 0 {
 		opts.CacheExperts = 0
 	}
-	s := &ExpertStore{
+	s := &spanStore{
 		spans: opts.Spans, shards: map[string]*shardFile{}, mode: opts.Mode, heat: opts.Heat,
-		fetch: opts.Fetch, meter: opts.meter, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: alignUp(int64(opts.ChunkBytes)),
-		demand: make(chan readJob, 1024), spec: make(chan readJob, 1024), entries: map[ExpertID]*entry{}, last: map[int][]int{},
+		meter: opts.meter, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: alignUp(int64(opts.ChunkBytes)),
+		demand: make(chan readJob, 1024), spec: make(chan readJob, 1024), entries: map[ckpt.ExpertID]*entry{}, last: map[int][]int{},
 	}
 	var maxSpan int64
 	maxLayer, maxExpert := 0, 0
@@ -165,17 +163,17 @@ func OpenExpertStore(ctx context.Context, opts ExpertStoreOptions) (*ExpertStore
 		maxLayer, maxExpert = max(maxLayer, id.Layer), max(maxExpert, id.Expert)
 	}
 	if s.heat == nil {
-		s.heat = NewHeat(maxLayer+1, maxExpert+1)
+		s.heat = newHeat(maxLayer+1, maxExpert+1)
 	}
 	sizes := map[string]int64{}
-	for _, id := range sortedExpertIDs(opts.Spans) {
+	for _, id := range slices.SortedFunc(maps.Keys(opts.Spans), ckpt.ExpertID.Compare) {
 		sp := opts.Spans[id]
 		if sp.Size <= 0 || sp.Offset < 0 {
-			return nil, fmt.Errorf("%w: %s has span [%d,+%d) in %s", ErrExpertLayout, id, sp.Offset, sp.Size, sp.Shard)
+			return nil, fmt.Errorf("%w: %s has span [%d,+%d) in %s", ckpt.ErrExpertLayout, id, sp.Offset, sp.Size, sp.Shard)
 		}
 		maxSpan = max(maxSpan, sp.Size)
 		if _, ok := s.shards[sp.Shard]; !ok {
-			sf, size, err := openShardFile(filepath.Join(opts.Dir, sp.Shard), sp.Shard, opts.Mode)
+			sf, size, err := openShardFile(filepath.Join(opts.Dir, sp.Shard), sp.Shard, opts.Mode, opts.Sources[sp.Shard])
 			if err != nil {
 				s.closeFiles()
 				return nil, err
@@ -201,10 +199,10 @@ func OpenExpertStore(ctx context.Context, opts ExpertStoreOptions) (*ExpertStore
 // firstTruncated finds an expert that runs past the end of its shard,
 // preferring the one the end of the file cuts through (the others lie wholly
 // beyond it).
-func firstTruncated(spans map[ExpertID]ExpertSpan, sizes map[string]int64) (ExpertID, bool) {
-	var found ExpertID
+func firstTruncated(spans map[ckpt.ExpertID]ckpt.ExpertSpan, sizes map[string]int64) (ckpt.ExpertID, bool) {
+	var found ckpt.ExpertID
 	ok := false
-	for _, id := range sortedExpertIDs(spans) {
+	for _, id := range slices.SortedFunc(maps.Keys(spans), ckpt.ExpertID.Compare) {
 		sp := spans[id]
 		size := sizes[sp.Shard]
 		if sp.Offset+sp.Size <= size {
@@ -220,7 +218,9 @@ func firstTruncated(spans map[ExpertID]ExpertSpan, sizes map[string]int64) (Expe
 	return found, ok
 }
 
-func openShardFile(path, name string, mode IOMode) (*shardFile, int64, error) {
+// openShardFile opens a shard for the engine's own preads; src is its
+// Source (nil: none), kept when it is an Ensurer.
+func openShardFile(path, name string, mode ioMode, src Source) (*shardFile, int64, error) {
 	f, direct, err := openShard(path, mode)
 	if err != nil {
 		return nil, 0, fmt.Errorf("engine: open shard %s: %w", name, err)
@@ -230,35 +230,22 @@ func openShardFile(path, name string, mode IOMode) (*shardFile, int64, error) {
 		f.Close()
 		return nil, 0, fmt.Errorf("engine: shard %s: %w", name, err)
 	}
-	return &shardFile{name: name, f: f, fd: int(f.Fd()), direct: direct}, st.Size(), nil
+	ensure, _ := src.(Ensurer)
+	return &shardFile{name: name, f: f, fd: int(f.Fd()), direct: direct, ensure: ensure}, st.Size(), nil
 }
 
-func truncatedError(id ExpertID, sp ExpertSpan, size int64) error {
+func truncatedError(id ckpt.ExpertID, sp ckpt.ExpertSpan, size int64) error {
 	return fmt.Errorf("%w: %s ends at byte %d, inside %s (bytes %d to %d); the download is incomplete or the file was cut",
 		ErrTruncated, sp.Shard, size, id, sp.Offset, sp.Offset+sp.Size)
 }
 
-// Mode reports how the store reads: the requested mode, or buffered where
-// the filesystem refused direct I/O.
-func (s *ExpertStore) Mode() IOMode {
-	for _, sf := range s.shards {
-		if !sf.direct && s.mode != IOBuffered {
-			return IODropBehind
-		}
-	}
-	return s.mode
-}
-
-// SpanBytes is the size of the largest expert span.
-func (s *ExpertStore) SpanBytes() int64 { return int64(s.bufSize) - ioAlign }
-
 // Stats returns the store's counters.
-func (s *ExpertStore) Stats() StoreStats {
+func (s *spanStore) Stats() storeStats {
 	s.mu.Lock()
 	cached, nbufs := s.cached, s.nbufs
 	s.mu.Unlock()
 	c := &s.stats
-	return StoreStats{
+	return storeStats{
 		DiskBytes: c.diskBytes.Load(), Reads: c.reads.Load(), SpecReads: c.specReads.Load(),
 		SpecHits: c.specHits.Load(), SpecWasted: c.specWasted.Load(), CacheHits: c.cacheHits.Load(), Shared: c.shared.Load(),
 		Misses: c.misses.Load(), CachedNow: cached, BufferBytes: int64(nbufs) * int64(s.bufSize),
@@ -266,8 +253,8 @@ func (s *ExpertStore) Stats() StoreStats {
 }
 
 // Close stops the readers and closes the shards. Batches still held stay
-// readable; their Wait returns ErrStoreClosed if their read had not finished.
-func (s *ExpertStore) Close() error {
+// readable; their Wait returns errStoreClosed if their read had not finished.
+func (s *spanStore) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -280,7 +267,7 @@ func (s *ExpertStore) Close() error {
 	return s.closeFiles()
 }
 
-func (s *ExpertStore) closeFiles() error {
+func (s *spanStore) closeFiles() error {
 	var first error
 	for _, sf := range s.shards {
 		if err := sf.f.Close(); err != nil && first == nil {
@@ -290,25 +277,22 @@ func (s *ExpertStore) closeFiles() error {
 	return first
 }
 
-// A Batch is one layer's selected experts for one token, in router order.
+// A spanBatch is one layer's selected experts for one token, in router order.
 // Its bytes are valid until Release.
-type Batch struct {
-	s       *ExpertStore
+type spanBatch struct {
+	s       *spanStore
 	entries []*entry
 }
 
 // Len is the number of experts in the batch.
-func (b *Batch) Len() int { return len(b.entries) }
-
-// ID is the i-th expert.
-func (b *Batch) ID(i int) ExpertID { return b.entries[i].id }
+func (b *spanBatch) Len() int { return len(b.entries) }
 
 // Done is closed when the i-th expert's read has finished (successfully or
 // not), so a caller can compute each expert as soon as it arrives.
-func (b *Batch) Done(i int) <-chan struct{} { return b.entries[i].done }
+func (b *spanBatch) Done(i int) <-chan struct{} { return b.entries[i].done }
 
 // Wait blocks until the i-th expert's bytes are in RAM and returns them.
-func (b *Batch) Wait(ctx context.Context, i int) ([]byte, error) {
+func (b *spanBatch) Wait(ctx context.Context, i int) ([]byte, error) {
 	e := b.entries[i]
 	select {
 	case <-e.done:
@@ -323,7 +307,7 @@ func (b *Batch) Wait(ctx context.Context, i int) ([]byte, error) {
 
 // Release gives the batch's experts back: each one is admitted to the cache
 // or its buffer is reused. The batch must not be used afterwards.
-func (b *Batch) Release() {
+func (b *spanBatch) Release() {
 	s := b.s
 	s.mu.Lock()
 	for _, e := range b.entries {
@@ -335,9 +319,9 @@ func (b *Batch) Release() {
 
 // Acquire returns layer's experts ids (the router's selection, in its order),
 // starting reads for those not already in RAM. It does not wait for the
-// reads: Batch.Wait does. Any prefetched expert of this layer that ids does
+// reads: spanBatch.Wait does. Any prefetched expert of this layer that ids does
 // not name is dropped, since the router has decided.
-func (s *ExpertStore) Acquire(ctx context.Context, layer int, ids []int) (*Batch, error) {
+func (s *spanStore) Acquire(ctx context.Context, layer int, ids []int) (*spanBatch, error) {
 	return s.AcquirePart(ctx, layer, ids, ids)
 }
 
@@ -345,13 +329,13 @@ func (s *ExpertStore) Acquire(ctx context.Context, layer int, ids []int) (*Batch
 // union of experts is acquired a group at a time, and only the prefetches
 // outside the whole selection (union) are wrong guesses to drop. Dropping
 // the later groups' prefetches would read them twice.
-func (s *ExpertStore) AcquirePart(ctx context.Context, layer int, ids, union []int) (*Batch, error) {
+func (s *spanStore) AcquirePart(ctx context.Context, layer int, ids, union []int) (*spanBatch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	for i, e := range ids {
-		if _, ok := s.spans[ExpertID{layer, e}]; !ok {
-			return nil, fmt.Errorf("engine: %s is not in the checkpoint", ExpertID{layer, e})
+		if _, ok := s.spans[ckpt.ExpertID{Layer: layer, Expert: e}]; !ok {
+			return nil, fmt.Errorf("engine: %s is not in the checkpoint", ckpt.ExpertID{Layer: layer, Expert: e})
 		}
 		for _, d := range ids[:i] {
 			if d == e {
@@ -360,23 +344,23 @@ func (s *ExpertStore) AcquirePart(ctx context.Context, layer int, ids, union []i
 		}
 	}
 	s.heat.Touch(layer, ids)
-	b := &Batch{s: s, entries: make([]*entry, len(ids))}
+	b := &spanBatch{s: s, entries: make([]*entry, len(ids))}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, ErrStoreClosed
+		return nil, errStoreClosed
 	}
 	// Claim what is already in RAM first, so that a miss below cannot
 	// evict (as an unused prefetch or a cold cache entry) an expert this
 	// batch is about to use and so read it twice.
 	for i, x := range ids {
-		if e := s.entries[ExpertID{layer, x}]; e != nil {
+		if e := s.entries[ckpt.ExpertID{Layer: layer, Expert: x}]; e != nil {
 			e.refs++
 			b.entries[i] = e
 		}
 	}
 	for i, x := range ids {
-		id := ExpertID{layer, x}
+		id := ckpt.ExpertID{Layer: layer, Expert: x}
 		e := b.entries[i]
 		if e != nil {
 			e.refs-- // taken again below, once the case is counted
@@ -422,14 +406,14 @@ func (s *ExpertStore) AcquirePart(ctx context.Context, layer int, ids, union []i
 // that never blocks and never changes which experts a batch gets. The engine
 // calls it with the previous token's selection of a layer, and with the next
 // layer's selection as soon as its router has run.
-func (s *ExpertStore) Prefetch(layer int, ids []int) {
+func (s *spanStore) Prefetch(layer int, ids []int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return
 	}
 	for _, x := range ids {
-		id := ExpertID{layer, x}
+		id := ckpt.ExpertID{Layer: layer, Expert: x}
 		if _, ok := s.spans[id]; !ok || s.entries[id] != nil || s.specN >= s.prefetchCap {
 			continue
 		}
@@ -447,14 +431,14 @@ func (s *ExpertStore) Prefetch(layer int, ids []int) {
 
 // PrefetchPrevious prefetches the experts layer selected last time (a
 // decode token repeats about 31% of the previous token's experts).
-func (s *ExpertStore) PrefetchPrevious(layer int) {
+func (s *spanStore) PrefetchPrevious(layer int) {
 	s.mu.Lock()
 	ids := append([]int(nil), s.last[layer]...)
 	s.mu.Unlock()
 	s.Prefetch(layer, ids)
 }
 
-func (s *ExpertStore) newEntry(id ExpertID, buf []byte) *entry {
+func (s *spanStore) newEntry(id ckpt.ExpertID, buf []byte) *entry {
 	e := &entry{id: id, buf: buf, done: make(chan struct{})}
 	s.entries[id] = e
 	return e
@@ -467,8 +451,8 @@ func (s *ExpertStore) newEntry(id ExpertID, buf []byte) *entry {
 const readChunk = 4 << 20
 
 // A readJob is one chunk [lo, hi) of the file range covering an entry's
-// span (the whole range in stream mode, where the Fetcher is asked for the
-// expert as one request).
+// span (the whole range when the shard's Source is an Ensurer, which is
+// asked for the expert as one request).
 type readJob struct {
 	e      *entry
 	lo, hi int64
@@ -477,7 +461,7 @@ type readJob struct {
 // submit queues e's read as chunk jobs; the in-flight read holds a reference.
 // Called with mu held; when the queue is full the jobs are handed over from
 // a goroutine, so the lock is never held across a blocking send.
-func (s *ExpertStore) submit(e *entry, q chan readJob) {
+func (s *spanStore) submit(e *entry, q chan readJob) {
 	e.refs++
 	sp := s.spans[e.id]
 	lo, hi := sp.Offset, sp.Offset+sp.Size
@@ -485,7 +469,7 @@ func (s *ExpertStore) submit(e *entry, q chan readJob) {
 		lo, hi = alignDown(lo), alignUp(hi)
 	}
 	var jobs []readJob
-	if s.fetch != nil {
+	if s.shards[sp.Shard].ensure != nil {
 		jobs = []readJob{{e, lo, hi}}
 	} else {
 		for c := lo; c < hi; c += s.chunk {
@@ -503,7 +487,7 @@ func (s *ExpertStore) submit(e *entry, q chan readJob) {
 					select {
 					case q <- j:
 					case <-s.ctx.Done():
-						s.chunkDone(j.e, ErrStoreClosed, 0)
+						s.chunkDone(j.e, errStoreClosed, 0)
 					}
 				}
 			}()
@@ -516,7 +500,7 @@ func (s *ExpertStore) submit(e *entry, q chan readJob) {
 // prefetches first, then the coldest cached expert) or allocate past the
 // budget rather than wait; prefetches only use what is free. Called with mu
 // held.
-func (s *ExpertStore) takeBuffer(demand bool) []byte {
+func (s *spanStore) takeBuffer(demand bool) []byte {
 	if n := len(s.free); n > 0 {
 		b := s.free[n-1]
 		s.free = s.free[:n-1]
@@ -545,7 +529,7 @@ const maxTopK = 16
 
 // victim picks the entry to evict: an unused prefetch, else the cached
 // expert with the lowest heat. Only entries nobody holds qualify.
-func (s *ExpertStore) victim() *entry {
+func (s *spanStore) victim() *entry {
 	var best *entry
 	var bestHeat float32
 	for _, e := range s.entries {
@@ -563,7 +547,7 @@ func (s *ExpertStore) victim() *entry {
 }
 
 // drop removes e from the table; its buffer is reused once nothing holds it.
-func (s *ExpertStore) drop(e *entry) {
+func (s *spanStore) drop(e *entry) {
 	if e.gone {
 		return
 	}
@@ -586,7 +570,7 @@ func (s *ExpertStore) drop(e *entry) {
 
 // unref drops one reference; at zero the entry is kept (prefetched, cached
 // or newly admitted by heat) or its buffer is reused. Called with mu held.
-func (s *ExpertStore) unref(e *entry) {
+func (s *spanStore) unref(e *entry) {
 	e.refs--
 	if e.refs > 0 {
 		return
@@ -612,7 +596,7 @@ func (s *ExpertStore) unref(e *entry) {
 	}
 }
 
-func (s *ExpertStore) coldestCached() *entry {
+func (s *spanStore) coldestCached() *entry {
 	var best *entry
 	var bestHeat float32
 	for _, e := range s.entries {
@@ -627,7 +611,7 @@ func (s *ExpertStore) coldestCached() *entry {
 }
 
 // reader serves demand reads before prefetches.
-func (s *ExpertStore) reader() {
+func (s *spanStore) reader() {
 	defer s.wg.Done()
 	for {
 		var j readJob
@@ -647,7 +631,7 @@ func (s *ExpertStore) reader() {
 }
 
 // chunkDone records one chunk; the last one publishes the entry.
-func (s *ExpertStore) chunkDone(e *entry, err error, n int64) {
+func (s *spanStore) chunkDone(e *entry, err error, n int64) {
 	s.stats.diskBytes.Add(n)
 	e.mu.Lock()
 	if e.err == nil {
@@ -679,18 +663,18 @@ func (s *ExpertStore) chunkDone(e *entry, err error, n int64) {
 // read fills one chunk of e's buffer: the buffer holds the file range
 // covering the span (aligned for direct descriptors, since the span need not
 // start on a block boundary). It returns the bytes read from the device.
-func (s *ExpertStore) read(j readJob) (int64, error) {
+func (s *spanStore) read(j readJob) (int64, error) {
 	e := j.e
 	if err := s.ctx.Err(); err != nil {
-		return 0, ErrStoreClosed
+		return 0, errStoreClosed
 	}
 	if e.dropped.Load() {
 		return 0, errDropped
 	}
 	sp := s.spans[e.id]
 	sf := s.shards[sp.Shard]
-	if s.fetch != nil {
-		if err := s.fetch.Ensure(s.ctx, sp.Shard, sp.Offset, sp.Size); err != nil {
+	if sf.ensure != nil {
+		if err := sf.ensure.Ensure(s.ctx, sp.Offset, sp.Size); err != nil {
 			return 0, fmt.Errorf("engine: fetch %s (%s bytes %d to %d): %w", e.id, sp.Shard, sp.Offset, sp.Offset+sp.Size, err)
 		}
 	}
@@ -707,7 +691,7 @@ func (s *ExpertStore) read(j readJob) (int64, error) {
 	if need := min(j.hi, sp.Offset+sp.Size) - j.lo; got < need {
 		return got, truncatedError(e.id, sp, j.lo+got)
 	}
-	if !sf.direct && s.mode != IOBuffered {
+	if !sf.direct && s.mode != ioBuffered {
 		dropRange(sf.f, j.lo, j.hi-j.lo)
 	}
 	return got, nil

@@ -1,22 +1,25 @@
 package engine
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
 	"github.com/stretchr/testify/require"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
 
 // benchModel writes one layer of 48 K3-sized experts (842 MB) once per run.
-func benchModel(b *testing.B) (string, map[ExpertID]ExpertSpan) {
+func benchModel(b *testing.B) (string, map[ckpt.ExpertID]ckpt.ExpertSpan) {
 	dir := b.TempDir()
 	name := "model-00001-of-00001.safetensors"
-	ts := k3LayerExperts(1)[:6*48]
-	require.NoError(b, writeSyntheticShard(b.Context(), filepath.Join(dir, name), ts, 5, func(int64) {}))
+	writeSyntheticShard(b, filepath.Join(dir, name), syntheticExperts(1, 48, 3072, 3584), 5)
 	f, err := os.Open(filepath.Join(dir, name))
 	require.NoError(b, err)
 	defer f.Close()
@@ -24,7 +27,7 @@ func benchModel(b *testing.B) (string, map[ExpertID]ExpertSpan) {
 	require.NoError(b, err)
 	h, err := safetensors.Read(f, st.Size())
 	require.NoError(b, err)
-	spans, err := IndexExperts(name, h)
+	spans, err := ckpt.IndexExperts(name, h)
 	require.NoError(b, err)
 	return dir, spans
 }
@@ -36,17 +39,17 @@ func benchModel(b *testing.B) (string, map[ExpertID]ExpertSpan) {
 func BenchmarkExpertStoreLayer(b *testing.B) {
 	dir, spans := benchModel(b)
 	var ids [3][]int
-	for i, id := range sortedExpertIDs(spans) {
+	for i, id := range slices.SortedFunc(maps.Keys(spans), ckpt.ExpertID.Compare) {
 		ids[i/16] = append(ids[i/16], id.Expert)
 	}
 	raw := func(sel []int) {
 		var wg sync.WaitGroup
 		for _, e := range sel {
-			sp := spans[ExpertID{1, e}]
+			sp := spans[ckpt.ExpertID{Layer: 1, Expert: e}]
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				f, direct, err := openShard(filepath.Join(dir, sp.Shard), IODirect)
+				f, direct, err := openShard(filepath.Join(dir, sp.Shard), ioDirect)
 				require.NoError(b, err)
 				defer f.Close()
 				lo, hi := alignDown(sp.Offset), alignUp(sp.Offset+sp.Size)
@@ -57,7 +60,7 @@ func BenchmarkExpertStoreLayer(b *testing.B) {
 		}
 		wg.Wait()
 	}
-	s, err := OpenExpertStore(b.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Mode: IODirect})
+	s, err := openSpanStore(b.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: ioDirect})
 	require.NoError(b, err)
 	defer s.Close()
 	store := func(sel []int) {
@@ -69,7 +72,7 @@ func BenchmarkExpertStoreLayer(b *testing.B) {
 		}
 		batch.Release()
 	}
-	b.SetBytes(16 * ExpertSpanBytes)
+	b.SetBytes(16 * ckpt.ExpertSpanBytes)
 	var rawTime, storeTime time.Duration
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
@@ -82,17 +85,5 @@ func BenchmarkExpertStoreLayer(b *testing.B) {
 		storeTime += time.Since(t0)
 	}
 	b.ReportMetric(rawTime.Seconds()/storeTime.Seconds(), "of-raw-pread")
-	b.ReportMetric(float64(b.N*16*ExpertSpanBytes)/storeTime.Seconds()/1e9, "GB/s")
-}
-
-// BenchmarkSyntheticFill is the slice generator's fill rate (its limit is the
-// disk's write rate, which bench slice prints while writing).
-func BenchmarkSyntheticFill(b *testing.B) {
-	ts := k3LayerExperts(1)[:6]
-	h, offs := shardHeader(ts)
-	buf := make([]byte, shardChunk)
-	b.SetBytes(shardChunk)
-	for b.Loop() {
-		fillChunk(buf, int64(len(h)), h, ts, offs, 1)
-	}
+	b.ReportMetric(float64(b.N*16*ckpt.ExpertSpanBytes)/storeTime.Seconds()/1e9, "GB/s")
 }

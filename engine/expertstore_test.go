@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
 	"github.com/stretchr/testify/require"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
 
 // Tiny experts: inter 64, latent 96 → a 9,792-byte span, so spans start and
@@ -21,31 +23,20 @@ const (
 	tinyLatent = 96
 )
 
-func tinyExperts(layer, n int) []synthTensor {
-	shapes := [6][2]int64{
-		{tinyInter, tinyLatent / 2}, {tinyInter, tinyLatent / 32},
-		{tinyLatent, tinyInter / 2}, {tinyLatent, tinyInter / 32},
-		{tinyInter, tinyLatent / 2}, {tinyInter, tinyLatent / 32},
-	}
-	var t []synthTensor
-	for e := n - 1; e >= 0; e-- { // physical order differs from id order
-		for part, s := range shapes {
-			t = append(t, synthTensor{ExpertName(ExpertID{layer, e}, part), "U8", s[:], fillKind(part % 2)})
-		}
-	}
-	return t
+func tinyExperts(layer, n int) []safetensors.Tensor {
+	return syntheticExperts(layer, n, tinyInter, tinyLatent)
 }
 
 // writeTinyModel writes one shard per layer (a spine tensor, then n
 // experts) and returns the directory and the expert index.
-func writeTinyModel(t testing.TB, layers []int, n int) (string, map[ExpertID]ExpertSpan) {
+func writeTinyModel(t testing.TB, layers []int, n int) (string, map[ckpt.ExpertID]ckpt.ExpertSpan) {
 	dir := t.TempDir()
-	spans := map[ExpertID]ExpertSpan{}
+	spans := map[ckpt.ExpertID]ckpt.ExpertSpan{}
 	for i, l := range layers {
 		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, len(layers))
-		ts := append([]synthTensor{{fmt.Sprintf("language_model.model.layers.%d.mlp.gate.weight", l), "BF16", []int64{12, 4}, fillBF16}},
+		ts := append([]safetensors.Tensor{{Name: fmt.Sprintf("language_model.model.layers.%d.mlp.gate.weight", l), DType: "BF16", Shape: []int64{12, 4}}},
 			tinyExperts(l, n)...)
-		require.NoError(t, writeSyntheticShard(context.Background(), filepath.Join(dir, name), ts, uint64(i+11), func(int64) {}))
+		writeSyntheticShard(t, filepath.Join(dir, name), ts, uint64(i+11))
 		f, err := os.Open(filepath.Join(dir, name))
 		require.NoError(t, err)
 		st, err := f.Stat()
@@ -53,41 +44,42 @@ func writeTinyModel(t testing.TB, layers []int, n int) (string, map[ExpertID]Exp
 		h, err := safetensors.Read(f, st.Size())
 		require.NoError(t, f.Close())
 		require.NoError(t, err)
-		sp, err := IndexExperts(name, h)
+		sp, err := ckpt.IndexExperts(name, h)
 		require.NoError(t, err)
 		require.Len(t, sp, n)
 		for id, s := range sp {
-			require.Equal(t, ExpertSpanSize(tinyInter, tinyLatent), s.Size)
+			require.Equal(t, ckpt.ExpertSpanSize(tinyInter, tinyLatent), s.Size)
 			spans[id] = s
 		}
 	}
 	return dir, spans
 }
 
-func spanBytes(t testing.TB, dir string, sp ExpertSpan) []byte {
+func spanBytes(t testing.TB, dir string, sp ckpt.ExpertSpan) []byte {
 	b, err := os.ReadFile(filepath.Join(dir, sp.Shard))
 	require.NoError(t, err)
 	return b[sp.Offset : sp.Offset+sp.Size]
 }
 
 func TestExpertStoreReadsTheBytesOnDisk(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1, 2}, 12)
 	for _, tc := range []struct {
 		name  string
-		mode  IOMode
+		mode  ioMode
 		cache int
 		chunk int
 	}{
-		{"direct, no cache", IODirect, 0, 0},
-		{"direct, cache 5", IODirect, 5, 0},
-		{"direct, 4096-byte chunks", IODirect, 0, 4096},
-		{"direct, 5000-byte chunks round up", IODirect, 2, 5000},
-		{"buffered", IOBuffered, 3, 0},
-		{"buffered, chunks", IOBuffered, 0, 4096},
-		{"drop-behind", IODropBehind, 0, 0},
+		{"direct, no cache", ioDirect, 0, 0},
+		{"direct, cache 5", ioDirect, 5, 0},
+		{"direct, 4096-byte chunks", ioDirect, 0, 4096},
+		{"direct, 5000-byte chunks round up", ioDirect, 2, 5000},
+		{"buffered", ioBuffered, 3, 0},
+		{"buffered, chunks", ioBuffered, 0, 4096},
+		{"drop-behind", ioDropBehind, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Mode: tc.mode, CacheExperts: tc.cache, Readers: 4, ChunkBytes: tc.chunk})
+			s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: tc.mode, CacheExperts: tc.cache, Readers: 4, ChunkBytes: tc.chunk})
 			require.NoError(t, err)
 			defer s.Close()
 			// Every expert, including the first and the last of each shard
@@ -108,7 +100,7 @@ func TestExpertStoreReadsTheBytesOnDisk(t *testing.T) {
 						for i, e := range ids {
 							got, err := b.Wait(t.Context(), i)
 							if assertNoError(t, err) {
-								require.Equal(t, spanBytes(t, dir, spans[ExpertID{layer, e}]), got, "layer %d expert %d", layer, e)
+								require.Equal(t, spanBytes(t, dir, spans[ckpt.ExpertID{Layer: layer, Expert: e}]), got, "layer %d expert %d", layer, e)
 							}
 						}
 						b.Release()
@@ -133,6 +125,7 @@ func assertNoError(t *testing.T, err error) bool {
 }
 
 func TestAlignedRangeEdgeCases(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name           string
 		off, n         int64
@@ -143,7 +136,7 @@ func TestAlignedRangeEdgeCases(t *testing.T) {
 		{"unaligned end", 8192, 4100, 8192, 16384},
 		{"both unaligned across blocks", 4095, 2, 0, 8192},
 		{"zero offset", 0, 1, 0, 4096},
-		{"K3 span at an odd offset", 8 + 1234568, ExpertSpanBytes, 1232896, 18784256},
+		{"K3 span at an odd offset", 8 + 1234568, ckpt.ExpertSpanBytes, 1232896, 18784256},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lo, hi := alignDown(tc.off), alignUp(tc.off+tc.n)
@@ -158,13 +151,14 @@ func TestAlignedRangeEdgeCases(t *testing.T) {
 }
 
 func TestExpertCacheKeepsTheHottest(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 8)
-	heat := NewHeat(2, 8)
+	heat := newHeat(2, 8)
 	// Experts 6 and 7 are hot from earlier runs.
 	for range 50 {
 		heat.Touch(1, []int{6, 7})
 	}
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Heat: heat, CacheExperts: 2, Readers: 2})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Heat: heat, CacheExperts: 2, Readers: 2})
 	require.NoError(t, err)
 	defer s.Close()
 	use := func(ids ...int) {
@@ -194,8 +188,9 @@ func TestExpertCacheKeepsTheHottest(t *testing.T) {
 }
 
 func TestPrefetchNeverChangesTheExperts(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1, 2}, 10)
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Readers: 3, PrefetchExperts: 4})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Readers: 3, PrefetchExperts: 4})
 	require.NoError(t, err)
 	defer s.Close()
 	s.Prefetch(2, []int{0, 1, 2, 3, 4, 5}) // only 4 fit the prefetch budget
@@ -205,7 +200,7 @@ func TestPrefetchNeverChangesTheExperts(t *testing.T) {
 	for i, e := range ids {
 		got, err := b.Wait(t.Context(), i)
 		require.NoError(t, err)
-		require.Equal(t, spanBytes(t, dir, spans[ExpertID{2, e}]), got)
+		require.Equal(t, spanBytes(t, dir, spans[ckpt.ExpertID{Layer: 2, Expert: e}]), got)
 	}
 	b.Release()
 	st := s.Stats()
@@ -216,23 +211,24 @@ func TestPrefetchNeverChangesTheExperts(t *testing.T) {
 	require.Zero(t, st.CachedNow)
 }
 
-// copyFetcher fills a sparse mirror from the complete files, as the
-// downloader fills it from the hub.
-type copyFetcher struct {
+// copySource is a shard of a sparse mirror that Ensure fills from the
+// complete file, as the downloader's Source fills it from the hub.
+type copySource struct {
+	Source   // the sparse file, for ReadAt and Size
 	src, dst string
 	mu       sync.Mutex
 	calls    int
 }
 
-func (c *copyFetcher) Ensure(_ context.Context, file string, off, n int64) error {
+func (c *copySource) Ensure(_ context.Context, off, n int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
-	b, err := os.ReadFile(filepath.Join(c.src, file))
+	b, err := os.ReadFile(c.src)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(c.dst, file), os.O_WRONLY, 0)
+	f, err := os.OpenFile(c.dst, os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
@@ -247,17 +243,22 @@ func (c *copyFetcher) Ensure(_ context.Context, file string, off, n int64) error
 	return f.Close()
 }
 
-func TestFetcherFillsMissingExperts(t *testing.T) {
+func TestEnsurerFillsMissingExperts(t *testing.T) {
+	t.Parallel()
 	src, spans := writeTinyModel(t, []int{1}, 6)
 	mirror := t.TempDir()
-	name := spans[ExpertID{1, 0}].Shard
+	name := spans[ckpt.ExpertID{Layer: 1, Expert: 0}].Shard
 	full, err := os.ReadFile(filepath.Join(src, name))
 	require.NoError(t, err)
 	// A stream-mode mirror: the shard at full size, holes where experts are.
-	require.NoError(t, os.WriteFile(filepath.Join(mirror, name), nil, 0o644))
-	require.NoError(t, os.Truncate(filepath.Join(mirror, name), int64(len(full))))
-	fetch := &copyFetcher{src: src, dst: mirror}
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: mirror, Spans: spans, Fetch: fetch, Readers: 2})
+	dst := filepath.Join(mirror, name)
+	require.NoError(t, os.WriteFile(dst, nil, 0o644))
+	require.NoError(t, os.Truncate(dst, int64(len(full))))
+	sparse, err := OpenFile(t.Context(), dst)
+	require.NoError(t, err)
+	defer sparse.(*FileSource).Close()
+	shard := &copySource{Source: sparse, src: filepath.Join(src, name), dst: dst}
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: mirror, Spans: spans, Sources: map[string]Source{name: shard}, Readers: 2})
 	require.NoError(t, err)
 	defer s.Close()
 	b, err := s.Acquire(t.Context(), 1, []int{4, 2})
@@ -266,14 +267,15 @@ func TestFetcherFillsMissingExperts(t *testing.T) {
 	for i, e := range []int{4, 2} {
 		got, err := b.Wait(t.Context(), i)
 		require.NoError(t, err)
-		require.Equal(t, spanBytes(t, src, spans[ExpertID{1, e}]), got)
+		require.Equal(t, spanBytes(t, src, spans[ckpt.ExpertID{Layer: 1, Expert: e}]), got)
 	}
-	require.Equal(t, 2, fetch.calls)
+	require.Equal(t, 2, shard.calls, "one Ensure per expert")
 }
 
 func TestTruncatedShardNamesTheExpert(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{3}, 6)
-	victim := ExpertID{3, 2}
+	victim := ckpt.ExpertID{Layer: 3, Expert: 2}
 	sp := spans[victim]
 	cut := sp.Offset + sp.Size/2
 	t.Run("at open", func(t *testing.T) {
@@ -281,7 +283,7 @@ func TestTruncatedShardNamesTheExpert(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, sp.Shard))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(d, sp.Shard), b[:cut], 0o644))
-		_, err = OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: d, Spans: spans})
+		_, err = openSpanStore(t.Context(), spanStoreOptions{Dir: d, Spans: spans})
 		require.ErrorIs(t, err, ErrTruncated)
 		require.ErrorContains(t, err, fmt.Sprintf("inside layer 3 expert 2 (bytes %d to %d)", sp.Offset, sp.Offset+sp.Size))
 		require.ErrorContains(t, err, sp.Shard)
@@ -292,7 +294,7 @@ func TestTruncatedShardNamesTheExpert(t *testing.T) {
 		require.NoError(t, err)
 		path := filepath.Join(d, sp.Shard)
 		require.NoError(t, os.WriteFile(path, b, 0o644))
-		s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: d, Spans: spans, Readers: 2, ChunkBytes: 4096})
+		s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: d, Spans: spans, Readers: 2, ChunkBytes: 4096})
 		require.NoError(t, err)
 		defer s.Close()
 		require.NoError(t, os.Truncate(path, cut))
@@ -314,8 +316,9 @@ func TestTruncatedShardNamesTheExpert(t *testing.T) {
 }
 
 func TestAcquireRejectsBadSelections(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 4)
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans})
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name  string
@@ -334,40 +337,13 @@ func TestAcquireRejectsBadSelections(t *testing.T) {
 	}
 	require.NoError(t, s.Close())
 	_, err = s.Acquire(t.Context(), 1, []int{0})
-	require.ErrorIs(t, err, ErrStoreClosed)
-}
-
-func TestIndexExpertsRejectsBrokenLayouts(t *testing.T) {
-	good := tinyExperts(1, 2)
-	swapped := append([]synthTensor(nil), good...)
-	swapped[1], swapped[2] = swapped[2], swapped[1] // w2 packed before w1 scale
-	missing := append([]synthTensor(nil), good[:5]...)
-	wrongType := append([]synthTensor(nil), good...)
-	wrongType[0].dtype = "BF16"
-	for _, tc := range []struct {
-		name string
-		ts   []synthTensor
-		want string
-	}{
-		{"parts out of order", swapped, "not where"},
-		{"a part missing", missing, "has no w3.weight_scale"},
-		{"not U8", wrongType, "want U8"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h, _ := shardHeader(tc.ts)
-			size := int64(len(h)) + sumSize(tc.ts)
-			hdr, err := safetensors.Parse(h[8:], size)
-			require.NoError(t, err)
-			_, err = IndexExperts("x.safetensors", hdr)
-			require.ErrorIs(t, err, ErrExpertLayout)
-			require.ErrorContains(t, err, tc.want)
-		})
-	}
+	require.ErrorIs(t, err, errStoreClosed)
 }
 
 func TestExpertMatricesViewTheSpan(t *testing.T) {
-	b := make([]byte, ExpertSpanBytes)
-	e, err := ExpertMatrices(b, 3072, 3584)
+	t.Parallel()
+	b := make([]byte, ckpt.ExpertSpanBytes)
+	e, err := expertMatrices(b, 3072, 3584)
 	require.NoError(t, err)
 	for _, m := range []struct {
 		name string
@@ -375,18 +351,19 @@ func TestExpertMatricesViewTheSpan(t *testing.T) {
 	}{{"w1", e.W1.Validate()}, {"w2", e.W2.Validate()}, {"w3", e.W3.Validate()}} {
 		require.NoError(t, m.err, m.name)
 	}
-	// The K3 offsets inside the span (K3-ARCHITECTURE.md §3.3).
+	// The K3 offsets inside the span (docs/MODEL.md §4.3).
 	base := addrOf(b)
 	require.Equal(t, uintptr(5_849_088), addrOf(e.W2.Data)-base)
 	require.Equal(t, uintptr(11_354_112), addrOf(e.W2.Scales)-base)
 	require.Equal(t, uintptr(17_203_200), addrOf(e.W3.Scales)-base)
-	_, err = ExpertMatrices(b[:100], 3072, 3584)
-	require.True(t, errors.Is(err, ErrExpertLayout))
+	_, err = expertMatrices(b[:100], 3072, 3584)
+	require.True(t, errors.Is(err, ckpt.ErrExpertLayout))
 }
 
 func TestPrefetchPreviousReadsTheLastSelection(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 10)
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Readers: 2})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Readers: 2})
 	require.NoError(t, err)
 	defer s.Close()
 	s.PrefetchPrevious(1) // nothing selected yet: nothing to do
@@ -404,7 +381,7 @@ func TestPrefetchPreviousReadsTheLastSelection(t *testing.T) {
 	require.NoError(t, err)
 	got, err := b.Wait(t.Context(), 0)
 	require.NoError(t, err)
-	require.Equal(t, spanBytes(t, dir, spans[ExpertID{1, 8}]), got)
+	require.Equal(t, spanBytes(t, dir, spans[ckpt.ExpertID{Layer: 1, Expert: 8}]), got)
 	b.Release()
 	st := s.Stats()
 	require.Equal(t, int64(1), st.SpecHits)
@@ -412,10 +389,11 @@ func TestPrefetchPreviousReadsTheLastSelection(t *testing.T) {
 }
 
 func TestWrongPrefetchesStopReading(t *testing.T) {
+	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 12)
 	// One reader and 4096-byte chunks: a prefetch of 8 experts queues about
 	// 24 chunk reads, most still queued when the router decides.
-	s, err := OpenExpertStore(t.Context(), ExpertStoreOptions{Dir: dir, Spans: spans, Readers: 1, ChunkBytes: 4096, PrefetchExperts: 8})
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Readers: 1, ChunkBytes: 4096, PrefetchExperts: 8})
 	require.NoError(t, err)
 	defer s.Close()
 	s.Prefetch(1, []int{0, 1, 2, 3, 4, 5, 6, 7})
@@ -423,7 +401,7 @@ func TestWrongPrefetchesStopReading(t *testing.T) {
 	require.NoError(t, err)
 	got, err := b.Wait(t.Context(), 0)
 	require.NoError(t, err)
-	require.Equal(t, spanBytes(t, dir, spans[ExpertID{1, 11}]), got)
+	require.Equal(t, spanBytes(t, dir, spans[ckpt.ExpertID{Layer: 1, Expert: 11}]), got)
 	b.Release()
 	// Every entry finishes, read or skipped.
 	require.Eventually(t, func() bool { return s.Stats().Reads == 9 }, 10*time.Second, time.Millisecond)
@@ -431,5 +409,5 @@ func TestWrongPrefetchesStopReading(t *testing.T) {
 	require.Equal(t, int64(8), st.SpecWasted)
 	// Reading all nine experts would take at least 9 × 12288 bytes; the
 	// demanded one and the chunks in flight take at most about three.
-	require.Less(t, st.DiskBytes, 4*alignUp(ExpertSpanSize(tinyInter, tinyLatent)), "dropped prefetches were not read to the end")
+	require.Less(t, st.DiskBytes, 4*alignUp(ckpt.ExpertSpanSize(tinyInter, tinyLatent)), "dropped prefetches were not read to the end")
 }

@@ -24,6 +24,7 @@ func collect(ids *[]int) func(int) error {
 }
 
 func TestGenerate(t *testing.T) {
+	t.Parallel()
 	m := openK3Tiny(t)
 	ref := loadRef(t, filepath.Join("..", "testdata", "k3-tiny", "reference.safetensors"))
 	prompt := ref.ints(t, "short.input_ids")
@@ -128,11 +129,14 @@ func TestGenerate(t *testing.T) {
 func withoutTimes(r Result) Result { r.Prefill, r.Decode = 0, 0; return r }
 
 func TestInfo(t *testing.T) {
+	t.Parallel()
 	m, err := Open(t.Context(), filepath.Join("..", "testdata", "kimi-linear-tiny", "hf"), Options{})
 	require.NoError(t, err)
 	defer m.Close()
 	require.Equal(t, Info{ID: "hf", ModelType: "kimi_linear", VocabSize: 512, EOS: -1, BOS: -1, ContextLen: 4096,
-		Layers: 8, Hidden: 64, Experts: 16, TopK: 4, Backend: kernels.Default().Name()}, m.Info())
+		Layers: 8, Hidden: 64, Experts: 16, TopK: 4, Backend: kernels.Default().Name(),
+		SpineBytes: 1_219_488, // every tensor but the routed experts
+	}, m.Info())
 	require.NoError(t, m.Close())
 	_, err = m.NewSession().Forward(t.Context(), []int{1}, false)
 	require.ErrorIs(t, err, ErrClosed)
@@ -155,6 +159,7 @@ func (f failingSource) ReadAt(ctx context.Context, p []byte, off int64) error {
 // TestSourceReadError: a read that fails while loading names the file and
 // the tensor.
 func TestSourceReadError(t *testing.T) {
+	t.Parallel()
 	const victim = "model-00003-of-000004.safetensors"
 	open := func(ctx context.Context, path string) (Source, error) {
 		s, err := OpenFile(ctx, path)

@@ -15,12 +15,14 @@ import (
 // heads run on the caller's goroutine: the tiny test models stay serial.
 const minHeadWork = 1 << 18
 
-// serialHeads forces one worker (the benchmarks' and tests' baseline).
-var serialHeads bool
+// headSplit is how a model spreads a layer's heads over the cores; the
+// zero value uses them all. serial forces one worker: the tests' and
+// benchmarks' baseline, set on their own model.
+type headSplit struct{ serial bool }
 
-// headWorkers is the number of goroutines for work multiply-adds.
-func headWorkers(work int) int {
-	if work < minHeadWork || serialHeads {
+// workers is the number of goroutines for work multiply-adds.
+func (h headSplit) workers(work int) int {
+	if work < minHeadWork || h.serial {
 		return 1
 	}
 	return runtime.GOMAXPROCS(0)

@@ -30,13 +30,12 @@ func k3KDA(T int) (q, k, v, g, beta, s []float32) {
 // TestParallelHeadsAreBitIdentical: the delta rule and MLA attention give
 // the same bits on one worker and on all of them.
 func TestParallelHeadsAreBitIdentical(t *testing.T) {
+	t.Parallel()
 	const nh, d, T = 96, 128, 3
 	q, k, v, g, beta, s := k3KDA(T)
 	run := func(serial bool) ([]float32, []float32) {
-		serialHeads = serial
-		defer func() { serialHeads = false }()
 		o, st := make([]float32, T*nh*d), append([]float32(nil), s...)
-		kdaRecurrent(context.Background(), o, q, k, v, g, beta, st, T, nh, d)
+		kdaRecurrent(context.Background(), o, q, k, v, g, beta, st, T, nh, d, headSplit{serial})
 		return o, st
 	}
 	o1, s1 := run(true)
@@ -48,7 +47,7 @@ func TestParallelHeadsAreBitIdentical(t *testing.T) {
 	c := m.cfg
 	mlaLayer := -1
 	for i, kind := range c.Kinds {
-		if kind == MLA {
+		if kind == layerMLA {
 			mlaLayer = i
 			break
 		}
@@ -59,8 +58,7 @@ func TestParallelHeadsAreBitIdentical(t *testing.T) {
 		x[i] = float32(i%17) / 17
 	}
 	attn := func(serial bool) []float32 {
-		serialHeads = serial
-		defer func() { serialHeads = false }()
+		m.heads.serial = serial
 		out := make([]float32, len(x))
 		_ = m.mlaForward(context.Background(), m.backend, out, x, 64, m.w.layers[mlaLayer].mla, &mlaCache{})
 		return out
@@ -81,11 +79,9 @@ func BenchmarkKDADecodeStep(b *testing.B) {
 			name = "serial"
 		}
 		b.Run(name, func(b *testing.B) {
-			serialHeads = serial
-			defer func() { serialHeads = false }()
 			b.SetBytes(int64(4 * len(s)))
 			for b.Loop() {
-				kdaRecurrent(context.Background(), o, q, k, v, g, beta, s, 1, nh, d)
+				kdaRecurrent(context.Background(), o, q, k, v, g, beta, s, 1, nh, d, headSplit{serial})
 			}
 		})
 	}

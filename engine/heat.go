@@ -11,41 +11,42 @@ import (
 	"path/filepath"
 	"sync"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/internal/atomicfile"
 )
 
-// ErrHeatFormat reports a heat file that is damaged or belongs to a model of
+// errHeatFormat reports a heat file that is damaged or belongs to a model of
 // another shape.
-var ErrHeatFormat = errors.New("engine: heat file")
+var errHeatFormat = errors.New("engine: heat file")
 
 // heatHalving is the count at which every count is halved: a step decay, so
 // that routing from long ago fades (about 65k uses of the hottest expert
 // between halvings, a few thousand tokens) and no count can overflow.
 const heatHalving = 1 << 16
 
-// Heat is a histogram of how often each routed expert was selected, decayed
+// heatMap is a histogram of how often each routed expert was selected, decayed
 // by halving. The expert cache admits and evicts by it, and it is saved in the
 // data directory so that a new run starts with what the last runs learned.
 // Safe for concurrent use.
-type Heat struct {
+type heatMap struct {
 	mu              sync.Mutex
 	layers, experts int
 	counts          []float32 // [layers, experts]
 }
 
-// NewHeat returns an empty histogram for layer numbers 0..layers-1 and
+// newHeat returns an empty histogram for layer numbers 0..layers-1 and
 // experts 0..experts-1 per layer.
-func NewHeat(layers, experts int) *Heat {
-	return &Heat{layers: layers, experts: experts, counts: make([]float32, layers*experts)}
+func newHeat(layers, experts int) *heatMap {
+	return &heatMap{layers: layers, experts: experts, counts: make([]float32, layers*experts)}
 }
 
-// LoadHeat reads a histogram saved by Save: JSON lines
+// loadHeat reads a histogram saved by Save: JSON lines
 // {"layer":L,"expert":E,"heat":h}, the format `deltafin warm` reads. A
 // missing file gives an empty histogram; a damaged line or an expert outside
-// the model gives ErrHeatFormat and an empty histogram (the caller decides
+// the model gives errHeatFormat and an empty histogram (the caller decides
 // whether to start afresh).
-func LoadHeat(path string, layers, experts int) (*Heat, error) {
-	h := NewHeat(layers, experts)
+func loadHeat(path string, layers, experts int) (*heatMap, error) {
+	h := newHeat(layers, experts)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return h, nil
@@ -61,19 +62,19 @@ func LoadHeat(path string, layers, experts int) (*Heat, error) {
 		}
 		var r heatRecord
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return NewHeat(layers, experts), fmt.Errorf("%w: %s line %d: %v", ErrHeatFormat, path, line, err)
+			return newHeat(layers, experts), fmt.Errorf("%w: %s line %d: %v", errHeatFormat, path, line, err)
 		}
 		switch {
 		case r.Layer < 0 || r.Layer >= layers || r.Expert < 0 || r.Expert >= experts:
-			return NewHeat(layers, experts), fmt.Errorf("%w: %s line %d: layer %d expert %d is outside the model's %d×%d experts",
-				ErrHeatFormat, path, line, r.Layer, r.Expert, layers, experts)
+			return newHeat(layers, experts), fmt.Errorf("%w: %s line %d: layer %d expert %d is outside the model's %d×%d experts",
+				errHeatFormat, path, line, r.Layer, r.Expert, layers, experts)
 		case !(r.Heat >= 0 && r.Heat <= heatHalving):
-			return NewHeat(layers, experts), fmt.Errorf("%w: %s line %d: heat %v", ErrHeatFormat, path, line, r.Heat)
+			return newHeat(layers, experts), fmt.Errorf("%w: %s line %d: heat %v", errHeatFormat, path, line, r.Heat)
 		}
 		h.counts[r.Layer*experts+r.Expert] = float32(r.Heat)
 	}
 	if err := sc.Err(); err != nil {
-		return NewHeat(layers, experts), fmt.Errorf("%w: %s: %v", ErrHeatFormat, path, err)
+		return newHeat(layers, experts), fmt.Errorf("%w: %s: %v", errHeatFormat, path, err)
 	}
 	return h, nil
 }
@@ -87,7 +88,7 @@ type heatRecord struct {
 
 // Touch records one selection of each of ids in layer. Out-of-range ids are
 // ignored: the router has already validated them.
-func (h *Heat) Touch(layer int, ids []int) {
+func (h *heatMap) Touch(layer int, ids []int) {
 	if h == nil || layer < 0 || layer >= h.layers {
 		return
 	}
@@ -109,7 +110,7 @@ func (h *Heat) Touch(layer int, ids []int) {
 }
 
 // Score is id's decayed selection count (0 when out of range).
-func (h *Heat) Score(id ExpertID) float32 {
+func (h *heatMap) Score(id ckpt.ExpertID) float32 {
 	if h == nil || id.Layer < 0 || id.Layer >= h.layers || id.Expert < 0 || id.Expert >= h.experts {
 		return 0
 	}
@@ -121,7 +122,7 @@ func (h *Heat) Score(id ExpertID) float32 {
 // Save writes the non-zero counts as JSON lines atomically (temporary
 // file, fsync, rename), so a crash leaves the previous file or the new one,
 // never a torn one.
-func (h *Heat) Save(path string) error {
+func (h *heatMap) Save(path string) error {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	h.mu.Lock()

@@ -7,7 +7,7 @@ import (
 	"github.com/deltafin/deltafin/kernels"
 )
 
-// Kimi Delta Attention (K3-ARCHITECTURE.md §4.5): a linear-attention layer
+// Kimi Delta Attention (docs/MODEL.md §5.5): a linear-attention layer
 // whose state is, per head, a d×d matrix updated by the gated delta rule with
 // a per-channel decay. Notation: T tokens, H hidden, nh heads of width d,
 // P = nh·d, K the short-conv width.
@@ -54,7 +54,7 @@ func (st *kdaState) rewind() {
 	st.conv, st.midConv = st.midConv, st.conv
 }
 
-func newKDAState(c *Config) *kdaState {
+func newKDAState(c *config) *kdaState {
 	P := c.KDAHeads * c.KDAHeadDim
 	st := &kdaState{s: make([]float32, c.KDAHeads*c.KDAHeadDim*c.KDAHeadDim)}
 	for i := range st.conv {
@@ -117,23 +117,23 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 		kdaGate(g[t*P:(t+1)*P], w.aLog, w.dtBias, c.GateLowerBound, nh, d)
 	}
 
-	// The delta rule, in the operation order of each model's reference: K3
-	// (Deltafin, validated on the real weights) runs the per-token
-	// recurrence for every T; Kimi-Linear's FLA code runs the chunked form
-	// for prompts longer than one chunk. Both are the same function of the
-	// inputs (kda_test.go).
+	// The delta rule, in the operation order of each model's reference: for
+	// K3 the per-token recurrence for every T (what k3-tiny's reference
+	// computes; nothing has run on the real weights yet, docs/MODEL.md);
+	// for Kimi-Linear FLA's chunked form for prompts longer than one chunk.
+	// Both are the same function of the inputs (kda_test.go).
 	o := make([]float32, T*P)
 	switch {
 	case mid:
 		// Token 0: s → mid (out of place); token 1: mid → s, in place.
 		// Each step is the arithmetic of a decode step.
 		span := nh * d
-		kdaStep(o[:span], q[:span], k[:span], v[:span], g[:span], b[:nh], st.s, st.midS, nh, d)
-		kdaStep(o[span:], q[span:], k[span:], v[span:], g[span:], b[nh:], st.midS, st.s, nh, d)
+		kdaStep(o[:span], q[:span], k[:span], v[:span], g[:span], b[:nh], st.s, st.midS, nh, d, m.heads)
+		kdaStep(o[span:], q[span:], k[span:], v[span:], g[span:], b[nh:], st.midS, st.s, nh, d, m.heads)
 	case c.GateLowerBound == nil && T > kdaChunkSize:
 		kdaChunked(ctx, o, q, k, v, g, b, st.s, T, nh, d, kdaChunkSize)
 	default:
-		kdaRecurrent(ctx, o, q, k, v, g, b, st.s, T, nh, d)
+		kdaRecurrent(ctx, o, q, k, v, g, b, st.s, T, nh, d, m.heads)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -220,15 +220,15 @@ func shortConv(x, w, state, mid []float32, P, K int) []float32 {
 // the same arithmetic per head as one at a time (K3: 96 heads of 128², about
 // 10 ms per token and layer on one core). It stops early, leaving o and s
 // torn, once ctx ends (checked every ctxBlock tokens).
-func kdaRecurrent(ctx context.Context, o, q, k, v, g, beta, s []float32, T, nh, d int) {
-	kdaHeads(ctx, o, q, k, v, g, beta, s, s, T, nh, d, headWorkers(T*nh*d*d))
+func kdaRecurrent(ctx context.Context, o, q, k, v, g, beta, s []float32, T, nh, d int, heads headSplit) {
+	kdaHeads(ctx, o, q, k, v, g, beta, s, s, T, nh, d, heads.workers(T*nh*d*d))
 }
 
 // kdaStep is one token of kdaRecurrent from state src into dst: the same
 // operations in the same order whether dst is src (in place) or another
 // buffer (a speculative pass keeping the state before the step).
-func kdaStep(o, q, k, v, g, beta, src, dst []float32, nh, d int) {
-	kdaHeads(context.Background(), o, q, k, v, g, beta, src, dst, 1, nh, d, headWorkers(nh*d*d))
+func kdaStep(o, q, k, v, g, beta, src, dst []float32, nh, d int, heads headSplit) {
+	kdaHeads(context.Background(), o, q, k, v, g, beta, src, dst, 1, nh, d, heads.workers(nh*d*d))
 }
 
 // kdaHeads runs T tokens of the delta rule for every head, on workers

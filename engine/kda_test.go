@@ -32,6 +32,7 @@ func kdaInputs(r *rand.Rand, T, nh, d int, lb float32) (q, k, v, g, beta []float
 }
 
 func TestKDAChunkedEqualsRecurrent(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name         string
 		T, nh, d, C  int
@@ -57,7 +58,7 @@ func TestKDAChunkedEqualsRecurrent(t *testing.T) {
 			s2 := append([]float32(nil), s1...)
 			o1 := make([]float32, len(q))
 			o2 := make([]float32, len(q))
-			kdaRecurrent(context.Background(), o1, q, k, v, g, beta, s1, tt.T, tt.nh, tt.d)
+			kdaRecurrent(context.Background(), o1, q, k, v, g, beta, s1, tt.T, tt.nh, tt.d, headSplit{})
 			kdaChunked(context.Background(), o2, q, k, v, g, beta, s2, tt.T, tt.nh, tt.d, tt.C)
 			do, _ := maxAbsDiff(o1, o2)
 			ds, _ := maxAbsDiff(s1, s2)
@@ -71,6 +72,7 @@ func TestKDAChunkedEqualsRecurrent(t *testing.T) {
 // TestKDARecurrentByHand checks one step of the gated delta rule against
 // the formula written out for d = 2.
 func TestKDARecurrentByHand(t *testing.T) {
+	t.Parallel()
 	q := []float32{0.6, 0.8}
 	k := []float32{1, 0}
 	v := []float32{2, -1}
@@ -78,7 +80,7 @@ func TestKDARecurrentByHand(t *testing.T) {
 	beta := []float32{0.25}
 	s := []float32{1, 2, 3, 4} // S[k][v]
 	o := make([]float32, 2)
-	kdaRecurrent(context.Background(), o, q, k, v, g, beta, s, 1, 1, 2)
+	kdaRecurrent(context.Background(), o, q, k, v, g, beta, s, 1, 1, 2, headSplit{})
 	// Decay row 0 by 0.5: S = [[0.5,1],[3,4]]; δ = v − Sᵀk = [1.5,−2];
 	// S += β·k·δᵀ: row 0 += [0.375,−0.5] → [[0.875,0.5],[3,4]];
 	// o = Sᵀq = [0.6·0.875+0.8·3, 0.6·0.5+0.8·4] = [2.925, 3.5].
@@ -87,6 +89,7 @@ func TestKDARecurrentByHand(t *testing.T) {
 }
 
 func TestShortConvCarriesState(t *testing.T) {
+	t.Parallel()
 	const P, K, T = 3, 4, 9
 	r := rand.New(rand.NewPCG(2, 2))
 	x := make([]float32, T*P)
@@ -116,6 +119,7 @@ func TestShortConvCarriesState(t *testing.T) {
 }
 
 func TestKDAGate(t *testing.T) {
+	t.Parallel()
 	lb := float32(-5)
 	aLog := []float32{0, float32(math.Log(2))} // per channel (K3)
 	dt := []float32{0.5, -1, 0, 0}             // [nh=2, d=2]

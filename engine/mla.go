@@ -7,7 +7,7 @@ import (
 	"github.com/deltafin/deltafin/kernels"
 )
 
-// Multi-head latent attention, NoPE (K3-ARCHITECTURE.md §4.6). Notation: nh
+// Multi-head latent attention, NoPE (docs/MODEL.md §5.6). Notation: nh
 // heads, query/key head width qk = nope + rope, value width dv, latent width
 // r = kv_lora_rank. No rotary embedding is applied: the "rope" features are
 // plain features, the key's shared by all heads.
@@ -85,7 +85,7 @@ func (m *Model) mlaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	// softmax(q·k / √qk) · v per head, causal; heads in parallel.
 	attn := make([]float32, T*nh*dv)
 	scale := float32(1 / math.Sqrt(float64(qk)))
-	parallelHeads(nh, headWorkers(T*(past+T)*nh*(qk+dv)), func(h0, h1 int) {
+	parallelHeads(nh, m.heads.workers(T*(past+T)*nh*(qk+dv)), func(h0, h1 int) {
 		scores := make([]float32, past+T)
 		for t := 0; t < T; t++ {
 			if stopped(ctx) { // a row costs O(past): check every one

@@ -13,7 +13,7 @@ import (
 // tinyMLA builds a random MLA layer: H 6, 2 heads, nope 3, rope 2, v 2,
 // kv_lora 4, with q-LoRA 5 or a plain q_proj, and the output gate.
 func tinyMLA(r *rand.Rand, qLoRA int, gate bool) (*Model, *mlaWeights) {
-	c := &Config{Hidden: 6, Heads: 2, NoPE: 3, RoPE: 2, VHead: 2, KVLoRA: 4, QLoRA: qLoRA, Eps: 1e-5, MLAOutputGate: gate}
+	c := &config{Hidden: 6, Heads: 2, NoPE: 3, RoPE: 2, VHead: 2, KVLoRA: 4, QLoRA: qLoRA, Eps: 1e-5, MLAOutputGate: gate}
 	rnd := func(rows, cols int) kernels.Matrix {
 		v := make([]float32, rows*cols)
 		for i := range v {
@@ -139,6 +139,7 @@ func naiveMLA(m *Model, w *mlaWeights, x []float32, T int) []float64 {
 }
 
 func TestMLA(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name  string
 		qLoRA int

@@ -40,12 +40,15 @@ type Info struct {
 	Experts    int // routed experts per MoE layer
 	TopK       int
 	Backend    string
+	// SpineBytes is the RAM the whole spine and the globals take loaded
+	// (the int8 copy's size with Options.SpineInt8), pinned or not.
+	SpineBytes int64
 }
 
 // Model is an opened checkpoint: validated config, spine weights and the
 // expert store. It is immutable and safe for concurrent Sessions.
 type Model struct {
-	cfg     *Config
+	cfg     *config
 	info    Info
 	ck      *checkpoint
 	w       *weights
@@ -58,16 +61,18 @@ type Model struct {
 	spine       *spineRing // streams layers pinned.., or nil
 	io          ioMeter    // reads in flight of the store and the ring
 	plan        BudgetPlan
-	routerTrace *TraceWriter
+	routerTrace *traceWriter
 	noSpec      bool
 	i8          *checkpoint // the int8 spine, or nil
+	heads       headSplit   // attention heads over the cores
 }
 
 // Open reads dir/config.json, opens the safetensors shards, validates every
 // tensor's name, dtype and shape against the config (and the byte contiguity
-// of each MXFP4 expert), and loads the weights.
+// of each MXFP4 expert), and loads the weights. The router trace
+// (StreamOptions.TracePath) is started before any weight is read.
 func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
-	cfg, err := LoadConfig(dir)
+	cfg, err := loadConfig(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -77,23 +82,34 @@ func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
 	if opts.OpenSource == nil {
 		opts.OpenSource = OpenFile
 	}
-	ck, err := openCheckpoint(ctx, dir, opts.OpenSource)
-	if err != nil {
-		return nil, err
-	}
-	m := &Model{cfg: cfg, ck: ck, backend: opts.Backend, pinned: cfg.Layers, noSpec: opts.NoSpec}
-	if opts.SpineInt8 != "" {
-		if m.i8, err = openSpineInt8(ctx, opts.SpineInt8, ck); err != nil {
-			ck.close()
+	m := &Model{cfg: cfg, backend: opts.Backend, pinned: cfg.Layers, noSpec: opts.NoSpec}
+	if opts.Stream != nil && opts.Stream.TracePath != "" {
+		if m.routerTrace, err = createTrace(opts.Stream.TracePath); err != nil {
 			return nil, err
 		}
 	}
-	if err := m.load(ctx, dir, opts.Stream); err != nil {
-		ck.close()
+	fail := func(err error) (*Model, error) {
+		if m.ck != nil {
+			m.ck.close()
+		}
 		if m.i8 != nil {
 			m.i8.close()
 		}
+		if m.routerTrace != nil {
+			m.routerTrace.Close()
+		}
 		return nil, err
+	}
+	if m.ck, err = openCheckpoint(ctx, dir, opts.OpenSource); err != nil {
+		return fail(err)
+	}
+	if opts.SpineInt8 != "" {
+		if m.i8, err = openSpineInt8(ctx, opts.SpineInt8, m.ck); err != nil {
+			return fail(err)
+		}
+	}
+	if err := m.load(ctx, dir, opts.Stream); err != nil {
+		return fail(err)
 	}
 	return m, nil
 }
@@ -107,7 +123,7 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 		if err != nil {
 			return err
 		}
-		m.plan, m.pinned, m.routerTrace = plan, min(plan.PinnedLayers, m.cfg.Layers), stream.Trace
+		m.plan, m.pinned = plan, min(plan.PinnedLayers, m.cfg.Layers)
 	}
 	w, err := loadWeights(ctx, m.ck, m.i8, m.cfg, m.pinned)
 	if err != nil {
@@ -115,7 +131,7 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 	}
 	m.w = w
 	if stream != nil && m.pinned < m.cfg.Layers {
-		if m.spine, err = newSpineRing(ctx, dir, m.ck, m.i8, m.cfg, m.pinned, stream.Mode, stream.Fetch, &m.io); err != nil {
+		if m.spine, err = newSpineRing(ctx, dir, m.ck, m.i8, m.cfg, m.pinned, stream.mode, &m.io); err != nil {
 			return err
 		}
 	}
@@ -140,6 +156,11 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 		ContextLen: c.ContextLen, Layers: c.Layers, Hidden: c.Hidden,
 		Experts: c.Experts, TopK: c.TopK, Backend: m.backend.Name(),
 	}
+	layers, globals := m.spineRAMBytes()
+	m.info.SpineBytes = globals
+	for _, b := range layers {
+		m.info.SpineBytes += b
+	}
 	return nil
 }
 
@@ -150,7 +171,8 @@ func (m *Model) Plan() BudgetPlan { return m.plan }
 // Info returns the model's description.
 func (m *Model) Info() Info { return m.info }
 
-// Close releases the checkpoint files. Sessions must not be used afterwards.
+// Close releases the checkpoint files and puts the router trace in place.
+// Sessions must not be used afterwards.
 func (m *Model) Close() error {
 	if m.closed.Swap(true) {
 		return nil
@@ -172,6 +194,11 @@ func (m *Model) Close() error {
 			err = cerr
 		}
 	}
+	if m.routerTrace != nil {
+		if cerr := m.routerTrace.Close(); err == nil {
+			err = cerr
+		}
+	}
 	return err
 }
 
@@ -185,7 +212,7 @@ type traceFunc func(layer int, h []float32)
 // the last one.
 //
 // The residual stream follows Block Attention Residuals when configured
-// (K3-ARCHITECTURE.md §4.3):
+// (docs/MODEL.md §5.3):
 //
 //	a_in = blocks empty ? partial : AttnRes(blocks + [partial])
 //	at a block boundary: blocks += [partial]; partial = none
@@ -242,7 +269,8 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 			// the previous token's experts anyway, and its group
 			// prefetches read them in order. With streamed spine layers
 			// the ring keeps the disk busy and the disk is the limit: a
-			// wrong guess (about 69% of them) would only cost disk time.
+			// wrong guess (about 69% of them, docs/MODEL.md §10) would
+			// only cost disk time.
 			m.experts.prefetchPrevious(i)
 		}
 		lw := &w.layers[i]

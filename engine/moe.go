@@ -7,7 +7,7 @@ import (
 	"github.com/deltafin/deltafin/kernels"
 )
 
-// Mixture of experts (K3-ARCHITECTURE.md §4.8). Notation: E experts, top-k
+// Mixture of experts (docs/MODEL.md §5.8). Notation: E experts, top-k
 // per token, D the width experts work in (the latent R for K3, else H).
 
 type moeWeights struct {
@@ -30,7 +30,7 @@ type route struct {
 //	scores = σ(logits); choice = scores + bias (group-limited when n_group > 1)
 //	ids = top-k(choice), ties to the lower id
 //	w = scores[ids] / (Σ scores[ids] + 1e−20) (when renormalising) · routed_scaling_factor
-func (c *Config) router(logits, bias []float32) route {
+func (c *config) router(logits, bias []float32) route {
 	E := len(logits)
 	scores := make([]float32, E)
 	choice := make([]float32, E)
@@ -83,85 +83,122 @@ func topK(x []float32, k int) []int {
 	return idx[:k]
 }
 
-// moeForward runs the MoE block for T tokens.
+// moeForward runs the MoE block for T tokens, in three steps:
 //
 //	x: [T, H] (post-attention-normalised) → out: [T, H]
-//	routed: r_t = Σ_j w_j · expert_{ids_j}(z_t), z = down·x (latent) or x
-//	latent: u = up · RMSNorm(r)
-//	out = u (or r) + shared(x)
+//	route:   (ids_t, w_t) = router(W_r · x_t)           top-k of E per token
+//	experts: y_{t,j} = expert_{ids_t[j]}(z_t)            [T, K, D], z = down·x (latent) or x
+//	combine: r_t = Σ_j w_t[j] · y_{t,j}                  [T, D]
+//	         out = up · RMSNorm(r) (latent) or r, + shared(x)
+//
+// The experts' reads start as soon as the router has chosen, so they
+// overlap the latent projection and the shared experts.
 func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []float32, T, layer, pos int, w *moeWeights) error {
 	c := m.cfg
-	H, D, K := c.Hidden, c.ExpertDim(), c.TopK
+	routes, err := m.route(be, x, T, layer, pos, w)
+	if err != nil {
+		return err
+	}
+	work := expertMajor(routes, c.TopK)
+	batch, err := m.experts.acquire(ctx, layer, work.groups[0], work.union)
+	if err != nil {
+		return err
+	}
+	if len(work.groups) > 1 {
+		m.experts.prefetch(layer, work.groups[1])
+	}
 
-	logits := make([]float32, T*c.Experts)
+	z := x
+	if c.Latent > 0 {
+		z = make([]float32, T*c.ExpertDim())
+		be.MatMul(z, w.down, x, T)
+	}
+	var shared []float32
+	if w.shared != nil {
+		shared = make([]float32, T*c.Hidden)
+		m.ffn(be, shared, *w.shared, x, T)
+	}
+
+	ys, err := m.runExperts(ctx, be, layer, work, batch, z, T)
+	if err != nil {
+		return err
+	}
+	m.combine(be, out, routes, ys, shared, w, T)
+	return ctx.Err()
+}
+
+// route computes the router logits [T, E] = x · W_rᵀ and picks each
+// token's experts (one trace line per token when tracing).
+func (m *Model) route(be kernels.Backend, x []float32, T, layer, pos int, w *moeWeights) ([]route, error) {
+	c := m.cfg
+	logits := make([]float32, T*c.Experts) // [T, E]
 	be.MatMul(logits, w.router, x, T)
 	routes := make([]route, T)
 	for t := range routes {
 		routes[t] = c.router(logits[t*c.Experts:(t+1)*c.Experts], w.bias)
 		if m.routerTrace != nil {
 			if err := m.routerTrace.Record(pos+t, layer, routes[t].ids); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
+	return routes, nil
+}
 
-	// Run each selected expert once over all the tokens that chose it; keep
-	// every (token, slot) output so the combine sums in route order.
-	users := make(map[int][]int) // expert → token·K + slot
+// expertWork is a layer's routes turned expert-major: each selected expert
+// runs once over all the tokens that chose it.
+type expertWork struct {
+	users  map[int][]int // expert → its (token, slot) pairs as token·K + slot
+	union  []int         // every selected expert, ascending
+	groups [][]int       // union in acquisition groups of at most maxTopK
+}
+
+// expertMajor inverts routes. A prefill's union can name hundreds of
+// experts; they are acquired a decode token's worth (maxTopK) at a time,
+// the next group prefetched.
+func expertMajor(routes []route, K int) expertWork {
+	w := expertWork{users: make(map[int][]int)}
 	for t, r := range routes {
 		for j, id := range r.ids {
-			users[id] = append(users[id], t*K+j)
+			w.users[id] = append(w.users[id], t*K+j)
 		}
 	}
-	ids := make([]int, 0, len(users))
-	for id := range users {
+	ids := make([]int, 0, len(w.users))
+	for id := range w.users {
 		ids = append(ids, id)
 	}
 	sort.Ints(ids)
-	// The router has run: start reading the experts now, so the reads
-	// overlap the latent projection and the shared experts. A prefill's
-	// union can name hundreds of experts; they are acquired a decode
-	// token's worth (maxTopK) at a time, the next group prefetched.
-	union := ids
-	var groups [][]int
+	w.union = ids
 	for len(ids) > 0 {
 		n := min(len(ids), maxTopK)
-		groups, ids = append(groups, ids[:n]), ids[n:]
+		w.groups, ids = append(w.groups, ids[:n]), ids[n:]
 	}
-	batch, err := m.experts.acquire(ctx, layer, groups[0], union)
-	if err != nil {
-		return err
-	}
-	if len(groups) > 1 {
-		m.experts.prefetch(layer, groups[1])
-	}
+	return w
+}
 
-	z := x
-	if c.Latent > 0 {
-		z = make([]float32, T*D)
-		be.MatMul(z, w.down, x, T)
-	}
-	var shared []float32
-	if w.shared != nil {
-		shared = make([]float32, T*H)
-		m.ffn(be, shared, *w.shared, x, T)
-	}
-
+// runExperts applies every selected expert to its tokens' z [T, D] and
+// returns each (token, slot) output, ys [T, K, D], so that the combine can
+// sum in route order. batch holds work.groups[0], already acquired; each
+// later group is acquired in turn and the one after it prefetched.
+func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, work expertWork, batch expertBatch, z []float32, T int) ([]float32, error) {
+	c := m.cfg
+	D, K := c.ExpertDim(), c.TopK
 	ys := make([]float32, T*K*D) // [T, K, D]
-	for g, group := range groups {
+	for g, group := range work.groups {
 		if g > 0 {
-			if batch, err = m.experts.acquire(ctx, layer, group, union); err != nil {
-				return err
+			var err error
+			if batch, err = m.experts.acquire(ctx, layer, group, work.union); err != nil {
+				return nil, err
 			}
-			if g+1 < len(groups) {
-				m.experts.prefetch(layer, groups[g+1])
+			if g+1 < len(work.groups) {
+				m.experts.prefetch(layer, work.groups[g+1])
 			}
 		}
 		if T == 1 {
-			err := decodeExperts(ctx, be, batch, group, users, z, ys, c.Act, D)
+			err := decodeExperts(ctx, be, batch, group, work.users, z, ys, c.Act, D)
 			batch.release()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
@@ -169,10 +206,10 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 			ex, err := batch.expert(ctx, i)
 			if err != nil {
 				batch.release()
-				return err
+				return nil, err
 			}
-			u := users[id]
-			in := make([]float32, len(u)*D)
+			u := work.users[id]
+			in := make([]float32, len(u)*D) // [len(u), D] the rows of z that chose id
 			for i, tk := range u {
 				copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
 			}
@@ -184,6 +221,16 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 		}
 		batch.release()
 	}
+	return ys, nil
+}
+
+// combine sums each token's expert outputs with its route weights, in
+// route order, r_t = Σ_j w_t[j] · y_{t,j} ([T, D]); projects the latent
+// back, out = up · RMSNorm(r) ([T, H]), or takes r as is; and adds the
+// shared experts' output.
+func (m *Model) combine(be kernels.Backend, out []float32, routes []route, ys, shared []float32, w *moeWeights, T int) {
+	c := m.cfg
+	H, D, K := c.Hidden, c.ExpertDim(), c.TopK
 	r := make([]float32, T*D)
 	for t, rt := range routes {
 		acc := r[t*D : (t+1)*D]
@@ -193,7 +240,6 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 			}
 		}
 	}
-
 	if c.Latent > 0 {
 		if w.latentNorm != nil {
 			rmsNormRows(r, r, w.latentNorm, c.Eps, D)
@@ -205,7 +251,6 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 	if shared != nil {
 		add(out, shared)
 	}
-	return ctx.Err()
 }
 
 // decodeExperts runs one token's experts of group (batch holds them in

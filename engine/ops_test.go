@@ -23,11 +23,12 @@ func f32Matrix(rows, cols int, v ...float32) kernels.Matrix {
 }
 
 func TestRouter(t *testing.T) {
+	t.Parallel()
 	logit := func(p float64) float32 { return float32(math.Log(p / (1 - p))) } // σ⁻¹
-	base := Config{Experts: 4, TopK: 2, NGroup: 1, TopKGrp: 1, Renormalize: true, RoutedScaling: 1}
+	base := config{Experts: 4, TopK: 2, NGroup: 1, TopKGrp: 1, Renormalize: true, RoutedScaling: 1}
 	tests := []struct {
 		name    string
-		cfg     func(c *Config)
+		cfg     func(c *config)
 		logits  []float32
 		bias    []float32
 		wantIDs []int
@@ -42,13 +43,13 @@ func TestRouter(t *testing.T) {
 		{"bias selects, weights stay uncorrected", nil,
 			[]float32{logit(0.2), logit(0.6), logit(0.4), logit(0.1)}, []float32{0, 0, 0, 0.6},
 			[]int{3, 1}, []float32{0.1 / 0.7, 0.6 / 0.7}},
-		{"scaling factor", func(c *Config) { c.RoutedScaling = 2.5 },
+		{"scaling factor", func(c *config) { c.RoutedScaling = 2.5 },
 			[]float32{logit(0.2), logit(0.6), logit(0.4), logit(0.1)}, []float32{0, 0, 0, 0},
 			[]int{1, 2}, []float32{1.5, 1}},
-		{"no renormalisation", func(c *Config) { c.Renormalize = false },
+		{"no renormalisation", func(c *config) { c.Renormalize = false },
 			[]float32{logit(0.2), logit(0.6), logit(0.4), logit(0.1)}, []float32{0, 0, 0, 0},
 			[]int{1, 2}, []float32{0.6, 0.4}},
-		{"group-limited: best group by its top-2 sum", func(c *Config) { c.NGroup, c.TopKGrp = 2, 1 },
+		{"group-limited: best group by its top-2 sum", func(c *config) { c.NGroup, c.TopKGrp = 2, 1 },
 			// Group 0 = {0,1} sums 0.9+0.05, group 1 = {2,3} sums 0.5+0.5: group 1 wins
 			// although expert 0 is the single best.
 			[]float32{logit(0.9), logit(0.05), logit(0.5), logit(0.5)}, []float32{0, 0, 0, 0},
@@ -69,7 +70,7 @@ func TestRouter(t *testing.T) {
 	t.Run("one-ulp cutoff is kept", func(t *testing.T) {
 		a := float32(0.3)
 		b := math.Nextafter32(a, 1) // one ulp above
-		c := Config{Experts: 3, TopK: 1, NGroup: 1, TopKGrp: 1, Renormalize: true, RoutedScaling: 1}
+		c := config{Experts: 3, TopK: 1, NGroup: 1, TopKGrp: 1, Renormalize: true, RoutedScaling: 1}
 		// Equal sigmoid inputs, bias differing by one ulp decides.
 		r := c.router([]float32{0, 0, 0}, []float32{a, b, a})
 		require.Equal(t, []int{1}, r.ids)
@@ -77,7 +78,8 @@ func TestRouter(t *testing.T) {
 }
 
 func TestSiTU(t *testing.T) {
-	c, err := ParseConfig([]byte(`{"model_type":"kimi_linear","vocab_size":8,"hidden_size":4,"num_hidden_layers":1,
+	t.Parallel()
+	c, err := parseConfig([]byte(`{"model_type":"kimi_linear","vocab_size":8,"hidden_size":4,"num_hidden_layers":1,
 		"intermediate_size":4,"num_attention_heads":1,"kv_lora_rank":2,"qk_nope_head_dim":2,"v_head_dim":2,
 		"hidden_act":"situ","activation_situ_beta":4.0,"activation_situ_linear_beta":25.0}`))
 	require.NoError(t, err)
@@ -97,6 +99,7 @@ func TestSiTU(t *testing.T) {
 }
 
 func TestAttnResMix(t *testing.T) {
+	t.Parallel()
 	w := attnResWeights{norm: []float32{1, 1}, proj: []float32{1, 0}}
 	// One value: softmax over one entry is exactly 1, the mix is the value.
 	dst := make([]float32, 2)
@@ -120,6 +123,7 @@ func TestAttnResMix(t *testing.T) {
 }
 
 func TestRMSNorm(t *testing.T) {
+	t.Parallel()
 	x := []float32{1, 2, 3, 4}
 	dst := make([]float32, 4)
 	rmsNorm(dst, x, []float32{1, 1, 2, 0.5}, 1e-5)
@@ -130,6 +134,7 @@ func TestRMSNorm(t *testing.T) {
 // TestMXFP4Dequant checks the e2m1 × e8m0 decoding of every code at several
 // scales bit for bit, negative zero included, and the nibble order.
 func TestMXFP4Dequant(t *testing.T) {
+	t.Parallel()
 	mags := []float64{0, 0.5, 1, 1.5, 2, 3, 4, 6}
 	for _, s := range []uint8{1, 100, 119, 127, 128, 135, 254} {
 		packed := make([]byte, 16) // one row of 32 elements: codes 0..15 twice
@@ -159,6 +164,7 @@ func TestMXFP4Dequant(t *testing.T) {
 // through the engine's view (one span, no copy) and compares it with a
 // decoding written straight from the file's bytes.
 func TestExpertView(t *testing.T) {
+	t.Parallel()
 	m, err := Open(t.Context(), filepath.Join("..", "testdata", "k3-tiny"), Options{})
 	require.NoError(t, err)
 	defer m.Close()
@@ -202,6 +208,7 @@ func TestExpertView(t *testing.T) {
 // TestBF16Widening: every BF16 weight is widened exactly (its bits shifted
 // into the top half of an fp32).
 func TestBF16Widening(t *testing.T) {
+	t.Parallel()
 	m, err := Open(t.Context(), filepath.Join("..", "testdata", "k3-tiny"), Options{})
 	require.NoError(t, err)
 	defer m.Close()

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 )
 
 // TestPrefillReadsEachExpertOnce runs k3-tiny's long prompt through the
@@ -18,40 +20,38 @@ import (
 // those experts' bytes (read amplification 1; alignment padding with
 // O_DIRECT).
 func TestPrefillReadsEachExpertOnce(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "testdata", "k3-tiny")
 	ref := loadRef(t, filepath.Join(dir, "reference.safetensors"))
 	for _, tc := range []struct {
 		name  string
 		plan  BudgetPlan
-		mode  IOMode
+		mode  ioMode
 		cache bool
 	}{
-		{"no cache, every layer pinned", BudgetPlan{PinnedLayers: 1 << 20}, IODirect, false},
-		{"no cache, spine streamed, buffered", BudgetPlan{}, IOBuffered, false},
+		{"no cache, every layer pinned", BudgetPlan{PinnedLayers: 1 << 20}, ioDirect, false},
+		{"no cache, spine streamed, buffered", BudgetPlan{}, ioBuffered, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			trace := filepath.Join(t.TempDir(), "trace.jsonl")
-			tw, err := CreateTrace(trace)
-			require.NoError(t, err)
 			plan := tc.plan
-			m, err := Open(t.Context(), dir, Options{Stream: &StreamOptions{Plan: &plan, Mode: tc.mode, Trace: tw}})
+			m, err := Open(t.Context(), dir, Options{Stream: &StreamOptions{Plan: &plan, mode: tc.mode, TracePath: trace}})
 			require.NoError(t, err)
-			defer m.Close()
 			prompt := ref.ints(t, "long.input_ids")
 			_, err = m.NewSession().Forward(t.Context(), prompt, false)
 			require.NoError(t, err)
-			require.NoError(t, tw.Close())
+			require.NoError(t, m.Close(), "the trace is in place")
 
-			distinct := map[ExpertID]bool{}
+			distinct := map[ckpt.ExpertID]bool{}
 			f, err := os.Open(trace)
 			require.NoError(t, err)
 			defer f.Close()
 			sc := bufio.NewScanner(f)
 			for sc.Scan() {
-				var r TraceRecord
+				var r traceRecord
 				require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
 				for _, e := range r.Experts {
-					distinct[ExpertID{r.Layer, e}] = true
+					distinct[ckpt.ExpertID{Layer: r.Layer, Expert: e}] = true
 				}
 			}
 			require.NoError(t, sc.Err())
@@ -71,7 +71,7 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 				needed += sp.Size
 				covering += alignUp(sp.Offset+sp.Size) - alignDown(sp.Offset)
 			}
-			if tc.mode == IODirect {
+			if tc.mode == ioDirect {
 				// (a range at the end of a shard reads short)
 				require.LessOrEqual(t, st.DiskBytes, covering, "each covering range read once")
 				require.GreaterOrEqual(t, st.DiskBytes, needed)
@@ -88,6 +88,7 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 // pass gives the logits of the same prompt fed one token at a time, on both
 // fixtures, within the engine's tolerance for batched versus single-row sums.
 func TestPrefillEqualsPerTokenPath(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, dir, ref string }{
 		{"k3-tiny", filepath.Join("..", "testdata", "k3-tiny"), filepath.Join("..", "testdata", "k3-tiny", "reference.safetensors")},
 		{"kimi-linear-tiny", filepath.Join("..", "testdata", "kimi-linear-tiny", "hf"), filepath.Join("..", "testdata", "kimi-linear-tiny", "reference.safetensors")},

@@ -1,14 +1,12 @@
 package engine
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
+	"github.com/deltafin/deltafin/internal/testref"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,30 +21,14 @@ type refTensor struct {
 
 func loadRef(t *testing.T, path string) refFile {
 	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	st, err := f.Stat()
-	require.NoError(t, err)
-	h, err := safetensors.Read(f, st.Size())
-	require.NoError(t, err)
 	out := refFile{}
-	for _, x := range h.Tensors {
-		b := make([]byte, x.Size)
-		_, err := f.ReadAt(b, x.Offset)
-		require.NoError(t, err)
+	for _, x := range testref.All(t, path) {
 		rt := refTensor{shape: x.Shape}
 		switch x.DType {
 		case "F32":
-			rt.f32 = make([]float32, len(b)/4)
-			for i := range rt.f32 {
-				rt.f32[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-			}
+			rt.f32 = testref.F32s(x.Data)
 		case "I64":
-			rt.i64 = make([]int, len(b)/8)
-			for i := range rt.i64 {
-				rt.i64[i] = int(int64(binary.LittleEndian.Uint64(b[8*i:])))
-			}
+			rt.i64 = testref.I64s(x.Data)
 		default:
 			t.Fatalf("reference tensor %s has dtype %s", x.Name, x.DType)
 		}
@@ -144,6 +126,7 @@ func checkReference(t *testing.T, m *Model, ref refFile, tags []string, tol floa
 }
 
 func TestK3TinyReference(t *testing.T) {
+	t.Parallel()
 	m, err := Open(t.Context(), filepath.Join("..", "testdata", "k3-tiny"), Options{})
 	require.NoError(t, err)
 	defer m.Close()
@@ -157,6 +140,7 @@ func TestK3TinyReference(t *testing.T) {
 }
 
 func TestKimiLinearTinyReference(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "testdata", "kimi-linear-tiny")
 	m, err := Open(t.Context(), filepath.Join(dir, "hf"), Options{})
 	require.NoError(t, err)
@@ -171,6 +155,7 @@ func TestKimiLinearTinyReference(t *testing.T) {
 // reference's p.hidden.k (Hugging Face's convention: hidden.0 is the
 // embedding, hidden.k the output of layer k−1, the last one the final norm).
 func TestKimiLinearHidden(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "testdata", "kimi-linear-tiny")
 	m, err := Open(t.Context(), filepath.Join(dir, "hf"), Options{})
 	require.NoError(t, err)

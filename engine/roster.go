@@ -3,8 +3,13 @@ package engine
 import (
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
 
 // dtypeClass is the set of dtypes a tensor may be stored in.
@@ -37,28 +42,15 @@ type tensorSpec struct {
 	shape []int64
 }
 
-// expertParts are the suffixes of one routed expert's tensors, in the byte
-// order the streaming engine relies on for MXFP4.
-var (
-	expertPartsMXFP4 = []string{"w1.weight_packed", "w1.weight_scale", "w2.weight_packed", "w2.weight_scale", "w3.weight_packed", "w3.weight_scale"}
-	expertPartsFloat = []string{"w1.weight", "w2.weight", "w3.weight"}
-)
-
-func layerPrefix(i int) string { return fmt.Sprintf("model.layers.%d.", i) }
-
-func expertPrefix(layer, e int) string {
-	return fmt.Sprintf("%sblock_sparse_moe.experts.%d.", layerPrefix(layer), e)
-}
-
 // roster yields every tensor of the text model in a fixed order: globals,
 // then each layer's spine, then its routed experts. It is lazy because a
 // hostile config can describe billions of tensors; validation stops at the
 // first one the checkpoint lacks.
-func (c *Config) roster() iter.Seq[tensorSpec] {
+func (c *config) roster() iter.Seq[tensorSpec] {
 	return func(yield func(tensorSpec) bool) { c.eachTensor(yield) }
 }
 
-func (c *Config) eachTensor(yield func(tensorSpec) bool) {
+func (c *config) eachTensor(yield func(tensorSpec) bool) {
 	ok := true
 	emit := func(s tensorSpec) {
 		if ok {
@@ -83,7 +75,7 @@ func (c *Config) eachTensor(yield func(tensorSpec) bool) {
 		add("model.output_attn_res_proj.weight", 1, H)
 	}
 	for i := 0; i < c.Layers && ok; i++ {
-		p := layerPrefix(i)
+		p := ckpt.LayerPrefix(i)
 		add(p+"input_layernorm.weight", H)
 		add(p+"post_attention_layernorm.weight", H)
 		if c.AttnResBlock > 0 {
@@ -94,7 +86,7 @@ func (c *Config) eachTensor(yield func(tensorSpec) bool) {
 		}
 		a := p + "self_attn."
 		switch c.Kinds[i] {
-		case KDA:
+		case layerKDA:
 			nh, d := c.KDAHeads, c.KDAHeadDim
 			P := nh * d
 			for _, x := range []string{"q", "k", "v"} {
@@ -118,7 +110,7 @@ func (c *Config) eachTensor(yield func(tensorSpec) bool) {
 			}
 			add(a+"o_norm.weight", d)
 			add(a+"o_proj.weight", H, P)
-		case MLA:
+		case layerMLA:
 			qk := c.NoPE + c.RoPE
 			if c.QLoRA > 0 {
 				add(a+"q_a_proj.weight", c.QLoRA, H)
@@ -158,20 +150,24 @@ func (c *Config) eachTensor(yield func(tensorSpec) bool) {
 			add(m+"shared_experts.down_proj.weight", H, s)
 		}
 		D, I := int64(c.ExpertDim()), int64(c.MoEIntermediate)
+		// ExpertParts order: w1 (gate) and w3 (up) are [I, D], w2 (down)
+		// [D, I]; packed nibbles are half a byte per weight, scales one
+		// byte per MXFP4Group weights.
+		const g = ckpt.MXFP4Group
+		mx := ckpt.ExpertParts()
+		mxShapes := [6][]int64{{I, D / 2}, {I, D / g}, {D, I / 2}, {D, I / g}, {I, D / 2}, {I, D / g}}
+		fl := ckpt.FloatExpertParts()
+		flShapes := [3][2]int{{int(I), int(D)}, {int(D), int(I)}, {int(I), int(D)}}
 		for e := 0; e < c.Experts && ok; e++ {
-			ep := expertPrefix(i, e)
+			ep := ckpt.ExpertPrefix(i, e)
 			if c.ExpertsMXFP4 {
-				const g = 32
-				emit(tensorSpec{ep + "w1.weight_packed", u8Tensor, []int64{I, D / 2}})
-				emit(tensorSpec{ep + "w1.weight_scale", u8Tensor, []int64{I, D / g}})
-				emit(tensorSpec{ep + "w2.weight_packed", u8Tensor, []int64{D, I / 2}})
-				emit(tensorSpec{ep + "w2.weight_scale", u8Tensor, []int64{D, I / g}})
-				emit(tensorSpec{ep + "w3.weight_packed", u8Tensor, []int64{I, D / 2}})
-				emit(tensorSpec{ep + "w3.weight_scale", u8Tensor, []int64{I, D / g}})
+				for k, part := range mx {
+					emit(tensorSpec{ep + part, u8Tensor, mxShapes[k]})
+				}
 			} else {
-				add(ep+"w1.weight", int(I), int(D))
-				add(ep+"w2.weight", int(D), int(I))
-				add(ep+"w3.weight", int(I), int(D))
+				for k, part := range fl {
+					add(ep+part, flShapes[k][0], flShapes[k][1])
+				}
 			}
 		}
 	}
@@ -180,8 +176,9 @@ func (c *Config) eachTensor(yield func(tensorSpec) bool) {
 // validate checks the checkpoint against the config and returns the first
 // violation: a missing, mis-typed or mis-shaped tensor in roster order, then
 // an unexpected tensor (by name), then an MXFP4 expert whose six tensors are
-// not back to back.
-func (ck *checkpoint) validate(c *Config) error {
+// not back to back in one file (ckpt.IndexExperts, whose spans it keeps in
+// ck.experts).
+func (ck *checkpoint) validate(c *config) error {
 	want := make(map[string]bool, len(ck.tensors))
 	for s := range c.roster() {
 		want[s.name] = true
@@ -210,35 +207,21 @@ func (ck *checkpoint) validate(c *Config) error {
 	if !c.ExpertsMXFP4 {
 		return nil
 	}
-	for i := 0; i < c.Layers; i++ {
-		if !c.IsMoE(i) {
-			continue
-		}
-		for e := 0; e < c.Experts; e++ {
-			if err := ck.expertContiguous(i, e); err != nil {
-				return err
+	// Every tensor is now the roster's, so the experts IndexExperts finds
+	// are exactly the config's.
+	ck.experts = map[ckpt.ExpertID]ckpt.ExpertSpan{}
+	for _, s := range ck.shards {
+		text := safetensors.Header{DataStart: s.hdr.DataStart}
+		for _, t := range s.hdr.Tensors {
+			if strings.HasPrefix(t.Name, ck.prefix) { // not the vision tower's
+				text.Tensors = append(text.Tensors, t)
 			}
 		}
-	}
-	return nil
-}
-
-// expertContiguous checks that expert e of layer i is one byte span in one
-// shard: w1.packed, w1.scale, w2.packed, w2.scale, w3.packed, w3.scale, each
-// starting where the previous one ends.
-func (ck *checkpoint) expertContiguous(layer, e int) error {
-	p := expertPrefix(layer, e)
-	first := ck.tensors[p+expertPartsMXFP4[0]]
-	prev := first
-	for _, part := range expertPartsMXFP4[1:] {
-		r := ck.tensors[p+part]
-		switch {
-		case r.shard != first.shard:
-			return r.errorf("layer %d expert %d is split across files (%s holds %s)", layer, e, first.shard.name, expertPartsMXFP4[0])
-		case r.t.Offset != prev.t.End():
-			return r.errorf("layer %d expert %d is not contiguous: starts at byte %d, want %d (right after %q)", layer, e, r.t.Offset, prev.t.End(), prev.full)
+		spans, err := ckpt.IndexExperts(s.name, &text)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 		}
-		prev = r
+		maps.Copy(ck.experts, spans)
 	}
 	return nil
 }

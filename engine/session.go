@@ -28,7 +28,7 @@ type Session struct {
 func (m *Model) NewSession() *Session {
 	s := &Session{m: m, kda: make([]*kdaState, m.cfg.Layers), mla: make([]*mlaCache, m.cfg.Layers)}
 	for i, k := range m.cfg.Kinds {
-		if k == KDA {
+		if k == layerKDA {
 			s.kda[i] = newKDAState(m.cfg)
 		} else {
 			s.mla[i] = &mlaCache{}

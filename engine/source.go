@@ -8,14 +8,28 @@ import (
 	"os"
 )
 
-// Source is the bytes of one checkpoint file. The engine reads every weight
-// through it, so the streaming layer (pinned spine, expert cache) and the
-// downloader's on-demand range fetcher can stand in for a plain file.
+// Source is the bytes of one checkpoint file: the one door through which the
+// engine reaches them. Headers and the resident spine are read with ReadAt;
+// the streamed parts (routed experts, spine layers past the pinned prefix)
+// are read by the engine's own direct-I/O preads of the file at the same
+// path, which bypass the page cache, after Ensure when the Source has it.
+// So a plain file, or the downloader's mirror with its on-demand range
+// fetches, can stand behind it. sourcetest.Run is the contract.
 type Source interface {
-	// ReadAt fills p from offset off, or fails: a short read is an error.
+	// ReadAt fills p from offset off, or fails: a short read, or one past
+	// the end, is an error.
 	ReadAt(ctx context.Context, p []byte, off int64) error
 	// Size is the file's length in bytes.
 	Size() int64
+}
+
+// Ensurer is the optional capability of a Source whose local file may lack
+// some of its bytes (a stream install's sparse shard): Ensure makes bytes
+// [off, off+n) present in the file, fetching them if need be, after which a
+// pread of the file returns them. It returns at once when they are present
+// already. A Source without it is a complete local file.
+type Ensurer interface {
+	Ensure(ctx context.Context, off, n int64) error
 }
 
 // OpenSource opens a checkpoint file. Options.OpenSource overrides it.

@@ -9,6 +9,7 @@ import (
 )
 
 func TestDraft(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		hist []int
@@ -37,6 +38,7 @@ func TestDraft(t *testing.T) {
 // speculation on both fixtures: the tokens and every logits row must be
 // bit-identical, and on repetitive prompts guesses must be accepted.
 func TestSpeculationKeepsTheTokens(t *testing.T) {
+	t.Parallel()
 	for _, fx := range []struct{ name, dir string }{
 		{"k3-tiny", filepath.Join("..", "testdata", "k3-tiny")},
 		{"kimi-linear-tiny", filepath.Join("..", "testdata", "kimi-linear-tiny", "hf")},
@@ -112,6 +114,7 @@ func TestSpeculationKeepsTheTokens(t *testing.T) {
 // correct guess yields the next two greedy tokens, a wrong one is rewound,
 // and decoding afterwards still gives the plain greedy tokens bit for bit.
 func TestVerifyAcceptsAndRewinds(t *testing.T) {
+	t.Parallel()
 	for _, dir := range []string{filepath.Join("..", "testdata", "k3-tiny"), filepath.Join("..", "testdata", "kimi-linear-tiny", "hf")} {
 		t.Run(dir, func(t *testing.T) {
 			m, err := Open(t.Context(), dir, Options{NoSpec: true})
@@ -152,6 +155,7 @@ func TestVerifyAcceptsAndRewinds(t *testing.T) {
 }
 
 func TestSessionTokens(t *testing.T) {
+	t.Parallel()
 	m := openK3Tiny(t)
 	s := m.NewSession()
 	var got []int

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -54,7 +56,7 @@ type int8Manifest struct {
 // int8Convertible says whether the spine tensor name (unprefixed) gets an
 // int8 copy.
 func int8Convertible(name string, r *tensorRef) bool {
-	if strings.Contains(name, ".experts.") || name == "model.embed_tokens.weight" ||
+	if ckpt.IsExpertTensor(name) || name == "model.embed_tokens.weight" ||
 		strings.HasSuffix(name, "block_sparse_moe.gate.weight") || !strings.HasSuffix(name, ".weight") {
 		return false
 	}
@@ -68,7 +70,7 @@ func int8Convertible(name string, r *tensorRef) bool {
 // (resumable; see above). progress, when set, gets the source bytes done
 // and the total after each tensor.
 func ConvertSpineInt8(ctx context.Context, dir, out string, progress func(done, total int64)) error {
-	if _, err := LoadConfig(dir); err != nil {
+	if _, err := loadConfig(dir); err != nil {
 		return err
 	}
 	ck, err := openCheckpoint(ctx, dir, OpenFile)
@@ -130,14 +132,14 @@ func ConvertSpineInt8(ctx context.Context, dir, out string, progress func(done, 
 
 // writeInt8Shard quantises names (one source shard's matrices) into path.
 func writeInt8Shard(ctx context.Context, ck *checkpoint, names []string, path string) error {
-	var ts []synthTensor
+	var ts []safetensors.Tensor
 	for _, n := range names {
 		r := ck.tensors[n]
 		rows, cols := r.t.Shape[0], r.t.Shape[1]
-		ts = append(ts, synthTensor{name: r.full, dtype: "I8", shape: []int64{rows, cols}},
-			synthTensor{name: r.full + "_scale", dtype: "F16", shape: []int64{rows}})
+		ts = append(ts, safetensors.Tensor{Name: r.full, DType: "I8", Shape: []int64{rows, cols}},
+			safetensors.Tensor{Name: r.full + "_scale", DType: "F16", Shape: []int64{rows}})
 	}
-	hdr, _ := shardHeader(ts)
+	hdr := safetensors.Encode(ts)
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".partial.*")
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrSpineInt8, err)

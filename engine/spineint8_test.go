@@ -11,6 +11,7 @@ import (
 )
 
 func TestF32ToF16RoundsHalfToEven(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		x    float32
@@ -48,6 +49,7 @@ func TestF32ToF16RoundsHalfToEven(t *testing.T) {
 // prompts: the largest logit deviation and the top-1 agreement, within the
 // bounds stated here (the int8 spine is labelled non-exact).
 func TestSpineInt8(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, dir, ref string
 		maxDev         float64 // largest |Δlogit| allowed
@@ -134,6 +136,7 @@ func TestSpineInt8(t *testing.T) {
 // TestInt8SpineHalvesThePlannedSpine: the budget plans the int8 spine's
 // bytes, about half of BF16's (lm_head and the layer matrices).
 func TestInt8SpineHalvesThePlannedSpine(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "testdata", "k3-tiny")
 	out := filepath.Join(t.TempDir(), "i8")
 	require.NoError(t, ConvertSpineInt8(t.Context(), dir, out, nil))

@@ -28,12 +28,11 @@ import (
 // the plain loader instead.
 type spineRing struct {
 	ck, i8   *checkpoint
-	cfg      *Config
+	cfg      *config
 	first, n int // layers first..n-1 stream
 	fast     bool
 	extents  [][]spineExtent // per streamed layer (index layer − first)
 	files    map[string]*shardFile
-	fetch    Fetcher
 	chunk    int64
 	meter    *ioMeter
 
@@ -101,8 +100,8 @@ const spineGap = 1 << 20
 
 // newSpineRing starts streaming layers first..Layers-1 of the checkpoint in
 // dir: the first two loads start at once.
-func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *Config, first int, mode IOMode, fetch Fetcher, meter *ioMeter) (*spineRing, error) {
-	r := &spineRing{ck: ck, i8: i8, cfg: c, first: first, n: c.Layers, fast: i8 == nil, files: map[string]*shardFile{}, fetch: fetch, chunk: readChunk, next: first, meter: meter}
+func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *config, first int, mode ioMode, meter *ioMeter) (*spineRing, error) {
+	r := &spineRing{ck: ck, i8: i8, cfg: c, first: first, n: c.Layers, fast: i8 == nil, files: map[string]*shardFile{}, chunk: readChunk, next: first, meter: meter}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	var slotBytes int64
 	chunks := 0
@@ -147,7 +146,7 @@ func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *Config
 
 // layerExtents sorts a layer's spine tensors by shard and offset and merges
 // neighbours into extents.
-func (r *spineRing) layerExtents(dir string, refs []*tensorRef, mode IOMode) ([]spineExtent, error) {
+func (r *spineRing) layerExtents(dir string, refs []*tensorRef, mode ioMode) ([]spineExtent, error) {
 	sort.Slice(refs, func(a, b int) bool {
 		if refs[a].shard.name != refs[b].shard.name {
 			return refs[a].shard.name < refs[b].shard.name
@@ -158,7 +157,7 @@ func (r *spineRing) layerExtents(dir string, refs []*tensorRef, mode IOMode) ([]
 	for _, t := range refs {
 		sf := r.files[t.shard.name]
 		if sf == nil {
-			f, _, err := openShardFile(filepath.Join(dir, t.shard.name), t.shard.name, mode)
+			f, _, err := openShardFile(filepath.Join(dir, t.shard.name), t.shard.name, mode, t.shard.src)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 			}
@@ -248,9 +247,9 @@ func (r *spineRing) read(j spineJob) error {
 		return ErrClosed
 	}
 	sf := j.ext.sf
-	if r.fetch != nil {
+	if sf.ensure != nil {
 		lo, hi := max(j.lo, j.ext.off), j.lo+j.need
-		if err := r.fetch.Ensure(r.ctx, sf.name, lo, hi-lo); err != nil {
+		if err := sf.ensure.Ensure(r.ctx, lo, hi-lo); err != nil {
 			return fmt.Errorf("%w: fetch layer %d's spine (%s bytes %d to %d): %w", ErrCheckpoint, j.ld.layer, sf.name, lo, hi, err)
 		}
 	}

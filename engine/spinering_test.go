@@ -13,6 +13,7 @@ import (
 // and the ring restarted) and requires the logits of a prompt and of
 // decode steps to equal, bit for bit, those of the model held in RAM.
 func TestSpineRingIsBitExact(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "testdata", "k3-tiny")
 	ram, err := Open(t.Context(), dir, Options{NoSpec: true})
 	require.NoError(t, err)
@@ -58,6 +59,7 @@ func TestSpineRingIsBitExact(t *testing.T) {
 // TestSpineRingInt8IsBitExact: with the int8 spine a slot is filled by the
 // plain loader; streamed or in RAM, the logits are the same bits.
 func TestSpineRingInt8IsBitExact(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "testdata", "k3-tiny")
 	i8 := filepath.Join(t.TempDir(), "i8")
 	require.NoError(t, ConvertSpineInt8(t.Context(), dir, i8, nil))

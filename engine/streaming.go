@@ -6,12 +6,13 @@ import (
 	"math"
 	"strings"
 
-	"github.com/deltafin/deltafin/engine/safetensors"
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/safetensors"
 	"github.com/deltafin/deltafin/kernels"
 )
 
 // StreamOptions turns on streaming for a checkpoint larger than RAM: routed
-// MXFP4 experts are read per token through an ExpertStore (cache, prefetch,
+// MXFP4 experts are read per token through the expert store (cache, prefetch,
 // page cache bypassed) and spine layers beyond the budget's pinned prefix are
 // read per token, one layer ahead of compute (spinering.go).
 type StreamOptions struct {
@@ -20,42 +21,30 @@ type StreamOptions struct {
 	TotalRAM, AvailableRAM, OverrideRAM int64
 	// Plan, when set, is used as is instead of planning from the RAM
 	// figures (tests force a small cache or zero pinned layers with it).
-	Plan  *BudgetPlan
-	Mode  IOMode  // IODirect unless measured otherwise
-	Fetch Fetcher // stream mode: makes missing expert ranges present
-	Heat  *Heat   // the histogram to use; nil: HeatPath's, or a fresh one
+	Plan *BudgetPlan
 	// HeatPath is where the heat histogram persists across runs: loaded at
-	// open (a damaged or foreign file starts afresh) and saved at Close.
+	// open (a damaged or foreign file starts afresh) and saved at Close;
+	// empty: a fresh histogram each run.
 	HeatPath string
-	Trace    *TraceWriter // --trace: one line per token and MoE layer
-}
-
-// layerOf returns the decoder layer a tensor name belongs to ("model.layers.N.…"),
-// or false for a name outside the layers.
-func layerOf(name string, layers int) (int, bool) {
-	rest, ok := strings.CutPrefix(name, "model.layers.")
-	if !ok {
-		return 0, false
-	}
-	var i int
-	if _, err := fmt.Sscanf(rest, "%d.", &i); err != nil || i < 0 || i >= layers {
-		return 0, false
-	}
-	return i, true
+	// TracePath, when set, receives the router trace (--trace): one JSON
+	// line per token and MoE layer, written to a temporary file and renamed
+	// to TracePath when the model closes.
+	TracePath string
+	mode      ioMode // ioDirect; tests read buffered too
 }
 
 // spineTensors groups the spine's tensors (every tensor but the routed
 // experts) by decoder layer, in one pass over the index; the others are the
 // globals (embedding, lm_head, final norms).
-func (ck *checkpoint) spineTensors(c *Config) (layers [][]*tensorRef, globals []*tensorRef) {
+func (ck *checkpoint) spineTensors(c *config) (layers [][]*tensorRef, globals []*tensorRef) {
 	layers = make([][]*tensorRef, c.Layers)
 	for name, r := range ck.tensors {
-		if strings.Contains(name, ".experts.") {
+		if ckpt.IsExpertTensor(name) {
 			continue
 		}
-		if i, ok := layerOf(name, c.Layers); ok {
+		if i, ok := ckpt.LayerOf(name, c.Layers); ok {
 			layers[i] = append(layers[i], r)
-		} else if !strings.HasPrefix(name, "model.layers.") {
+		} else if _, layer := ckpt.LayerOf(name, math.MaxInt); !layer {
 			globals = append(globals, r)
 		}
 	}
@@ -64,7 +53,7 @@ func (ck *checkpoint) spineTensors(c *Config) (layers [][]*tensorRef, globals []
 
 // spineBytes returns the spine bytes of each decoder layer and of the
 // globals (the engine keeps them in RAM), from the checkpoint's tensor index.
-func (ck *checkpoint) spineBytes(c *Config) ([]int64, int64) {
+func (ck *checkpoint) spineBytes(c *config) ([]int64, int64) {
 	byLayer, globalRefs := ck.spineTensors(c)
 	layers := make([]int64, c.Layers)
 	for i, refs := range byLayer {
@@ -79,12 +68,9 @@ func (ck *checkpoint) spineBytes(c *Config) ([]int64, int64) {
 	return layers, globals
 }
 
-// planStreaming applies the budget: how many spine layers are pinned and
-// how many experts the cache keeps.
-func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
-	if o.Plan != nil {
-		return *o.Plan, nil
-	}
+// spineRAMBytes returns the RAM each spine layer and the globals take
+// loaded: their checkpoint bytes, or the int8 copy's where there is one.
+func (m *Model) spineRAMBytes() ([]int64, int64) {
 	c := m.cfg
 	layers, globals := m.ck.spineBytes(c)
 	if m.i8 != nil {
@@ -96,13 +82,24 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 				continue
 			}
 			d := r.t.Size + 4*r.t.Shape[0] - orig.t.Size
-			if i, ok := layerOf(name, c.Layers); ok {
+			if i, ok := ckpt.LayerOf(name, c.Layers); ok {
 				layers[i] += d
 				continue
 			}
 			globals += d
 		}
 	}
+	return layers, globals
+}
+
+// planStreaming applies the budget: how many spine layers are pinned and
+// how many experts the cache keeps.
+func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
+	if o.Plan != nil {
+		return *o.Plan, nil
+	}
+	c := m.cfg
+	layers, globals := m.spineRAMBytes()
 	moe := 0
 	for i := range c.Layers {
 		if c.IsMoE(i) {
@@ -111,7 +108,7 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 	}
 	var span int64
 	if c.ExpertsMXFP4 && c.Experts > 0 {
-		span = ExpertSpanSize(c.MoEIntermediate, c.ExpertDim())
+		span = ckpt.ExpertSpanSize(c.MoEIntermediate, c.ExpertDim())
 	}
 	working := int64(2*maxTopK+32) * (alignUp(span) + ioAlign)
 	return PlanBudget(BudgetInput{
@@ -121,32 +118,22 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 	})
 }
 
-// streamExperts serves routed experts from an ExpertStore.
+// streamExperts serves routed experts from a spanStore.
 type streamExperts struct {
-	store         *ExpertStore
+	store         *spanStore
 	inter, latent int
 	heatPath      string
 }
 
-func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *Config, o *StreamOptions, cache int, meter *ioMeter) (*streamExperts, error) {
-	heat := o.Heat
-	if heat == nil && o.HeatPath != "" {
+func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *config, o *StreamOptions, cache int, meter *ioMeter) (*streamExperts, error) {
+	var heat *heatMap
+	if o.HeatPath != "" {
 		// A damaged or foreign histogram only costs warm-up: start afresh
 		// and overwrite it at close.
-		heat, _ = LoadHeat(o.HeatPath, c.Layers, c.Experts)
+		heat, _ = loadHeat(o.HeatPath, c.Layers, c.Experts)
 	}
-	spans := map[ExpertID]ExpertSpan{}
-	for i := range c.Layers {
-		if !c.IsMoE(i) {
-			continue
-		}
-		for e := range c.Experts {
-			sp := ck.span(c, i, e)
-			spans[ExpertID{i, e}] = ExpertSpan{Shard: sp.shard.name, Offset: sp.off, Size: sp.n}
-		}
-	}
-	s, err := OpenExpertStore(ctx, ExpertStoreOptions{
-		Dir: dir, Spans: spans, Mode: o.Mode, Heat: heat, Fetch: o.Fetch, CacheExperts: cache, meter: meter,
+	s, err := openSpanStore(ctx, spanStoreOptions{
+		Dir: dir, Spans: ck.experts, Mode: o.mode, Heat: heat, Sources: ck.sources(), CacheExperts: cache, meter: meter,
 	})
 	if err != nil {
 		return nil, err
@@ -177,7 +164,7 @@ func (s *streamExperts) close() error {
 }
 
 type streamBatch struct {
-	b *Batch
+	b *spanBatch
 	s *streamExperts
 }
 
@@ -186,7 +173,7 @@ func (b *streamBatch) expert(ctx context.Context, i int) (kernels.Expert, error)
 	if err != nil {
 		return kernels.Expert{}, err
 	}
-	return ExpertMatrices(data, b.s.inter, b.s.latent)
+	return expertMatrices(data, b.s.inter, b.s.latent)
 }
 
 func (b *streamBatch) ready(i int) bool {
@@ -222,7 +209,7 @@ func diagnoseTruncation(name string, src Source) error {
 	if err != nil {
 		return nil
 	}
-	spans, err := IndexExperts(name, h)
+	spans, err := ckpt.IndexExperts(name, h)
 	if err != nil {
 		return nil
 	}
@@ -234,11 +221,12 @@ func diagnoseTruncation(name string, src Source) error {
 
 // lookahead guesses layer i+1's experts while layer i still has its MoE
 // block to run: layer i+1's norm and router applied to layer i's
-// post-attention residual (the Deltafin "PILOT" lookahead, 59–70% recall on
-// K3). The guess is only a prefetch: layer i+1's own router decides, and
-// the store drops wrong guesses. Decode steps only (T = 1), streamed experts
-// only, and only when layer i+1's spine is pinned: a streamed spine keeps
-// the disk busy, where wrong guesses (30–40% on K3) would cost disk time.
+// post-attention residual (the "PILOT" lookahead; its reported recall on
+// K3 is 59–70%, docs/MODEL.md §10). The guess is only a prefetch: layer
+// i+1's own router decides, and the store drops wrong guesses. Decode steps
+// only (T = 1), streamed experts only, and only when layer i+1's spine is
+// pinned: a streamed spine keeps the disk busy, where wrong guesses (the
+// other 30–40%) would cost disk time.
 func (m *Model) lookahead(i int, mIn []float32, T int) {
 	if _, ok := m.experts.(*streamExperts); !ok || T != 1 || i+1 >= m.cfg.Layers {
 		return

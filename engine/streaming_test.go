@@ -15,6 +15,7 @@ import (
 // layers per pass) under budgets that leave almost nothing in RAM: the
 // tokens and logits must equal the reference exactly as in RAM.
 func TestK3TinyStreamedGivesTheReferenceTokens(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "testdata", "k3-tiny")
 	ref := loadRef(t, filepath.Join(dir, "reference.safetensors"))
 	for _, tc := range []struct {
@@ -24,17 +25,15 @@ func TestK3TinyStreamedGivesTheReferenceTokens(t *testing.T) {
 	}{
 		{"expert cache of 2, every layer pinned", StreamOptions{Plan: &BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 2}}, 10},
 		{"zero pinned layers, no expert cache", StreamOptions{Plan: &BudgetPlan{PinnedLayers: 0, CacheExperts: 0}}, 0},
-		{"buffered reads, 3 pinned layers", StreamOptions{Mode: IOBuffered, Plan: &BudgetPlan{PinnedLayers: 3, CacheExperts: 5}}, 3},
+		{"buffered reads, 3 pinned layers", StreamOptions{mode: ioBuffered, Plan: &BudgetPlan{PinnedLayers: 3, CacheExperts: 5}}, 3},
 		// 2 MiB past the 10 GiB reserve: the working set takes 0.8 MB and
 		// the planner pins the head and the first layers that fit.
 		{"planned from --ram-gb", StreamOptions{TotalRAM: 64 << 30, OverrideRAM: 10<<30 + 2<<20}, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			trace := filepath.Join(t.TempDir(), "trace.jsonl")
-			tw, err := CreateTrace(trace)
-			require.NoError(t, err)
 			opts := tc.stream
-			opts.Trace = tw
+			opts.TracePath = trace
 			m, err := Open(t.Context(), dir, Options{Stream: &opts})
 			require.NoError(t, err)
 			if tc.pinned >= 0 {
@@ -56,13 +55,12 @@ func TestK3TinyStreamedGivesTheReferenceTokens(t *testing.T) {
 			}
 			t.Logf("store: %+v", st)
 			require.NoError(t, m.Close())
-			require.NoError(t, tw.Close())
 
 			b, err := os.ReadFile(trace)
 			require.NoError(t, err)
 			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 			require.NotEmpty(t, lines)
-			var r TraceRecord
+			var r traceRecord
 			require.NoError(t, json.Unmarshal([]byte(lines[0]), &r))
 			require.Equal(t, 1, r.Layer, "k3-tiny's first MoE layer")
 			require.Len(t, r.Experts, m.cfg.TopK)
@@ -71,6 +69,7 @@ func TestK3TinyStreamedGivesTheReferenceTokens(t *testing.T) {
 }
 
 func TestTruncatedK3ShardNamesTheExpert(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join("..", "testdata", "k3-tiny")
 	dir := t.TempDir()
 	entries, err := os.ReadDir(src)

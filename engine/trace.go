@@ -9,19 +9,19 @@ import (
 	"sync"
 )
 
-// TraceRecord is one line of a router trace: the experts one MoE layer
+// traceRecord is one line of a router trace: the experts one MoE layer
 // selected for one generated token. `deltafin warm` reads these to rank
 // experts for fetching and cache warming.
-type TraceRecord struct {
+type traceRecord struct {
 	Token   int   `json:"token"`   // index of the token in the generation
 	Layer   int   `json:"layer"`   // MoE layer number
 	Experts []int `json:"experts"` // router order
 }
 
-// TraceWriter writes a router trace (--trace FILE), one JSON object per line.
+// traceWriter writes a router trace (--trace FILE), one JSON object per line.
 // It writes to a temporary file next to the destination and renames it on
 // Close, so a reader never sees a half-written trace. Safe for concurrent use.
-type TraceWriter struct {
+type traceWriter struct {
 	mu   sync.Mutex
 	path string
 	f    *os.File
@@ -30,26 +30,26 @@ type TraceWriter struct {
 	err  error
 }
 
-// CreateTrace starts a trace that will appear at path on Close.
-func CreateTrace(path string) (*TraceWriter, error) {
+// createTrace starts a trace that will appear at path on Close.
+func createTrace(path string) (*traceWriter, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return nil, fmt.Errorf("engine: trace: %w", err)
 	}
 	w := bufio.NewWriterSize(f, 1<<16)
-	return &TraceWriter{path: path, f: f, w: w, enc: json.NewEncoder(w)}, nil
+	return &traceWriter{path: path, f: f, w: w, enc: json.NewEncoder(w)}, nil
 }
 
 // Record appends one line. The first write error sticks and is returned by
 // every later call and by Close.
-func (t *TraceWriter) Record(token, layer int, experts []int) error {
+func (t *traceWriter) Record(token, layer int, experts []int) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.err == nil && t.f == nil {
 		t.err = fmt.Errorf("engine: trace %s is closed", t.path)
 	}
 	if t.err == nil {
-		if err := t.enc.Encode(TraceRecord{Token: token, Layer: layer, Experts: experts}); err != nil {
+		if err := t.enc.Encode(traceRecord{Token: token, Layer: layer, Experts: experts}); err != nil {
 			t.err = fmt.Errorf("engine: trace: %w", err)
 		}
 	}
@@ -58,7 +58,7 @@ func (t *TraceWriter) Record(token, layer int, experts []int) error {
 
 // Close flushes, syncs and renames the trace into place. After an error the
 // temporary file is removed and the error returned.
-func (t *TraceWriter) Close() error {
+func (t *traceWriter) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.f == nil {

@@ -11,6 +11,7 @@ import (
 // TestValidation breaks one thing at a time in the K3 tiny checkpoint and
 // checks that Open names the file, the tensor and the problem.
 func TestValidation(t *testing.T) {
+	t.Parallel()
 	const (
 		lp     = "language_model.model.layers."
 		shard1 = "model-00001-of-000004.safetensors"
@@ -75,7 +76,7 @@ func TestValidation(t *testing.T) {
 				m.shards[f] = append(m.shards[f][:i], m.shards[f][i+1:]...)
 				m.shards[shard2] = append(m.shards[shard2], x)
 			},
-			want: []string{shard2, "layer 1 expert 3 is split across files"},
+			want: []string{shard1, "layer 1 expert 3 has no w3.weight_scale in this file"},
 		},
 		{
 			name: "truncated shard",

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -89,7 +90,7 @@ func (l *loader) vec(name string) []float32 {
 // loadWeights reads the spine of a validated checkpoint into memory: the
 // globals and the first pinned layers; the others are read per pass
 // (spineLayer).
-func loadWeights(ctx context.Context, ck, i8 *checkpoint, c *Config, pinned int) (*weights, error) {
+func loadWeights(ctx context.Context, ck, i8 *checkpoint, c *config, pinned int) (*weights, error) {
 	l := &loader{ctx: ctx, ck: ck, i8: i8, resident: true}
 	w := &weights{
 		embed: l.mat("model.embed_tokens.weight"),
@@ -111,8 +112,8 @@ func loadWeights(ctx context.Context, ck, i8 *checkpoint, c *Config, pinned int)
 }
 
 // layer reads the spine of decoder layer i.
-func (l *loader) layer(c *Config, i int) layerWeights {
-	p := layerPrefix(i)
+func (l *loader) layer(c *config, i int) layerWeights {
+	p := ckpt.LayerPrefix(i)
 	var lw layerWeights
 	lw.inNorm = l.vec(p + "input_layernorm.weight")
 	lw.postNorm = l.vec(p + "post_attention_layernorm.weight")
@@ -121,9 +122,9 @@ func (l *loader) layer(c *Config, i int) layerWeights {
 		lw.mlpRes = l.attnRes(p + "mlp_res_")
 	}
 	switch c.Kinds[i] {
-	case KDA:
+	case layerKDA:
 		lw.kda = l.kda(p+"self_attn.", c)
-	case MLA:
+	case layerMLA:
 		lw.mla = l.mla(p+"self_attn.", c)
 	}
 	if c.IsMoE(i) {
@@ -147,7 +148,7 @@ func (l *loader) attnRes(p string) attnResWeights {
 	return attnResWeights{norm: l.vec(p + "norm.weight"), proj: l.vec(p + "proj.weight")}
 }
 
-func (l *loader) kda(p string, c *Config) *kdaWeights {
+func (l *loader) kda(p string, c *config) *kdaWeights {
 	k := &kdaWeights{
 		qProj: l.mat(p + "q_proj.weight"), kProj: l.mat(p + "k_proj.weight"), vProj: l.mat(p + "v_proj.weight"),
 		qConv: l.vec(p + "q_conv1d.weight"), kConv: l.vec(p + "k_conv1d.weight"), vConv: l.vec(p + "v_conv1d.weight"),
@@ -166,7 +167,7 @@ func (l *loader) kda(p string, c *Config) *kdaWeights {
 	return k
 }
 
-func (l *loader) mla(p string, c *Config) *mlaWeights {
+func (l *loader) mla(p string, c *config) *mlaWeights {
 	m := &mlaWeights{
 		kvA:     l.mat(p + "kv_a_proj_with_mqa.weight"),
 		kvANorm: l.vec(p + "kv_a_layernorm.weight"),
@@ -185,7 +186,7 @@ func (l *loader) mla(p string, c *Config) *mlaWeights {
 	return m
 }
 
-func (l *loader) moe(p string, c *Config) *moeWeights {
+func (l *loader) moe(p string, c *config) *moeWeights {
 	m := &moeWeights{
 		router: l.mat(p + "gate.weight"),
 		bias:   l.vec(p + "gate.e_score_correction_bias"),

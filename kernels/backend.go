@@ -94,7 +94,7 @@ func Open(name string, threads int) (Backend, error) {
 			if err != nil {
 				return nil, err
 			}
-			return Accelerate(acc, cpu), nil
+			return Accelerate(acc, cpu, DefaultAccelOptions()), nil
 		}
 		fallthrough
 	case "cpu":

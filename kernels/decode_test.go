@@ -10,9 +10,10 @@ import (
 )
 
 // TestMXFP4DecodeBitExact checks every (code, scale) pair against the
-// definition W = e2m1(code)·2^(s−127) (K3-ARCHITECTURE.md §3.3), bit for bit
+// definition W = e2m1(code)·2^(s−127) (docs/MODEL.md §4.4), bit for bit
 // and so with the sign of zero: code 8 is −0. Scale 255 is NaN (OCP MX).
 func TestMXFP4DecodeBitExact(t *testing.T) {
+	t.Parallel()
 	mags := [8]float64{0, 0.5, 1, 1.5, 2, 3, 4, 6}
 	// One row per scale byte; its 32 columns hold every code twice (low and
 	// high nibble positions).
@@ -58,6 +59,7 @@ func TestMXFP4DecodeBitExact(t *testing.T) {
 
 // The C decoders of the other dtypes (used for prefill) must widen exactly.
 func TestFastDecodeBitExact(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, dt := range []DType{F32, BF16, F16, I8} {
 		w := randMatrix(rng, dt, 3, 4099)

@@ -23,11 +23,12 @@ const (
 	isaAVX512  = C.DF_ISA_AVX512
 )
 
-func init() {
-	C.df_init()
-	isas := fastISAs()
-	best := isas[0].isa
-	readBytes = func(b []byte) uint64 { return uint64(C.df_read(C.int(best), bytePtr(b), C.int64_t(len(b)))) }
+func init() { C.df_init() }
+
+// readBytes reads b once with the best instruction set's C loop (see
+// MemoryRead).
+func readBytes(b []byte) uint64 {
+	return uint64(C.df_read(C.int(fastISAs()[0].isa), bytePtr(b), C.int64_t(len(b))))
 }
 
 // fastISAs lists the C instruction sets this build has that this CPU runs,
@@ -74,15 +75,6 @@ func (b *fastBackend) Name() string { return b.name }
 func (b *fastBackend) Threads() int { return b.threads }
 
 func (b *fastBackend) MatVec(dst []float32, w Matrix, x []float32) { b.MatMul(dst, w, x, 1) }
-
-// mustValid panics unless w's byte slices match its shape: the C kernels
-// trust them, and an out-of-bounds read there would not panic but return
-// garbage. It costs a few comparisons per call.
-func mustValid(w Matrix) {
-	if err := w.Validate(); err != nil {
-		panic(err.Error())
-	}
-}
 
 func (b *fastBackend) MatMul(dst []float32, w Matrix, x []float32, n int) {
 	mustValid(w)
@@ -264,9 +256,3 @@ func (b *fastBackend) decodeRow(dst []float32, w Matrix, r int) {
 }
 
 const cgoKernels = true
-
-// applyAct sets g[i] = act(g[i], u[i]) with this backend's C activation, the
-// one ExpertFFN uses (for the tests).
-func (b *fastBackend) applyAct(act Activation, g, u []float32) {
-	C.df_act(C.int(b.isa), C.int(act.Kind), C.float(act.Beta), C.float(act.LinearBeta), floatPtr(g), floatPtr(u), C.int64_t(len(g)))
-}

@@ -19,8 +19,5 @@ func (b *fastBackend) decodeRow(dst []float32, w Matrix, r int) { DecodeRow(dst,
 
 const cgoKernels = false
 
-func (b *fastBackend) applyAct(act Activation, g, u []float32) {
-	for i := range g {
-		g[i] = act.Apply(g[i], u[i])
-	}
-}
+// readBytes is the Go memory read (see MemoryRead).
+func readBytes(b []byte) uint64 { return readBytesGo(b) }

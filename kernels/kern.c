@@ -204,15 +204,6 @@ float df_act1(int kind, float beta, float lbeta, float g, float u) {
 	return g * sig * u;
 }
 
-void df_act(int isa, int kind, float beta, float lbeta, float *g, const float *u, int64_t n) {
-	const df_rowkern *k = kern_for(isa);
-	if (k->act) {
-		k->act(kind, beta, lbeta, g, u, n);
-		return;
-	}
-	for (int64_t i = 0; i < n; i++) g[i] = df_act1(kind, beta, lbeta, g[i], u[i]);
-}
-
 void df_ffn_up_rows(int isa, int dtype1, const uint8_t *d1, const uint8_t *s1,
                     int dtype3, const uint8_t *d3, const uint8_t *s3,
                     int64_t rows, int64_t cols, int64_t r0, int64_t r1,

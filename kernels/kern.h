@@ -59,8 +59,6 @@ void df_mx_layout(int isa, const float *x, int64_t cols, float *xp);
 void df_mx_group_layout(const float *x, int64_t cols, float *xp);
 
 float df_act1(int kind, float beta, float lbeta, float g, float u);
-// g[i] = act(g[i], u[i]) with the ISA's activation (for the tests).
-void df_act(int isa, int kind, float beta, float lbeta, float *g, const float *u, int64_t n);
 
 extern const df_rowkern df_generic;
 #if defined(__x86_64__)

@@ -99,7 +99,7 @@ type ActKind uint8
 
 const (
 	SiLU ActKind = iota // silu(g)·u
-	SiTU                // [β·tanh(g/β)·σ(g)]·[β_lin·tanh(u/β_lin)] (K3-ARCHITECTURE.md §4.9)
+	SiTU                // [β·tanh(g/β)·σ(g)]·[β_lin·tanh(u/β_lin)] (docs/MODEL.md §5.9)
 )
 
 // Activation is a gated activation act(g, u) with its parameters.

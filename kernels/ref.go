@@ -18,6 +18,7 @@ func (refBackend) Name() string { return "ref" }
 func (r refBackend) MatVec(dst []float32, w Matrix, x []float32) { r.MatMul(dst, w, x, 1) }
 
 func (refBackend) MatMul(dst []float32, w Matrix, x []float32, n int) {
+	mustValid(w)
 	checkMatMul(dst, w, x, n)
 	row := make([]float32, w.Cols)
 	for r := 0; r < w.Rows; r++ {
@@ -47,7 +48,7 @@ func (r refBackend) ExpertFFN(dst []float32, e Expert, act Activation, x []float
 }
 
 // Apply returns act(g, u) in fp32, following the operation order of the
-// reference implementations (K3-ARCHITECTURE.md §4.9).
+// reference implementations (docs/MODEL.md §5.9).
 func (a Activation) Apply(g, u float32) float32 {
 	sig := float32(1 / (1 + math.Exp(-float64(g))))
 	switch a.Kind {
@@ -57,6 +58,16 @@ func (a Activation) Apply(g, u float32) float32 {
 		return (capG * sig) * capU
 	default:
 		return g * sig * u
+	}
+}
+
+// mustValid panics unless w's byte slices match its shape: the C kernels
+// trust them, and an out-of-bounds read there would not panic but return
+// garbage (the reference could read past a slice's length within its
+// capacity). It costs a few comparisons per call.
+func mustValid(w Matrix) {
+	if err := w.Validate(); err != nil {
+		panic(err.Error())
 	}
 }
 

@@ -6,47 +6,57 @@ package kernels
 // not, for prefill and the CPU for decode.
 func Split(prefill, decode Backend) Backend { return split{prefill: prefill, decode: decode} }
 
-// The rule Accelerate follows, from `deltafin bench kernels` on the device
-// machine (an NVIDIA H200 through Vulkan beside 16 AVX-512 cores reading
-// 108 GB/s; kernels/README.md has the figures). A GPU call has a fixed cost
-// (a submission and a wait: about 0.2 ms there), weights that are not on the
-// device cross the bus at about 3.5 GB/s, and the CPU's batched product
+// AccelOptions is the rule Accelerate follows: where a product goes to the
+// GPU. A GPU call has a fixed cost (a submission and a wait), weights that
+// are not on the device cross the bus first, and the CPU's batched product
 // slows down in proportion to the positions while the GPU's does not.
-var (
-	// AccelDecodeMinBytes: a single position over resident weights runs on
-	// the GPU from this size (176 MB: GPU 113-285 GB/s against the CPU's
-	// 104-108; 22 MB: 55-90 against about 100).
-	AccelDecodeMinBytes = 32 << 20
-	// AccelResidentMinPositions: a batch over resident weights runs on the
-	// GPU from this many positions (8: a tie; 64: 30-32 GB/s of weights
-	// against the CPU's 4.6).
-	AccelResidentMinPositions = 16
-	// AccelStreamedMinPositions: a batch over weights the GPU must first
-	// receive (streamed experts) runs there from this many positions (the
-	// GPU's 3.4-3.8 GB/s against the CPU's 32 at 8 positions and 4.6 at 64).
-	AccelStreamedMinPositions = 96
-)
+type AccelOptions struct {
+	// DecodeMinBytes: a single position over resident weights runs on the
+	// GPU from this many bytes of weights (0: every size).
+	DecodeMinBytes int
+	// ResidentMinPositions: a batch over resident weights runs on the GPU
+	// from this many positions.
+	ResidentMinPositions int
+	// StreamedMinPositions: a batch over weights the GPU must first
+	// receive (streamed experts) runs there from this many positions.
+	StreamedMinPositions int
+}
+
+// DefaultAccelOptions is the rule "auto" uses, from `deltafin bench kernels`
+// on the device machine (an NVIDIA H200 through Vulkan beside 16 AVX-512
+// cores reading 108 GB/s, where a GPU call costs about 0.2 ms and weights
+// cross the bus at about 3.5 GB/s; kernels/README.md has the figures):
+//   - DecodeMinBytes 32 MiB (176 MB: GPU 113-285 GB/s against the CPU's
+//     104-108; 22 MB: 55-90 against about 100);
+//   - ResidentMinPositions 16 (8: a tie; 64: 30-32 GB/s of weights against
+//     the CPU's 4.6);
+//   - StreamedMinPositions 96 (the GPU's 3.4-3.8 GB/s against the CPU's 32
+//     at 8 positions and 4.6 at 64).
+func DefaultAccelOptions() AccelOptions {
+	return AccelOptions{DecodeMinBytes: 32 << 20, ResidentMinPositions: 16, StreamedMinPositions: 96}
+}
 
 // Accelerate returns the backend "auto" picks on a machine with a hardware
-// GPU: products go to gpu where it wins by the rule above, the rest to cpu.
+// GPU (with DefaultAccelOptions): products go to gpu where it wins by the
+// rule opt, the rest to cpu.
 // Resident weights are those with a Matrix.Key (the engine's pinned spine
 // and in-RAM experts), which the GPU keeps in its memory; streamed experts
 // arrive in host memory once per token and mostly stay on the CPU.
 // A GPU backend that does not keep keyed weights (a budget of zero, as on
 // unified memory, where a copy would double the pinned spine in RAM) gets
 // every product as streamed.
-func Accelerate(gpu, cpu Backend) Backend {
+func Accelerate(gpu, cpu Backend, opt AccelOptions) Backend {
 	keeps := false
 	if k, ok := gpu.(interface{ KeepsResident() bool }); ok {
 		keeps = k.KeepsResident()
 	}
-	return split{prefill: gpu, decode: cpu, rule: true, keeps: keeps}
+	return split{prefill: gpu, decode: cpu, rule: &opt, keeps: keeps}
 }
 
 type split struct {
 	prefill, decode Backend
-	// rule: Accelerate's rule instead of "every batch to prefill".
-	rule bool
+	// rule: Accelerate's rule; nil: every batch to prefill (Split).
+	rule *AccelOptions
 	// keeps: the prefill backend keeps keyed weights in its memory.
 	keeps bool
 }
@@ -56,7 +66,7 @@ func (s split) Name() string { return s.prefill.Name() + "+" + s.decode.Name() }
 // onGPU reports whether a product over mats for n positions goes to the
 // prefill (GPU) backend.
 func (s split) onGPU(n int, mats ...Matrix) bool {
-	if !s.rule {
+	if s.rule == nil {
 		return n > 1
 	}
 	bytes, resident := 0, s.keeps
@@ -66,11 +76,11 @@ func (s split) onGPU(n int, mats ...Matrix) bool {
 	}
 	switch {
 	case !resident:
-		return n >= AccelStreamedMinPositions
+		return n >= s.rule.StreamedMinPositions
 	case n == 1:
-		return bytes >= AccelDecodeMinBytes
+		return bytes >= s.rule.DecodeMinBytes
 	}
-	return n >= AccelResidentMinPositions
+	return n >= s.rule.ResidentMinPositions
 }
 
 func (s split) MatVec(dst []float32, w Matrix, x []float32) { s.MatMul(dst, w, x, 1) }

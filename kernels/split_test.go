@@ -26,6 +26,7 @@ func (c counting) ExpertFFN(dst []float32, e Expert, act Activation, x []float32
 }
 
 func TestSplitSendsPrefillAndDecodeApart(t *testing.T) {
+	t.Parallel()
 	var pre, dec []int
 	s := Split(counting{Ref(), &pre}, counting{Ref(), &dec})
 	require.Equal(t, "ref+ref", s.Name())
@@ -58,12 +59,10 @@ type keeping struct {
 func (k keeping) KeepsResident() bool { return k.keeps }
 
 func TestAccelerateFollowsItsRule(t *testing.T) {
+	t.Parallel()
 	var gpu, cpu []int
-	s := Accelerate(keeping{counting{Ref(), &gpu}, true}, counting{Ref(), &cpu})
-	defer func(a, b, c int) {
-		AccelDecodeMinBytes, AccelResidentMinPositions, AccelStreamedMinPositions = a, b, c
-	}(AccelDecodeMinBytes, AccelResidentMinPositions, AccelStreamedMinPositions)
-	AccelDecodeMinBytes, AccelResidentMinPositions, AccelStreamedMinPositions = 256, 3, 5
+	rule := AccelOptions{DecodeMinBytes: 256, ResidentMinPositions: 3, StreamedMinPositions: 5}
+	s := Accelerate(keeping{counting{Ref(), &gpu}, true}, counting{Ref(), &cpu}, rule)
 	rng := rand.New(rand.NewPCG(3, 4))
 	big := randMatrix(rng, BF16, 4, 64) // 512 bytes
 	small := randMatrix(rng, BF16, 1, 64)
@@ -97,7 +96,7 @@ func TestAccelerateFollowsItsRule(t *testing.T) {
 
 	// A GPU that keeps nothing: keyed weights count as streamed.
 	gpu, cpu = nil, nil
-	s = Accelerate(keeping{counting{Ref(), &gpu}, false}, counting{Ref(), &cpu})
+	s = Accelerate(keeping{counting{Ref(), &gpu}, false}, counting{Ref(), &cpu}, rule)
 	s.MatVec(dst, big, x)
 	s.MatMul(dst, big, x, 3)
 	s.MatMul(dst, big, x, 5)
@@ -123,8 +122,9 @@ func TestAutoTakesAnAcceleratorThatOpens(t *testing.T) {
 	w := randMatrix(rng, F32, 2, 32)
 	b.MatMul(make([]float32, 6), w, randVec(rng, 3*32), 3)
 	require.Equal(t, []int{}, append([]int{}, calls...), "3 positions over streamed weights: the CPU")
-	b.MatMul(make([]float32, 2*AccelStreamedMinPositions), w, randVec(rng, AccelStreamedMinPositions*32), AccelStreamedMinPositions)
-	require.Equal(t, []int{AccelStreamedMinPositions}, calls, "a long prefill runs on the accelerator")
+	long := DefaultAccelOptions().StreamedMinPositions
+	b.MatMul(make([]float32, 2*long), w, randVec(rng, long*32), long)
+	require.Equal(t, []int{long}, calls, "a long prefill runs on the accelerator")
 	cpu, err := Open("cpu", 0)
 	require.NoError(t, err)
 	require.Equal(t, Default(), cpu)
@@ -172,6 +172,7 @@ func (b batching) expertsFFN(dst [][]float32, es []Expert, act Activation, x [][
 // A layer's experts reach the decode backend as one call when the rule
 // sends them all there, and go one by one when it sends any to the GPU.
 func TestSplitPassesALayersExpertsOnAsOneCall(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	es := make([]Expert, 3)
 	dst, x := make([][]float32, 3), make([][]float32, 3)
@@ -183,19 +184,19 @@ func TestSplitPassesALayersExpertsOnAsOneCall(t *testing.T) {
 	batches := 0
 	for _, s := range []Backend{
 		Split(counting{Ref(), &gpu}, batching{Ref(), &batches}),
-		Accelerate(keeping{counting{Ref(), &gpu}, true}, batching{Ref(), &batches}),
+		Accelerate(keeping{counting{Ref(), &gpu}, true}, batching{Ref(), &batches}, DefaultAccelOptions()),
 	} {
 		ExpertsFFN(s, dst, es, Activation{}, x)
 	}
 	require.Equal(t, 2, batches)
 	require.Empty(t, gpu)
 
-	defer func(a int) { AccelDecodeMinBytes = a }(AccelDecodeMinBytes)
-	AccelDecodeMinBytes = 0
+	every := DefaultAccelOptions()
+	every.DecodeMinBytes = 0
 	for i := range es {
 		es[i].W1.Key, es[i].W2.Key, es[i].W3.Key = NewKey(), NewKey(), NewKey()
 	}
-	ExpertsFFN(Accelerate(keeping{counting{Ref(), &gpu}, true}, batching{Ref(), &batches}), dst, es, Activation{}, x)
+	ExpertsFFN(Accelerate(keeping{counting{Ref(), &gpu}, true}, batching{Ref(), &batches}, every), dst, es, Activation{}, x)
 	require.Equal(t, 2, batches, "resident experts the rule sends to the GPU go one by one")
 	require.Equal(t, []int{-1, -1, -1}, gpu)
 }

@@ -22,7 +22,7 @@ var (
 // randMatrix fills a matrix with values of the size real weights have. Every
 // dtype gets its full range of codes that matter: F16 includes subnormals,
 // MXFP4 every nibble (negative zero too), with scales in a 16-value window
-// as in the checkpoint (K3-ARCHITECTURE.md §3.3).
+// as in the checkpoint (docs/MODEL.md §4.3).
 func randMatrix(rng *rand.Rand, dt DType, rows, cols int) Matrix {
 	m := Matrix{DType: dt, Rows: rows, Cols: cols}
 	n := rows * cols
@@ -84,15 +84,12 @@ func randVec(rng *rand.Rand, n int) []float32 {
 }
 
 // fastBackends returns every C backend this CPU runs, at the given thread
-// count.
+// count (not from Available, which tests that register backends change).
 func fastBackends(t *testing.T, threads int) []Backend {
 	t.Helper()
 	var out []Backend
-	for _, name := range Available() {
-		if name == "ref" {
-			continue
-		}
-		b, err := Open(name, threads)
+	for _, isa := range fastISAs() {
+		b, err := Open(isa.name, threads)
 		require.NoError(t, err)
 		out = append(out, b)
 	}

@@ -39,7 +39,7 @@ func chatOptions(g *genRequest) chat.Options {
 	if g.effort != "" {
 		o.Effort = g.effort
 	}
-	o.ToolChoice = g.toolChoice
+	o.ToolChoice, o.ToolName, o.ResponseFormat = g.toolChoice, g.toolName, g.format
 	for _, t := range g.tools {
 		o.Tools = append(o.Tools, chat.Tool(t))
 	}
@@ -62,14 +62,14 @@ func usage(prompt, completion int) Usage {
 
 // chatCompletion is the non-streamed chat answer. Without thinking there
 // is no reasoning_content field at all.
-func chatCompletion(id string, created int64, model, reasoning, content string, thinking bool, finish string, u Usage) ChatCompletion {
-	msg := ResponseMessage{Role: "assistant", Content: content}
+func chatCompletion(id string, created int64, model string, out chat.Output, thinking bool, finish string, oe *OutputError, u Usage) ChatCompletion {
+	msg := ResponseMessage{Role: "assistant", Content: out.Content, ToolCalls: messageToolCalls(out.Calls)}
 	if thinking {
-		msg.ReasoningContent = &reasoning
+		msg.ReasoningContent = &out.Reasoning
 	}
 	return ChatCompletion{ID: id, Object: "chat.completion", Created: created, Model: model,
 		SystemFingerprint: systemFingerprint,
-		Choices:           []ChatChoice{{Index: 0, Message: msg, FinishReason: finish}},
+		Choices:           []ChatChoice{{Index: 0, Message: msg, FinishReason: finish, OutputError: oe}},
 		Usage:             u}
 }
 

@@ -13,7 +13,11 @@
 //     field; stop.go: stop sequences matched on the decoded text;
 //     convert.go: pure conversions to the renderer and to responses.
 //   - generate.go: the chat and completion endpoints; output.go: tokens to
-//     a JSON answer or to SSE chunks (reasoning_content, then content).
+//     a JSON answer or to SSE chunks (reasoning_content, content, tool
+//     calls), holding back what could start a stop sequence;
+//     tools.go: tools, tool_choice, parallel_tool_calls and response_format
+//     (validation, tool_calls and their deltas, finish_reason and
+//     output_error).
 //   - responses_wire.go, responses_request.go: the Responses API's types
 //     and validation; responses_render.go: tokens to output items and the
 //     official event sequence (a pure function of the tokens, so streams
@@ -29,7 +33,9 @@
 //   - server.go: options, routes, errors in OpenAI's shape, timeouts.
 //
 // Deliberately not here: sampling (decoding is greedy, so temperature and
-// top_p are range-checked and ignored) and batching of several
-// generations. State shared between requests: the memo, the last
-// conversation's session, and the jobs (live, and in the store).
+// top_p are range-checked and ignored), constrained decoding (tool calls
+// and JSON formats are K3's own output, checked and reported, not forced
+// token by token) and batching of several generations. State shared
+// between requests: the memo, the last conversation's session, and the
+// jobs (live, and in the store).
 package server

@@ -97,7 +97,7 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 	}
 	o := &output{g: g, model: s.meta.id, id: newID(idPrefix), created: time.Now().Unix(), stop: stopText{stops: g.stop}}
 	if g.chat {
-		o.parser = chat.NewTokenParser(s.tok, chatOptions(g))
+		o.parser = chat.NewTokenParserWith(s.tok, chatOptions(g), g.parseOptions(o.id))
 	} else {
 		o.dec = s.tok.NewDecoder()
 	}

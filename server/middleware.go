@@ -132,8 +132,11 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 		LogMethod: true, LogURI: true, LogStatus: true, LogLatency: true, LogError: true, HandleError: true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			level := slog.LevelInfo
-			if v.Status >= 500 {
+			switch {
+			case v.Status >= 500:
 				level = slog.LevelError
+			case c.Path() == "/health" && v.Status < 400:
+				level = slog.LevelDebug // monitors poll it every few seconds
 			}
 			attrs := []slog.Attr{slog.String("method", v.Method), slog.String("uri", v.URI),
 				slog.Int("status", v.Status), slog.Duration("latency", v.Latency)}

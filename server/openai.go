@@ -180,15 +180,28 @@ type ChatChoice struct {
 	Message      ResponseMessage `json:"message"`
 	FinishReason string          `json:"finish_reason"`
 	Logprobs     *struct{}       `json:"logprobs"`
+	// OutputError says why the output is not what was asked for (a
+	// malformed tool call, content that is not the JSON response_format
+	// asked for); absent otherwise. Not OpenAI's: Deltafin never alters
+	// K3's tokens to hide it.
+	OutputError *OutputError `json:"output_error,omitempty"`
+}
+
+// OutputError explains a finish_reason beyond OpenAI's: Code is
+// malformed_tool_call, invalid_json or schema_mismatch.
+type OutputError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // ResponseMessage is the assistant's answer; ReasoningContent is K3's
 // thinking, kept apart from the answer as DeepSeek and vLLM do.
 type ResponseMessage struct {
-	Role             string  `json:"role"`
-	Content          string  `json:"content"`
-	ReasoningContent *string `json:"reasoning_content,omitempty"`
-	Refusal          *string `json:"refusal"`
+	Role             string         `json:"role"`
+	Content          string         `json:"content"`
+	ReasoningContent *string        `json:"reasoning_content,omitempty"`
+	Refusal          *string        `json:"refusal"`
+	ToolCalls        []ChatToolCall `json:"tool_calls,omitempty"`
 }
 
 // ChatChunk is one server-sent event of a streamed chat answer. Usage is
@@ -220,17 +233,35 @@ func (c ChatChunk) MarshalJSON() ([]byte, error) {
 
 // ChatChunkChoice carries one delta.
 type ChatChunkChoice struct {
-	Index        int       `json:"index"`
-	Delta        ChatDelta `json:"delta"`
-	FinishReason *string   `json:"finish_reason"`
-	Logprobs     *struct{} `json:"logprobs"`
+	Index        int          `json:"index"`
+	Delta        ChatDelta    `json:"delta"`
+	FinishReason *string      `json:"finish_reason"`
+	Logprobs     *struct{}    `json:"logprobs"`
+	OutputError  *OutputError `json:"output_error,omitempty"` // with the finish_reason, as in ChatChoice
 }
 
 // ChatDelta is the increment of a streamed message.
 type ChatDelta struct {
-	Role             string  `json:"role,omitempty"`
-	Content          *string `json:"content,omitempty"`
-	ReasoningContent *string `json:"reasoning_content,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCallDelta `json:"tool_calls,omitempty"`
+}
+
+// ToolCallDelta is a streamed tool call: its first delta carries ID, Type
+// and the function's name (and the arguments so far, maybe none); the
+// later ones only argument fragments, which concatenate to the arguments.
+type ToolCallDelta struct {
+	Index    int           `json:"index"`
+	ID       string        `json:"id,omitempty"`
+	Type     string        `json:"type,omitempty"`
+	Function FunctionDelta `json:"function"`
+}
+
+// FunctionDelta is the function part of a ToolCallDelta.
+type FunctionDelta struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
 }
 
 // Completion is a /v1/completions answer, streamed or not: a stream sends

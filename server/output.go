@@ -21,9 +21,11 @@ type output struct {
 	id      string
 	created int64
 	dec     *tokenizer.Decoder // completions
-	parser  *chat.TokenParser  // chat: decoder and reasoning/content split
+	parser  *chat.TokenParser  // chat: decoder, reasoning/content split and tool calls
 	sse     *sseWriter         // streaming only, after begin
 	stop    stopText           // the request's stop sequences, on the content
+	// callsSent counts the tool calls completed before a stop sequence.
+	callsSent int
 
 	text   strings.Builder // the non-streamed completion
 	tokens []int           // every emitted token, for the memo
@@ -56,84 +58,137 @@ func (o *output) close() {
 // sequence ended the answer.
 func (o *output) token(id int) error {
 	o.tokens = append(o.tokens, id)
-	var reasoning, content string
+	var err error
 	if o.parser != nil {
-		reasoning, content = o.parser.Add(id)
+		err = o.sendChat(o.stopEvents(o.parser.Events(id), false))
 	} else {
-		content = o.dec.Add(id)
+		text, _ := o.stop.push(o.dec.Add(id))
+		err = o.send(text)
 	}
-	content, hit := o.stop.push(content)
-	if err := o.send(reasoning, content); err != nil {
-		return err
+	if err == nil && o.stop.hit {
+		err = engine.ErrStopped
 	}
-	if hit {
-		return engine.ErrStopped
+	return err
+}
+
+// send delivers completion text.
+func (o *output) send(text string) error {
+	if o.sse == nil {
+		o.text.WriteString(text)
+		return nil
+	}
+	if text == "" {
+		return nil
+	}
+	return o.sse.event(completion(o.id, o.created, o.model, text, nil, nil, o.g.includeUsage))
+}
+
+// sendChat streams the chat parser's events as deltas, in their order:
+// reasoning, content, tool calls (tools.go).
+func (o *output) sendChat(evs []chat.Event) error {
+	if o.sse == nil {
+		return nil // the chat parser keeps the whole answer itself
+	}
+	for _, d := range deltas(evs) {
+		if err := o.sse.event(chatChunk(o.id, o.created, o.model, d, nil, o.g.includeUsage)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// send delivers reasoning then content, in that order.
-func (o *output) send(reasoning, content string) error {
-	if o.sse == nil {
-		if o.parser == nil {
-			o.text.WriteString(content)
-		}
-		return nil // the chat parser keeps the whole answer itself
+// stopEvents passes the chat parser's events through the stop sequences,
+// which match on the content: a Content event gives only what may be sent
+// now, and once a stop sequence appears nothing after it is passed. Content
+// held back as a possible stop's start is released before any other event
+// (a tool call, say) so the order stays; a stop does not span it. last
+// releases what is still held at the end of the answer.
+func (o *output) stopEvents(evs []chat.Event, last bool) []chat.Event {
+	if len(o.stop.stops) == 0 {
+		return evs
 	}
-	if !o.g.chat {
-		if content == "" {
-			return nil
-		}
-		return o.sse.event(completion(o.id, o.created, o.model, content, nil, nil, o.g.includeUsage))
-	}
-	if reasoning != "" {
-		if err := o.sse.event(chatChunk(o.id, o.created, o.model, ChatDelta{ReasoningContent: &reasoning}, nil, o.g.includeUsage)); err != nil {
-			return err
+	out := evs[:0:0]
+	release := func() {
+		if h := o.stop.flush(); h != "" {
+			out = append(out, chat.Event{Kind: chat.Content, Text: h})
 		}
 	}
-	if content != "" {
-		return o.sse.event(chatChunk(o.id, o.created, o.model, ChatDelta{Content: &content}, nil, o.g.includeUsage))
+	for _, e := range evs {
+		if o.stop.hit {
+			return out
+		}
+		switch e.Kind {
+		case chat.Markup:
+		case chat.Content:
+			e.Text, _ = o.stop.push(e.Text)
+		default:
+			release()
+			if e.Kind == chat.CallDone {
+				o.callsSent++
+			}
+		}
+		out = append(out, e)
 	}
-	return nil
+	if last && !o.stop.hit {
+		release()
+	}
+	return out
+}
+
+// stopFinish is the finish reason after a stop sequence: "stop", as at the
+// end of a turn.
+func (o *output) stopFinish(finish string) string {
+	if o.stop.hit {
+		return "stop"
+	}
+	return finish
+}
+
+// chatOutput is the whole chat answer, cut at a stop sequence: its content
+// ends before the stop, and only the calls completed before it count.
+func (o *output) chatOutput() chat.Output {
+	out := o.parser.Output()
+	if len(o.stop.stops) == 0 {
+		return out
+	}
+	out.Content = o.stop.cut(out.Content)
+	if o.stop.hit {
+		out.Calls = out.Calls[:min(o.callsSent, len(out.Calls))]
+	}
+	return out
 }
 
 // end flushes what the decoder and splitter hold back and finishes the
 // answer: the JSON body, or the final chunk, the usage chunk and [DONE].
 func (o *output) end(c echo.Context, finish string, promptTokens int) error {
-	var reasoning, content string
-	if o.stop.hit {
-		finish = "stop"
-	}
+	var err error
+	var oe *OutputError
 	if o.parser != nil {
-		reasoning, content = o.parser.Finish(finish == "length")
+		err = o.sendChat(o.stopEvents(o.parser.FinishEvents(finish == "length" && !o.stop.hit), true))
+		finish, oe = o.g.finishOf(o.stopFinish(finish), o.chatOutput())
 	} else {
-		content = o.dec.Flush()
-	}
-	if !o.stop.hit {
-		var hit bool
-		if content, hit = o.stop.push(content); hit {
-			finish = "stop"
-		} else {
-			content += o.stop.flush()
+		text, hit := o.stop.push(o.dec.Flush())
+		if !hit {
+			text += o.stop.flush()
 		}
-	} else {
-		content = ""
+		err = o.send(text)
+		finish = o.stopFinish(finish)
 	}
-	if err := o.send(reasoning, content); err != nil {
+	if err != nil {
 		return err
 	}
 	u := usage(promptTokens, len(o.tokens))
 	if o.sse == nil {
 		if o.g.chat {
-			reasoning, content := o.parser.Result()
-			content = o.stop.cut(content)
-			return c.JSON(http.StatusOK, chatCompletion(o.id, o.created, o.model, reasoning, content, o.g.thinking, finish, u))
+			return c.JSON(http.StatusOK, chatCompletion(o.id, o.created, o.model, o.chatOutput(), o.g.thinking, finish, oe, u))
 		}
 		return c.JSON(http.StatusOK, completion(o.id, o.created, o.model, o.text.String(), &finish, &u, false))
 	}
 	var last, usageChunk any
 	if o.g.chat {
-		last = chatChunk(o.id, o.created, o.model, ChatDelta{}, &finish, o.g.includeUsage)
+		ch := chatChunk(o.id, o.created, o.model, ChatDelta{}, &finish, o.g.includeUsage)
+		ch.Choices[0].OutputError = oe
+		last = ch
 		usageChunk = chatUsageChunk(o.id, o.created, o.model, u)
 	} else {
 		last = completion(o.id, o.created, o.model, "", &finish, nil, o.g.includeUsage)

@@ -26,11 +26,10 @@ type genRequest struct {
 	maxTokens int
 
 	// Chat only.
-	messages   []message
-	thinking   bool
-	effort     string            // "low" | "high" | "max"; "" = the renderer's default
-	tools      []json.RawMessage // each a validated ChatTool, as the client sent it
-	toolChoice string            // "" | "auto" | "none"
+	messages []message
+	thinking bool
+	effort   string // "low" | "high" | "max"; "" = the renderer's default
+	toolSettings
 
 	// stop holds the stop sequences (stop.go).
 	stop []string
@@ -161,10 +160,7 @@ func decodeChat(body []byte, lim limits) (*genRequest, *apiError) {
 	if e := checkThinking(g, req.ReasoningEffort, req.ChatTemplateKwargs); e != nil {
 		return nil, e
 	}
-	if g.toolChoice, e = checkToolChoice(req.ToolChoice); e != nil {
-		return nil, e
-	}
-	if e := checkResponseFormat(req.ResponseFormat); e != nil {
+	if g.toolSettings, e = checkTools(&req); e != nil {
 		return nil, e
 	}
 	for i, mod := range req.Modalities {
@@ -172,23 +168,6 @@ func decodeChat(body []byte, lim limits) (*genRequest, *apiError) {
 			return nil, unsupported(fmt.Sprintf("modalities[%d]", i), "only text output is available, not %q", mod)
 		}
 	}
-	for i, raw := range req.Tools {
-		p := fmt.Sprintf("tools[%d]", i)
-		var t ChatTool
-		if err := decodeStrict(raw, &t); err != nil {
-			return nil, jsonError(err, p)
-		}
-		if t.Type != "function" {
-			return nil, invalid(codeInvalidValue, p+".type", "tool type must be \"function\", not %q", t.Type)
-		}
-		if t.Function.Name == "" {
-			return nil, invalid(codeMissing, p+".function.name", "a tool needs a name")
-		}
-		if !isNull(t.Function.Parameters) && !json.Valid(t.Function.Parameters) {
-			return nil, invalid(codeInvalidJSON, p+".function.parameters", "not valid JSON")
-		}
-	}
-	g.tools = req.Tools
 	if len(req.Messages) == 0 {
 		return nil, invalid(codeMissing, "messages", "at least one message is required")
 	}
@@ -351,47 +330,6 @@ func checkThinking(g *genRequest, effort *string, kwargs map[string]json.RawMess
 		g.thinking = g.thinking && on
 	}
 	return nil
-}
-
-func checkToolChoice(raw json.RawMessage) (string, *apiError) {
-	if isNull(raw) {
-		return "", nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		switch s {
-		case "auto", "none":
-			return s, nil
-		case "required":
-			return "", unsupported("tool_choice", "forcing a tool call is not available; use \"auto\" or \"none\"")
-		}
-		return "", invalid(codeInvalidValue, "tool_choice", "must be \"auto\", \"none\" or \"required\", not %q", s)
-	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) == nil {
-		return "", unsupported("tool_choice", "forcing a tool call is not available; use \"auto\" or \"none\"")
-	}
-	return "", invalid(codeInvalidValue, "tool_choice", "must be a string or an object")
-}
-
-func checkResponseFormat(raw json.RawMessage) *apiError {
-	if isNull(raw) {
-		return nil
-	}
-	var rf struct {
-		Type       string          `json:"type"`
-		JSONSchema json.RawMessage `json:"json_schema"`
-	}
-	if err := decodeStrict(raw, &rf); err != nil {
-		return jsonError(err, "response_format")
-	}
-	switch rf.Type {
-	case "text":
-		return nil
-	case "json_object", "json_schema":
-		return unsupported("response_format", "constrained output (%s) is not available; only \"text\"", rf.Type)
-	}
-	return invalid(codeInvalidValue, "response_format.type", "unknown response format %q", rf.Type)
 }
 
 func checkMessage(i int, m ChatMessage) (message, *apiError) {

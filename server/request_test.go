@@ -5,10 +5,14 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/deltafin/deltafin/engine/chat"
 	"github.com/stretchr/testify/require"
 )
 
 var testLimits = limits{modelID: "k3-tiny", vocabSize: 1024}
+
+// tools declares one tool, f, in a request body.
+const tools = `,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]`
 
 func TestDecodeChatRefuses(t *testing.T) {
 	const msgs = `"messages":[{"role":"user","content":"hi"}]`
@@ -41,11 +45,22 @@ func TestDecodeChatRefuses(t *testing.T) {
 		{"five stops", `{"model":"k3-tiny",` + msgs + `,"stop":["a","b","c","d","e"]}`, "stop", codeInvalidValue, 400},
 		{"empty stop", `{"model":"k3-tiny",` + msgs + `,"stop":["a",""]}`, "stop[1]", codeInvalidValue, 400},
 		{"stop number", `{"model":"k3-tiny",` + msgs + `,"stop":3}`, "stop", codeInvalidValue, 400},
-		{"tool_choice required", `{"model":"k3-tiny",` + msgs + `,"tool_choice":"required"}`, "tool_choice", codeUnsupported, 400},
-		{"tool_choice function", `{"model":"k3-tiny",` + msgs + `,"tool_choice":{"type":"function","function":{"name":"f"}}}`, "tool_choice", codeUnsupported, 400},
+		{"tool_choice required without tools", `{"model":"k3-tiny",` + msgs + `,"tool_choice":"required"}`, "tool_choice", codeInvalidValue, 400},
+		{"tool_choice names no tool", `{"model":"k3-tiny",` + msgs + tools + `,"tool_choice":{"type":"function","function":{"name":"g"}}}`, "tool_choice.function.name", codeInvalidValue, 400},
+		{"tool_choice unknown field", `{"model":"k3-tiny",` + msgs + tools + `,"tool_choice":{"type":"function","function":{"name":"f"},"x":1}}`, "tool_choice.x", codeUnknown, 400},
+		{"tool_choice type", `{"model":"k3-tiny",` + msgs + tools + `,"tool_choice":{"type":"custom","function":{"name":"f"}}}`, "tool_choice.type", codeInvalidValue, 400},
+		{"tool declared twice", `{"model":"k3-tiny",` + msgs + `,"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}}]}`, "tools[1].function.name", codeInvalidValue, 400},
+		{"tool parameters not an object", `{"model":"k3-tiny",` + msgs + `,"tools":[{"type":"function","function":{"name":"f","parameters":[1]}}]}`, "tools[0].function.parameters", codeInvalidValue, 400},
+		{"parallel_tool_calls type", `{"model":"k3-tiny",` + msgs + `,"parallel_tool_calls":"no"}`, "parallel_tool_calls", codeInvalidValue, 400},
+		{"json_schema missing", `{"model":"k3-tiny",` + msgs + `,"response_format":{"type":"json_schema"}}`, "response_format.json_schema", codeMissing, 400},
+		{"json_schema name", `{"model":"k3-tiny",` + msgs + `,"response_format":{"type":"json_schema","json_schema":{"name":"a b"}}}`, "response_format.json_schema.name", codeInvalidValue, 400},
+		{"json_schema unknown field", `{"model":"k3-tiny",` + msgs + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","mode":1}}}`, "response_format.json_schema.mode", codeUnknown, 400},
+		{"json_schema not an object", `{"model":"k3-tiny",` + msgs + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":true}}}`, "response_format.json_schema.schema", codeInvalidValue, 400},
+		{"strict schema invalid", `{"model":"k3-tiny",` + msgs + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":{"type":5}}}}`, "response_format.json_schema.schema", codeInvalidValue, 400},
+		{"strict schema reads no files", `{"model":"k3-tiny",` + msgs + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":{"$ref":"file:///etc/passwd"}}}}`, "response_format.json_schema.schema", codeInvalidValue, 400},
+		{"json_object with a schema", `{"model":"k3-tiny",` + msgs + `,"response_format":{"type":"json_object","json_schema":{"name":"x"}}}`, "response_format.json_schema", codeInvalidValue, 400},
+		{"response_format type", `{"model":"k3-tiny",` + msgs + `,"response_format":{"type":"yaml"}}`, "response_format.type", codeInvalidValue, 400},
 		{"tool_choice bogus", `{"model":"k3-tiny",` + msgs + `,"tool_choice":"sometimes"}`, "tool_choice", codeInvalidValue, 400},
-		{"json_object", `{"model":"k3-tiny",` + msgs + `,"response_format":{"type":"json_object"}}`, "response_format", codeUnsupported, 400},
-		{"json_schema", `{"model":"k3-tiny",` + msgs + `,"response_format":{"type":"json_schema","json_schema":{"name":"x"}}}`, "response_format", codeUnsupported, 400},
 		{"image part", `{"model":"k3-tiny","messages":[{"role":"user","content":[{"type":"text","text":"see"},{"type":"image_url","image_url":{"url":"data:x"}}]}]}`, "messages[0].content[1]", codeUnsupported, 400},
 		{"audio part", `{"model":"k3-tiny","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"x","format":"wav"}}]}]}`, "messages[0].content[0]", codeUnsupported, 400},
 		{"unknown part", `{"model":"k3-tiny","messages":[{"role":"user","content":[{"type":"video"}]}]}`, "messages[0].content[0].type", codeInvalidValue, 400},
@@ -100,6 +115,36 @@ func TestDecodeChatAccepts(t *testing.T) {
 		}},
 		{"ignored sampling fields", `{"model":"k3-tiny","messages":[{"role":"user","content":"hi"}],"temperature":0.7,"top_p":0.9,"n":1,"seed":4,"user":"u","presence_penalty":0,"frequency_penalty":0,"logprobs":false,"top_logprobs":0,"logit_bias":{},"stop":null,"store":false,"metadata":{"a":"b"},"parallel_tool_calls":true,"tool_choice":"auto","response_format":{"type":"text"},"modalities":["text"]}`, func(t *testing.T, g *genRequest) {
 			require.Len(t, g.messages, 1)
+		}},
+		{"tool_choice required", `{"model":"k3-tiny","messages":[{"role":"user","content":"hi"}]` + tools + `,"tool_choice":"required","parallel_tool_calls":false}`, func(t *testing.T, g *genRequest) {
+			require.Equal(t, "required", g.toolChoice)
+			require.Empty(t, g.toolName)
+			require.False(t, g.parallel)
+			require.Equal(t, 1, g.parseOptions("id").MaxCalls)
+		}},
+		{"tool_choice named", `{"model":"k3-tiny","messages":[{"role":"user","content":"hi"}]` + tools + `,"tool_choice":{"type":"function","function":{"name":"f"}}}`, func(t *testing.T, g *genRequest) {
+			require.Equal(t, "f", g.toolName)
+			require.True(t, g.parallel)
+			o := chatOptions(g)
+			require.Equal(t, "f", o.ToolName)
+		}},
+		{"json_object", `{"model":"k3-tiny","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}}`, func(t *testing.T, g *genRequest) {
+			require.Equal(t, &chat.ResponseFormat{Type: "json_object"}, g.format)
+			require.Nil(t, g.check(`{"a":1}`))
+			require.Equal(t, finishInvalidJSON, g.check(`{"a":`).Code)
+		}},
+		{"json_schema strict", `{"model":"k3-tiny","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","description":"d","strict":true,
+			"schema":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"],"additionalProperties":false}}}}`, func(t *testing.T, g *genRequest) {
+			require.Equal(t, "json_schema", g.format.Type)
+			require.JSONEq(t, `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"],"additionalProperties":false}`, string(g.format.Schema))
+			require.Nil(t, g.check(`{"n":3}`))
+			require.Equal(t, finishSchemaMismatch, g.check(`{"n":"3"}`).Code)
+			require.Equal(t, finishSchemaMismatch, g.check(`{"n":3,"m":1}`).Code)
+			require.Equal(t, finishInvalidJSON, g.check(`n=3`).Code)
+		}},
+		{"json_schema not strict is not checked", `{"model":"k3-tiny","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}}}`, func(t *testing.T, g *genRequest) {
+			require.Equal(t, "json_schema", g.format.Type)
+			require.Nil(t, g.check)
 		}},
 		{"empty stop list", `{"model":"k3-tiny","messages":[{"role":"user","content":"hi"}],"stop":[]}`, nil},
 		{"stream with usage", `{"model":"k3-tiny","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}`, func(t *testing.T, g *genRequest) {

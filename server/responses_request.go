@@ -120,7 +120,9 @@ func checkResponseFields(req *ResponseRequest) *apiError {
 	case req.Truncation != nil && *req.Truncation != "disabled":
 		return unsupported("truncation", "only \"disabled\": a conversation longer than the context is refused, never cut")
 	}
-	if _, e := checkToolChoice(req.ToolChoice); e != nil {
+	// Without tools only "auto" and "none" pass: "required" and a named
+	// function are refused as the chat endpoint refuses them without tools.
+	if _, _, e := checkToolChoice(req.ToolChoice, nil); e != nil {
 		return e
 	}
 	if req.Text != nil {

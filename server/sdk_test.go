@@ -183,8 +183,8 @@ func TestSDKErrors(t *testing.T) {
 				openai.TextContentPart("what is this?"),
 				openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: "https://example.com/cat.png"}),
 			})}}, 400, "messages[0].content[1]", codeUnsupported},
-		{"json mode", client, openai.ChatCompletionNewParams{Model: tinyID, Messages: user, ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{
-			OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}}, 400, "response_format", codeUnsupported},
+		{"json schema name", client, openai.ChatCompletionNewParams{Model: tinyID, Messages: user, ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{
+			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "not a name"}}}}, 400, "response_format.json_schema.name", codeInvalidValue},
 		{"model", client, openai.ChatCompletionNewParams{Model: "gpt-4o", Messages: user}, 404, "model", "model_not_found"},
 		{"api key", sdkClient(base, option.WithAPIKey("wrong")), openai.ChatCompletionNewParams{Model: tinyID, Messages: user}, 401, "", "invalid_api_key"},
 	}

@@ -64,10 +64,12 @@ type Hub struct {
 	// (200 with the whole file), which a client must cope with.
 	WholeSmallFiles bool
 
-	mu    sync.Mutex
-	fault Fault
-	sigs  map[string]int // uses of each signed URL
-	nsig  int
+	mu     sync.Mutex
+	fault  Fault
+	sigs   map[string]int // uses of each signed URL
+	nsig   int
+	active int        // requests in a handler now
+	idle   *sync.Cond // on mu: signalled when active drops to 0
 
 	Requests atomic.Int64 // CDN range requests
 	Served   atomic.Int64 // file bytes sent (CDN and hub)
@@ -80,6 +82,7 @@ type Hub struct {
 func New(t testing.TB, dir string) *Hub {
 	t.Helper()
 	h := &Hub{t: t, Files: map[string]*File{}, PageSize: 4}
+	h.idle = sync.NewCond(&h.mu)
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	for _, e := range ents {
@@ -116,6 +119,31 @@ func (h *Hub) add(f *File) {
 	h.Order = append(h.Order, f.Path)
 }
 
+// WaitIdle returns once no request is in the hub's or the CDN's handlers:
+// a test that counts Served from here on counts no byte of a request that
+// an earlier, cancelled or killed, client had made.
+func (h *Hub) WaitIdle() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for h.active > 0 {
+		h.idle.Wait()
+	}
+}
+
+// track counts a request in a handler until the returned func is called.
+func (h *Hub) track() func() {
+	h.mu.Lock()
+	h.active++
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		if h.active--; h.active == 0 {
+			h.idle.Broadcast()
+		}
+		h.mu.Unlock()
+	}
+}
+
 func (h *Hub) SetFault(f Fault) {
 	h.mu.Lock()
 	h.fault = f
@@ -142,6 +170,7 @@ func (h *Hub) authorized(w http.ResponseWriter, r *http.Request) bool {
 }
 
 func (h *Hub) serveHub(w http.ResponseWriter, r *http.Request) {
+	defer h.track()()
 	treePrefix := "/api/models/" + Repo + "/tree/"
 	resolvePrefix := "/" + Repo + "/resolve/"
 	switch {
@@ -244,6 +273,7 @@ func (h *Hub) serveTree(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Hub) serveCDN(w http.ResponseWriter, r *http.Request) {
+	defer h.track()()
 	if r.Header.Get("Authorization") != "" {
 		http.Error(w, "the CDN must not receive the hub token", http.StatusBadRequest)
 		return

@@ -12,6 +12,13 @@
 // segment boundaries are part of the token contract: merging two ordinary
 // segments would change the ids.
 //
-// Parser splits a thinking-mode completion at <|open|>response<|sep|> into
-// reasoning_content and content, incrementally, for streaming.
+// Parser reads generated text incrementally, for streaming: a scanner
+// (scan.go) cuts it into text and XTML tags, and the parser (parser.go,
+// calls.go) splits it into reasoning_content, content and tool calls, as
+// Events: Reasoning and Content text, CallStart {Call, ID, Name},
+// CallArguments fragments of the arguments as the JSON text OpenAI sends,
+// CallDone, CallFailed. Typed arguments become a JSON object, a raw json
+// block its text. A tools block that does not parse (cut off, an unknown
+// tag, a value not of its type) becomes content, raw, with Output.Err set:
+// the Raw of the events always adds up to the text parsed.
 package chat

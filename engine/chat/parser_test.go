@@ -29,8 +29,9 @@ var parseCases = []parseCase{
 	{"no markers at all is content", true, "Just an answer.", false, "", "Just an answer."},
 	{"empty", true, "", false, "", ""},
 	{"thinking off", false, "Hi there.<|close|>response<|sep|><|close|>message<|sep|>", false, "", "Hi there."},
-	{"thinking off, end of message", false, "Hi<|end_of_msg|>ignored", false, "", "Hi"},
-	{"tool block after the answer is dropped", true, "r<|close|>think<|sep|><|open|>response<|sep|>ok<|close|>response<|sep|><|open|>tools<|sep|>x", false, "r", "ok"},
+	{"thinking off, end of message", false, "Hi<|end_of_msg|>", false, "", "Hi"},
+	{"text after the end of the message is kept", false, "Hi<|close|>message<|sep|> more", false, "", "Hi more"},
+	{"a malformed tool block is content", true, "r<|close|>think<|sep|><|open|>response<|sep|>ok<|close|>response<|sep|><|open|>tools<|sep|>x", false, "r", "okx"},
 }
 
 // feed runs text through a parser in the given chunks and checks that the

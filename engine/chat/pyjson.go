@@ -171,8 +171,15 @@ func (v jvalue) write(b *strings.Builder, compact bool) {
 }
 
 func writePyString(b *strings.Builder, s string) {
-	const hex = "0123456789abcdef"
 	b.WriteByte('"')
+	writeEscaped(b, s)
+	b.WriteByte('"')
+}
+
+// writeEscaped writes s as the inside of a JSON string, as json.dumps does
+// with ensure_ascii=False.
+func writeEscaped(b *strings.Builder, s string) {
+	const hex = "0123456789abcdef"
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch c {
@@ -200,7 +207,6 @@ func writePyString(b *strings.Builder, s string) {
 			}
 		}
 	}
-	b.WriteByte('"')
 }
 
 // pyNumber formats a JSON number literal as Python prints the value

@@ -83,8 +83,15 @@ type Options struct {
 	Effort   string // low, high or max ("" = max); ignored when Thinking is off
 	Tools    []Tool
 	// ToolChoice "required" or "none" adds the tool-choice instruction;
-	// "" and "auto" add nothing.
+	// "" and "auto" add nothing. "required" also starts the generation
+	// inside the tools block (the prompt ends with its opening tags, an
+	// empty think and response before them), so the model writes a call.
 	ToolChoice string
+	// ToolName forces a call of this tool: the "required" instruction, and
+	// the prompt ends inside the call's opening tag, so the model writes
+	// only its arguments. The official template has no text for a named
+	// tool_choice; "required" is the one that says a call must come.
+	ToolName string
 	// ResponseFormat "json_object" or "json_schema" (with Schema) adds the
 	// response-format instruction.
 	ResponseFormat *ResponseFormat
@@ -102,8 +109,8 @@ type ResponseFormat struct {
 // DefaultOptions are K3's defaults: thinking on at effort max.
 func DefaultOptions() Options { return Options{Thinking: true, Effort: "max"} }
 
-// Efforts lists the accepted thinking efforts.
-var Efforts = []string{"low", "high", "max"}
+// Efforts lists the accepted thinking efforts, in a fresh slice.
+func Efforts() []string { return []string{"low", "high", "max"} }
 
 // CheckEffort returns ErrEffort unless effort is "", low, high or max.
 // "medium" is refused although K3's own instruction text names it: the
@@ -226,10 +233,10 @@ func Render(msgs []Message, opts Options) ([]Segment, error) {
 			return nil, fmt.Errorf("%w: message %d has role %q (want system, user, assistant or tool)", ErrMessage, i, m.Role)
 		}
 	}
-	switch opts.ToolChoice {
-	case "required":
+	switch {
+	case opts.forced():
 		r.internal("tool-choice", "The system is invoked with `tool_choice=required`.\nYou MUST call tools in the next message.")
-	case "none":
+	case opts.ToolChoice == "none":
 		r.internal("tool-choice", "The system is invoked with `tool_choice=none`.\nYou MUST NOT call any tools in the next message.")
 	}
 	if err := r.responseFormat(opts.ResponseFormat); err != nil {
@@ -237,14 +244,32 @@ func Render(msgs []Message, opts Options) ([]Segment, error) {
 	}
 	if !opts.NoGenerationPrompt {
 		r.open("message", "role", "assistant")
-		if opts.Thinking {
+		switch {
+		case opts.forced():
+			// The turn so far as the renderer writes an assistant
+			// message with no reasoning and no content, then the
+			// tools block opened.
+			if opts.Thinking {
+				r.open("think")
+				r.close("think")
+			}
+			r.open("response")
+			r.close("response")
+			r.open("tools")
+			if opts.ToolName != "" {
+				r.open("call", "tool", opts.ToolName, "index", "1")
+			}
+		case opts.Thinking:
 			r.open("think")
-		} else {
+		default:
 			r.open("response")
 		}
 	}
 	return r.segs, nil
 }
+
+// forced reports whether the options force a tool call.
+func (o Options) forced() bool { return o.ToolChoice == "required" || o.ToolName != "" }
 
 func (r *renderer) plain(role string, m Message) error {
 	if m.Name != "" {

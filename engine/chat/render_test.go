@@ -138,8 +138,9 @@ func TestChatCases(t *testing.T) {
 	}
 }
 
-// The example of docs/K3-ARCHITECTURE.md §7.2: 38 segments, and the user's
-// literal <|open|> is plain text, so the special appears 4 times.
+// One user message with the defaults renders as 38 segments, and the user's
+// literal <|open|> is plain text, so the special appears 4 times
+// (docs/MODEL.md §7).
 func TestUserTextCannotInjectControl(t *testing.T) {
 	tok, err := tokenizer.Load("../../testdata/tokenizer")
 	require.NoError(t, err)
@@ -277,7 +278,8 @@ func TestInternalMessages(t *testing.T) {
 	require.Contains(t, got, `<|open|>message role="system"<|sep|>be brief<|close|>`)
 	require.Contains(t, got, "`tool_choice=required`.\nYou MUST call tools in the next message.")
 	require.Contains(t, got, "must match the following schema:\n```json\n{\"properties\":{},\"type\":\"object\"}\n```")
-	require.True(t, strings.HasSuffix(got, `<|open|>message role="assistant"<|sep|><|open|>response<|sep|>`))
+	// Required: generation starts inside the tools block.
+	require.True(t, strings.HasSuffix(got, `<|open|>message role="assistant"<|sep|><|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|>`))
 }
 
 func TestPromptNeedsControlTokens(t *testing.T) {
@@ -291,4 +293,72 @@ func TestPromptNeedsControlTokens(t *testing.T) {
 	_, err = Prompt(tok, []Message{{Role: "user", Content: "hi"}}, DefaultOptions())
 	require.ErrorIs(t, err, ErrTokenizer)
 	require.ErrorContains(t, err, Open)
+}
+
+// testdata/chat/format_cases.json: tool_choice and response_format rendered
+// by the Kimi-K3 Jinja port (gen_format_cases.py). "required" renders
+// exactly that prompt, then opens the tools block the way the renderer
+// writes an assistant turn with no reasoning and no content, so that the
+// model writes a call.
+func TestFormatCases(t *testing.T) {
+	raw, err := os.ReadFile("../../testdata/chat/format_cases.json")
+	require.NoError(t, err)
+	var cases []struct {
+		Name  string `json:"name"`
+		Input struct {
+			Messages       []json.RawMessage `json:"messages"`
+			Tools          []json.RawMessage `json:"tools"`
+			Thinking       *bool             `json:"thinking"`
+			ToolChoice     string            `json:"tool_choice"`
+			ResponseFormat *struct {
+				Type       string `json:"type"`
+				JSONSchema *struct {
+					Schema json.RawMessage `json:"schema"`
+				} `json:"json_schema"`
+			} `json:"response_format"`
+		} `json:"input"`
+		Rendered string `json:"rendered"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &cases))
+	require.Len(t, cases, 8)
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			opts := DefaultOptions()
+			if c.Input.Thinking != nil {
+				opts.Thinking = *c.Input.Thinking
+			}
+			var msgs []Message
+			for _, m := range c.Input.Messages {
+				msgs = append(msgs, fromOpenAI(t, m))
+			}
+			for _, tool := range c.Input.Tools {
+				opts.Tools = append(opts.Tools, Tool(tool))
+			}
+			opts.ToolChoice = c.Input.ToolChoice
+			if rf := c.Input.ResponseFormat; rf != nil {
+				opts.ResponseFormat = &ResponseFormat{Type: rf.Type}
+				if rf.JSONSchema != nil {
+					opts.ResponseFormat.Schema = rf.JSONSchema.Schema
+				}
+			}
+			segs, err := Render(msgs, opts)
+			require.NoError(t, err)
+			want := c.Rendered
+			if opts.ToolChoice == "required" {
+				if opts.Thinking {
+					want += "<|close|>think<|sep|><|open|>response<|sep|>"
+				}
+				want += "<|close|>response<|sep|><|open|>tools<|sep|>"
+			}
+			require.Equal(t, want, joined(segs))
+
+			// A named tool: the same prompt, inside the call's tag.
+			if opts.ToolChoice == "required" {
+				opts.ToolChoice, opts.ToolName = "", "get_weather"
+				segs, err := Render(msgs, opts)
+				require.NoError(t, err)
+				require.Equal(t, want+`<|open|>call tool="get_weather" index="1"<|sep|>`, joined(segs))
+			}
+		})
+	}
 }

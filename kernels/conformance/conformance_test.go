@@ -13,6 +13,7 @@ import (
 // The tolerances are tight enough that one wrong weight (a flipped nibble,
 // byte or bit of a scale) is caught: the conformance tests can fail.
 func TestToleranceCatchesOneWrongWeight(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, dt := range []kernels.DType{kernels.F32, kernels.BF16, kernels.F16, kernels.I8, kernels.MXFP4} {
 		for _, cols := range []int{64, 3584} {

@@ -42,7 +42,7 @@ type Device interface {
 	Submit() error
 }
 
-// Backend is a kernels.Backend and kernels.LayerOps on a Device.
+// Backend is a kernels.Backend on a Device.
 type Backend struct {
 	name     string
 	mu       sync.Mutex
@@ -52,10 +52,7 @@ type Backend struct {
 	res      residency
 }
 
-var (
-	_ kernels.Backend  = (*Backend)(nil)
-	_ kernels.LayerOps = (*Backend)(nil)
-)
+var _ kernels.Backend = (*Backend)(nil)
 
 // New returns a backend called name on dev; calls the device cannot run go
 // to fallback (the fastest CPU backend when nil).
@@ -130,7 +127,5 @@ func (b *Backend) grid(groups int) (gx, gy int) {
 	gx = max(min(groups, b.dev.MaxGroups()), 1)
 	return gx, (groups + gx - 1) / gx
 }
-
-func (b *Backend) groups() int { return b.dev.MaxGroups() }
 
 func f32bits(v float32) uint32 { return math.Float32bits(v) }

@@ -1,6 +1,5 @@
 // Package gpu is the part of the GPU kernels backends that does not depend
-// on the graphics API: kernels.Backend and kernels.LayerOps over a Device
-// that holds numbered buffers and runs the compute shaders of
+// on the graphics API: kernels.Backend over a Device that holds numbered buffers and runs the compute shaders of
 // kernels/shaders in order. kernels/vulkan (Linux, tested here on lavapipe)
 // and kernels/metal (macOS) provide the Device; everything else, from the
 // row blocking to the push constants and the CPU fallback, is this package
@@ -11,5 +10,5 @@
 // (weights with a kernels.Matrix.Key only once: they stay in device memory,
 // resident.go), records its dispatches, submits and waits. When the device fails (or an
 // operand exceeds its limits) the call is computed on the CPU instead, by the
-// fallback kernels.Backend and kernels.RefLayerOps, and Err reports why.
+// fallback kernels.Backend, and Err reports why.
 package gpu

@@ -5,7 +5,6 @@
 package gpu_test
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -56,26 +55,5 @@ func TestLimitsSplitOrFallBack(t *testing.T) {
 		b.ExpertFFN(got, e, act, x, 1)
 		require.Equal(t, -1, conformance.Worst(want, got, conformance.FFNTol(e, act, x, 1)))
 		require.NoError(t, b.Err())
-	})
-
-	t.Run("attention and KDA beyond the limits run on the CPU", func(t *testing.T) {
-		b := gpu.New("vulkan", small{dev, 2, 1 << 20}, nil)
-		const T, nh, qk, dv = 3, 4, 8, 8
-		q, kc, vc := conformance.RandVec(rng, T*nh*qk), conformance.RandVec(rng, T*nh*qk), conformance.RandVec(rng, T*nh*dv)
-		want, got := make([]float32, T*nh*dv), make([]float32, T*nh*dv)
-		scale := float32(1 / math.Sqrt(qk))
-		kernels.RefLayerOps().Attention(want, q, kc, vc, T, nh, qk, dv, 0, scale)
-		b.Attention(got, q, kc, vc, T, nh, qk, dv, 0, scale)
-		require.Equal(t, want, got)
-		require.ErrorIs(t, b.Err(), gpu.ErrLimit)
-
-		g, beta := make([]float32, T*nh*dv), make([]float32, T*nh)
-		s1, s2 := conformance.RandVec(rng, nh*dv*dv), make([]float32, nh*dv*dv)
-		copy(s2, s1)
-		kernels.RefLayerOps().KDARecurrent(want, q, kc, vc, g, beta, s1, T, nh, dv)
-		b.KDARecurrent(got, q, kc, vc, g, beta, s2, T, nh, dv)
-		require.Equal(t, want, got)
-		require.Equal(t, s1, s2)
-		require.ErrorIs(t, b.Err(), gpu.ErrLimit)
 	})
 }

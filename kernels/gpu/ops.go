@@ -11,7 +11,6 @@ import (
 const (
 	slotW1, slotS1, slotW3, slotS3, slotW2, slotS2 = 0, 1, 2, 3, 4, 5
 	slotX, slotG, slotU, slotY                     = 6, 7, 8, 9
-	slotA, slotB, slotC, slotD                     = 10, 11, 12, 13
 )
 
 func (b *Backend) MatVec(dst []float32, w kernels.Matrix, x []float32) { b.MatMul(dst, w, x, 1) }

@@ -1,5 +1,5 @@
-// Package metal is the GPU kernels backend on the Mac: kernels.Backend and
-// kernels.LayerOps (through kernels/gpu) on the Metal device, running the
+// Package metal is the GPU kernels backend on the Mac: kernels.Backend
+// (through kernels/gpu) on the Metal device, running the
 // Metal Shading Language that SPIRV-Cross generated from the same SPIR-V the
 // Vulkan backend runs (kernels/shaders). Its place in the data flow is the
 // kernels' (downloader → disk → engine → kernels → tokens).

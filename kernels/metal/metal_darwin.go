@@ -58,7 +58,7 @@ func Open() (*gpu.Backend, error) {
 // OpenDevice opens the system default Metal device, checked by capability
 // (see the package doc), and compiles every shader.
 func OpenDevice() (*Device, error) {
-	n := len(shaders.Names)
+	n := len(shaders.Names())
 	src := unsafe.Slice((**C.char)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof((*C.char)(nil))))), n)
 	defer func() {
 		for _, p := range src {
@@ -67,7 +67,7 @@ func OpenDevice() (*Device, error) {
 		C.free(unsafe.Pointer(&src[0]))
 	}()
 	pipe := map[string]C.int{}
-	for i, name := range shaders.Names {
+	for i, name := range shaders.Names() {
 		msl, err := shaders.MSL(name)
 		if err != nil {
 			return nil, err

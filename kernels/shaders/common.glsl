@@ -1,5 +1,5 @@
 // Shared helpers of the Deltafin compute shaders. Every function here has a
-// Go twin it is tested against (kernels/ref.go, engine/norm.go).
+// Go twin it is tested against (kernels/ref.go: Activation.Apply).
 
 // dfExp is e^x in fp32 by Cephes' expf (range reduction by ln 2 in two
 // parts, degree-5 polynomial): about 1 ulp, where GLSL's exp only promises

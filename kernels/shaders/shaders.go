@@ -14,19 +14,26 @@ var ErrUnknown = errors.New("shaders: unknown shader")
 
 // The compute kernels. Each name has NAME.comp, NAME.spv and NAME.metal.
 const (
-	MatMul  = "matmul"  // y = W·x over any kernels.DType, n positions (matvec, prefill, expert FFN)
-	Act     = "act"     // the expert FFN's gated activation, in place
-	RMSNorm = "rmsnorm" // RMSNorm of each row
-	KDA     = "kda"     // the KDA gated delta rule over T tokens
-	Attn    = "attn"    // causal attention over the MLA cache
-	MMTile  = "mmtile"  // y = W·x for n ≥ 2 positions in 64×32 tiles (prefill)
+	MatMul = "matmul" // y = W·x over any kernels.DType, n positions (matvec, prefill, expert FFN)
+	Act    = "act"    // the expert FFN's gated activation, in place
+	MMTile = "mmtile" // y = W·x for n ≥ 2 positions in 64×32 tiles (prefill)
 )
 
-// Names lists every shader, in a fixed order (backends index pipelines by it).
-var Names = []string{MatMul, Act, RMSNorm, KDA, Attn, MMTile}
+// Names lists every shader, in a fixed order (backends index pipelines by
+// it); each call returns a new slice.
+func Names() []string { return []string{MatMul, Act, MMTile} }
 
-// Bindings is how many storage buffers each shader binds (SPIR-V bindings 1..n).
-var Bindings = map[string]int{MatMul: 4, Act: 2, RMSNorm: 3, KDA: 7, Attn: 5, MMTile: 4}
+// Bindings is how many storage buffers a shader binds (SPIR-V bindings
+// 1..n), 0 for a name this package does not hold.
+func Bindings(name string) int {
+	switch name {
+	case MatMul, MMTile:
+		return 4 // weights, scales, x, y
+	case Act:
+		return 2 // g, u
+	}
+	return 0
+}
 
 // LocalSize is every shader's workgroup width (local_size_x).
 const LocalSize = 64

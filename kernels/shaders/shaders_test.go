@@ -9,7 +9,8 @@ import (
 )
 
 func TestEveryShaderHasSPIRVAndMSL(t *testing.T) {
-	for _, name := range Names {
+	t.Parallel()
+	for _, name := range Names() {
 		t.Run(name, func(t *testing.T) {
 			spv, err := SPIRV(name)
 			require.NoError(t, err)
@@ -19,16 +20,36 @@ func TestEveryShaderHasSPIRVAndMSL(t *testing.T) {
 			require.Contains(t, msl, "kernel void main0(")
 			// Storage buffers are Metal buffers 1..n, push constants buffer 0.
 			require.Contains(t, msl, "[[buffer(0)]]")
-			require.Contains(t, msl, fmt.Sprintf("[[buffer(%d)]]", Bindings[name]))
-			require.NotContains(t, msl, fmt.Sprintf("[[buffer(%d)]]", Bindings[name]+1))
+			require.Contains(t, msl, fmt.Sprintf("[[buffer(%d)]]", Bindings(name)))
+			require.NotContains(t, msl, fmt.Sprintf("[[buffer(%d)]]", Bindings(name)+1))
 		})
 	}
 }
 
+// Names is every embedded shader: one compiled but not listed would never
+// get a pipeline.
+func TestNamesListsEveryEmbeddedShader(t *testing.T) {
+	t.Parallel()
+	var embedded []string
+	ents, err := files.ReadDir(".")
+	require.NoError(t, err)
+	for _, e := range ents {
+		if name, ok := strings.CutSuffix(e.Name(), ".spv"); ok {
+			embedded = append(embedded, name)
+		}
+	}
+	require.ElementsMatch(t, embedded, Names())
+	for _, name := range Names() {
+		require.Positive(t, Bindings(name), name)
+	}
+}
+
 func TestUnknownShader(t *testing.T) {
+	t.Parallel()
 	_, err := SPIRV("nope")
 	require.ErrorIs(t, err, ErrUnknown)
 	_, err = MSL("nope")
 	require.ErrorIs(t, err, ErrUnknown)
 	require.True(t, strings.Contains(err.Error(), "nope"))
+	require.Zero(t, Bindings("nope"))
 }

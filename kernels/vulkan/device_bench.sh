@@ -5,7 +5,7 @@
 #
 # Built beforehand on the development machine (`make gpu-bundle`), and
 # carried with the working tree:
-#   bin/gpu/vulkan.test   go test -c ./kernels/vulkan (dlopens libvulkan.so.1)
+#   bin/gpu/vulkan.test   go test -c -tags slow ./kernels/vulkan (dlopens libvulkan.so.1)
 #   bin/gpu/deltafin      go build .
 #   .gl/*.deb             libvulkan1 (the loader), used only when the machine
 #                         has none: unpacked into / and registered with ldconfig

@@ -1,5 +1,5 @@
-// Package vulkan is the GPU kernels backend on Linux: kernels.Backend (and
-// kernels.LayerOps) over the Vulkan C API through cgo, running the SPIR-V
+// Package vulkan is the GPU kernels backend on Linux: kernels.Backend over
+// the Vulkan C API through cgo (by way of kernels/gpu), running the SPIR-V
 // compute shaders of kernels/shaders. It sits where the CPU kernels do in
 // the data flow (downloader → disk → engine → kernels → tokens): the engine
 // hands it weight bytes as they are on disk and fp32 activations.
@@ -20,7 +20,7 @@
 // it; keyed weights are uploaded once to device-local memory. Calls are
 // serialised. Importing the package also offers the backend to "auto"
 // (kernels.RegisterAccelerator) when a hardware GPU is present. When the device
-// fails mid-call the call is computed by the pure-Go reference instead (an
-// exact fallback) and Err reports the failure. Builds without cgo or for
+// fails mid-call the call is computed by the fastest CPU backend instead
+// and Err reports the failure. Builds without cgo or for
 // other systems have Open return ErrUnsupported.
 package vulkan

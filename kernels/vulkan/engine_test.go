@@ -1,16 +1,17 @@
-//go:build linux && cgo
+//go:build slow && linux && cgo
+
+// The whole engine on the Vulkan backend: minutes on software Vulkan, so
+// only with -tags slow (make test).
 
 package vulkan_test
 
 import (
-	"encoding/binary"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/safetensors"
+	"github.com/deltafin/deltafin/internal/testref"
 	"github.com/deltafin/deltafin/kernels"
 	"github.com/deltafin/deltafin/kernels/vulkan"
 	"github.com/stretchr/testify/require"
@@ -19,31 +20,13 @@ import (
 // refTensors reads a reference.safetensors (F32 and I64 tensors by name).
 func refTensors(t *testing.T, path string) (f32 map[string][]float32, i64 map[string][]int) {
 	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	st, err := f.Stat()
-	require.NoError(t, err)
-	h, err := safetensors.Read(f, st.Size())
-	require.NoError(t, err)
 	f32, i64 = map[string][]float32{}, map[string][]int{}
-	for _, x := range h.Tensors {
-		b := make([]byte, x.Size)
-		_, err := f.ReadAt(b, x.Offset)
-		require.NoError(t, err)
+	for _, x := range testref.All(t, path) {
 		switch x.DType {
 		case "F32":
-			v := make([]float32, len(b)/4)
-			for i := range v {
-				v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-			}
-			f32[x.Name] = v
+			f32[x.Name] = testref.F32s(x.Data)
 		case "I64":
-			v := make([]int, len(b)/8)
-			for i := range v {
-				v[i] = int(int64(binary.LittleEndian.Uint64(b[8*i:])))
-			}
-			i64[x.Name] = v
+			i64[x.Name] = testref.I64s(x.Data)
 		}
 	}
 	return f32, i64
@@ -63,13 +46,10 @@ func TestEngineReferenceOnVulkan(t *testing.T) {
 	require.NoError(t, err)
 	t.Run("vulkan", func(t *testing.T) { engineReference(t, be, "vulkan") })
 	require.Positive(t, be.ResidentBytes(), "the pinned spine stayed on the device")
-	defer func(a, b, c int) {
-		kernels.AccelDecodeMinBytes, kernels.AccelResidentMinPositions, kernels.AccelStreamedMinPositions = a, b, c
-	}(kernels.AccelDecodeMinBytes, kernels.AccelResidentMinPositions, kernels.AccelStreamedMinPositions)
 	// Tiny matrices: the device's thresholds would keep them all on the CPU.
-	kernels.AccelDecodeMinBytes, kernels.AccelResidentMinPositions, kernels.AccelStreamedMinPositions = 0, 2, 2
+	every := kernels.AccelOptions{DecodeMinBytes: 0, ResidentMinPositions: 2, StreamedMinPositions: 2}
 	t.Run("accelerated", func(t *testing.T) {
-		engineReference(t, kernels.Accelerate(be, kernels.Default()), "vulkan+"+kernels.Default().Name())
+		engineReference(t, kernels.Accelerate(be, kernels.Default(), every), "vulkan+"+kernels.Default().Name())
 	})
 	require.NoError(t, be.Err(), "every product sent to the device ran there")
 }

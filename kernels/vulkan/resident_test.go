@@ -28,7 +28,7 @@ func TestResidentWeightsGiveTheSameResult(t *testing.T) {
 			kernels.Ref().MatMul(want, w, x, 3)
 			b := gpu.New("vulkan", limited{sharedDev, 49 * len(w.Data) / 300}, nil) // 49-row blocks
 			b.MatMul(plain, w, x, 3)
-			requireWithin(t, want, plain, conformance.MatMulTol(w, x, 3), dt.String())
+			conformance.RequireWithin(t, want, plain, conformance.MatMulTol(w, x, 3), dt.String())
 
 			w.Key = kernels.NewKey()
 			for pass := range 3 {
@@ -66,7 +66,7 @@ func TestResidentEvictsTheLeastRecentlyUsed(t *testing.T) {
 		want, got := make([]float32, 64), make([]float32, 64)
 		kernels.Ref().MatVec(want, w, x)
 		b.MatVec(got, w, x)
-		requireWithin(t, want, got, conformance.MatMulTol(w, x, 1), "matvec")
+		conformance.RequireWithin(t, want, got, conformance.MatMulTol(w, x, 1), "matvec")
 	}
 	run(ws[0])
 	run(ws[1])
@@ -106,7 +106,7 @@ func TestResidentExpertFFN(t *testing.T) {
 				b.ExpertFFN(got, e, act, x, n)
 				b.ExpertFFN(got, e, act, x, n)
 				require.Equal(t, plain, got)
-				requireWithin(t, want, got, conformance.FFNTol(e, act, x, n), name)
+				conformance.RequireWithin(t, want, got, conformance.FFNTol(e, act, x, n), name)
 				require.Greater(t, b.ResidentBytes(), before)
 			})
 		}

@@ -86,7 +86,7 @@ func OpenDevice(prefer ...DeviceType) (*Device, error) {
 	}
 	// The SPIR-V goes to C in C memory (cgo forbids Go pointers to Go
 	// pointers); vkCreateShaderModule copies it.
-	n := len(shaders.Names)
+	n := len(shaders.Names())
 	code := unsafe.Slice((**C.uint32_t)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof((*C.uint32_t)(nil))))), n)
 	sizes := make([]C.size_t, n)
 	defer func() {
@@ -96,7 +96,7 @@ func OpenDevice(prefer ...DeviceType) (*Device, error) {
 		C.free(unsafe.Pointer(&code[0]))
 	}()
 	pipe := map[string]C.int{}
-	for i, name := range shaders.Names {
+	for i, name := range shaders.Names() {
 		spv, err := shaders.SPIRV(name)
 		if err != nil {
 			return nil, err

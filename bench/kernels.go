@@ -1,0 +1,363 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/deltafin/deltafin/kernels"
+)
+
+// ErrNoKernel is Kernels' error when KernelsOptions.Only matches no kernel.
+var ErrNoKernel = errors.New("bench: no such kernel")
+
+// KernelsOptions configures Kernels. Zero values pick the defaults.
+type KernelsOptions struct {
+	// Backend is a name for kernels.Open ("auto" when empty).
+	Backend string
+	// Threads is "all cores" (runtime.NumCPU() when 0).
+	Threads int
+	// BufferBytes is the buffer that the memory read streams over and that
+	// the weight matrices rotate through, so every call reads from DRAM, not
+	// from the last-level cache: 1 GiB by default, and at least twice the
+	// largest kernel's weights.
+	BufferBytes int
+	// MinTime is how long each figure is measured (300 ms by default); it
+	// is the best of at least two passes of about 128 MiB each.
+	MinTime time.Duration
+	// Shrink divides every matrix's rows (1 = K3 sizes); tests use it to
+	// run in a moment.
+	Shrink int
+	// Only keeps the kernels whose name contains it (empty: all).
+	Only string
+}
+
+// KernelsReport is what `deltafin bench kernels --json` prints.
+type KernelsReport struct {
+	Backend     string `json:"backend"`
+	MemThreads  int    `json:"mem_threads"`
+	BufferBytes int    `json:"buffer_bytes"`
+	// MemReadGBps is the streaming read bandwidth with all threads, the
+	// limit every ratio is relative to: the best read of the whole run (a
+	// measurement before the kernels and the passes interleaved with them).
+	MemReadGBps float64 `json:"mem_read_gbps"`
+	// MemReadOneGBps is the same with one thread, for context.
+	MemReadOneGBps float64        `json:"mem_read_one_thread_gbps"`
+	Kernels        []KernelResult `json:"kernels"`
+}
+
+// KernelResult is one kernel's effective weight bandwidth: weight bytes
+// (elements and scales) read per second.
+type KernelResult struct {
+	Name    string  `json:"name"`
+	Threads int     `json:"threads"`
+	GBps    float64 `json:"gbps"`
+	Ratio   float64 `json:"ratio"` // GBps / MemReadGBps
+	// PairedRatio is GBps over the best read of the passes interleaved
+	// with this kernel's: on a shared machine, the fairer of the two.
+	PairedRatio float64 `json:"paired_ratio"`
+}
+
+// benchCase is one kernel on K3-sized matrices laid out from offset 0 of a
+// slot of the buffer; call runs it once on that slot's bytes.
+type benchCase struct {
+	name  string
+	bytes int // weight bytes per call
+	mats  func(slot []byte) []kernels.Matrix
+	// call runs the kernel on slot's matrices, which carry key as their
+	// Matrix.Key (0: not resident).
+	call func(b kernels.Backend, slot []byte, key uint64)
+	// resident: the matrices get keys, so a GPU backend reads them from
+	// its own memory after the first pass; only benched on GPU backends.
+	resident bool
+}
+
+// matBytes is the size of a matrix's elements and of its scales.
+func matBytes(dt kernels.DType, rows, cols int) (data, scales int) {
+	n := rows * cols
+	switch dt {
+	case kernels.F32:
+		return 4 * n, 0
+	case kernels.BF16, kernels.F16:
+		return 2 * n, 0
+	case kernels.I8:
+		return n, 4 * rows
+	}
+	return n / 2, n / kernels.MXFP4GroupSize
+}
+
+// matAt views a matrix at slot[off:], elements then scales (as an expert's
+// span stores them), and returns the offset after it.
+func matAt(slot []byte, dt kernels.DType, rows, cols, off int) (kernels.Matrix, int) {
+	data, scales := matBytes(dt, rows, cols)
+	m := kernels.Matrix{DType: dt, Rows: rows, Cols: cols, Data: slot[off : off+data]}
+	if scales > 0 {
+		m.Scales = slot[off+data : off+data+scales]
+	}
+	return m, off + data + scales
+}
+
+// fillScales gives a matrix scales of 1/127 (I8) or 2^0 (MXFP4) so that no
+// value in the run is subnormal, which is slow on some CPUs for reasons that
+// have nothing to do with the kernels.
+func fillScales(m kernels.Matrix) {
+	switch m.DType {
+	case kernels.I8:
+		for r := range m.Rows {
+			binary.LittleEndian.PutUint32(m.Scales[4*r:], math.Float32bits(1.0/127))
+		}
+	case kernels.MXFP4:
+		for i := range m.Scales {
+			m.Scales[i] = 127
+		}
+	}
+}
+
+func benchVec(n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = 0.5 + float32(i%7)/7
+	}
+	return x
+}
+
+func benchCases(shrink int) []benchCase {
+	var out []benchCase
+	matmul := func(dt kernels.DType, rows, cols, n int, resident bool) {
+		rows = max(rows/shrink, 1)
+		data, scales := matBytes(dt, rows, cols)
+		x, dst := benchVec(n*cols), make([]float32, n*rows)
+		name := fmt.Sprintf("matvec_%s_%dx%d", dt, rows, cols)
+		if n > 1 {
+			name = fmt.Sprintf("matmul_%s_%dx%d_t%d", dt, rows, cols, n)
+		}
+		if resident {
+			name += "_resident"
+		}
+		out = append(out, benchCase{
+			name: name, bytes: data + scales, resident: resident,
+			mats: func(slot []byte) []kernels.Matrix { m, _ := matAt(slot, dt, rows, cols, 0); return []kernels.Matrix{m} },
+			call: func(b kernels.Backend, slot []byte, key uint64) {
+				m, _ := matAt(slot, dt, rows, cols, 0)
+				m.Key = key
+				b.MatMul(dst, m, x, n)
+			},
+		})
+	}
+	matmul(kernels.BF16, 12288, 7168, 1, false) // KDA q/k/v/g projections
+	matmul(kernels.I8, 12288, 7168, 1, false)   // the same in the int8 spine
+	matmul(kernels.F16, 12288, 7168, 1, false)
+	matmul(kernels.F32, 7168, 7168, 1, false)
+	matmul(kernels.MXFP4, 3072, 3584, 1, false) // one routed expert's w1
+	matmul(kernels.BF16, 12288, 7168, 8, false) // prefill, 8 positions
+	matmul(kernels.BF16, 12288, 7168, 64, false)
+	// The pinned spine as a GPU keeps it (kernels.Accelerate's decode
+	// rule): decode and prefill over weights already in device memory.
+	matmul(kernels.BF16, 12288, 7168, 1, true)
+	matmul(kernels.I8, 12288, 7168, 1, true)
+	matmul(kernels.BF16, 1536, 7168, 1, true) // a 22 MB projection: near the decode threshold
+	matmul(kernels.BF16, 12288, 7168, 8, true)
+	matmul(kernels.BF16, 12288, 7168, 64, true)
+
+	// The fused routed expert over one span laid out as on disk
+	// (K3-ARCHITECTURE.md §3.3: w1, w2, w3, each followed by its scales;
+	// 17,547,264 bytes at K3 size).
+	inter, dim := max(3072/shrink/32*32, 32), 3584
+	expert := func(slot []byte) kernels.Expert {
+		w1, off := matAt(slot, kernels.MXFP4, inter, dim, 0)
+		w2, off := matAt(slot, kernels.MXFP4, dim, inter, off)
+		w3, _ := matAt(slot, kernels.MXFP4, inter, dim, off)
+		return kernels.Expert{W1: w1, W2: w2, W3: w3}
+	}
+	d1, s1 := matBytes(kernels.MXFP4, inter, dim)
+	x, dst := benchVec(dim), make([]float32, dim)
+	act := kernels.Activation{Kind: kernels.SiTU, Beta: 4, LinearBeta: 25}
+	out = append(out, benchCase{
+		name: fmt.Sprintf("expert_ffn_mxfp4_%dx%d", inter, dim), bytes: 3 * (d1 + s1),
+		mats: func(slot []byte) []kernels.Matrix { e := expert(slot); return []kernels.Matrix{e.W1, e.W2, e.W3} },
+		call: func(b kernels.Backend, slot []byte, _ uint64) { b.ExpertFFN(dst, expert(slot), act, x, 1) },
+	})
+
+	// A decode token's whole MoE layer: its 16 routed experts (K3's top-k),
+	// spans one after another, in one kernels.ExpertsFFN call.
+	const topK = 16
+	span := 3 * (d1 + s1)
+	es, dsts, xs := make([]kernels.Expert, topK), make([][]float32, topK), make([][]float32, topK)
+	for i := range topK {
+		dsts[i], xs[i] = make([]float32, dim), x
+	}
+	out = append(out, benchCase{
+		name: fmt.Sprintf("experts_ffn_mxfp4_%dx%dx%d", topK, inter, dim), bytes: topK * span,
+		mats: func(slot []byte) []kernels.Matrix {
+			var ms []kernels.Matrix
+			for i := range topK {
+				e := expert(slot[i*span:])
+				ms = append(ms, e.W1, e.W2, e.W3)
+			}
+			return ms
+		},
+		call: func(b kernels.Backend, slot []byte, _ uint64) {
+			for i := range es {
+				es[i] = expert(slot[i*span:])
+			}
+			kernels.ExpertsFFN(b, dsts, es, act, xs)
+		},
+	})
+	return out
+}
+
+// Kernels measures, in one run, the machine's memory read bandwidth
+// (kernels.MemoryRead) and each kernel's effective weight bandwidth with all
+// threads and with one.
+func Kernels(ctx context.Context, opt KernelsOptions) (KernelsReport, error) {
+	if opt.Backend == "" {
+		opt.Backend = "auto"
+	}
+	if opt.Threads <= 0 {
+		opt.Threads = runtime.NumCPU()
+	}
+	if opt.MinTime <= 0 {
+		opt.MinTime = 300 * time.Millisecond
+	}
+	opt.Shrink = max(opt.Shrink, 1)
+	cases := benchCases(opt.Shrink)
+	if opt.Only != "" {
+		cases = slices.DeleteFunc(cases, func(c benchCase) bool { return !strings.Contains(c.name, opt.Only) })
+		if len(cases) == 0 {
+			return KernelsReport{}, fmt.Errorf("%w: no kernel name contains %q", ErrNoKernel, opt.Only)
+		}
+	}
+	largest := 0
+	for _, c := range cases {
+		largest = max(largest, c.bytes)
+	}
+	if opt.BufferBytes <= 0 {
+		opt.BufferBytes = 1 << 30
+	}
+	opt.BufferBytes = max(opt.BufferBytes, 2*largest) &^ 4095
+	all, err := kernels.Open(opt.Backend, opt.Threads)
+	if err != nil {
+		return KernelsReport{}, err
+	}
+	one, err := kernels.Open(opt.Backend, 1)
+	if err != nil {
+		return KernelsReport{}, err
+	}
+	rep := KernelsReport{Backend: all.Name(), MemThreads: opt.Threads, BufferBytes: opt.BufferBytes}
+
+	// Values chosen so that every dtype decodes to normal floats of modest
+	// size: bytes 0x3c..0x41 make BF16/F16/F32 elements of about 0.01 to 10.
+	buf := make([]byte, opt.BufferBytes)
+	for i := range buf {
+		buf[i] = 0x3c + byte(i%6)
+	}
+	// A pass covers a window of about 128 MiB and the next pass the next
+	// window, round the buffer: short passes give the best-of a chance to
+	// land in a quiet moment of a shared machine (for the limit and the
+	// kernels alike), and the rotation keeps every read out of the cache.
+	window := min(128<<20, len(buf)) &^ 4095
+	var sink uint64 // the reads' sums, kept alive to the end
+	defer runtime.KeepAlive(&sink)
+	memPass := func(threads int) (func(), int) {
+		next := 0
+		return func() {
+			lo := next * window
+			if lo+window > len(buf) {
+				next, lo = 0, 0
+			}
+			sink += kernels.MemoryRead(buf[lo:lo+window], threads)
+			next++
+		}, window
+	}
+	pass, n := memPass(opt.Threads)
+	if rep.MemReadGBps, err = measure(ctx, opt.MinTime, 2, n, pass); err != nil {
+		return rep, err
+	}
+	pass, n = memPass(1)
+	if rep.MemReadOneGBps, err = measure(ctx, opt.MinTime, 2, n, pass); err != nil {
+		return rep, err
+	}
+	// The machine may be shared: the limit is the best read seen in the
+	// whole run (re-measured alongside every kernel), so that a busy moment
+	// during the first measurement cannot flatter the ratios.
+	again, n := memPass(opt.Threads)
+	for _, c := range cases {
+		if c.resident && kernels.IsCPU(all) {
+			continue // a CPU backend ignores keys: the plain figures are these
+		}
+		// Slots of the buffer, 4 KiB apart, each holding one set of the
+		// kernel's matrices; a pass calls the kernel on the next few slots.
+		stride := (c.bytes + 4095) &^ 4095
+		slots := len(buf) / stride
+		for s := range slots {
+			for _, m := range c.mats(buf[s*stride:]) {
+				fillScales(m)
+			}
+		}
+		perPass := max(window/stride, 1)
+		keys := make([]uint64, slots)
+		for i := range keys {
+			if c.resident {
+				keys[i] = kernels.NewKey()
+			}
+		}
+		for _, b := range []kernels.Backend{all, one} {
+			// Kernel passes alternate with all-thread read passes, so that
+			// each kernel also has a limit measured under the same load.
+			next := 0
+			var bestK, bestM time.Duration = math.MaxInt64, math.MaxInt64
+			start := time.Now()
+			for i := 0; i < 2 || time.Since(start) < opt.MinTime; i++ {
+				if err := ctx.Err(); err != nil {
+					return rep, err
+				}
+				t := time.Now()
+				again()
+				bestM = min(bestM, time.Since(t))
+				// One untimed call first: the read pass idled the pool's
+				// helpers past spinFor, and the figure is the steady state
+				// of calls back to back (a decode layer), not the wake-up.
+				c.call(b, buf[next*stride:], keys[next])
+				next = (next + 1) % slots
+				t = time.Now()
+				for range perPass {
+					c.call(b, buf[next*stride:], keys[next])
+					next = (next + 1) % slots
+				}
+				bestK = min(bestK, time.Since(t))
+			}
+			gbps := float64(perPass*c.bytes) / bestK.Seconds() / 1e9
+			mem := float64(n) / bestM.Seconds() / 1e9
+			rep.MemReadGBps = max(rep.MemReadGBps, mem)
+			rep.Kernels = append(rep.Kernels, KernelResult{Name: c.name, Threads: kernels.Threads(b), GBps: gbps, PairedRatio: gbps / mem})
+		}
+	}
+	for i := range rep.Kernels {
+		rep.Kernels[i].Ratio = rep.Kernels[i].GBps / rep.MemReadGBps
+	}
+	return rep, nil
+}
+
+// measure runs pass (which moves bytes bytes) at least minPasses times and
+// until minTime has passed, and returns the best pass in GB/s (10^9 bytes):
+// the machine's capacity, which on a shared machine an average would
+// understate.
+func measure(ctx context.Context, minTime time.Duration, minPasses, bytes int, pass func()) (float64, error) {
+	best := time.Duration(math.MaxInt64)
+	start := time.Now()
+	for i := 0; i < minPasses || time.Since(start) < minTime; i++ {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		t := time.Now()
+		pass()
+		best = min(best, time.Since(t))
+	}
+	return float64(bytes) / best.Seconds() / 1e9, nil
+}

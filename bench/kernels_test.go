@@ -1,0 +1,49 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/deltafin/deltafin/kernels"
+)
+
+func TestBenchReportsEveryKernelAgainstTheMeasuredLimit(t *testing.T) {
+	t.Parallel()
+	rep, err := Kernels(t.Context(), KernelsOptions{BufferBytes: 16 << 20, MinTime: time.Millisecond, Shrink: 64, Threads: 2})
+	require.NoError(t, err)
+	require.Equal(t, kernels.Default().Name(), rep.Backend)
+	require.Positive(t, rep.MemReadGBps)
+	require.Positive(t, rep.MemReadOneGBps)
+	require.GreaterOrEqual(t, rep.BufferBytes, 16<<20)
+	names := map[string]int{}
+	for _, k := range rep.Kernels {
+		require.Positive(t, k.GBps, k.Name)
+		require.InDelta(t, k.GBps/rep.MemReadGBps, k.Ratio, 1e-9, k.Name)
+		names[k.Name] += k.Threads
+	}
+	require.Len(t, names, 9, "seven matrix kernels, the fused expert and a layer of them; no resident ones on a CPU backend")
+	all, err := kernels.Open("auto", 2)
+	require.NoError(t, err)
+	for name, threads := range names {
+		require.Equal(t, kernels.Threads(all)+1, threads, "%s measured with all threads and with one", name)
+	}
+}
+
+// On a GPU backend the resident cases run too, with keyed matrices.
+func TestBenchResidentCasesOnANonCPUBackend(t *testing.T) {
+	t.Parallel()
+	// Not a CPU backend to kernels.IsCPU: the reference on both sides of a Split.
+	kernels.Register("benchgpu", func() (kernels.Backend, error) { return kernels.Split(kernels.Ref(), kernels.Ref()), nil })
+	rep, err := Kernels(t.Context(), KernelsOptions{Backend: "benchgpu", BufferBytes: 16 << 20, MinTime: time.Millisecond, Shrink: 64, Threads: 2})
+	require.NoError(t, err)
+	var resident int
+	for _, k := range rep.Kernels {
+		if strings.HasSuffix(k.Name, "_resident") {
+			resident++
+		}
+	}
+	require.Equal(t, 2*5, resident, "five resident cases, all threads and one")
+}

@@ -1,0 +1,243 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/engine"
+)
+
+// maxEngineWarmup bounds the decode steps an engine run spends filling
+// its expert cache before it measures.
+const maxEngineWarmup = 40
+
+// engineDecode runs the real forward pass over the slice (it is a K3-shaped
+// checkpoint with its own config) under the budget plan, and measures the
+// decode steps after the warmup ones (at least o.Warmup, and until the
+// expert cache is full): the router now chooses the experts. The heat
+// histogram persists at heatPath between the runs.
+func (o SliceBenchOptions) engineDecode(ctx context.Context, plan engine.BudgetPlan, heatPath, run string) (DecodeResult, error) {
+	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, Stream: &engine.StreamOptions{Plan: &plan, HeatPath: heatPath}})
+	if err != nil {
+		return DecodeResult{}, err
+	}
+	defer m.Close()
+	s := m.NewSession()
+	var base engine.Stats
+	var start time.Time
+	stop := func() {}
+	n, first := 0, -1
+	_, err = s.Generate(ctx, []int{163584, 1, 2, 3}, engine.GenerateOptions{MaxNew: maxEngineWarmup + o.Tokens + 1}, func(int) error {
+		// The first token comes from the prefill; steps start after it,
+		// once the expert cache is full (steady state: a filling cache
+		// costs page faults on its new buffers that a full one does not).
+		n++
+		if first < 0 && n > o.Warmup && (m.Stats().CachedExperts >= plan.CacheExperts || n > maxEngineWarmup) {
+			if o.Profile != nil {
+				stop = o.Profile(run)
+			}
+			first, base, start = n, m.Stats(), time.Now()
+		}
+		if first >= 0 && n == first+o.Tokens {
+			return engine.ErrStopped
+		}
+		return nil
+	})
+	el := time.Since(start).Seconds()
+	st := m.Stats().Sub(base)
+	stop()
+	if err != nil {
+		return DecodeResult{}, err
+	}
+	steps := float64(o.Tokens)
+	demanded := float64(st.Demanded())
+	d := DecodeResult{
+		Compute:            true,
+		SecondsPerToken:    el / steps,
+		DiskBytesPerToken:  float64(st.DiskBytes()) / steps,
+		SpineBytesPerToken: float64(st.SpineBytes) / steps,
+		DiskIdle:           st.DiskIdle.Seconds() / el,
+		MeanInFlight:       st.ReadsInFlight / el,
+		CacheHitRate:       float64(st.CacheHits) / demanded,
+		PrefetchHitRate:    float64(st.PrefetchHits) / demanded,
+		PrefetchWasted:     float64(st.PrefetchWasted) / steps,
+	}
+	d.DiskGBPerSecond = d.DiskBytesPerToken / d.SecondsPerToken / 1e9
+	if m.Plan().PinnedLayers < m.Info().Layers {
+		if d.IOOnlyGBPerSecond, err = ioOnlyRate(ctx, m, max(o.Tokens/2, 2), rand.New(rand.NewPCG(o.Seed, 0x10))); err != nil {
+			return d, err
+		}
+	}
+	sp := s.SpecStats()
+	d.SpecPasses, d.SpecAcceptRate, d.TokensPerPass = sp.Passes, sp.AcceptRate(), sp.TokensPerPass()
+	return d, nil
+}
+
+// PrefillResult is one prompt run over the slice with a cold expert store.
+type PrefillResult struct {
+	Tokens int `json:"tokens"`
+	// TimeToFirstToken is the prompt's pass plus lm_head, in seconds.
+	TimeToFirstToken float64 `json:"ttft_s"`
+	// DistinctExperts is the number of (layer, expert) pairs the router
+	// chose over the whole prompt; TokenMajorExperts what a token-at-a-time
+	// prefill would acquire (tokens × top-k per layer).
+	DistinctExperts   int   `json:"distinct_experts"`
+	TokenMajorExperts int   `json:"token_major_experts"`
+	DiskBytes         int64 `json:"disk_bytes"`
+	// ReadAmplification is expert bytes read ÷ bytes of the distinct
+	// experts (target ≤ 1.05); TokenMajorAmplification the same for a
+	// token-at-a-time prefill without a cache.
+	ReadAmplification       float64 `json:"read_amplification"`
+	TokenMajorAmplification float64 `json:"token_major_amplification"`
+}
+
+// enginePrefill opens the slice with an empty expert cache and runs a
+// prompt of o.Prefill pseudo-random token ids through it, expert-major.
+func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan engine.BudgetPlan) (PrefillResult, error) {
+	r := PrefillResult{Tokens: o.Prefill}
+	plan.CacheExperts = 0 // every distinct expert is read: the worst case
+	tracePath := filepath.Join(o.Dir, "prefill-trace.jsonl")
+	defer os.Remove(tracePath)
+	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, Stream: &engine.StreamOptions{Plan: &plan, TracePath: tracePath}})
+	if err != nil {
+		return r, err
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 0x9EF1))
+	prompt := make([]int, o.Prefill)
+	for i := range prompt {
+		prompt[i] = rng.IntN(m.Info().VocabSize)
+	}
+	start := time.Now()
+	_, err = m.NewSession().Forward(ctx, prompt, false)
+	r.TimeToFirstToken = time.Since(start).Seconds()
+	st := m.Stats()
+	if cerr := m.Close(); err == nil { // puts the trace in place
+		err = cerr
+	}
+	if err != nil {
+		return r, err
+	}
+	f, err := os.Open(tracePath)
+	if err != nil {
+		return r, err
+	}
+	defer f.Close()
+	type choice struct{ layer, expert int }
+	distinct := map[choice]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// One line per token and MoE layer: the experts its router chose.
+		var rec struct {
+			Layer   int   `json:"layer"`
+			Experts []int `json:"experts"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return r, fmt.Errorf("bench: prefill trace: %w", err)
+		}
+		r.TokenMajorExperts += len(rec.Experts)
+		for _, e := range rec.Experts {
+			distinct[choice{rec.Layer, e}] = true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return r, err
+	}
+	r.DistinctExperts, r.DiskBytes = len(distinct), st.ExpertBytes
+	if r.DistinctExperts > 0 {
+		r.ReadAmplification = float64(st.ExpertBytes) / float64(int64(r.DistinctExperts)*ckpt.ExpertSpanBytes)
+		r.TokenMajorAmplification = float64(r.TokenMajorExperts) / float64(r.DistinctExperts)
+	}
+	return r, nil
+}
+
+// Int8Result compares the int8 spine with BF16 over the slice.
+type Int8Result struct {
+	Positions   int      `json:"positions"`
+	MaxLogitDev float64  `json:"max_logit_deviation"`
+	LogitRange  float64  `json:"bf16_logit_range"` // max − min of the BF16 logits, for scale
+	Top1Agree   float64  `json:"top1_agreement"`
+	SpineBytes  [2]int64 `json:"spine_bytes"` // [BF16, int8] pinned spine and globals
+}
+
+// engineInt8 converts the slice's spine to int8 (once; resumable) and runs
+// the same prompt through the BF16 and the int8 spine, every position's
+// logits compared.
+func (o SliceBenchOptions) engineInt8(ctx context.Context, plan engine.BudgetPlan) (Int8Result, error) {
+	var r Int8Result
+	out := engine.SpineInt8Dir(o.Dir)
+	if err := engine.ConvertSpineInt8(ctx, o.Dir, out, nil); err != nil {
+		return r, err
+	}
+	plan.CacheExperts = 0
+	rng := rand.New(rand.NewPCG(o.Seed, 0x18))
+	prompt := make([]int, 16)
+	for i := range prompt {
+		prompt[i] = rng.IntN(k3Vocab)
+	}
+	var rows [2][][]float32
+	for i, dir := range []string{"", out} {
+		p := plan
+		m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, SpineInt8: dir, NoSpec: true, Stream: &engine.StreamOptions{Plan: &p}})
+		if err != nil {
+			return r, err
+		}
+		// The spine as the budget counts it (int8: a byte per weight and
+		// a float32 scale per row).
+		r.SpineBytes[i] = m.Info().SpineBytes
+		rows[i], err = m.NewSession().Forward(ctx, prompt, true)
+		if cerr := m.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return r, err
+		}
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	same := 0
+	for p := range rows[0] {
+		a, b := rows[0][p], rows[1][p]
+		for j := range a {
+			r.MaxLogitDev = max(r.MaxLogitDev, math.Abs(float64(a[j]-b[j])))
+			lo, hi = min(lo, float64(a[j])), max(hi, float64(a[j]))
+		}
+		if argmax(a) == argmax(b) {
+			same++
+		}
+	}
+	r.Positions, r.LogitRange = len(rows[0]), hi-lo
+	r.Top1Agree = float64(same) / float64(len(rows[0]))
+	return r, nil
+}
+
+// ioOnlyRate replays the engine decode's reads without computing: per
+// token and layer the streamed spine through the ring and 16 random
+// experts through the store, as the forward pass orders them
+// (Model.ReadPass). It returns GB/s: the limit for this mix of reads on
+// this disk, measured in the same run. On a disk whose host caches (a
+// virtual one), a spine re-read every token comes faster than random
+// expert spans, so this, not (a), is the figure to hold the engine's
+// traffic to.
+func ioOnlyRate(ctx context.Context, m *engine.Model, tokens int, rng *rand.Rand) (float64, error) {
+	info := m.Info()
+	route := func(int) []int { return randomIDs(rng, info.Experts, info.TopK) }
+	before, start := m.Stats(), time.Now()
+	for range tokens {
+		if err := m.ReadPass(ctx, route); err != nil {
+			return 0, err
+		}
+	}
+	el := time.Since(start).Seconds()
+	return float64(m.Stats().Sub(before).DiskBytes()) / el / 1e9, nil
+}
+
+// argmax returns the index of the largest value, the first one on ties.
+func argmax(x []float32) int { return slices.Index(x, slices.Max(x)) }

@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/deltafin/deltafin/app"
+	"github.com/deltafin/deltafin/bench"
+	"github.com/deltafin/deltafin/kernels"
+)
+
+// Bench dispatches on the target, the first argument: `bench kernels`
+// (issue #5) or `bench slice` (issue #6).
+func Bench(ctx context.Context, c *Call) error {
+	cfg := &c.Config
+	target := ""
+	args := c.Args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		target, args = args[0], args[1:]
+	}
+	if target == "slice" {
+		return benchSliceCmd(ctx, c, args) // its own flags (bench_slice.go)
+	}
+	fs := c.flags("kernels|slice")
+	var opt BenchKernelsOptions
+	fs.BoolVar(&opt.JSON, "json", false, "print the report as JSON")
+	bufMiB := fs.Int("buffer-mib", 1024, "buffer the memory read and the weights stream over (MiB; keep it far above the last-level cache)")
+	fs.DurationVar(&opt.MinTime, "time", 0, "how long each figure is measured (default 300ms)")
+	gpu := fs.Bool("gpu", true, "also bench the GPU backends present (false: the CPU backend only)")
+	fs.StringVar(&opt.Only, "only", "", "bench only the kernels whose name contains this, e.g. MXFP4 or expert")
+	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	opt.BufferBytes = *bufMiB << 20
+	opt.NoGPU = !*gpu
+	switch target {
+	case "kernels":
+		return benchKernels(ctx, *cfg, c.Stdout, opt)
+	case "":
+		fmt.Fprintln(fs.Output(), "deltafin bench needs a target: kernels or slice")
+	default:
+		fmt.Fprintf(fs.Output(), "unknown bench target %q: want kernels or slice\n", target)
+	}
+	fs.Usage()
+	return errUsage
+}
+
+// BenchKernelsOptions are `deltafin bench kernels`'s flags.
+type BenchKernelsOptions struct {
+	JSON        bool
+	BufferBytes int           // 0: 1 GiB
+	MinTime     time.Duration // per figure; 0: 300 ms
+	// GPUShrink divides the rows of the GPU reports' matrices (1 or 0: K3
+	// sizes); tests use it to bench the software Vulkan device quickly.
+	GPUShrink int
+	// NoGPU skips the GPU backends' reports (they take most of the run on
+	// a software device such as lavapipe).
+	NoGPU bool
+	// Only keeps the kernels whose name contains it (empty: all).
+	Only string
+}
+
+// BenchKernelsReport is the report of the backend cfg.Kernels names, plus
+// one per GPU backend present (kernels.Registered) when that backend is a
+// CPU one.
+type BenchKernelsReport struct {
+	bench.KernelsReport
+	GPU []GPUBenchReport `json:"gpu,omitempty"`
+}
+
+// GPUBenchReport is a GPU backend's figures with the device they ran on.
+// Its ratios are to the host's memory read, which bounds a GPU that reads
+// the weights from host memory as these backends do.
+type GPUBenchReport struct {
+	Device string `json:"device"`
+	bench.KernelsReport
+}
+
+// BenchKernels measures the memory read bandwidth and every kernel against
+// it on the backend cfg.Kernels names, and prints the report as a table or
+// as JSON.
+func benchKernels(ctx context.Context, cfg app.Config, w io.Writer, opt BenchKernelsOptions) error {
+	main, err := bench.Kernels(ctx, bench.KernelsOptions{Backend: cfg.Kernels, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime, Only: opt.Only})
+	if err != nil {
+		return fmt.Errorf("app: bench kernels: %w", err)
+	}
+	rep := BenchKernelsReport{KernelsReport: main}
+	gpus := kernels.Registered()
+	if opt.NoGPU || slices.Contains(gpus, main.Backend) {
+		gpus = nil // a GPU backend was asked for: its report is the main one
+	}
+	for _, name := range gpus {
+		g, err := bench.Kernels(ctx, bench.KernelsOptions{Backend: name, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime, Shrink: opt.GPUShrink, Only: opt.Only})
+		if err != nil {
+			return fmt.Errorf("app: bench kernels on %s: %w", name, err)
+		}
+		rep.GPU = append(rep.GPU, GPUBenchReport{Device: deviceOf(name), KernelsReport: g})
+	}
+	if opt.JSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	if err := writeBenchTable(w, main, ""); err != nil {
+		return err
+	}
+	for _, g := range rep.GPU {
+		fmt.Fprintln(w)
+		if err := writeBenchTable(w, g.KernelsReport, g.Device); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deviceOf describes the device of a GPU backend.
+func deviceOf(name string) string {
+	b, err := kernels.ByName(name)
+	if err != nil {
+		return ""
+	}
+	if d, ok := b.(interface{ Device() string }); ok {
+		return d.Device()
+	}
+	return ""
+}
+
+func writeBenchTable(w io.Writer, rep bench.KernelsReport, device string) error {
+	if device == "" {
+		device = deviceOf(rep.Backend)
+	}
+	if device != "" {
+		device = " on " + device
+	}
+	fmt.Fprintf(w, "backend %s%s; memory read %.1f GB/s with %d threads (%.1f GB/s with 1), over %d MiB\n\n",
+		rep.Backend, device, rep.MemReadGBps, rep.MemThreads, rep.MemReadOneGBps, rep.BufferBytes>>20)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "kernel\tthreads\tGB/s\tratio to memory read\tpaired ratio\t")
+	for _, k := range rep.Kernels {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.2f\t\n", k.Name, k.Threads, k.GBps, k.Ratio, k.PairedRatio)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,76 @@
+//go:build slow
+
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/deltafin/deltafin/app"
+	"github.com/deltafin/deltafin/kernels"
+)
+
+// One quick pass over K3-sized matrices (the smallest buffer Bench allows,
+// twice the largest matrix): checks the JSON that issue #5 specifies and the
+// table; the figures themselves come from `deltafin bench kernels`.
+func TestBenchKernelsOutput(t *testing.T) {
+	t.Parallel()
+	cfg := app.DefaultConfig(func(string) string { return "" })
+	require.NoError(t, cfg.Validate())
+	opt := BenchKernelsOptions{JSON: true, BufferBytes: 1, MinTime: time.Nanosecond, GPUShrink: 64}
+	var out bytes.Buffer
+	require.NoError(t, benchKernels(t.Context(), cfg, &out, opt))
+	var rep struct {
+		MemReadGBps float64 `json:"mem_read_gbps"`
+		Kernels     []struct {
+			Name    string  `json:"name"`
+			Threads int     `json:"threads"`
+			GBps    float64 `json:"gbps"`
+			Ratio   float64 `json:"ratio"`
+		} `json:"kernels"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	require.Positive(t, rep.MemReadGBps)
+	require.NotEmpty(t, rep.Kernels)
+	seen := map[string]bool{}
+	for _, k := range rep.Kernels {
+		require.Positive(t, k.GBps, k.Name)
+		require.InDelta(t, k.GBps/rep.MemReadGBps, k.Ratio, 1e-9)
+		seen[k.Name] = true
+	}
+	for _, want := range []string{"matvec_BF16_12288x7168", "matvec_I8_12288x7168", "expert_ffn_mxfp4_3072x3584"} {
+		require.True(t, seen[want], want)
+	}
+	var gpus struct {
+		GPU []struct {
+			Device  string `json:"device"`
+			Backend string `json:"backend"`
+			Kernels []struct {
+				Name string  `json:"name"`
+				GBps float64 `json:"gbps"`
+			} `json:"kernels"`
+		} `json:"gpu"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &gpus))
+	require.Len(t, gpus.GPU, len(kernels.Registered()), "one report per GPU backend present")
+	for _, g := range gpus.GPU {
+		require.NotEmpty(t, g.Device, g.Backend)
+		require.NotEmpty(t, g.Kernels, g.Backend)
+		for _, k := range g.Kernels {
+			require.Positive(t, k.GBps, k.Name)
+		}
+	}
+
+	out.Reset()
+	opt.JSON = false
+	require.NoError(t, benchKernels(t.Context(), cfg, &out, opt))
+	require.Contains(t, out.String(), "memory read")
+	require.Contains(t, out.String(), "expert_ffn_mxfp4_3072x3584")
+	for _, g := range gpus.GPU {
+		require.Contains(t, out.String(), "backend "+g.Backend+" on "+g.Device)
+	}
+}

@@ -1,0 +1,291 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/deltafin/deltafin/app"
+	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/engine/tokenizer"
+)
+
+// Run is `deltafin run`: one generation from the command line.
+func Run(ctx context.Context, c *Call) error {
+	cfg := &c.Config
+	fs := c.flags("")
+	addModelFlags(fs, cfg)
+	r := &cfg.Run
+	fs.StringVar(&r.Model, "model", r.Model, "model directory (config.json and safetensors shards)")
+	ids := fs.String("ids", "", "prompt as comma-separated token ids, e.g. 1,2,3")
+	fs.StringVar(&r.Prompt, "prompt", r.Prompt, "prompt text, tokenized with the model directory's tokenizer (no BOS)")
+	fs.BoolVar(&r.Chat, "chat", r.Chat, "send --prompt as a chat turn and stop at the end-of-turn token")
+	thinking := fs.Bool("thinking", !r.NoThinking, "with --chat: think before answering (--thinking=false answers directly)")
+	fs.StringVar(&r.Effort, "effort", r.Effort, "with --chat and thinking: thinking effort low, high or max (empty: max)")
+	fs.IntVar(&r.MaxNew, "max-new", r.MaxNew, "tokens to generate (a raw completion always runs to this)")
+	fs.BoolVar(&r.JSON, "json", r.JSON, `print one JSON object: {"prompt_ids","ids","text","reasoning","content","stats"}`)
+	fs.StringVar(&r.LogitsOut, "logits-out", r.LogitsOut, "write float32 little-endian logits rows (prompt positions, then each step) to this file")
+	fs.DurationVar(&cfg.NotifyAfter, "notify-after", cfg.NotifyAfter, "notify on the desktop when the answer takes longer than this (0: never)")
+	if err := c.parse(fs, c.Args); err != nil {
+		return err
+	}
+	r.NoThinking = !*thinking
+	if *ids != "" {
+		var err error
+		if r.IDs, err = ParseIDs(*ids); err != nil {
+			return err
+		}
+	}
+	if cfg.NotifyAfter > 0 {
+		r.Notify = app.NewNotifier("Deltafin")
+	}
+	return runPrompt(ctx, *cfg, c.Stdout, c.Stderr)
+}
+
+// ParseIDs parses "1,2,3" into token ids.
+func ParseIDs(s string) ([]int, error) {
+	var ids []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		id, err := strconv.Atoi(f)
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("app: --ids: %q is not a token id (want comma-separated non-negative integers)", f)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// RunStats is the "stats" object of `deltafin run --json`.
+type RunStats struct {
+	Model           string  `json:"model"`
+	Backend         string  `json:"backend"`
+	PromptTokens    int     `json:"prompt_tokens"`
+	GeneratedTokens int     `json:"generated_tokens"`
+	FinishReason    string  `json:"finish_reason"`
+	PrefillMS       float64 `json:"prefill_ms"`
+	DecodeMS        float64 `json:"decode_ms"`
+	DecodeTokPerS   float64 `json:"decode_tokens_per_s"`
+	LogitsRows      int     `json:"logits_rows,omitempty"`
+	// Speculation: two-position passes and how many guesses were accepted.
+	SpecPasses   int `json:"spec_passes"`
+	SpecAccepted int `json:"spec_accepted"`
+}
+
+// RunOutput is what `deltafin run --json` prints.
+type RunOutput struct {
+	PromptIDs []int    `json:"prompt_ids"`
+	IDs       []int    `json:"ids"`
+	Text      *string  `json:"text,omitempty"`      // when the model directory has a tokenizer
+	Reasoning *string  `json:"reasoning,omitempty"` // --chat: the think channel
+	Content   *string  `json:"content,omitempty"`   // --chat: the answer
+	Stats     RunStats `json:"stats"`
+}
+
+// Run generates greedily from cfg.Run's prompt. Without --json it prints
+// the text as it is generated (the reasoning dimmed on a terminal; the ids
+// when the model directory has no tokenizer), then a stats line on stderr.
+// Ctrl-C (ctx cancelled) stops generation, keeps what was printed, prints
+// the stats with finish reason "interrupted" and returns an error wrapping
+// context.Canceled.
+func runPrompt(ctx context.Context, cfg app.Config, stdout, stderr io.Writer) error {
+	rc := cfg.Run
+	if err := rc.Validate(); err != nil {
+		return err
+	}
+	// The tokenizer is needed for --prompt and adds "text" to --ids runs
+	// when the model directory has one.
+	m, err := app.OpenModel(ctx, cfg, app.ModelRef{Dir: rc.Model, NeedTokenizer: rc.Prompt != ""})
+	if err != nil {
+		if rc.Prompt != "" && errors.Is(err, tokenizer.ErrMissing) {
+			return fmt.Errorf("app: --prompt needs the model's tokenizer: %w", err)
+		}
+		return err
+	}
+	defer m.Close()
+	if m.Approximate != "" {
+		fmt.Fprintln(stderr, m.Approximate)
+	}
+	tok := m.Tokenizer
+	chatOpts := chat.Options{Thinking: !rc.NoThinking, Effort: rc.Effort}
+	prompt := rc.IDs
+	if rc.Prompt != "" {
+		if prompt, err = textPrompt(tok, rc.Prompt, rc.Chat, chatOpts); err != nil {
+			return err
+		}
+	}
+	info := m.Info()
+	fmt.Fprintln(stderr, m.Plan())
+
+	opts := engine.GenerateOptions{MaxNew: rc.MaxNew}
+	if rc.Chat {
+		opts.StopTokens = chat.StopTokens(tok)
+		if info.EOS >= 0 && !slices.Contains(opts.StopTokens, info.EOS) {
+			opts.StopTokens = append(opts.StopTokens, info.EOS)
+		}
+	}
+	var printer *textPrinter
+	if tok != nil {
+		w := io.Discard // --json only collects the text
+		if !rc.JSON {
+			w = stdout
+		}
+		printer = newTextPrinter(w, isTerminal(w), tok, rc.Chat, chatOpts)
+	}
+	var logits *logitsFile
+	if rc.LogitsOut != "" {
+		if logits, err = createLogitsFile(rc.LogitsOut); err != nil {
+			return err
+		}
+		defer logits.abort()
+		opts.Logits = logits.write
+	}
+
+	out := RunOutput{PromptIDs: prompt, IDs: []int{}}
+	start := time.Now()
+	sess := m.NewSession()
+	res, err := sess.Generate(ctx, prompt, opts, func(tok int) error {
+		out.IDs = append(out.IDs, tok)
+		if printer != nil {
+			if err := printer.add(tok); err != nil {
+				return err
+			}
+		}
+		if !rc.JSON && printer == nil {
+			sep := " "
+			if len(out.IDs) == 1 {
+				sep = ""
+			}
+			_, err := fmt.Fprintf(stdout, "%s%d", sep, tok)
+			return err
+		}
+		return nil
+	})
+	interrupted := err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
+	if err != nil && !interrupted {
+		return err
+	}
+	if interrupted {
+		res.FinishReason = "interrupted"
+	}
+	if printer != nil {
+		if err := printer.finish(res.FinishReason != "stop"); err != nil {
+			return err
+		}
+		text, reasoning, content := printer.result()
+		out.Text, out.Reasoning, out.Content = &text, reasoning, content
+	}
+	out.Stats = RunStats{
+		Model: info.ID, Backend: info.Backend,
+		PromptTokens: res.PromptTokens, GeneratedTokens: res.Tokens, FinishReason: res.FinishReason,
+		PrefillMS: ms(res.Prefill.Seconds()), DecodeMS: ms(res.Decode.Seconds()),
+		SpecPasses: sess.SpecStats().Passes, SpecAccepted: sess.SpecStats().Accepted,
+	}
+	if res.Tokens > 1 && res.Decode > 0 {
+		out.Stats.DecodeTokPerS = math.Round(float64(res.Tokens-1)/res.Decode.Seconds()*100) / 100
+	}
+	if logits != nil && !interrupted {
+		if out.Stats.LogitsRows, err = logits.commit(); err != nil {
+			return err
+		}
+	}
+	if rc.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false) // keep "<|open|>" readable in "text"
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(stdout)
+		s := out.Stats
+		fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s; speculation: %d of %d guesses accepted\n",
+			s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason, s.SpecAccepted, s.SpecPasses)
+	}
+	if rc.Notify != nil && !interrupted {
+		answer := ""
+		switch {
+		case out.Content != nil:
+			answer = *out.Content
+		case out.Text != nil:
+			answer = *out.Text
+		}
+		// A notification that cannot be shown costs the user nothing they
+		// asked for: the answer is printed, so report and carry on.
+		if err := app.NotifyLongAnswer(ctx, cfg, rc.Notify, time.Since(start), answer); err != nil {
+			fmt.Fprintf(stderr, "deltafin: long-answer notification: %v\n", err)
+		}
+	}
+	if interrupted {
+		return fmt.Errorf("app: interrupted after %d tokens: %w", res.Tokens, ctx.Err())
+	}
+	return nil
+}
+
+func ms(sec float64) float64 { return math.Round(sec*1e6) / 1e3 }
+
+// logitsFile writes logits rows to a temporary file renamed into place on
+// commit, so a failed or interrupted run leaves no partial file behind.
+type logitsFile struct {
+	path string
+	f    *os.File
+	w    *bufio.Writer
+	rows int
+	buf  []byte
+}
+
+func createLogitsFile(path string) (*logitsFile, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("app: --logits-out: %w", err)
+	}
+	return &logitsFile{path: path, f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
+}
+
+func (l *logitsFile) write(row []float32) error {
+	l.buf = l.buf[:0]
+	for _, v := range row {
+		l.buf = binary.LittleEndian.AppendUint32(l.buf, math.Float32bits(v))
+	}
+	l.rows++
+	_, err := l.w.Write(l.buf)
+	return err
+}
+
+func (l *logitsFile) commit() (int, error) {
+	err := l.w.Flush()
+	if err == nil {
+		err = l.f.Sync()
+	}
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(l.f.Name(), l.path)
+	}
+	if err != nil {
+		os.Remove(l.f.Name())
+		return 0, fmt.Errorf("app: --logits-out %s: %w", l.path, err)
+	}
+	l.f = nil
+	return l.rows, nil
+}
+
+// abort removes the temporary file unless commit succeeded.
+func (l *logitsFile) abort() {
+	if l.f != nil {
+		l.f.Close()
+		os.Remove(l.f.Name())
+	}
+}

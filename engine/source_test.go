@@ -1,0 +1,27 @@
+package engine_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/engine/sourcetest"
+)
+
+// TestFileSourceConformance runs the Source contract against a plain file
+// (the downloader runs it against the mirror).
+func TestFileSourceConformance(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join("..", "testdata", "k3-tiny", "model-00002-of-000004.safetensors")
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	sourcetest.Run(t, func(t *testing.T) sourcetest.Fixture {
+		src, err := engine.OpenFile(t.Context(), path)
+		require.NoError(t, err)
+		t.Cleanup(func() { src.(*engine.FileSource).Close() })
+		return sourcetest.Fixture{Src: src, Path: path, Want: want}
+	})
+}

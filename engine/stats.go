@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Stats is a reading of a model's streaming counters since Open: plain
+// numbers for bench slice and for logs. A model loaded whole into RAM reads
+// nothing after Open, and its Stats are zero.
+type Stats struct {
+	ExpertBytes    int64 // routed-expert bytes read from disk, alignment padding included
+	SpineBytes     int64 // bytes of streamed spine layers read
+	ExpertReads    int64 // expert reads, demand and prefetch
+	PrefetchReads  int64 // of which prefetches
+	CacheHits      int64 // demanded experts found in the cache
+	PrefetchHits   int64 // demanded experts found prefetched
+	PrefetchWasted int64 // prefetched experts dropped unused
+	Shared         int64 // demanded experts another batch was already reading or holding
+	Misses         int64 // demanded experts read on demand
+	CachedExperts  int   // experts in the cache now
+	// DiskIdle is the time with no read in flight; ReadsInFlight is the
+	// number of reads in flight integrated over time, in seconds (its
+	// growth over an interval ÷ the interval is the mean queue depth).
+	DiskIdle      time.Duration
+	ReadsInFlight float64
+}
+
+// DiskBytes is everything read from disk: experts and spine.
+func (s Stats) DiskBytes() int64 { return s.ExpertBytes + s.SpineBytes }
+
+// Demanded is the number of experts the forward passes asked for.
+func (s Stats) Demanded() int64 { return s.CacheHits + s.PrefetchHits + s.Shared + s.Misses }
+
+// Sub returns the counters of s minus those of an earlier reading.
+func (s Stats) Sub(b Stats) Stats {
+	return Stats{
+		ExpertBytes: s.ExpertBytes - b.ExpertBytes, SpineBytes: s.SpineBytes - b.SpineBytes,
+		ExpertReads: s.ExpertReads - b.ExpertReads, PrefetchReads: s.PrefetchReads - b.PrefetchReads,
+		CacheHits: s.CacheHits - b.CacheHits, PrefetchHits: s.PrefetchHits - b.PrefetchHits,
+		PrefetchWasted: s.PrefetchWasted - b.PrefetchWasted, Shared: s.Shared - b.Shared, Misses: s.Misses - b.Misses,
+		CachedExperts: s.CachedExperts, DiskIdle: s.DiskIdle - b.DiskIdle, ReadsInFlight: s.ReadsInFlight - b.ReadsInFlight,
+	}
+}
+
+func statsOf(st storeStats, spine int64, io ioMeterStats) Stats {
+	return Stats{
+		ExpertBytes: st.DiskBytes, SpineBytes: spine, ExpertReads: st.Reads, PrefetchReads: st.SpecReads,
+		CacheHits: st.CacheHits, PrefetchHits: st.SpecHits, PrefetchWasted: st.SpecWasted, Shared: st.Shared,
+		Misses: st.Misses, CachedExperts: st.CachedNow, DiskIdle: io.idle, ReadsInFlight: io.depth,
+	}
+}
+
+// Stats returns the model's streaming counters since Open.
+func (m *Model) Stats() Stats {
+	var st storeStats
+	if s, ok := m.experts.(*streamExperts); ok {
+		st = s.store.Stats()
+	}
+	var spine int64
+	if m.spine != nil {
+		spine = m.spine.bytes.Load()
+	}
+	return statsOf(st, spine, m.io.stats())
+}
+
+// ReadPass does one decode pass's reads without computing anything: every
+// streamed spine layer through the ring and, at each MoE layer, the experts
+// route(layer) names through the store, in the forward pass's order.
+// bench slice holds the engine's decode to the rate of this mix of reads
+// on the same disk, measured in the same run. It needs a model opened with
+// streamed experts.
+func (m *Model) ReadPass(ctx context.Context, route func(layer int) []int) error {
+	se, ok := m.experts.(*streamExperts)
+	if !ok {
+		return fmt.Errorf("%w: ReadPass needs streamed MXFP4 experts", ErrConfig)
+	}
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	r := m.spine
+	if r != nil {
+		r.pass.Lock()
+		defer r.pass.Unlock()
+	}
+	for i := range m.cfg.Layers {
+		var ld *spineLoad
+		if r != nil && i >= r.first {
+			var err error
+			if ld, err = r.get(ctx, i); err != nil {
+				return err
+			}
+		}
+		if m.cfg.IsMoE(i) {
+			b, err := se.store.Acquire(ctx, i, route(i))
+			if err == nil {
+				for k := range b.Len() {
+					if _, err = b.Wait(ctx, k); err != nil {
+						break
+					}
+				}
+				b.Release()
+			}
+			if err != nil {
+				if ld != nil {
+					r.release(ld)
+				}
+				return err
+			}
+		}
+		if ld != nil {
+			r.release(ld)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,4 @@
+// Package testref reads the reference outputs that testdata holds for the
+// tiny models (reference.safetensors, written by implementations we did not
+// write; see testdata/PROVENANCE.md). Only tests import it.
+package testref
