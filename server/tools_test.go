@@ -380,3 +380,50 @@ func TestResponseFormatCheck(t *testing.T) {
 		})
 	}
 }
+
+// Stop sequences and tool calls together: a stop matches the content only
+// (never a call's arguments), content held back as a possible stop's start
+// comes out before the calls, and a stop in the content ends the answer
+// there with no calls.
+func TestToolCallsWithStop(t *testing.T) {
+	t.Parallel()
+	s, base := startServer(t, nil)
+	reply := weatherCalls
+	reply.Content = "Checking Paris."
+	tokens := turnTokens(t, []chat.Message{{Role: "user", Content: "Weather in Paris?"}}, reply, weatherOptions())
+	for _, tc := range []struct {
+		name, stop, content, finish string
+		calls                       int
+	}{
+		{"in the arguments only", "Lyon", "Checking Paris.", "tool_calls", 2},
+		{"held at the content's end", "Paris.!", "Checking Paris.", "tool_calls", 2},
+		{"in the content", "Paris", "Checking ", "stop", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := weatherBody(fmt.Sprintf(`,"stop":[%q]`, tc.stop))
+			prime(t, s, body, tokens, "stop")
+			ch := chatAnswer(t, base, body)
+			require.Equal(t, tc.finish, ch.FinishReason)
+			require.Equal(t, tc.content, ch.Message.Content)
+			require.Len(t, ch.Message.ToolCalls, tc.calls)
+
+			chunks := streamedChat(t, base, body)
+			inCalls := false
+			for _, c := range chunks {
+				d := c.Choices[0].Delta
+				inCalls = inCalls || len(d.ToolCalls) > 0
+				if inCalls && d.Content != nil {
+					require.Empty(t, *d.Content, "no content after a call starts")
+				}
+			}
+			got := accumulate(t, chunks)
+			require.Equal(t, tc.finish, got.finish)
+			require.Equal(t, "Call the tool.", got.reasoning)
+			require.Equal(t, tc.content, got.content)
+			require.Len(t, got.calls, tc.calls)
+			for i, c := range got.calls {
+				require.Equal(t, ch.Message.ToolCalls[i].Function, c.Function)
+			}
+		})
+	}
+}
