@@ -108,13 +108,14 @@ func (d *deltafin) exit(t *testing.T) (int, []string) {
 	return 0, rest
 }
 
-func getOK(t *testing.T, url string) {
+func getOK(t *testing.T, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
 	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	return string(b)
 }
 
 // TestHeadlessAppAndOneInstance: without a session bus the app runs
@@ -180,8 +181,8 @@ func TestServeServesTheDemo(t *testing.T) {
 	d := startDeltafin(t, map[string]string{"DELTAFIN_HOME": data}, "serve", "--port", "0")
 	d.waitLine(t, `nothing is installed: serving the demo model \(random weights`)
 	m := d.waitLine(t, `msg=serving .*base_url=(http://127\.0\.0\.1:\d+)/v1`)
-	getOK(t, m[1]+"/v1/models")
-	getOK(t, m[1]+"/health")
+	require.Contains(t, getOK(t, m[1]+"/v1/models"), `"id":"deltafin-demo"`)
+	require.Contains(t, getOK(t, m[1]+"/health"), `"description":"the demo model: random weights`)
 	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
 	code, rest := d.exit(t)
 	require.Equal(t, 0, code)

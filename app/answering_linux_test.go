@@ -35,7 +35,7 @@ func TestBackgroundAnswerAcrossQuit(t *testing.T) {
 	require.Empty(t, st.Problem)
 	var ids []string
 	for i, input := range []string{"Tell me everything.", "And more."} {
-		body := fmt.Sprintf(`{"model":"deltafin-kimi-k3","input":%q,"max_output_tokens":%d,"background":true}`, input, []int{1 << 20, 300}[i])
+		body := fmt.Sprintf(`{"model":"deltafin-demo","input":%q,"max_output_tokens":%d,"background":true}`, input, []int{1 << 20, 300}[i])
 		resp, err := http.Post(st.ServerAddr+"/v1/responses", "application/json", strings.NewReader(body))
 		require.NoError(t, err)
 		var r struct{ ID string }

@@ -332,7 +332,8 @@ func TestServerStartStop(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
-	require.Contains(t, string(body), "deltafin-kimi-k3")
+	require.Contains(t, string(body), `"id":"deltafin-demo"`, "the demo is not served as K3")
+	require.Contains(t, string(body), `"description":"the demo model: random weights`)
 
 	a.Click(ItemServer)
 	waitFor(t, a, "stopped", func(s State) bool { return s.ServerAddr == "" })

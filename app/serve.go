@@ -40,6 +40,9 @@ func NewServer(sc ServerConfig, m *Model, jobs Jobs, log *slog.Logger) (*server.
 	opts.MaxTokens, opts.Queue, opts.MemoEntries = sc.MaxTokens, sc.Queue, sc.MemoEntries
 	opts.APIKey, opts.CORSOrigins = sc.APIKey, sc.CORSOrigins
 	opts.Logger, opts.Store, opts.OnResponse = log, jobs.Store, jobs.OnResponse
+	if sc.Demo {
+		opts.ModelID, opts.ModelDescription = DemoModelID, "the demo model: random weights, its answers are gibberish; run deltafin setup for Kimi K3"
+	}
 	s, err := server.New(opts, server.FromEngine(m.Model), m.Tokenizer)
 	if err != nil {
 		return nil, err
@@ -50,6 +53,10 @@ func NewServer(sc ServerConfig, m *Model, jobs Jobs, log *slog.Logger) (*server.
 	log.Info("model", "id", m.Info().ID, "backend", m.Info().Backend, "plan", fmt.Sprint(m.Plan()))
 	return s, nil
 }
+
+// DemoModelID is the id the built-in demo model is served under, so no
+// client mistakes it for K3.
+const DemoModelID = "deltafin-demo"
 
 // IsLoopback reports whether host only listens on this machine.
 func IsLoopback(host string) bool {

@@ -14,6 +14,9 @@ var (
 	ErrInvalidRequest = errors.New("server: invalid request")
 	// ErrBusy: a generation is running and the queue is full (HTTP 429).
 	ErrBusy = errors.New("server: busy")
+	// ErrShuttingDown: the server stopped while the request ran; a stream
+	// ends with it as an error event.
+	ErrShuttingDown = errors.New("server: shutting down")
 	// ErrUnauthorized: a wrong or missing API key (HTTP 401).
 	ErrUnauthorized = errors.New("server: unauthorized")
 	// ErrForbidden: a refused Host header or Origin (HTTP 403).

@@ -23,6 +23,9 @@ func New(opts Options, m Model, tok *tokenizer.Tokenizer) (*Server, error) {
 		return nil, fmt.Errorf("server: tokenizer has %d tokens, the model only %d", tok.VocabSize(), info.VocabSize)
 	}
 	meta := modelMeta{id: info.ID, vocabSize: info.VocabSize, contextLen: info.ContextLen, created: time.Now().Unix()}
+	if opts.ModelID != "" {
+		meta.id, meta.desc = opts.ModelID, opts.ModelDescription
+	}
 	s, err := newServer(opts, meta)
 	if err != nil {
 		return nil, err
@@ -120,7 +123,7 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 		}
 	}
 	if err := t.wait(ctx); err != nil {
-		return nil // the client left the line: it is dropped from it
+		return s.endByShutdown(o) // else the client left the line: it is dropped from it
 	}
 
 	var stopped bool
@@ -139,6 +142,9 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 	}
 	res, reused, err := s.generate(ctx, t, j, emit)
 	switch {
+	case s.life.Err() != nil && !o.gone():
+		s.log.Info("generation stopped: the server is shutting down", "tokens", res.Tokens)
+		return s.endByShutdown(o)
 	case ctx.Err() != nil || o.gone():
 		s.log.Info("generation stopped: client gone", "tokens", res.Tokens)
 		return nil
@@ -206,4 +212,16 @@ func (s *Server) generate(ctx context.Context, t *ticket, j *job, emit func(int)
 	t.measure(res)
 	s.convo.keep(sess)
 	return res, reused, nil
+}
+
+// endByShutdown ends a stream that the server's shutdown cut (its client
+// is still there) with an error event and [DONE], so the client reads why
+// instead of a silent cut; a JSON answer not yet begun gets nothing, as its
+// connection closes.
+func (s *Server) endByShutdown(o *output) error {
+	if o.sse == nil || o.gone() || s.life.Err() == nil {
+		return nil
+	}
+	return o.fail(&apiError{status: http.StatusServiceUnavailable, kind: ErrShuttingDown, typ: "server_error",
+		code: "server_shutting_down", msg: "the server is shutting down: send the request again once it is back"})
 }

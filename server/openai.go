@@ -153,6 +153,9 @@ type ModelObject struct {
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+	// Description is Deltafin's own field: what the model is when it is
+	// not K3 (the demo model's random weights).
+	Description string `json:"description,omitempty"`
 }
 
 // Usage counts tokens. Prompt tokens are the rendered prompt's; completion
@@ -301,8 +304,10 @@ type CompletionChoice struct {
 type Health struct {
 	Status string `json:"status"`
 	Model  string `json:"model"`
-	Busy   bool   `json:"busy"`
-	Queued int    `json:"queued"`
+	// Description says what the model is when it is not K3 (the demo).
+	Description string `json:"description,omitempty"`
+	Busy        bool   `json:"busy"`
+	Queued      int    `json:"queued"`
 	// Queue is what runs and what waits, with progress and ETAs.
 	Queue QueueStatus `json:"queue"`
 }

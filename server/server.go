@@ -50,6 +50,10 @@ type Options struct {
 	RetryAfter time.Duration
 	// Logger receives one line per request; nil discards.
 	Logger *slog.Logger
+	// ModelID, when set, is the id the model is served under instead of
+	// its own (the app serves its built-in demo as "deltafin-demo"), and
+	// ModelDescription a line /v1/models and /health give with it.
+	ModelID, ModelDescription string
 	// Store keeps responses and queued jobs across restarts (the data
 	// directory's deltafin.db); nil: responses live only while they run,
 	// and background ones and previous_response_id are refused.
@@ -84,6 +88,7 @@ func DefaultOptions() Options {
 // modelMeta is what the HTTP layer knows about the served model.
 type modelMeta struct {
 	id         string
+	desc       string // what the model is, when it is not what it seems
 	vocabSize  int
 	contextLen int
 	created    int64
@@ -323,11 +328,11 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 
 func (s *Server) health(c echo.Context) error {
 	qs := s.queue.status()
-	return c.JSON(http.StatusOK, Health{Status: "ok", Model: s.meta.id, Busy: qs.Running != nil, Queued: len(qs.Queued), Queue: qs})
+	return c.JSON(http.StatusOK, Health{Status: "ok", Model: s.meta.id, Description: s.meta.desc, Busy: qs.Running != nil, Queued: len(qs.Queued), Queue: qs})
 }
 
 func (s *Server) modelObject() ModelObject {
-	return ModelObject{ID: s.meta.id, Object: "model", Created: s.meta.created, OwnedBy: "deltafin"}
+	return ModelObject{ID: s.meta.id, Object: "model", Created: s.meta.created, OwnedBy: "deltafin", Description: s.meta.desc}
 }
 
 func (s *Server) models(c echo.Context) error {
