@@ -253,8 +253,6 @@ const DefaultMaxNew = 16
 // Validate checks the flags of one run before anything is opened.
 func (r RunConfig) Validate() error {
 	switch {
-	case r.Model == "":
-		return errors.New("app: run needs --model DIR")
 	case len(r.IDs) > 0 && r.Prompt != "":
 		return errors.New("app: give either --ids or --prompt, not both")
 	case len(r.IDs) == 0 && r.Prompt == "":

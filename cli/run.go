@@ -28,7 +28,7 @@ func Run(ctx context.Context, c *Call) error {
 	fs := c.flags("")
 	addModelFlags(fs, cfg)
 	r := &cfg.Run
-	fs.StringVar(&r.Model, "model", r.Model, "model directory (config.json and safetensors shards)")
+	fs.StringVar(&r.Model, "model", r.Model, "model directory (config.json and safetensors shards); default: the model deltafin setup installed")
 	ids := fs.String("ids", "", "prompt as comma-separated token ids, e.g. 1,2,3")
 	fs.StringVar(&r.Prompt, "prompt", r.Prompt, "prompt text, tokenized with the model directory's tokenizer (no BOS)")
 	fs.BoolVar(&r.Chat, "chat", r.Chat, "send --prompt as a chat turn and stop at the end-of-turn token")
@@ -100,14 +100,23 @@ type RunOutput struct {
 // Ctrl-C (ctx cancelled) stops generation, keeps what was printed, prints
 // the stats with finish reason "interrupted" and returns an error wrapping
 // context.Canceled.
-func runPrompt(ctx context.Context, cfg app.Config, stdout, stderr io.Writer) error {
+func runPrompt(ctx context.Context, cfg app.Config, stdout, stderr io.Writer) (err error) {
 	rc := cfg.Run
 	if err := rc.Validate(); err != nil {
 		return err
 	}
-	// The tokenizer is needed for --prompt and adds "text" to --ids runs
-	// when the model directory has one.
-	m, err := app.OpenModel(ctx, cfg, app.ModelRef{Dir: rc.Model, NeedTokenizer: rc.Prompt != ""})
+	// Without --model, the installed model (a stream install fetches its
+	// experts on demand). The tokenizer is needed for --prompt and adds
+	// "text" to --ids runs when the model directory has one.
+	ref := app.ModelRef{Dir: rc.Model, NeedTokenizer: rc.Prompt != ""}
+	if ref.Dir == "" {
+		if ref.Mirror, err = app.OpenInstalled(ctx, cfg); err != nil {
+			return err
+		}
+		defer ref.Mirror.Close()
+		ref.Dir = ref.Mirror.Dir()
+	}
+	m, err := app.OpenModel(ctx, cfg, ref)
 	if err != nil {
 		if rc.Prompt != "" && errors.Is(err, tokenizer.ErrMissing) {
 			return fmt.Errorf("app: --prompt needs the model's tokenizer: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/deltafin/deltafin/app"
+	"github.com/deltafin/deltafin/downloader"
+	"github.com/deltafin/deltafin/downloader/hubtest"
 	"github.com/deltafin/deltafin/internal/testref"
 	"github.com/stretchr/testify/require"
 )
@@ -120,7 +123,7 @@ func TestRunErrors(t *testing.T) {
 		rc   app.RunConfig
 		want string
 	}{
-		{"no model", app.RunConfig{IDs: []int{1}, MaxNew: 1}, "--model"},
+		{"no model installed", app.RunConfig{IDs: []int{1}, MaxNew: 1}, "no model is installed in"},
 		{"no prompt", app.RunConfig{Model: model, MaxNew: 1}, "--ids or --prompt"},
 		{"both prompts", app.RunConfig{Model: model, IDs: []int{1}, Prompt: "x", MaxNew: 1}, "not both"},
 		{"chat without prompt", app.RunConfig{Model: model, IDs: []int{1}, Chat: true, MaxNew: 1}, "--chat needs --prompt"},
@@ -152,4 +155,21 @@ func TestParseIDs(t *testing.T) {
 		_, err := ParseIDs(bad)
 		require.Error(t, err, bad)
 	}
+}
+
+// TestRunUsesTheInstalledModel: without --model, run generates with the
+// model deltafin setup installed (a stream install: the experts come from
+// the hub on demand), and gives the reference's tokens.
+func TestRunUsesTheInstalledModel(t *testing.T) {
+	t.Parallel()
+	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
+	cfg := hubConfig(t, h)
+	require.NoError(t, setup(t.Context(), cfg, SetupOptions{Mode: downloader.Stream, Headroom: 1, ChunkSize: 64 << 10}, io.Discard))
+	want := ints(reference(t, "short.greedy_tokens"))
+	cfg.Run = app.RunConfig{IDs: ints(reference(t, "short.input_ids")), MaxNew: len(want), JSON: true}
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, runPrompt(t.Context(), cfg, &stdout, &stderr))
+	var out RunOutput
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out))
+	require.Equal(t, want, out.IDs)
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"strings"
@@ -54,4 +55,26 @@ func TestShutdownEndsStreamsWithAnError(t *testing.T) {
 	last := lines[len(lines)-2]
 	require.Contains(t, last, `"code":"server_shutting_down"`)
 	require.Contains(t, last, `"type":"server_error"`)
+}
+
+// TestNoHostHeaderGetsTheJSONError: a request without a Host header (HTTP
+// 1.0 allows it) is refused in OpenAI's error shape like any other.
+func TestNoHostHeaderGetsTheJSONError(t *testing.T) {
+	t.Parallel()
+	_, base := startServer(t, nil)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte("GET /v1/models HTTP/1.0\r\n\r\n"))
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	var e struct {
+		Error struct{ Message, Type, Code string }
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
+	require.Equal(t, "forbidden", e.Error.Code)
+	require.Contains(t, e.Error.Message, `host "" is not allowed`)
 }
