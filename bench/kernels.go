@@ -166,7 +166,7 @@ func benchCases(shrink int) []benchCase {
 	matmul(kernels.BF16, 12288, 7168, 64, true)
 
 	// The fused routed expert over one span laid out as on disk
-	// (K3-ARCHITECTURE.md §3.3: w1, w2, w3, each followed by its scales;
+	// (docs/MODEL.md §4.3: w1, w2, w3, each followed by its scales;
 	// 17,547,264 bytes at K3 size).
 	inter, dim := max(3072/shrink/32*32, 32), 3584
 	expert := func(slot []byte) kernels.Expert {
