@@ -196,3 +196,17 @@ func TestServeServesTheDemo(t *testing.T) {
 	require.Regexp(t, `level=DEBUG msg=request method=GET uri=/health status=200`, string(b))
 	require.Regexp(t, `level=INFO msg=request method=GET uri=/v1/models status=200`, string(b))
 }
+
+// TestServeRefusesATakenPortBeforeLoading: serve binds its port before it
+// reads a weight, so a taken port is said at once, with what to do.
+func TestServeRefusesATakenPortBeforeLoading(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	d := startDeltafin(t, map[string]string{"DELTAFIN_HOME": t.TempDir()}, "serve", "--port", port, "--model", "testdata/k3-tiny")
+	code, lines := d.exit(t)
+	require.Equal(t, 1, code)
+	require.Len(t, lines, 1, "refused before loading: no model line")
+	require.Contains(t, lines[0], "listen on 127.0.0.1:"+port+" (use --port to pick another)")
+}
