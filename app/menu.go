@@ -117,6 +117,9 @@ type Progress struct {
 	Done, Total int64         // bytes
 	Rate        float64       // bytes per second
 	ETA         time.Duration // 0 when unknown
+	// Waiting, when set, says the download waits for the hub before a retry
+	// ("waiting for the hub (rate limited), retrying in 30 s").
+	Waiting string
 }
 
 // Fraction is Done/Total in [0, 1].
@@ -201,7 +204,9 @@ func statusLine(s State) string {
 		if s.Download.Rate > 0 {
 			fmt.Fprintf(&b, " · %s/s", FormatBytes(uint64(s.Download.Rate)))
 		}
-		if s.Download.ETA > 0 {
+		if s.Download.Waiting != "" {
+			b.WriteString(" · " + s.Download.Waiting)
+		} else if s.Download.ETA > 0 {
 			fmt.Fprintf(&b, " · %s left", formatETA(s.Download.ETA))
 		}
 	case s.Pending != 0:

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafin/deltafin/downloader"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,6 +33,10 @@ func TestBuildMenu(t *testing.T) {
 		}), status: "Downloading 41% · 1.2 GB/s · 3 h left", title: "↓ 41%",
 			visible: []ItemID{ItemPause}, hidden: []ItemID{ItemDownloadStream, ItemDownloadFull, ItemUpgrade},
 			check: func(t *testing.T, m Menu) { require.Equal(t, LabelPause, m.Item(ItemPause).Label) }},
+		{name: "waiting for the hub", st: with(func(s *State) {
+			s.Downloading, s.Pending = true, ModeStream
+			s.Download = Progress{Done: 41, Total: 100, ETA: 3 * time.Hour, Waiting: downloader.WaitMessage(30*time.Second, true)}
+		}), status: "Downloading 41% · waiting for the hub (rate limited), retrying in 30 s", title: "↓ 41%"},
 		{name: "paused after relaunch", st: with(func(s *State) {
 			s.Pending = ModeFull
 		}), status: "Download paused at 0% (full)",

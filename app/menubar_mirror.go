@@ -70,8 +70,12 @@ func (d *mirrorInstall) event(e downloader.Event) {
 	d.mu.Lock()
 	p := d.progress
 	d.mu.Unlock()
-	if p != nil && e.Total > 0 {
-		p(Progress{Done: e.Done, Total: e.Total, Rate: e.Rate, ETA: e.ETA})
+	if p != nil && (e.Total > 0 || e.Phase == downloader.PhaseWaiting) {
+		pr := Progress{Done: e.Done, Total: e.Total, Rate: e.Rate, ETA: e.ETA}
+		if e.Phase == downloader.PhaseWaiting {
+			pr.Waiting = e.Message
+		}
+		p(pr)
 	}
 }
 

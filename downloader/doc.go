@@ -27,7 +27,10 @@
 // a Range header, which large files answer with a redirect to a CDN whose
 // signed URL is reused until it expires. The token goes to the hub only.
 // Errors: 401/403/404 are permanent and explained (ErrAuth, ErrNotFound);
-// timeouts, stalls, 5xx, 429 and dropped connections are retried with
-// exponential backoff and full jitter, resuming at the last byte written; a
-// full disk is ErrDiskFull and keeps everything written.
+// timeouts, stalls, 5xx, 429 and dropped connections are retried, resuming
+// at the last byte written: after the Retry-After the hub names (seconds or
+// an HTTP date, on 429 and 503), else with exponential backoff and full
+// jitter, within a budget of time without progress (Options.RetryBudget, and
+// the longer RateLimitBudget for 429s); a wait is a PhaseWaiting event. A
+// full disk is ErrDiskFull.
 package downloader

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,12 +27,21 @@ type Options struct {
 	Jobs int
 	// ChunkSize is the unit of bulk transfers and of resumption [64 MiB].
 	ChunkSize int64
-	// Attempts bounds the tries of one range after transient failures
-	// (timeouts, 5xx, dropped connections) [8]; progress resets the count.
+	// RetryBudget is how long one range keeps retrying transient failures
+	// (timeouts, 5xx, dropped connections) without progress [2m];
+	// RateLimitBudget is the same while the hub answers 429 [10m]. Any byte
+	// that arrives resets both.
+	RetryBudget, RateLimitBudget time.Duration
+	// Attempts, when > 0, also bounds the tries without progress [no bound].
 	Attempts int
 	// BackoffBase and BackoffMax shape the exponential backoff with full
-	// jitter between tries [500ms, 30s].
+	// jitter between tries [500ms, 30s]; a Retry-After (429, 503) replaces
+	// the backoff.
 	BackoffBase, BackoffMax time.Duration
+	// Clock times the retries [the real clock]; Jitter returns uniform
+	// numbers in [0, 1) for the backoff [math/rand/v2, randomly seeded].
+	Clock  Clock
+	Jitter func() float64
 	// StallTimeout aborts (and retries) a request that delivers no byte for
 	// this long [60s].
 	StallTimeout time.Duration
@@ -52,8 +60,17 @@ func (o *Options) defaults() {
 	if o.ChunkSize <= 0 {
 		o.ChunkSize = 64 << 20
 	}
-	if o.Attempts <= 0 {
-		o.Attempts = 8
+	if o.RetryBudget <= 0 {
+		o.RetryBudget = 2 * time.Minute
+	}
+	if o.RateLimitBudget <= 0 {
+		o.RateLimitBudget = 10 * time.Minute
+	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
+	}
+	if o.Jitter == nil {
+		o.Jitter = defaultJitter
 	}
 	if o.BackoffBase <= 0 {
 		o.BackoffBase = 500 * time.Millisecond
@@ -126,6 +143,7 @@ func Open(opts Options) (*Mirror, error) {
 		files:   map[string]*fileState{},
 	}
 	m.gate.init()
+	m.hub.now = opts.Clock.Now
 	lock, err := lockDir(filepath.Join(opts.Dir, metaDir, "lock"))
 	if err != nil {
 		return nil, err
@@ -455,7 +473,8 @@ func removeFlights(all, mine []*flight) []*flight {
 // fetch downloads r into the file, retrying transient failures from the
 // byte where the last attempt stopped, then fsyncs and marks r present.
 func (m *Mirror) fetch(ctx context.Context, fs *fileState, r Range) error {
-	pos, attempt := r.Start, 0
+	pos := r.Start
+	rt := retrier{m: m, what: fs.entry.Path + " bytes " + r.String()}
 	for pos < r.End {
 		n, err := m.copyRange(ctx, fs, pos, r.End)
 		pos += n
@@ -469,25 +488,26 @@ func (m *Mirror) fetch(ctx context.Context, fs *fileState, r Range) error {
 			return err
 		}
 		if n > 0 {
-			attempt = 0
+			rt.progressed()
 		}
-		attempt++
-		if attempt >= m.opts.Attempts {
-			return fmt.Errorf("downloader: %s bytes %v: giving up after %d attempts: %w", fs.entry.Path, Range{pos, r.End}, attempt, err)
-		}
-		if err := sleepCtx(ctx, m.backoff(attempt)); err != nil {
+		rt.what = fs.entry.Path + " bytes " + Range{pos, r.End}.String()
+		if err := rt.wait(ctx, err); err != nil {
 			return err
 		}
 	}
+	return m.commit(fs, r)
+}
+
+// commit makes r, whose bytes are written, durable: the data first, then
+// the map that points at it. The fsync runs without the lock so that
+// readers of present ranges (the engine) never wait for it.
+func (m *Mirror) commit(fs *fileState, r Range) error {
 	fs.mu.Lock()
 	f := fs.f
 	fs.mu.Unlock()
 	if f == nil {
 		return fmt.Errorf("downloader: %s was closed during a transfer", fs.entry.Path)
 	}
-	// Durability order: the data first, then the map that points at it.
-	// The fsync runs without the lock so that readers of present ranges
-	// (the engine) never wait for it.
 	if err := f.Sync(); err != nil {
 		return diskError(err, fs.path)
 	}
@@ -512,27 +532,6 @@ func (fs *fileState) persist() error {
 		return diskError(err, fs.mapPath)
 	}
 	return nil
-}
-
-// backoff is exponential with full jitter: uniform in [0, base·2^(attempt-1)],
-// capped, so that parallel retries spread out.
-func (m *Mirror) backoff(attempt int) time.Duration {
-	d := m.opts.BackoffBase << min(attempt-1, 20)
-	if d > m.opts.BackoffMax || d <= 0 {
-		d = m.opts.BackoffMax
-	}
-	return time.Duration(rand.Int64N(int64(d) + 1))
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // errStalled is the transient error of a request that stopped delivering.
