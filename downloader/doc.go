@@ -12,8 +12,9 @@
 //	.deltafin/lock                        flock: one process per mirror
 //
 // A range enters a presence map only after its bytes are written and the
-// shard fsynced, and maps are replaced atomically, so a crash or kill -9
-// loses at most the chunks in flight. Stream mode holds metadata and the
+// shard fsynced, every Options.CommitEvery bytes (8 MiB) of a transfer, and
+// maps are replaced atomically, so a crash, kill -9 or full disk loses less
+// than CommitEvery bytes per transfer in flight. Stream mode holds metadata and the
 // spine (shard headers and every tensor that is not a routed expert);
 // full mode holds every byte; Mirror.Ensure (and a Source's Ensure and
 // ReadAt, the engine's door to a mirrored shard) fetches any missing range

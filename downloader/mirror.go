@@ -25,8 +25,12 @@ type Options struct {
 	Dir string
 	// Jobs is how many range requests run at once in a bulk transfer [8].
 	Jobs int
-	// ChunkSize is the unit of bulk transfers and of resumption [64 MiB].
+	// ChunkSize is the unit of bulk transfers [64 MiB].
 	ChunkSize int64
+	// CommitEvery is the unit of durable progress [8 MiB]: a range being
+	// fetched is fsynced and marked present every CommitEvery bytes, so a
+	// kill, a crash or a full disk loses less than that per stream.
+	CommitEvery int64
 	// RetryBudget is how long one range keeps retrying transient failures
 	// (timeouts, 5xx, dropped connections) without progress [2m];
 	// RateLimitBudget is the same while the hub answers 429 [10m]. Any byte
@@ -59,6 +63,9 @@ func (o *Options) defaults() {
 	}
 	if o.ChunkSize <= 0 {
 		o.ChunkSize = 64 << 20
+	}
+	if o.CommitEvery <= 0 {
+		o.CommitEvery = 8 << 20
 	}
 	if o.RetryBudget <= 0 {
 		o.RetryBudget = 2 * time.Minute
@@ -341,7 +348,7 @@ func (fs *fileState) open() (*os.File, error) {
 // cannot fix it).
 func diskError(err error, path string) error {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG) {
-		return permanent(fmt.Errorf("%w writing %s: free some space and run again; every byte already written is kept (%v)", ErrDiskFull, path, err))
+		return permanent(fmt.Errorf("%w writing %s: free some space and run again; everything downloaded is kept but the last few MiB of each transfer in flight (%v)", ErrDiskFull, path, err))
 	}
 	return permanent(fmt.Errorf("downloader: %s: %w", path, err))
 }
@@ -471,7 +478,8 @@ func removeFlights(all, mine []*flight) []*flight {
 }
 
 // fetch downloads r into the file, retrying transient failures from the
-// byte where the last attempt stopped, then fsyncs and marks r present.
+// byte where the last attempt stopped; copyRange makes the bytes durable
+// and present as they arrive.
 func (m *Mirror) fetch(ctx context.Context, fs *fileState, r Range) error {
 	pos := r.Start
 	rt := retrier{m: m, what: fs.entry.Path + " bytes " + r.String()}
@@ -495,7 +503,7 @@ func (m *Mirror) fetch(ctx context.Context, fs *fileState, r Range) error {
 			return err
 		}
 	}
-	return m.commit(fs, r)
+	return nil
 }
 
 // commit makes r, whose bytes are written, durable: the data first, then
@@ -538,9 +546,11 @@ func (fs *fileState) persist() error {
 var errStalled = errors.New("downloader: transfer stalled")
 
 // copyRange issues one range request for [off, end) and writes what arrives
-// at its offsets. It returns how many bytes it wrote; those stay valid
-// whatever the error, so the caller resumes after them.
-func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (int64, error) {
+// at its offsets, committing (fsync, then the presence map) every
+// CommitEvery bytes and before it returns. It returns how many bytes it
+// wrote; those are present whatever the error, so the caller resumes after
+// them.
+func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (written int64, err error) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The watchdog cancels a request that delivers nothing for StallTimeout;
@@ -559,8 +569,18 @@ func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (
 	fs.mu.Lock()
 	f := fs.f
 	fs.mu.Unlock()
-	buf := make([]byte, min(1<<20, end-off))
-	var written int64
+	committed := off // bytes before it are durable and present
+	defer func() {
+		// Whatever ended the request, keep what it wrote. A failed commit
+		// (a full disk refusing the map) leaves the map behind the bytes:
+		// those are fetched again, never trusted.
+		if off+written > committed {
+			if cerr := m.commit(fs, Range{committed, off + written}); cerr != nil && (err == nil || !errors.Is(err, ErrDiskFull)) {
+				err = cerr
+			}
+		}
+	}()
+	buf := make([]byte, min(1<<20, end-off, m.opts.CommitEvery))
 	for off+written < end {
 		// Fill the buffer read by read: any byte that arrives proves the
 		// request alive and re-arms the watchdog; writes stay large.
@@ -576,11 +596,18 @@ func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (
 			}
 		}
 		if k > 0 {
-			if _, werr := f.WriteAt(buf[:k], off+written); werr != nil {
+			n, werr := f.WriteAt(buf[:k], off+written)
+			written += int64(n)
+			m.prog.add(fs.entry.Path, int64(n))
+			if werr != nil {
 				return written, diskError(werr, fs.path)
 			}
-			written += int64(k)
-			m.prog.add(fs.entry.Path, int64(k))
+		}
+		if off+written-committed >= m.opts.CommitEvery {
+			if err := m.commit(fs, Range{committed, off + written}); err != nil {
+				return written, err
+			}
+			committed = off + written
 		}
 		if rerr != nil && (rerr != io.EOF || off+written < end) {
 			if !watchdog.Stop() && ctx.Err() == nil {
