@@ -24,10 +24,15 @@ func Setup(ctx context.Context, c *Call) error {
 	full := fs.Bool("full", false, "download everything (about 1.6 TB for K3)")
 	auto := fs.Bool("auto", false, "full if 100 GB stay free afterwards, else stream (the default)")
 	dryRun := fs.Bool("dry-run", false, "print each mode's totals and what is present, download nothing")
+	repair := fs.Bool("repair", false, "re-verify everything present (hash complete files, fetch shard headers again) and fetch again what fails; keeps the install's mode unless one is given")
 	if err := c.parse(fs, c.Args); err != nil {
 		return err
 	}
-	opts := SetupOptions{Mode: downloader.Auto, DryRun: *dryRun}
+	opts := SetupOptions{Mode: downloader.Auto, DryRun: *dryRun, Repair: *repair}
+	if opts.Repair && opts.DryRun {
+		fmt.Fprintln(fs.Output(), "--repair writes; it cannot be a --dry-run")
+		return errUsage
+	}
 	n := 0
 	for _, m := range []struct {
 		set  bool
@@ -84,6 +89,9 @@ func Warm(ctx context.Context, c *Call) error {
 type SetupOptions struct {
 	Mode   downloader.Mode // Auto, Stream or Full
 	DryRun bool
+	// Repair re-verifies what is present and fetches again what fails;
+	// with Mode Auto it keeps the install's mode.
+	Repair bool
 	// Headroom is the free space left after the install (0: 100 GB).
 	Headroom int64
 	// ChunkSize of transfers (0: 64 MiB); tests use small chunks.
@@ -99,7 +107,7 @@ func setup(ctx context.Context, cfg app.Config, opts SetupOptions, out io.Writer
 
 func setupModel(ctx context.Context, cfg app.Config, opts SetupOptions, out io.Writer) error {
 	ui := newProgressUI(out)
-	m, p, err := app.OpenPlan(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event})
+	m, p, err := app.OpenPlan(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event, Repair: opts.Repair})
 	if err != nil {
 		return err
 	}
@@ -118,6 +126,13 @@ func setupModel(ctx context.Context, cfg app.Config, opts SetupOptions, out io.W
 	}
 	headroom := app.OrDefaultHeadroom(opts.Headroom)
 	mode, chooseErr := downloader.Choose(opts.Mode, stream, full, int64(free), headroom)
+	if opts.Repair && opts.Mode == downloader.Auto {
+		// Keep the install's mode: full when every expert is there.
+		mode, chooseErr = downloader.Stream, nil
+		if full.Missing() == stream.Missing() {
+			mode = downloader.Full
+		}
+	}
 	if opts.DryRun {
 		fmt.Fprintf(out, "%s@%s in %s\n", cfg.Repo, cfg.Revision, m.Dir())
 		fmt.Fprintf(out, "%-8s %12s %12s %12s\n", "mode", "total", "present", "to download")

@@ -51,6 +51,9 @@ type Options struct {
 	StallTimeout time.Duration
 	// Progress receives the transfer's progress events, one at a time.
 	Progress func(Event)
+	// Repair makes the first Plan call Repair first: every complete file is
+	// hashed again by the next Fetch and every shard header fetched again.
+	Repair bool
 	// WaitOnDiskFull makes Fetch pause on a full disk (a PhasePaused event
 	// carrying ErrDiskFull) and continue after Resume, as the menu-bar app
 	// wants; otherwise Fetch returns ErrDiskFull, as the CLI wants.
@@ -106,6 +109,8 @@ type Mirror struct {
 	// fetchMu runs one Fetch at a time: a transfer's progress events
 	// describe one set of work.
 	fetchMu sync.Mutex
+	// repairOnce runs Options.Repair before the first Plan.
+	repairOnce sync.Once
 
 	mu      sync.Mutex
 	entries map[string]Entry // the mirrored files, from the manifest
