@@ -28,7 +28,7 @@ type mirrorInstall struct {
 }
 
 func newMirrorInstall(cfg Config) *mirrorInstall {
-	return &mirrorInstall{cfg: cfg, headroom: downloader.DefaultHeadroom}
+	return &mirrorInstall{cfg: cfg, headroom: cfg.Headroom()}
 }
 
 func (d *mirrorInstall) mirror(ctx context.Context) (*downloader.Mirror, error) {

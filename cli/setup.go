@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,13 +23,17 @@ func Setup(ctx context.Context, c *Call) error {
 	hubFlags(fs, cfg)
 	stream := fs.Bool("stream", false, "download metadata and the spine; experts arrive on demand")
 	full := fs.Bool("full", false, "download everything (about 1.6 TB for K3)")
-	auto := fs.Bool("auto", false, "full if 100 GB stay free afterwards, else stream (the default)")
+	auto := fs.Bool("auto", false, "full if --keep-free GB (100) stay free afterwards, else stream (the default)")
 	dryRun := fs.Bool("dry-run", false, "print each mode's totals and what is present, download nothing")
+	keepFree := keepFreeFlag(fs)
 	repair := fs.Bool("repair", false, "re-verify everything present (hash complete files, fetch shard headers again) and fetch again what fails; keeps the install's mode unless one is given")
 	if err := c.parse(fs, c.Args); err != nil {
 		return err
 	}
-	opts := SetupOptions{Mode: downloader.Auto, DryRun: *dryRun, Repair: *repair}
+	if err := checkKeepFree(fs, *keepFree); err != nil {
+		return err
+	}
+	opts := SetupOptions{Mode: downloader.Auto, DryRun: *dryRun, Repair: *repair, Headroom: headroomGB(*keepFree)}
 	if opts.Repair && opts.DryRun {
 		fmt.Fprintln(fs.Output(), "--repair writes; it cannot be a --dry-run")
 		return errUsage
@@ -57,10 +62,31 @@ func FetchExperts(ctx context.Context, c *Call) error {
 	hubFlags(fs, cfg)
 	layers := fs.String("layers", "", "only the experts of these MoE layers, e.g. 1-40,45 (default: everything missing)")
 	dryRun := fs.Bool("dry-run", false, "print what would be downloaded")
+	keepFree := keepFreeFlag(fs)
 	if err := c.parse(fs, c.Args); err != nil {
 		return err
 	}
-	return fetchExperts(ctx, *cfg, FetchOptions{Layers: *layers, DryRun: *dryRun}, c.Stdout)
+	if err := checkKeepFree(fs, *keepFree); err != nil {
+		return err
+	}
+	return fetchExperts(ctx, *cfg, FetchOptions{Layers: *layers, DryRun: *dryRun, Headroom: headroomGB(*keepFree)}, c.Stdout)
+}
+
+// keepFreeFlag is --keep-free GB: the free disk a download leaves.
+func keepFreeFlag(fs *flag.FlagSet) *float64 {
+	return fs.Float64("keep-free", downloader.DefaultHeadroom/1e9, "GB of disk to leave free after the download (0: none)")
+}
+
+// headroomGB turns --keep-free into bytes; 0 keeps one byte (none to speak
+// of), and a negative value is refused by checkKeepFree.
+func headroomGB(gb float64) int64 { return max(1, int64(gb*1e9)) }
+
+func checkKeepFree(fs *flag.FlagSet, gb float64) error {
+	if gb < 0 {
+		fmt.Fprintf(fs.Output(), "--keep-free %g: want a size in GB, 0 or more\n", gb)
+		return errUsage
+	}
+	return nil
 }
 
 // stringList is a repeatable string flag.
@@ -107,7 +133,7 @@ func setup(ctx context.Context, cfg app.Config, opts SetupOptions, out io.Writer
 
 func setupModel(ctx context.Context, cfg app.Config, opts SetupOptions, out io.Writer) error {
 	ui := newProgressUI(out)
-	m, p, err := app.OpenPlan(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event, Repair: opts.Repair})
+	m, p, err := app.OpenPlan(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event, Repair: opts.Repair, ReadOnly: opts.DryRun})
 	if err != nil {
 		return err
 	}
@@ -120,7 +146,7 @@ func setupModel(ctx context.Context, cfg app.Config, opts SetupOptions, out io.W
 	if err != nil {
 		return err
 	}
-	free, err := sysinfo.FreeDisk(m.Dir())
+	free, err := freeDisk(m.Dir())
 	if err != nil {
 		return err
 	}
@@ -168,6 +194,17 @@ func setupModel(ctx context.Context, cfg app.Config, opts SetupOptions, out io.W
 	return printStreamStatus(m, p, out)
 }
 
+// freeDisk is the free space of the filesystem that holds (or will hold)
+// dir: a dry run creates nothing, so dir may not exist yet.
+func freeDisk(dir string) (uint64, error) {
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			return sysinfo.FreeDisk(dir)
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
 // printStreamStatus says how much of the expert pool is local and what
 // completing the install costs (nothing when it is complete).
 func printStreamStatus(m *downloader.Mirror, p *downloader.Plan, out io.Writer) error {
@@ -203,7 +240,7 @@ func fetchMissing(ctx context.Context, cfg app.Config, opts FetchOptions, out io
 	layers, dryRun := opts.Layers, opts.DryRun
 	headroom := app.OrDefaultHeadroom(opts.Headroom)
 	ui := newProgressUI(out)
-	m, p, err := app.OpenPlan(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event})
+	m, p, err := app.OpenPlan(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event, ReadOnly: dryRun})
 	if err != nil {
 		return err
 	}
@@ -225,7 +262,7 @@ func fetchMissing(ctx context.Context, cfg app.Config, opts FetchOptions, out io
 	if err != nil {
 		return err
 	}
-	free, err := sysinfo.FreeDisk(m.Dir())
+	free, err := freeDisk(m.Dir())
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,9 @@ func (m *Mirror) healHeader(ctx context.Context, f *File, err error) error {
 	if verified {
 		return err
 	}
+	if m.opts.ReadOnly {
+		return fmt.Errorf("%w: %s: %w; run `deltafin setup --repair`", ErrDamaged, f.Path, err)
+	}
 	if err := m.dropHeader(fs); err != nil {
 		return err
 	}
@@ -91,6 +94,9 @@ func (m *Mirror) drop(fs *fileState, r Range) error {
 // any that fail), and every shard's header is marked missing, so that the
 // next Plan fetches it again. Run Plan and Fetch after it.
 func (m *Mirror) Repair(ctx context.Context) error {
+	if m.opts.ReadOnly {
+		return fmt.Errorf("%w: Repair", ErrReadOnly)
+	}
 	m.mu.Lock()
 	names := make([]string, 0, len(m.entries))
 	for name := range m.entries {

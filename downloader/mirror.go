@@ -51,6 +51,10 @@ type Options struct {
 	StallTimeout time.Duration
 	// Progress receives the transfer's progress events, one at a time.
 	Progress func(Event)
+	// ReadOnly opens the mirror for a dry run: nothing is created or
+	// written (no directory, lock, manifest or map), missing bytes that Plan
+	// reads come from the hub into memory, and writers fail with ErrReadOnly.
+	ReadOnly bool
 	// Repair makes the first Plan call Repair first: every complete file is
 	// hashed again by the next Fetch and every shard header fetched again.
 	Repair bool
@@ -121,9 +125,10 @@ type Mirror struct {
 // ranges being fetched right now (so concurrent callers for the same bytes
 // wait for one request instead of issuing their own).
 type fileState struct {
-	entry   Entry
-	path    string
-	mapPath string
+	entry    Entry
+	path     string
+	mapPath  string
+	readOnly bool // of a ReadOnly mirror: never persisted
 
 	saveMu  sync.Mutex // orders presence map writes (see persist)
 	mu      sync.Mutex
@@ -143,6 +148,13 @@ func Open(opts Options) (*Mirror, error) {
 	opts.defaults()
 	if opts.Dir == "" {
 		return nil, errors.New("downloader: empty mirror directory")
+	}
+	if opts.ReadOnly {
+		m := &Mirror{opts: opts, hub: newHub(opts.HubOptions, opts.Jobs), prog: newTracker(opts.Progress),
+			entries: map[string]Entry{}, files: map[string]*fileState{}}
+		m.gate.init()
+		m.hub.now = opts.Clock.Now
+		return openReadOnly(m)
 	}
 	if err := os.MkdirAll(filepath.Join(opts.Dir, metaDir, "presence"), 0o755); err != nil {
 		return nil, fmt.Errorf("downloader: create mirror: %w", err)
@@ -249,6 +261,9 @@ func (m *Mirror) loadManifest() error {
 }
 
 func (m *Mirror) saveManifest(entries []Entry) error {
+	if m.opts.ReadOnly {
+		return nil // a dry run keeps the listing in memory
+	}
 	b, err := json.MarshalIndent(manifest{Version: 1, Repo: m.opts.Repo, Revision: m.opts.Revision, Files: entries}, "", " ")
 	if err != nil {
 		return fmt.Errorf("downloader: encode manifest: %w", err)
@@ -291,9 +306,10 @@ func (m *Mirror) file(name string) (*fileState, error) {
 		return nil, fmt.Errorf("%w: %s is not a file of %s@%s in this mirror (run deltafin setup)", ErrNotFound, name, m.opts.Repo, shortRev(m.opts.Revision))
 	}
 	fs := &fileState{
-		entry:   e,
-		path:    filepath.Join(m.opts.Dir, filepath.FromSlash(name)),
-		mapPath: filepath.Join(m.opts.Dir, metaDir, "presence", filepath.FromSlash(name)+".json"),
+		entry:    e,
+		path:     filepath.Join(m.opts.Dir, filepath.FromSlash(name)),
+		mapPath:  filepath.Join(m.opts.Dir, metaDir, "presence", filepath.FromSlash(name)+".json"),
+		readOnly: m.opts.ReadOnly,
 	}
 	p, err := loadPresence(fs.mapPath, e.Size)
 	if err != nil {
@@ -387,12 +403,28 @@ func (m *Mirror) Ensure(ctx context.Context, file string, off, n int64) error {
 	if off < 0 || n < 0 || off+n > fs.entry.Size {
 		return fmt.Errorf("%w: %s: range [%d, %d) is outside the %d-byte file", ErrProtocol, file, off, off+n, fs.entry.Size)
 	}
+	if m.opts.ReadOnly {
+		if got, _ := m.Present(file, off, n); got < n {
+			return fmt.Errorf("%w: %s: bytes [%d, %d) are missing", ErrReadOnly, file, off, off+n)
+		}
+		return nil
+	}
 	return m.ensure(ctx, fs, Range{off, off + n})
 }
 
 // ReadAt fills p with the bytes of file at off, fetching them first if they
 // are missing. It has the shape of the engine's byte Source.
 func (m *Mirror) ReadAt(ctx context.Context, file string, p []byte, off int64) error {
+	if m.opts.ReadOnly {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fs, err := m.file(file)
+		if err != nil {
+			return err
+		}
+		return m.readOnlyAt(ctx, fs, p, off)
+	}
 	if err := m.Ensure(ctx, file, off, int64(len(p))); err != nil {
 		return err
 	}
@@ -535,6 +567,9 @@ func (m *Mirror) commit(fs *fileState, r Range) error {
 // older map back. The map on disk may lag the one in memory, never lead it:
 // the bytes a range names are fsynced before the range enters memory.
 func (fs *fileState) persist() error {
+	if fs.readOnly {
+		return fmt.Errorf("%w: %s", ErrReadOnly, fs.mapPath)
+	}
 	fs.saveMu.Lock()
 	defer fs.saveMu.Unlock()
 	fs.mu.Lock()
