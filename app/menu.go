@@ -110,6 +110,9 @@ type InstallState struct {
 	Mode          InstallMode
 	ExpertsCached int // routed experts present on disk
 	ExpertsTotal  int
+	// Spine, for a stream install whose spine is not all verified, says
+	// how much is ("spine 100% present, 0% verified"); "" when all is.
+	Spine string
 }
 
 // Progress is one progress event of a download or of warming.
@@ -219,6 +222,9 @@ func statusLine(s State) string {
 			pct = percent(float64(s.Install.ExpertsCached) / float64(s.Install.ExpertsTotal))
 		}
 		fmt.Fprintf(&b, "Stream install, %d%% of experts cached", pct)
+		if s.Install.Spine != "" {
+			b.WriteString(" · " + s.Install.Spine)
+		}
 	default:
 		b.WriteString("Not installed")
 	}

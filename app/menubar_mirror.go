@@ -130,6 +130,13 @@ func installState(m *downloader.Mirror, p *downloader.Plan) (InstallState, error
 		in.Mode = InstallFull
 	case stream.Missing() == 0:
 		in.Mode = InstallStream
+		spine, err := m.Coverage(p.SpineWork())
+		if err != nil {
+			return in, err
+		}
+		if !spine.AllVerified() {
+			in.Spine = "spine " + spine.String()
+		}
 	}
 	return in, nil
 }
