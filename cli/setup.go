@@ -308,7 +308,7 @@ func fetchMissing(ctx context.Context, cfg app.Config, opts FetchOptions, out io
 // interrupted explains a Ctrl-C: nothing is lost, running again continues.
 func interrupted(cmd string, err error) error {
 	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("app: %s interrupted; every completed chunk is kept: run deltafin %s again to continue (%w)", cmd, cmd, err)
+		return fmt.Errorf("app: %s interrupted; everything downloaded is kept but the last few MiB of each transfer in flight: run deltafin %s again to continue (%w)", cmd, cmd, err)
 	}
 	return err
 }

@@ -153,3 +153,44 @@ func TestRepairRefetchesWhatFails(t *testing.T) {
 	require.NoError(t, m.Fetch(t.Context(), p, p.Work(Full)))
 	h.RequireIdentical(t, dir)
 }
+
+// TestCorruptSpineOfAStreamInstallIsNotCalledVerified: one byte of spine
+// data of a shard that a stream install holds in part is flipped in
+// transit. No digest covers a partial file, so the install must not call
+// that byte verified (the spine's coverage says so), and the first upgrade
+// to full finds it by the shard's sha256 and fetches the shard again.
+func TestCorruptSpineOfAStreamInstallIsNotCalledVerified(t *testing.T) {
+	t.Parallel()
+	h := newFakeHub(t)
+	src := h.Files[healShard].Data
+	n := int64(binary.LittleEndian.Uint64(src))
+	h.SetFault(once(func(f *fakeFile, start, end int64) bool {
+		return f.Path == healShard && start >= 8+n
+	}, corrupt))
+	dir := t.TempDir()
+	m, p := setup(t, t.Context(), options(h, dir), Stream)
+	spine, err := m.Coverage(p.SpineWork())
+	require.NoError(t, err)
+	require.Equal(t, spine.Total, spine.Present)
+	require.Less(t, spine.Verified, spine.Total)
+	require.Equal(t, "100% present, 0% verified", spine.String())
+	c, err := m.Coverage([]Work{{healShard, Range{0, int64(len(src))}}})
+	require.NoError(t, err)
+	require.Zero(t, c.Verified, "a partly held shard is not verified")
+	got, err := os.ReadFile(filepath.Join(dir, healShard))
+	require.NoError(t, err)
+	differs := false
+	for _, w := range p.SpineWork() {
+		if w.File == healShard && !bytes.Equal(got[w.Start:w.End], src[w.Start:w.End]) {
+			differs = true
+		}
+	}
+	require.True(t, differs, "the flipped byte landed in the stream install's spine")
+	require.NoError(t, m.Close())
+
+	m, p = setup(t, t.Context(), options(h, dir), Full)
+	all, err := m.Coverage(p.Work(Full))
+	require.NoError(t, err)
+	require.True(t, all.AllVerified(), "the upgrade to full verifies every byte")
+	h.RequireIdentical(t, dir)
+}

@@ -149,16 +149,6 @@ func Open(opts Options) (*Mirror, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("downloader: empty mirror directory")
 	}
-	if opts.ReadOnly {
-		m := &Mirror{opts: opts, hub: newHub(opts.HubOptions, opts.Jobs), prog: newTracker(opts.Progress),
-			entries: map[string]Entry{}, files: map[string]*fileState{}}
-		m.gate.init()
-		m.hub.now = opts.Clock.Now
-		return openReadOnly(m)
-	}
-	if err := os.MkdirAll(filepath.Join(opts.Dir, metaDir, "presence"), 0o755); err != nil {
-		return nil, fmt.Errorf("downloader: create mirror: %w", err)
-	}
 	m := &Mirror{
 		opts:    opts,
 		hub:     newHub(opts.HubOptions, opts.Jobs),
@@ -168,6 +158,12 @@ func Open(opts Options) (*Mirror, error) {
 	}
 	m.gate.init()
 	m.hub.now = opts.Clock.Now
+	if opts.ReadOnly {
+		return openReadOnly(m)
+	}
+	if err := os.MkdirAll(filepath.Join(opts.Dir, metaDir, "presence"), 0o755); err != nil {
+		return nil, fmt.Errorf("downloader: create mirror: %w", err)
+	}
 	lock, err := lockDir(filepath.Join(opts.Dir, metaDir, "lock"))
 	if err != nil {
 		return nil, err
