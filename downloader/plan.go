@@ -80,7 +80,7 @@ func isShard(p string) bool { return !strings.Contains(p, "/") && strings.HasSuf
 func (m *Mirror) Plan(ctx context.Context) (*Plan, error) {
 	if !m.hasManifest() {
 		m.prog.phase(PhasePlan, "listing "+m.opts.Repo)
-		all, err := m.hub.list(ctx)
+		all, err := m.list(ctx)
 		if err != nil {
 			return nil, err
 		}

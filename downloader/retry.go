@@ -134,3 +134,18 @@ func WaitMessage(d time.Duration, rateLimited bool) string {
 	}
 	return fmt.Sprintf("waiting for the hub (%s), retrying in %d s", why, int((d+time.Second/2)/time.Second))
 }
+
+// list is the hub's tree listing, retried like a transfer: a rate-limited
+// or failing hub is asked again after its Retry-After or a backoff.
+func (m *Mirror) list(ctx context.Context) ([]Entry, error) {
+	rt := retrier{m: m, what: "tree listing of " + m.opts.Repo}
+	for {
+		all, err := m.hub.list(ctx)
+		if err == nil || ctx.Err() != nil || isPermanent(err) || errors.Is(err, ErrProtocol) {
+			return all, err
+		}
+		if err := rt.wait(ctx, err); err != nil {
+			return nil, err
+		}
+	}
+}

@@ -194,3 +194,31 @@ func TestRetryAfterParsing(t *testing.T) {
 		require.Equal(t, want, retryAfter(v, now), "Retry-After %q", v)
 	}
 }
+
+// TestListingWaitsForRetryAfter: the tree listing, too, waits as long as a
+// 429's Retry-After says, then goes on.
+func TestListingWaitsForRetryAfter(t *testing.T) {
+	t.Parallel()
+	h := newFakeHub(t)
+	clk := newFakeClock()
+	var mu sync.Mutex
+	n := 0
+	h.SetListFault(func(w http.ResponseWriter) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if n++; n > 1 {
+			return false
+		}
+		w.Header().Set("Retry-After", "12")
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+		return true
+	})
+	opts := options(h, t.TempDir())
+	opts.Clock, opts.Jitter = clk, func() float64 { return 0 }
+	m, err := Open(opts)
+	require.NoError(t, err)
+	defer m.Close()
+	_, err = m.Plan(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{12 * time.Second}, clk.slept())
+}
