@@ -22,6 +22,13 @@
 // layout (which tensors are routed experts) comes from package checkpoint.
 // Complete files are checked against the hub's sha256 (git blob id for
 // small files); a mismatch fetches the file again and never accepts it.
+// The bytes of a file held in part (a stream install's shards) are present
+// but not verified until the file is complete, and Coverage says so
+// ("100% present, 0% verified"). A shard header that does not parse, or
+// whose layout is wrong, is marked missing and fetched again once; then
+// ErrDamaged names the file and suggests `deltafin setup --repair`
+// (Repair: hash complete files again, fetch headers again). A ReadOnly
+// mirror, for dry runs, creates and writes nothing.
 //
 // The hub API used: GET {endpoint}/api/models/{repo}/tree/{revision}?recursive=true
 // (Link-paginated), and GET {endpoint}/{repo}/resolve/{revision}/{path} with
