@@ -23,7 +23,7 @@ APT_FILES := /usr/include/vulkan/vulkan.h:libvulkan-dev \
 
 # npm packages the tests use (the official openai client, run by
 # server/node_test.go), installed from the committed package-lock.json.
-NPM_DIRS := server/testdata/node
+NPM_DIRS := server/testdata/node downloader/testdata/xetnode
 
 .PHONY: all build run test vet fmt-check darwin-vet info-plist unit kernels-arm64 deps bench app lint clean shaders shaders-check gpu-bundle
 
