@@ -20,7 +20,18 @@ func firstNonFinite(m kernels.Matrix) int {
 	b := m.Data
 	switch m.DType {
 	case kernels.BF16:
-		for i := 0; i+1 < len(b); i += 2 {
+		// Four elements per step: a lane whose exponent bits are all set
+		// becomes zero after the mask and the xor, and the classic has-zero
+		// test finds it (every lane's top bit is clear after the mask).
+		const mask, ones, tops = 0x7f807f807f807f80, 0x0001000100010001, 0x8000800080008000
+		i := 0
+		for ; i+8 <= len(b); i += 8 {
+			v := binary.LittleEndian.Uint64(b[i:])&mask ^ mask
+			if (v-ones)&^v&tops != 0 {
+				break // the element loop below finds which
+			}
+		}
+		for ; i+1 < len(b); i += 2 {
 			if binary.LittleEndian.Uint16(b[i:])&0x7f80 == 0x7f80 {
 				return i / 2
 			}
