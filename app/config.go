@@ -39,6 +39,9 @@ type Config struct {
 	Revision   string
 	// Jobs is the number of parallel range requests (--jobs).
 	Jobs int
+	// KeepFreeGB is the free disk, in GB, every download leaves (setup and
+	// fetch-experts --keep-free, and the menu's downloads); 0: 100 GB.
+	KeepFreeGB float64
 	// Run holds `deltafin run`'s flags (run.go).
 	Run RunConfig
 	// RAMGB overrides the RAM the budget plans for, in GB (--ram-gb); 0
@@ -181,6 +184,9 @@ func (c *Config) Validate() error {
 	}
 	if c.WarmPoll < 0 {
 		return fmt.Errorf("app: negative warm poll interval %v", c.WarmPoll)
+	}
+	if c.KeepFreeGB < 0 || c.KeepFreeGB > 1<<30 {
+		return fmt.Errorf("app: --keep-free %g is not a disk size in GB", c.KeepFreeGB)
 	}
 	if c.RAMGB < 0 || c.RAMGB > 1<<20 {
 		return fmt.Errorf("app: --ram-gb %g is not a RAM size in GB", c.RAMGB)

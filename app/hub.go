@@ -125,6 +125,10 @@ func OrDefaultHeadroom(h int64) int64 {
 	return h
 }
 
+// Headroom is the free space every download leaves, in bytes: KeepFreeGB,
+// or downloader.DefaultHeadroom when it is not set.
+func (c Config) Headroom() int64 { return OrDefaultHeadroom(int64(c.KeepFreeGB * 1e9)) }
+
 // chooseMode picks the install mode for the menu's download as setup does:
 // mode (Auto chooses by free disk) against the plan's stream and full totals,
 // keeping headroom free.

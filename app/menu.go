@@ -115,6 +115,9 @@ type InstallState struct {
 	Mode          InstallMode
 	ExpertsCached int // routed experts present on disk
 	ExpertsTotal  int
+	// Spine, for a stream install whose spine is not all verified, says
+	// how much is ("spine 100% present, 0% verified"); "" when all is.
+	Spine string
 }
 
 // Progress is one progress event of a download or of warming.
@@ -122,6 +125,9 @@ type Progress struct {
 	Done, Total int64         // bytes
 	Rate        float64       // bytes per second
 	ETA         time.Duration // 0 when unknown
+	// Waiting, when set, says the download waits for the hub before a retry
+	// ("waiting for the hub (rate limited), retrying in 30 s").
+	Waiting string
 }
 
 // Fraction is Done/Total in [0, 1].
@@ -217,7 +223,9 @@ func statusLine(s State) string {
 		if s.Download.Rate > 0 {
 			fmt.Fprintf(&b, " · %s/s", FormatBytes(uint64(s.Download.Rate)))
 		}
-		if s.Download.ETA > 0 {
+		if s.Download.Waiting != "" {
+			b.WriteString(" · " + s.Download.Waiting)
+		} else if s.Download.ETA > 0 {
 			fmt.Fprintf(&b, " · %s left", formatETA(s.Download.ETA))
 		}
 	case s.Pending != 0:
@@ -230,6 +238,9 @@ func statusLine(s State) string {
 			pct = percent(float64(s.Install.ExpertsCached) / float64(s.Install.ExpertsTotal))
 		}
 		fmt.Fprintf(&b, "Stream install, %d%% of experts cached", pct)
+		if s.Install.Spine != "" {
+			b.WriteString(" · " + s.Install.Spine)
+		}
 	default:
 		b.WriteString("Not installed")
 	}

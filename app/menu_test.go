@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafin/deltafin/downloader"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,6 +41,10 @@ func TestBuildMenu(t *testing.T) {
 			s.Install = InstallState{Mode: InstallFull}
 			s.Answering = Answering{Running: true, PromptDone: 100, PromptTokens: 100, Tokens: 12}
 		}), status: "Full install · Answering… · 12 tokens", title: "answering…"},
+		{name: "waiting for the hub", st: with(func(s *State) {
+			s.Downloading, s.Pending = true, ModeStream
+			s.Download = Progress{Done: 41, Total: 100, ETA: 3 * time.Hour, Waiting: downloader.WaitMessage(30*time.Second, true)}
+		}), status: "Downloading 41% · waiting for the hub (rate limited), retrying in 30 s", title: "↓ 41%"},
 		{name: "paused after relaunch", st: with(func(s *State) {
 			s.Pending = ModeFull
 		}), status: "Download paused at 0% (full)",
@@ -55,6 +60,9 @@ func TestBuildMenu(t *testing.T) {
 				require.True(t, m.Item(ItemCopyAddress).Enabled)
 				require.Equal(t, LabelStopServer, m.Item(ItemServer).Label)
 			}},
+		{name: "stream install not all verified", st: with(func(s *State) {
+			s.Install = InstallState{Mode: InstallStream, ExpertsCached: 12, ExpertsTotal: 100, Spine: "spine 100% present, 62% verified"}
+		}), status: "Stream install, 12% of experts cached · spine 100% present, 62% verified"},
 		{name: "upgrading", st: with(func(s *State) {
 			s.Install = InstallState{Mode: InstallStream, ExpertsCached: 1, ExpertsTotal: 2}
 			s.Downloading, s.Pending, s.Upgrade = true, ModeFull, true

@@ -29,7 +29,7 @@ type mirrorInstall struct {
 }
 
 func newMirrorInstall(cfg Config) *mirrorInstall {
-	return &mirrorInstall{cfg: cfg, headroom: downloader.DefaultHeadroom}
+	return &mirrorInstall{cfg: cfg, headroom: cfg.Headroom()}
 }
 
 func (d *mirrorInstall) mirror(ctx context.Context) (*downloader.Mirror, error) {
@@ -71,8 +71,12 @@ func (d *mirrorInstall) event(e downloader.Event) {
 	d.mu.Lock()
 	p := d.progress
 	d.mu.Unlock()
-	if p != nil && e.Total > 0 {
-		p(Progress{Done: e.Done, Total: e.Total, Rate: e.Rate, ETA: e.ETA})
+	if p != nil && (e.Total > 0 || e.Phase == downloader.PhaseWaiting) {
+		pr := Progress{Done: e.Done, Total: e.Total, Rate: e.Rate, ETA: e.ETA}
+		if e.Phase == downloader.PhaseWaiting {
+			pr.Waiting = e.Message
+		}
+		p(pr)
 	}
 }
 
@@ -127,6 +131,13 @@ func installState(m *downloader.Mirror, p *downloader.Plan) (InstallState, error
 		in.Mode = InstallFull
 	case stream.Missing() == 0:
 		in.Mode = InstallStream
+		spine, err := m.Coverage(p.SpineWork())
+		if err != nil {
+			return in, err
+		}
+		if !spine.AllVerified() {
+			in.Spine = "spine " + spine.String()
+		}
 	}
 	return in, nil
 }

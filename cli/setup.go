@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,12 +23,21 @@ func Setup(ctx context.Context, c *Call) error {
 	hubFlags(fs, cfg)
 	stream := fs.Bool("stream", false, "download metadata and the spine; experts arrive on demand")
 	full := fs.Bool("full", false, "download everything (about 1.7 TB for K3)")
-	auto := fs.Bool("auto", false, "full if 100 GB stay free afterwards, else stream (the default)")
+	auto := fs.Bool("auto", false, "full if --keep-free GB (100) stay free afterwards, else stream (the default)")
 	dryRun := fs.Bool("dry-run", false, "print each mode's totals and what is present, download nothing")
+	keepFree := keepFreeFlag(fs)
+	repair := fs.Bool("repair", false, "re-verify everything present (hash complete files, fetch shard headers again) and fetch again what fails; keeps the install's mode unless one is given")
 	if err := c.parse(fs, c.Args); err != nil {
 		return err
 	}
-	opts := SetupOptions{Mode: downloader.Auto, DryRun: *dryRun}
+	if err := checkKeepFree(fs, *keepFree); err != nil {
+		return err
+	}
+	opts := SetupOptions{Mode: downloader.Auto, DryRun: *dryRun, Repair: *repair, Headroom: headroomGB(*keepFree)}
+	if opts.Repair && opts.DryRun {
+		fmt.Fprintln(fs.Output(), "--repair writes; it cannot be a --dry-run")
+		return errUsage
+	}
 	n := 0
 	for _, m := range []struct {
 		set  bool
@@ -52,10 +62,31 @@ func FetchExperts(ctx context.Context, c *Call) error {
 	hubFlags(fs, cfg)
 	layers := fs.String("layers", "", "only the experts of these MoE layers, e.g. 1-40,45 (default: everything missing)")
 	dryRun := fs.Bool("dry-run", false, "print what would be downloaded")
+	keepFree := keepFreeFlag(fs)
 	if err := c.parse(fs, c.Args); err != nil {
 		return err
 	}
-	return fetchExperts(ctx, *cfg, FetchOptions{Layers: *layers, DryRun: *dryRun}, c.Stdout)
+	if err := checkKeepFree(fs, *keepFree); err != nil {
+		return err
+	}
+	return fetchExperts(ctx, *cfg, FetchOptions{Layers: *layers, DryRun: *dryRun, Headroom: headroomGB(*keepFree)}, c.Stdout)
+}
+
+// keepFreeFlag is --keep-free GB: the free disk a download leaves.
+func keepFreeFlag(fs *flag.FlagSet) *float64 {
+	return fs.Float64("keep-free", downloader.DefaultHeadroom/1e9, "GB of disk to leave free after the download (0: none)")
+}
+
+// headroomGB turns --keep-free into bytes; 0 keeps one byte (none to speak
+// of), and a negative value is refused by checkKeepFree.
+func headroomGB(gb float64) int64 { return max(1, int64(gb*1e9)) }
+
+func checkKeepFree(fs *flag.FlagSet, gb float64) error {
+	if gb < 0 {
+		fmt.Fprintf(fs.Output(), "--keep-free %g: want a size in GB, 0 or more\n", gb)
+		return errUsage
+	}
+	return nil
 }
 
 // stringList is a repeatable string flag.
@@ -84,6 +115,9 @@ func Warm(ctx context.Context, c *Call) error {
 type SetupOptions struct {
 	Mode   downloader.Mode // Auto, Stream or Full
 	DryRun bool
+	// Repair re-verifies what is present and fetches again what fails;
+	// with Mode Auto it keeps the install's mode.
+	Repair bool
 	// Headroom is the free space left after the install (0: 100 GB).
 	Headroom int64
 	// ChunkSize of transfers (0: 64 MiB); tests use small chunks.
@@ -99,7 +133,7 @@ func setup(ctx context.Context, cfg app.Config, opts SetupOptions, out io.Writer
 
 func setupModel(ctx context.Context, cfg app.Config, opts SetupOptions, out io.Writer) error {
 	ui := newProgressUI(out)
-	m, p, err := app.OpenPlan(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event})
+	m, p, err := app.OpenPlan(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event, Repair: opts.Repair, ReadOnly: opts.DryRun})
 	if err != nil {
 		return err
 	}
@@ -112,12 +146,19 @@ func setupModel(ctx context.Context, cfg app.Config, opts SetupOptions, out io.W
 	if err != nil {
 		return err
 	}
-	free, err := sysinfo.FreeDisk(m.Dir())
+	free, err := freeDisk(m.Dir())
 	if err != nil {
 		return err
 	}
 	headroom := app.OrDefaultHeadroom(opts.Headroom)
 	mode, chooseErr := downloader.Choose(opts.Mode, stream, full, int64(free), headroom)
+	if opts.Repair && opts.Mode == downloader.Auto {
+		// Keep the install's mode: full when every expert is there.
+		mode, chooseErr = downloader.Stream, nil
+		if full.Missing() == stream.Missing() {
+			mode = downloader.Full
+		}
+	}
 	if opts.DryRun {
 		fmt.Fprintf(out, "%s@%s in %s\n", cfg.Repo, cfg.Revision, m.Dir())
 		fmt.Fprintf(out, "%-8s %12s %12s %12s\n", "mode", "total", "present", "to download")
@@ -149,8 +190,37 @@ func setupModel(ctx context.Context, cfg app.Config, opts SetupOptions, out io.W
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s install complete and verified\n", mode)
+	if err := printVerified(m, p, mode, out); err != nil {
+		return err
+	}
 	return printStreamStatus(m, p, out)
+}
+
+// freeDisk is the free space of the filesystem that holds (or will hold)
+// dir: a dry run creates nothing, so dir may not exist yet.
+func freeDisk(dir string) (uint64, error) {
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			return sysinfo.FreeDisk(dir)
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// printVerified says what the install holds and, honestly, how much of it
+// is verified: "verified" only for bytes whose file matched the hub's
+// digest; the spine of a partly held shard is present but not verified.
+func printVerified(m *downloader.Mirror, p *downloader.Plan, mode downloader.Mode, out io.Writer) error {
+	all, err := m.Coverage(p.Work(mode))
+	if err != nil {
+		return err
+	}
+	if all.AllVerified() {
+		fmt.Fprintf(out, "%s install complete and verified (every file matches the hub's sha256)\n", mode)
+		return nil
+	}
+	fmt.Fprintf(out, "%s install complete, not all of it verified: a shard held in part is verified against the hub's sha256 when it is complete (deltafin fetch-experts)\n", mode)
+	return nil
 }
 
 // printStreamStatus says how much of the expert pool is local and what
@@ -164,8 +234,13 @@ func printStreamStatus(m *downloader.Mirror, p *downloader.Plan, out io.Writer) 
 	if err != nil {
 		return err
 	}
+	spine, err := m.Coverage(p.SpineWork())
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "experts cached: %.1f%% (%d of %d); the rest are fetched on demand; completing the install (deltafin fetch-experts) downloads %s\n",
 		100*float64(cached)/float64(total), cached, total, downloader.FormatBytes(full.Missing()))
+	fmt.Fprintf(out, "spine: %s\n", spine)
 	return nil
 }
 
@@ -188,7 +263,7 @@ func fetchMissing(ctx context.Context, cfg app.Config, opts FetchOptions, out io
 	layers, dryRun := opts.Layers, opts.DryRun
 	headroom := app.OrDefaultHeadroom(opts.Headroom)
 	ui := newProgressUI(out)
-	m, p, err := app.OpenPlan(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event})
+	m, p, err := app.OpenPlan(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event, ReadOnly: dryRun})
 	if err != nil {
 		return err
 	}
@@ -210,7 +285,7 @@ func fetchMissing(ctx context.Context, cfg app.Config, opts FetchOptions, out io
 	if err != nil {
 		return err
 	}
-	free, err := sysinfo.FreeDisk(m.Dir())
+	free, err := freeDisk(m.Dir())
 	if err != nil {
 		return err
 	}
@@ -233,7 +308,7 @@ func fetchMissing(ctx context.Context, cfg app.Config, opts FetchOptions, out io
 // interrupted explains a Ctrl-C: nothing is lost, running again continues.
 func interrupted(cmd string, err error) error {
 	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("app: %s interrupted; every completed chunk is kept: run deltafin %s again to continue (%w)", cmd, cmd, err)
+		return fmt.Errorf("app: %s interrupted; everything downloaded is kept but the last few MiB of each transfer in flight: run deltafin %s again to continue (%w)", cmd, cmd, err)
 	}
 	return err
 }

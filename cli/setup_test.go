@@ -116,3 +116,35 @@ func TestSetupExplainsMissingToken(t *testing.T) {
 	require.ErrorIs(t, err, downloader.ErrAuth)
 	require.Contains(t, err.Error(), "this repository needs HF_TOKEN")
 }
+
+// TestSetupRepair: a byte of a verified full install changed on disk is
+// not seen by a plain setup (the file is marked verified) and is found and
+// fetched again by setup --repair, which keeps the full mode.
+func TestSetupRepair(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
+	cfg := hubConfig(t, h)
+	var out bytes.Buffer
+	require.NoError(t, setup(ctx, cfg, SetupOptions{Mode: downloader.Full, Headroom: 1}, &out))
+	shard := filepath.Join(cfg.ModelDir(), "model-00003-of-000004.safetensors")
+	f, err := os.OpenFile(shard, os.O_RDWR, 0)
+	require.NoError(t, err)
+	b := []byte{0}
+	_, err = f.ReadAt(b, 500_000)
+	require.NoError(t, err)
+	b[0] ^= 1
+	_, err = f.WriteAt(b, 500_000)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	require.NoError(t, setup(ctx, cfg, SetupOptions{Mode: downloader.Auto, Headroom: 1}, &out))
+	got, err := os.ReadFile(shard)
+	require.NoError(t, err)
+	require.NotEqual(t, h.Files["model-00003-of-000004.safetensors"].Data, got, "a plain setup trusts the verified mark")
+
+	out.Reset()
+	require.NoError(t, setup(ctx, cfg, SetupOptions{Mode: downloader.Auto, Repair: true, Headroom: 1}, &out))
+	require.Contains(t, out.String(), "full install of")
+	h.RequireIdentical(t, cfg.ModelDir())
+}

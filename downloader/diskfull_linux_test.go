@@ -89,3 +89,41 @@ func TestDiskFullPausesUntilResume(t *testing.T) {
 	require.NoError(t, <-done)
 	h.RequireIdentical(t, dir)
 }
+
+// TestDiskFullKeepsWhatItWrote fills a 2 MiB tmpfs with chunks larger than
+// any shard: what the transfer wrote before ENOSPC (the filesystem's used
+// pages) is kept in the presence maps but for less than a unit of durable
+// progress per stream, instead of every byte of the chunks in flight.
+func TestDiskFullKeepsWhatItWrote(t *testing.T) {
+	t.Parallel()
+	h := newFakeHub(t)
+	mnt := t.TempDir()
+	require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"), "the disk-full test mounts a 2 MiB tmpfs and needs root (CAP_SYS_ADMIN)")
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	dir := filepath.Join(mnt, "mirror")
+	opts := options(h, dir)
+	const commit = 32 << 10
+	opts.Jobs, opts.ChunkSize, opts.CommitEvery = 2, 4<<20, commit
+	m, err := Open(opts)
+	require.NoError(t, err)
+	p, err := m.Plan(t.Context())
+	require.NoError(t, err)
+	require.ErrorIs(t, m.Fetch(t.Context(), p, p.Work(Full)), ErrDiskFull)
+	m.Close()
+	var st syscall.Statfs_t
+	require.NoError(t, syscall.Statfs(mnt, &st))
+	used := int64(st.Blocks-st.Bfree) * st.Bsize
+
+	m, err = Open(opts)
+	require.NoError(t, err)
+	defer m.Close()
+	p, err = m.Plan(t.Context())
+	require.NoError(t, err)
+	kept, err := m.Totals(p.Work(Full))
+	require.NoError(t, err)
+	lost := used - kept.Present
+	t.Logf("ENOSPC on a 2 MiB tmpfs: %d bytes used, %d kept in the maps (%d not kept, incl. the maps themselves; CommitEvery %d KiB, 2 streams)", used, kept.Present, lost, commit>>10)
+	// Per stream a unit written and not yet durable and its read buffer,
+	// plus the pages of the manifest and the maps.
+	require.LessOrEqual(t, lost, int64(opts.Jobs*2*commit+64<<10), "what was written before the disk filled is kept")
+}

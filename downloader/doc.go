@@ -12,8 +12,9 @@
 //	.deltafin/lock                        flock: one process per mirror
 //
 // A range enters a presence map only after its bytes are written and the
-// shard fsynced, and maps are replaced atomically, so a crash or kill -9
-// loses at most the chunks in flight. Stream mode holds metadata and the
+// shard fsynced, every Options.CommitEvery bytes (8 MiB) of a transfer, and
+// maps are replaced atomically, so a crash, kill -9 or full disk loses less
+// than CommitEvery bytes per transfer in flight. Stream mode holds metadata and the
 // spine (shard headers and every tensor that is not a routed expert);
 // full mode holds every byte; Mirror.Ensure (and a Source's Ensure and
 // ReadAt, the engine's door to a mirrored shard) fetches any missing range
@@ -21,13 +22,23 @@
 // layout (which tensors are routed experts) comes from package checkpoint.
 // Complete files are checked against the hub's sha256 (git blob id for
 // small files); a mismatch fetches the file again and never accepts it.
+// The bytes of a file held in part (a stream install's shards) are present
+// but not verified until the file is complete, and Coverage says so
+// ("100% present, 0% verified"). A shard header that does not parse, or
+// whose layout is wrong, is marked missing and fetched again once; then
+// ErrDamaged names the file and suggests `deltafin setup --repair`
+// (Repair: hash complete files again, fetch headers again). A ReadOnly
+// mirror, for dry runs, creates and writes nothing.
 //
 // The hub API used: GET {endpoint}/api/models/{repo}/tree/{revision}?recursive=true
 // (Link-paginated), and GET {endpoint}/{repo}/resolve/{revision}/{path} with
 // a Range header, which large files answer with a redirect to a CDN whose
 // signed URL is reused until it expires. The token goes to the hub only.
 // Errors: 401/403/404 are permanent and explained (ErrAuth, ErrNotFound);
-// timeouts, stalls, 5xx, 429 and dropped connections are retried with
-// exponential backoff and full jitter, resuming at the last byte written; a
-// full disk is ErrDiskFull and keeps everything written.
+// timeouts, stalls, 5xx, 429 and dropped connections are retried, resuming
+// at the last byte written: after the Retry-After the hub names (seconds or
+// an HTTP date, on 429 and 503), else with exponential backoff and full
+// jitter, within a budget of time without progress (Options.RetryBudget, and
+// the longer RateLimitBudget for 429s); a wait is a PhaseWaiting event. A
+// full disk is ErrDiskFull.
 package downloader

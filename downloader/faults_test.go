@@ -283,6 +283,8 @@ func TestKill9Resumes(t *testing.T) {
 	h.WaitIdle() // the last answer is counted once its handler returns
 	require.Equal(t, before.Missing(), h.Served.Load()-served, "no completed chunk is fetched again")
 	h.RequireIdentical(t, dir)
+	t.Logf("kill -9 twice at random points: %d of %d bytes kept, %d served in all (%d fetched twice)",
+		before.Present, before.Total, h.Served.Load(), h.Served.Load()-before.Total)
 }
 
 // TestKill9Child is the child of TestKill9Resumes; run alone it checks
@@ -296,6 +298,11 @@ func TestKill9Child(t *testing.T) {
 	}
 	opts := testOptions(hubURL, "", dir)
 	opts.Jobs = 2
+	if os.Getenv("DELTAFIN_TEST_CHILD_ONE_STREAM") != "" {
+		// TestKillEveryMiBKeepsProgress: one stream, chunks larger than any
+		// file, durable every 32 KiB.
+		opts.Jobs, opts.ChunkSize, opts.CommitEvery = 1, 4<<20, 32<<10
+	}
 	m, err := Open(opts)
 	require.NoError(t, err)
 	p, err := m.Plan(t.Context())

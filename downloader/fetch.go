@@ -132,6 +132,9 @@ func (m *Mirror) Paused() bool {
 // everything written (or pauses it, see Options.WaitOnDiskFull); calling
 // Fetch again continues. Concurrent calls run one after the other.
 func (m *Mirror) Fetch(ctx context.Context, p *Plan, work []Work) error {
+	if m.opts.ReadOnly {
+		return fmt.Errorf("%w: Fetch", ErrReadOnly)
+	}
 	m.fetchMu.Lock()
 	defer m.fetchMu.Unlock()
 	total, present := map[string]int64{}, map[string]int64{}

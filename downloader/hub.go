@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Errors callers branch on. Every error this package returns that matches one
@@ -72,6 +73,7 @@ type hub struct {
 	opts   HubOptions
 	client *http.Client
 
+	now      func() time.Time // reads Retry-After dates
 	mu       sync.Mutex
 	resolved map[string]string // file path -> URL after redirects
 }
@@ -86,7 +88,7 @@ func newHub(opts HubOptions, jobs int) *hub {
 		t.MaxIdleConnsPerHost = max(jobs, 2)
 		c.Transport = t
 	}
-	h := &hub{opts: opts, client: &c, resolved: map[string]string{}}
+	h := &hub{opts: opts, client: &c, resolved: map[string]string{}, now: time.Now}
 	// The token is for the hub only. Go keeps Authorization on redirects to
 	// the same host name on another port, so drop it ourselves whenever the
 	// redirect leaves the endpoint.
@@ -362,7 +364,13 @@ func (h *hub) statusError(resp *http.Response, file string) error {
 		return permanent(fmt.Errorf("%w: %s: 404%s; check --repo and --revision (a private repository also needs HF_TOKEN)", ErrNotFound, what, msg))
 	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
 		return permanent(fmt.Errorf("%w: %s: 416 range not satisfiable: the file is shorter than the listing says", ErrProtocol, what))
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
+		return &hubBusyError{
+			err:         fmt.Errorf("downloader: %s: hub answered %s%s", what, status, msg),
+			after:       retryAfter(resp.Header.Get("Retry-After"), h.now()),
+			rateLimited: resp.StatusCode == http.StatusTooManyRequests,
+		}
+	case resp.StatusCode >= 500:
 		return fmt.Errorf("downloader: %s: hub answered %s%s", what, status, msg)
 	}
 	return permanent(fmt.Errorf("%w: %s: HTTP %s%s", ErrProtocol, what, status, msg))

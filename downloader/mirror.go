@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,19 +25,39 @@ type Options struct {
 	Dir string
 	// Jobs is how many range requests run at once in a bulk transfer [8].
 	Jobs int
-	// ChunkSize is the unit of bulk transfers and of resumption [64 MiB].
+	// ChunkSize is the unit of bulk transfers [64 MiB].
 	ChunkSize int64
-	// Attempts bounds the tries of one range after transient failures
-	// (timeouts, 5xx, dropped connections) [8]; progress resets the count.
+	// CommitEvery is the unit of durable progress [8 MiB]: a range being
+	// fetched is fsynced and marked present every CommitEvery bytes, so a
+	// kill, a crash or a full disk loses less than that per stream.
+	CommitEvery int64
+	// RetryBudget is how long one range keeps retrying transient failures
+	// (timeouts, 5xx, dropped connections) without progress [2m];
+	// RateLimitBudget is the same while the hub answers 429 [10m]. Any byte
+	// that arrives resets both.
+	RetryBudget, RateLimitBudget time.Duration
+	// Attempts, when > 0, also bounds the tries without progress [no bound].
 	Attempts int
 	// BackoffBase and BackoffMax shape the exponential backoff with full
-	// jitter between tries [500ms, 30s].
+	// jitter between tries [500ms, 30s]; a Retry-After (429, 503) replaces
+	// the backoff.
 	BackoffBase, BackoffMax time.Duration
+	// Clock times the retries [the real clock]; Jitter returns uniform
+	// numbers in [0, 1) for the backoff [math/rand/v2, randomly seeded].
+	Clock  Clock
+	Jitter func() float64
 	// StallTimeout aborts (and retries) a request that delivers no byte for
 	// this long [60s].
 	StallTimeout time.Duration
 	// Progress receives the transfer's progress events, one at a time.
 	Progress func(Event)
+	// ReadOnly opens the mirror for a dry run: nothing is created or
+	// written (no directory, lock, manifest or map), missing bytes that Plan
+	// reads come from the hub into memory, and writers fail with ErrReadOnly.
+	ReadOnly bool
+	// Repair makes the first Plan call Repair first: every complete file is
+	// hashed again by the next Fetch and every shard header fetched again.
+	Repair bool
 	// WaitOnDiskFull makes Fetch pause on a full disk (a PhasePaused event
 	// carrying ErrDiskFull) and continue after Resume, as the menu-bar app
 	// wants; otherwise Fetch returns ErrDiskFull, as the CLI wants.
@@ -52,8 +71,20 @@ func (o *Options) defaults() {
 	if o.ChunkSize <= 0 {
 		o.ChunkSize = 64 << 20
 	}
-	if o.Attempts <= 0 {
-		o.Attempts = 8
+	if o.CommitEvery <= 0 {
+		o.CommitEvery = 8 << 20
+	}
+	if o.RetryBudget <= 0 {
+		o.RetryBudget = 2 * time.Minute
+	}
+	if o.RateLimitBudget <= 0 {
+		o.RateLimitBudget = 10 * time.Minute
+	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
+	}
+	if o.Jitter == nil {
+		o.Jitter = defaultJitter
 	}
 	if o.BackoffBase <= 0 {
 		o.BackoffBase = 500 * time.Millisecond
@@ -82,6 +113,8 @@ type Mirror struct {
 	// fetchMu runs one Fetch at a time: a transfer's progress events
 	// describe one set of work.
 	fetchMu sync.Mutex
+	// repairOnce runs Options.Repair before the first Plan.
+	repairOnce sync.Once
 
 	mu      sync.Mutex
 	entries map[string]Entry // the mirrored files, from the manifest
@@ -92,9 +125,10 @@ type Mirror struct {
 // ranges being fetched right now (so concurrent callers for the same bytes
 // wait for one request instead of issuing their own).
 type fileState struct {
-	entry   Entry
-	path    string
-	mapPath string
+	entry    Entry
+	path     string
+	mapPath  string
+	readOnly bool // of a ReadOnly mirror: never persisted
 
 	saveMu  sync.Mutex // orders presence map writes (see persist)
 	mu      sync.Mutex
@@ -115,9 +149,6 @@ func Open(opts Options) (*Mirror, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("downloader: empty mirror directory")
 	}
-	if err := os.MkdirAll(filepath.Join(opts.Dir, metaDir, "presence"), 0o755); err != nil {
-		return nil, fmt.Errorf("downloader: create mirror: %w", err)
-	}
 	m := &Mirror{
 		opts:    opts,
 		hub:     newHub(opts.HubOptions, opts.Jobs),
@@ -126,6 +157,13 @@ func Open(opts Options) (*Mirror, error) {
 		files:   map[string]*fileState{},
 	}
 	m.gate.init()
+	m.hub.now = opts.Clock.Now
+	if opts.ReadOnly {
+		return openReadOnly(m)
+	}
+	if err := os.MkdirAll(filepath.Join(opts.Dir, metaDir, "presence"), 0o755); err != nil {
+		return nil, fmt.Errorf("downloader: create mirror: %w", err)
+	}
 	lock, err := lockDir(filepath.Join(opts.Dir, metaDir, "lock"))
 	if err != nil {
 		return nil, err
@@ -219,6 +257,9 @@ func (m *Mirror) loadManifest() error {
 }
 
 func (m *Mirror) saveManifest(entries []Entry) error {
+	if m.opts.ReadOnly {
+		return nil // a dry run keeps the listing in memory
+	}
 	b, err := json.MarshalIndent(manifest{Version: 1, Repo: m.opts.Repo, Revision: m.opts.Revision, Files: entries}, "", " ")
 	if err != nil {
 		return fmt.Errorf("downloader: encode manifest: %w", err)
@@ -261,9 +302,10 @@ func (m *Mirror) file(name string) (*fileState, error) {
 		return nil, fmt.Errorf("%w: %s is not a file of %s@%s in this mirror (run deltafin setup)", ErrNotFound, name, m.opts.Repo, shortRev(m.opts.Revision))
 	}
 	fs := &fileState{
-		entry:   e,
-		path:    filepath.Join(m.opts.Dir, filepath.FromSlash(name)),
-		mapPath: filepath.Join(m.opts.Dir, metaDir, "presence", filepath.FromSlash(name)+".json"),
+		entry:    e,
+		path:     filepath.Join(m.opts.Dir, filepath.FromSlash(name)),
+		mapPath:  filepath.Join(m.opts.Dir, metaDir, "presence", filepath.FromSlash(name)+".json"),
+		readOnly: m.opts.ReadOnly,
 	}
 	p, err := loadPresence(fs.mapPath, e.Size)
 	if err != nil {
@@ -323,7 +365,7 @@ func (fs *fileState) open() (*os.File, error) {
 // cannot fix it).
 func diskError(err error, path string) error {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG) {
-		return permanent(fmt.Errorf("%w writing %s: free some space and run again; every byte already written is kept (%v)", ErrDiskFull, path, err))
+		return permanent(fmt.Errorf("%w writing %s: free some space and run again; everything downloaded is kept but the last few MiB of each transfer in flight (%v)", ErrDiskFull, path, err))
 	}
 	return permanent(fmt.Errorf("downloader: %s: %w", path, err))
 }
@@ -357,12 +399,28 @@ func (m *Mirror) Ensure(ctx context.Context, file string, off, n int64) error {
 	if off < 0 || n < 0 || off+n > fs.entry.Size {
 		return fmt.Errorf("%w: %s: range [%d, %d) is outside the %d-byte file", ErrProtocol, file, off, off+n, fs.entry.Size)
 	}
+	if m.opts.ReadOnly {
+		if got, _ := m.Present(file, off, n); got < n {
+			return fmt.Errorf("%w: %s: bytes [%d, %d) are missing", ErrReadOnly, file, off, off+n)
+		}
+		return nil
+	}
 	return m.ensure(ctx, fs, Range{off, off + n})
 }
 
 // ReadAt fills p with the bytes of file at off, fetching them first if they
 // are missing. It has the shape of the engine's byte Source.
 func (m *Mirror) ReadAt(ctx context.Context, file string, p []byte, off int64) error {
+	if m.opts.ReadOnly {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fs, err := m.file(file)
+		if err != nil {
+			return err
+		}
+		return m.readOnlyAt(ctx, fs, p, off)
+	}
 	if err := m.Ensure(ctx, file, off, int64(len(p))); err != nil {
 		return err
 	}
@@ -453,9 +511,11 @@ func removeFlights(all, mine []*flight) []*flight {
 }
 
 // fetch downloads r into the file, retrying transient failures from the
-// byte where the last attempt stopped, then fsyncs and marks r present.
+// byte where the last attempt stopped; copyRange makes the bytes durable
+// and present as they arrive.
 func (m *Mirror) fetch(ctx context.Context, fs *fileState, r Range) error {
-	pos, attempt := r.Start, 0
+	pos := r.Start
+	rt := retrier{m: m, what: fs.entry.Path + " bytes " + r.String()}
 	for pos < r.End {
 		n, err := m.copyRange(ctx, fs, pos, r.End)
 		pos += n
@@ -469,25 +529,26 @@ func (m *Mirror) fetch(ctx context.Context, fs *fileState, r Range) error {
 			return err
 		}
 		if n > 0 {
-			attempt = 0
+			rt.progressed()
 		}
-		attempt++
-		if attempt >= m.opts.Attempts {
-			return fmt.Errorf("downloader: %s bytes %v: giving up after %d attempts: %w", fs.entry.Path, Range{pos, r.End}, attempt, err)
-		}
-		if err := sleepCtx(ctx, m.backoff(attempt)); err != nil {
+		rt.what = fs.entry.Path + " bytes " + Range{pos, r.End}.String()
+		if err := rt.wait(ctx, err); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// commit makes r, whose bytes are written, durable: the data first, then
+// the map that points at it. The fsync runs without the lock so that
+// readers of present ranges (the engine) never wait for it.
+func (m *Mirror) commit(fs *fileState, r Range) error {
 	fs.mu.Lock()
 	f := fs.f
 	fs.mu.Unlock()
 	if f == nil {
 		return fmt.Errorf("downloader: %s was closed during a transfer", fs.entry.Path)
 	}
-	// Durability order: the data first, then the map that points at it.
-	// The fsync runs without the lock so that readers of present ranges
-	// (the engine) never wait for it.
 	if err := f.Sync(); err != nil {
 		return diskError(err, fs.path)
 	}
@@ -502,6 +563,9 @@ func (m *Mirror) fetch(ctx context.Context, fs *fileState, r Range) error {
 // older map back. The map on disk may lag the one in memory, never lead it:
 // the bytes a range names are fsynced before the range enters memory.
 func (fs *fileState) persist() error {
+	if fs.readOnly {
+		return fmt.Errorf("%w: %s", ErrReadOnly, fs.mapPath)
+	}
 	fs.saveMu.Lock()
 	defer fs.saveMu.Unlock()
 	fs.mu.Lock()
@@ -514,34 +578,15 @@ func (fs *fileState) persist() error {
 	return nil
 }
 
-// backoff is exponential with full jitter: uniform in [0, base·2^(attempt-1)],
-// capped, so that parallel retries spread out.
-func (m *Mirror) backoff(attempt int) time.Duration {
-	d := m.opts.BackoffBase << min(attempt-1, 20)
-	if d > m.opts.BackoffMax || d <= 0 {
-		d = m.opts.BackoffMax
-	}
-	return time.Duration(rand.Int64N(int64(d) + 1))
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // errStalled is the transient error of a request that stopped delivering.
 var errStalled = errors.New("downloader: transfer stalled")
 
 // copyRange issues one range request for [off, end) and writes what arrives
-// at its offsets. It returns how many bytes it wrote; those stay valid
-// whatever the error, so the caller resumes after them.
-func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (int64, error) {
+// at its offsets, committing (fsync, then the presence map) every
+// CommitEvery bytes and before it returns. It returns how many bytes it
+// wrote; those are present whatever the error, so the caller resumes after
+// them.
+func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (written int64, err error) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The watchdog cancels a request that delivers nothing for StallTimeout;
@@ -560,8 +605,18 @@ func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (
 	fs.mu.Lock()
 	f := fs.f
 	fs.mu.Unlock()
-	buf := make([]byte, min(1<<20, end-off))
-	var written int64
+	committed := off // bytes before it are durable and present
+	defer func() {
+		// Whatever ended the request, keep what it wrote. A failed commit
+		// (a full disk refusing the map) leaves the map behind the bytes:
+		// those are fetched again, never trusted.
+		if off+written > committed {
+			if cerr := m.commit(fs, Range{committed, off + written}); cerr != nil && (err == nil || !errors.Is(err, ErrDiskFull)) {
+				err = cerr
+			}
+		}
+	}()
+	buf := make([]byte, min(1<<20, end-off, m.opts.CommitEvery))
 	for off+written < end {
 		// Fill the buffer read by read: any byte that arrives proves the
 		// request alive and re-arms the watchdog; writes stay large.
@@ -577,11 +632,18 @@ func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (
 			}
 		}
 		if k > 0 {
-			if _, werr := f.WriteAt(buf[:k], off+written); werr != nil {
+			n, werr := f.WriteAt(buf[:k], off+written)
+			written += int64(n)
+			m.prog.add(fs.entry.Path, int64(n))
+			if werr != nil {
 				return written, diskError(werr, fs.path)
 			}
-			written += int64(k)
-			m.prog.add(fs.entry.Path, int64(k))
+		}
+		if off+written-committed >= m.opts.CommitEvery {
+			if err := m.commit(fs, Range{committed, off + written}); err != nil {
+				return written, err
+			}
+			committed = off + written
 		}
 		if rerr != nil && (rerr != io.EOF || off+written < end) {
 			if !watchdog.Stop() && ctx.Err() == nil {

@@ -2,7 +2,6 @@ package downloader
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -81,7 +80,7 @@ func isShard(p string) bool { return !strings.Contains(p, "/") && strings.HasSuf
 func (m *Mirror) Plan(ctx context.Context) (*Plan, error) {
 	if !m.hasManifest() {
 		m.prog.phase(PhasePlan, "listing "+m.opts.Repo)
-		all, err := m.hub.list(ctx)
+		all, err := m.list(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -108,6 +107,13 @@ func (m *Mirror) Plan(ctx context.Context) (*Plan, error) {
 	m.mu.Unlock()
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
 
+	if m.opts.Repair {
+		var err error
+		m.repairOnce.Do(func() { err = m.Repair(ctx) })
+		if err != nil {
+			return nil, err
+		}
+	}
 	p := &Plan{Repo: m.opts.Repo, Revision: m.opts.Revision, Files: make([]File, len(entries))}
 	m.prog.phase(PhasePlan, "reading shard headers")
 	// K3 has 96 shards: read their headers Jobs at a time.
@@ -126,28 +132,16 @@ func (m *Mirror) Plan(ctx context.Context) (*Plan, error) {
 	return p, nil
 }
 
-// planShard reads the shard's header. A header that does not parse may have
-// been damaged in transit (the file's digest can only be checked when it is
-// complete), so its bytes are fetched once more before the shard is refused.
+// planShard reads the shard's header. A header that does not parse, or
+// whose layout is wrong, may have been damaged in transit (the file's
+// digest can only be checked when it is complete): healHeader fetches its
+// bytes once more before the shard is refused.
 func (m *Mirror) planShard(ctx context.Context, f *File) error {
 	err := m.readShardHeader(ctx, f)
-	if err == nil || !errors.Is(err, safetensors.ErrFormat) {
+	if err == nil || !headerFailed(err) {
 		return err
 	}
-	fs, ferr := m.file(f.Path)
-	if ferr != nil {
-		return ferr
-	}
-	fs.mu.Lock()
-	verified := fs.pres.Verified != ""
-	fs.mu.Unlock()
-	if verified {
-		return err
-	}
-	if err := m.forget(fs); err != nil {
-		return err
-	}
-	return m.readShardHeader(ctx, f)
+	return m.healHeader(ctx, f, err)
 }
 
 func (m *Mirror) readShardHeader(ctx context.Context, f *File) error {

@@ -14,6 +14,7 @@ const (
 	PhaseDownload Phase = "download" // range transfers
 	PhaseVerify   Phase = "verify"   // hashing complete files
 	PhasePaused   Phase = "paused"   // by Pause, or by a full disk (Err says so)
+	PhaseWaiting  Phase = "waiting"  // for the hub before a retry (Message says why and how long)
 	PhaseDone     Phase = "done"
 )
 
@@ -48,6 +49,10 @@ type Event struct {
 	ETA         time.Duration
 	Files       []FileProgress
 	Err         error // set with PhasePaused for a full disk
+	// RetryIn is set with PhaseWaiting: how long until the next try;
+	// RateLimited says the hub asked us to slow down (429).
+	RetryIn     time.Duration
+	RateLimited bool
 }
 
 // tracker turns byte counts into the event stream. Events are delivered one
@@ -62,6 +67,10 @@ type tracker struct {
 	startAt  int64
 	files    map[string]*FileProgress
 	last     time.Time
+	// waiters count the retries waiting now; before is the phase to go
+	// back to when the last one is done.
+	waiters int
+	before  Phase
 }
 
 func newTracker(fn func(Event)) *tracker {
@@ -112,6 +121,29 @@ func (t *tracker) set(file string, done int64, st FileState) {
 	}
 }
 
+// waiting reports that a retry waits d for the hub.
+func (t *tracker) waiting(d time.Duration, rateLimited bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.waiters == 0 {
+		t.before = t.phaseNow
+	}
+	t.waiters++
+	t.phaseNow, t.msg = PhaseWaiting, WaitMessage(d, rateLimited)
+	t.emitWait(nil, d, rateLimited)
+}
+
+// waited ends a wait; the last one restores the phase from before.
+func (t *tracker) waited() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.waiters--
+	if t.waiters == 0 && t.phaseNow == PhaseWaiting {
+		t.phaseNow, t.msg = t.before, ""
+		t.emitLocked(nil)
+	}
+}
+
 func (t *tracker) phase(p Phase, msg string) { t.phaseErr(p, msg, nil) }
 
 func (t *tracker) phaseErr(p Phase, msg string, err error) {
@@ -121,12 +153,14 @@ func (t *tracker) phaseErr(p Phase, msg string, err error) {
 	t.emitLocked(err)
 }
 
-func (t *tracker) emitLocked(err error) {
+func (t *tracker) emitLocked(err error) { t.emitWait(err, 0, false) }
+
+func (t *tracker) emitWait(err error, retryIn time.Duration, rateLimited bool) {
 	t.last = time.Now()
 	if t.fn == nil {
 		return
 	}
-	ev := Event{Phase: t.phaseNow, Message: t.msg, Err: err}
+	ev := Event{Phase: t.phaseNow, Message: t.msg, Err: err, RetryIn: retryIn, RateLimited: rateLimited}
 	names := make([]string, 0, len(t.files))
 	for name := range t.files {
 		names = append(names, name)

@@ -77,3 +77,21 @@ func (s rangeSet) valid(size int64) bool {
 	}
 	return true
 }
+
+// remove returns s without the bytes of r.
+func (s rangeSet) remove(r Range) rangeSet {
+	var out rangeSet
+	for _, x := range s {
+		if x.End <= r.Start || x.Start >= r.End {
+			out = append(out, x)
+			continue
+		}
+		if x.Start < r.Start {
+			out = append(out, Range{x.Start, r.Start})
+		}
+		if x.End > r.End {
+			out = append(out, Range{r.End, x.End})
+		}
+	}
+	return out
+}

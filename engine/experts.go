@@ -125,6 +125,9 @@ func readExpert(ctx context.Context, ck *checkpoint, c *config, layer, e int) (k
 		}
 		return kernels.Expert{}, sp.parts[0].errorf("reading layer %d expert %d (%d bytes at %d): %v", layer, e, sp.n, sp.off, err)
 	}
+	if err := checkExpertScales(ckpt.ExpertID{Layer: layer, Expert: e}, sp.shard.name, buf); err != nil {
+		return kernels.Expert{}, err
+	}
 	x := viewExpert(c, sp, buf)
 	for _, m := range []kernels.Matrix{x.W1, x.W2, x.W3} {
 		if err := m.Validate(); err != nil {

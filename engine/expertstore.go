@@ -651,6 +651,10 @@ func (s *spanStore) chunkDone(e *entry, err error, n int64) {
 			lo = alignDown(lo)
 		}
 		e.data = e.buf[sp.Offset-lo : sp.Offset-lo+sp.Size : sp.Offset-lo+sp.Size]
+		// Checked once per read from disk (a cached expert is not read again).
+		if err := checkExpertScales(e.id, sp.Shard, e.data); err != nil {
+			e.err, e.data = err, nil
+		}
 	}
 	// Drop the read's reference before waking waiters, so that a batch
 	// released right after Wait sees the entry as its own to cache.

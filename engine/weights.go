@@ -43,14 +43,20 @@ type loader struct {
 	resident bool
 }
 
-// matrix reads a float tensor, from the view when it holds it.
+// matrix reads a float tensor, from the view when it holds it. A resident
+// (pinned) tensor is checked for NaN and Inf as it is loaded: it stays for
+// the model's life, so the scan runs once.
 func (l *loader) matrix(name string) (kernels.Matrix, error) {
 	if r := l.ck.tensors[name]; r != nil && l.view != nil {
 		if b := l.view(r); b != nil {
 			return r.matrix(b)
 		}
 	}
-	return l.ck.matrix(l.ctx, name)
+	m, err := l.ck.matrix(l.ctx, name)
+	if err == nil && l.resident {
+		err = checkFinite(l.ck.tensors[name], m)
+	}
+	return m, err
 }
 
 func (l *loader) mat(name string) kernels.Matrix {

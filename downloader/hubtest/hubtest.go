@@ -64,12 +64,13 @@ type Hub struct {
 	// (200 with the whole file), which a client must cope with.
 	WholeSmallFiles bool
 
-	mu     sync.Mutex
-	fault  Fault
-	sigs   map[string]int // uses of each signed URL
-	nsig   int
-	active int        // requests in a handler now
-	idle   *sync.Cond // on mu: signalled when active drops to 0
+	mu        sync.Mutex
+	fault     Fault
+	listFault func(w http.ResponseWriter) bool
+	sigs      map[string]int // uses of each signed URL
+	nsig      int
+	active    int        // requests in a handler now
+	idle      *sync.Cond // on mu: signalled when active drops to 0
 
 	Requests atomic.Int64 // CDN range requests
 	Served   atomic.Int64 // file bytes sent (CDN and hub)
@@ -150,6 +151,14 @@ func (h *Hub) SetFault(f Fault) {
 	h.mu.Unlock()
 }
 
+// SetListFault lets f answer tree listing requests itself (returning true
+// when it wrote the answer), as a rate-limited hub does.
+func (h *Hub) SetListFault(f func(w http.ResponseWriter) bool) {
+	h.mu.Lock()
+	h.listFault = f
+	h.mu.Unlock()
+}
+
 // URL is the hub endpoint (HF_ENDPOINT).
 func (h *Hub) URL() string { return h.hub.URL }
 
@@ -195,6 +204,12 @@ func (h *Hub) serveHub(w http.ResponseWriter, r *http.Request) {
 	}
 	if rest, ok := strings.CutPrefix(r.URL.Path, treePrefix); ok {
 		h.Lists.Add(1)
+		h.mu.Lock()
+		lf := h.listFault
+		h.mu.Unlock()
+		if lf != nil && lf(w) {
+			return
+		}
 		if rest != Revision || r.URL.Query().Get("recursive") != "true" {
 			w.Header().Set("X-Error-Code", "RevisionNotFound")
 			http.Error(w, `{"error":"Invalid rev id"}`, http.StatusNotFound)

@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/kernels"
+)
+
+// ErrNotFinite: a weight is NaN or infinite, which a published checkpoint
+// never holds: the bytes are damaged (on disk or in transit).
+var ErrNotFinite = fmt.Errorf("%w: a weight is NaN or infinite", ErrCheckpoint)
+
+// firstNonFinite returns the index of the first NaN or Inf element of m's
+// float data, or -1. An element is one when its exponent bits are all set:
+// one mask-and-compare per element, so a scan costs far less than the read
+// that brought the bytes in.
+func firstNonFinite(m kernels.Matrix) int {
+	b := m.Data
+	switch m.DType {
+	case kernels.BF16:
+		// Four elements per step: a lane whose exponent bits are all set
+		// becomes zero after the mask and the xor, and the classic has-zero
+		// test finds it (every lane's top bit is clear after the mask).
+		const mask, ones, tops = 0x7f807f807f807f80, 0x0001000100010001, 0x8000800080008000
+		i := 0
+		for ; i+8 <= len(b); i += 8 {
+			v := binary.LittleEndian.Uint64(b[i:])&mask ^ mask
+			if (v-ones)&^v&tops != 0 {
+				break // the element loop below finds which
+			}
+		}
+		for ; i+1 < len(b); i += 2 {
+			if binary.LittleEndian.Uint16(b[i:])&0x7f80 == 0x7f80 {
+				return i / 2
+			}
+		}
+	case kernels.F16:
+		for i := 0; i+1 < len(b); i += 2 {
+			if binary.LittleEndian.Uint16(b[i:])&0x7c00 == 0x7c00 {
+				return i / 2
+			}
+		}
+	case kernels.F32:
+		for i := 0; i+3 < len(b); i += 4 {
+			if binary.LittleEndian.Uint32(b[i:])&0x7f800000 == 0x7f800000 {
+				return i / 4
+			}
+		}
+	}
+	return -1
+}
+
+// checkFinite refuses a float tensor holding NaN or Inf, naming it.
+func checkFinite(r *tensorRef, m kernels.Matrix) error {
+	if i := firstNonFinite(m); i >= 0 {
+		return fmt.Errorf("%w: %s: tensor %q: element %d (row %d) is NaN or Inf; the file is damaged: `deltafin setup --repair` re-verifies the install",
+			ErrNotFinite, r.shard.name, r.full, i, i/max(m.Cols, 1))
+	}
+	return nil
+}
+
+// scaleNaN is the e8m0 encoding of NaN, the one byte an MXFP4 scale never is.
+const scaleNaN = 0xff
+
+// checkExpertScales refuses an MXFP4 expert span (ckpt.ExpertSpan's bytes,
+// three equal parts of packed weights then scales: 16 packed bytes per scale
+// byte) whose scales hold the NaN byte, naming the tensor.
+func checkExpertScales(id ckpt.ExpertID, shard string, b []byte) error {
+	part := len(b) / 3
+	if part*3 != len(b) || part%17 != 0 {
+		return nil // not the MXFP4 layout; ExpertMatrices refuses it
+	}
+	scales := part / 17
+	for k := range 3 {
+		s := b[k*part+part-scales : (k+1)*part]
+		for i, v := range s {
+			if v == scaleNaN {
+				return fmt.Errorf("%w: %s: tensor %q: scale %d is 255 (NaN in e8m0); the file is damaged: `deltafin setup --repair` re-verifies the install",
+					ErrNotFinite, shard, ckpt.ExpertName(id, 2*k+1), i)
+			}
+		}
+	}
+	return nil
+}
