@@ -88,3 +88,10 @@ func TestVersion(t *testing.T) {
 	require.Contains(t, string(plist), "<key>CFBundleShortVersionString</key>\n\t<string>"+app.Version+"</string>",
 		"Info.plist and app.Version name the same release")
 }
+
+func TestAppKeepFreeFlag(t *testing.T) {
+	t.Parallel()
+	code, _, errOut := runArgs(t, nil, "app", "--keep-free", "-1")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "--keep-free -1 is not a disk size in GB")
+}
