@@ -1,0 +1,350 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/stretchr/testify/require"
+)
+
+// Function tools on the Responses API. The exact-response memo does not
+// serve /v1/responses (every response is a job), so the tests of a
+// well-formed call serve a scripted model that generates the token ids of
+// an assistant turn the K3 renderer writes (what K3 would generate): the
+// response then runs the real output path (parser, items, events, store)
+// on real tokens, and the model records every prompt it is given, so the
+// round trips are checked token for token against chat's rendering. The
+// forced tool_choice test runs k3-tiny itself.
+
+// weatherFlat is weatherTool in the Responses API's flat shape.
+const weatherFlat = `{"type":"function","name":"get_weather","description":"Weather for a city","parameters":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city"]}}`
+
+func respToolsBody(input, extra string) string {
+	return fmt.Sprintf(`{"model":%q,"input":%s,"max_output_tokens":256,"tools":[%s]%s}`, tinyID, input, weatherFlat, extra)
+}
+
+// scriptedTurn serves a scripted model that answers every prompt with
+// reply's tokens (after msgs, rendered with the weather tool) and the end
+// of the turn, without waiting for a go-ahead; each whole prompt it is
+// given (the kept conversation's tokens and the new ones) comes on the
+// channel.
+func scriptedTurn(t *testing.T, msgs []chat.Message, reply chat.Message, configure func(*Options)) (<-chan []int, *Server, string) {
+	t.Helper()
+	_, tok := tiny(t)
+	toks := append(turnTokens(t, msgs, reply, weatherOptions()), chat.StopTokens(tok)[0])
+	m := &recorded{scripted: newScripted(toks...), prompts: make(chan []int, 16)}
+	close(m.proceed)
+	s, base := startServerWith(t, m, configure)
+	return m.prompts, s, base
+}
+
+// recorded is a scripted model that also sends every whole prompt.
+type recorded struct {
+	*scripted
+	prompts chan []int
+}
+
+func (m *recorded) NewSession() Session { return &recordedSession{Session: m.scripted.NewSession(), m: m} }
+
+type recordedSession struct {
+	Session
+	m *recorded
+}
+
+func (s *recordedSession) Generate(ctx context.Context, prompt []int, opts engine.GenerateOptions, emit func(int) error) (engine.Result, error) {
+	s.m.prompts <- append(s.Tokens(), prompt...)
+	res, err := s.Session.Generate(ctx, prompt, opts, emit)
+	<-s.m.started // the scripted model's own record of prompt, not needed here
+	return res, err
+}
+
+func createResp(t *testing.T, base, body string) Response {
+	t.Helper()
+	code, _, b := post(t, base+"/v1/responses", body)
+	require.Equal(t, http.StatusOK, code, string(b))
+	return decodeResponse(t, b)
+}
+
+// streamResp posts body streamed and returns its events.
+func streamResp(t *testing.T, base, body string) []ResponseEvent {
+	t.Helper()
+	code, _, b := post(t, base+"/v1/responses", strings.Replace(body, `{`, `{"stream":true,`, 1))
+	require.Equal(t, http.StatusOK, code, string(b))
+	return parseNamed(t, string(b))
+}
+
+// callItems are a response's function_call items.
+func callItems(r Response) []OutputItem {
+	var out []OutputItem
+	for _, it := range r.Output {
+		if it.Type == "function_call" {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// checkCallEvents checks that every function_call item streams as the
+// Responses API streams it (output_item.added with empty arguments, the
+// argument deltas, function_call_arguments.done with all of them,
+// output_item.done) and returns the items the events build.
+func checkCallEvents(t *testing.T, evs []ResponseEvent) []OutputItem {
+	t.Helper()
+	var items []OutputItem
+	var open *OutputItem
+	for i, ev := range evs {
+		require.Equal(t, i, ev.SequenceNumber)
+		switch ev.Type {
+		case "response.output_item.added":
+			if ev.Item.Type != "function_call" {
+				continue
+			}
+			require.Nil(t, open, "one call at a time")
+			require.Equal(t, "", ev.Item.Arguments)
+			require.Equal(t, "in_progress", ev.Item.Status)
+			require.Regexp(t, `^fc_`, ev.Item.ID)
+			require.Regexp(t, `^call_[0-9a-f]{24}$`, ev.Item.CallID)
+			it := *ev.Item
+			open = &it
+		case "response.function_call_arguments.delta":
+			require.NotNil(t, open)
+			require.Equal(t, open.ID, ev.ItemID)
+			require.NotNil(t, ev.OutputIndex)
+			require.NotEmpty(t, *ev.Delta)
+			open.Arguments += *ev.Delta
+		case "response.function_call_arguments.done":
+			require.NotNil(t, open)
+			require.Equal(t, open.ID, ev.ItemID)
+			require.Equal(t, open.Arguments, *ev.Arguments, "the deltas concatenate to the arguments")
+			require.Equal(t, open.Name, ev.Name)
+		case "response.output_item.done":
+			if ev.Item.Type != "function_call" {
+				continue
+			}
+			require.NotNil(t, open)
+			require.Equal(t, open.ID, ev.Item.ID)
+			require.Equal(t, open.Arguments, ev.Item.Arguments)
+			items = append(items, *ev.Item)
+			open = nil
+		}
+	}
+	require.Nil(t, open, "every call item ends")
+	return items
+}
+
+func TestResponsesToolCalls(t *testing.T) {
+	t.Parallel()
+	user := []chat.Message{{Role: "user", Content: "Weather in Paris?"}}
+	_, withSt := withStore(t)
+	prompts, _, base := scriptedTurn(t, user, weatherCalls, withSt)
+	_, tok := tiny(t)
+	input := `"Weather in Paris?"`
+
+	for _, tc := range []struct {
+		name, extra string
+		calls       int
+	}{{"parallel", "", 2}, {"one call", `,"parallel_tool_calls":false`, 1}, {"max_tool_calls", `,"max_tool_calls":1`, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := respToolsBody(input, tc.extra)
+			r := createResp(t, base, body)
+			prompt := <-prompts
+			want, err := chat.Prompt(tok, user, weatherOptions())
+			require.NoError(t, err)
+			require.Equal(t, want, prompt, "the flat tool renders as chat's nested one")
+			require.Equal(t, "completed", r.Status, "%+v", r)
+			require.Nil(t, r.OutputError)
+			require.Equal(t, !strings.Contains(tc.extra, "parallel"), r.ParallelToolCalls)
+			require.JSONEq(t, `[`+weatherFlat+`]`, compact(t, r.Tools), "the tools are echoed as sent")
+			require.Equal(t, "reasoning", r.Output[0].Type)
+			require.Equal(t, "Call the tool.", r.Output[0].Content[0].Text)
+			calls := callItems(r)
+			require.Len(t, calls, tc.calls)
+			require.Len(t, r.Output, 1+tc.calls, "no empty message after the calls")
+			for i, c := range calls {
+				require.Equal(t, "completed", c.Status)
+				require.Equal(t, "get_weather", c.Name)
+				require.Equal(t, chat.CallID(r.ID, i), c.CallID)
+				require.Regexp(t, `^fc_`, c.ID)
+			}
+			requireJSONEqual(t, `{"city":"Paris","days":2}`, calls[0].Arguments)
+			if tc.calls == 2 {
+				require.Equal(t, "city=Lyon", calls[1].Arguments, "a json block comes back as its text")
+			}
+			var wire []map[string]any
+			require.NoError(t, json.Unmarshal([]byte(compact(t, r.Output)), &wire))
+			require.Equal(t, map[string]any{"type": "function_call", "id": calls[0].ID, "call_id": calls[0].CallID,
+				"name": "get_weather", "arguments": calls[0].Arguments, "status": "completed"}, wire[1], "the official item shape")
+
+			evs := streamResp(t, base, body)
+			<-prompts
+			last := evs[len(evs)-1]
+			require.Equal(t, "response.completed", last.Type)
+			streamed := checkCallEvents(t, evs)
+			require.Equal(t, callItems(*last.Response), streamed, "the events build the final items")
+			require.Len(t, streamed, tc.calls)
+			for i, c := range streamed {
+				require.Equal(t, calls[i].Name, c.Name)
+				require.Equal(t, calls[i].Arguments, c.Arguments, "streamed fragments concatenate to the non-streamed arguments")
+			}
+
+			// Stored: retrieved as created, and a resumed stream
+			// replays the same events.
+			code, got := get(t, base+"/v1/responses/"+r.ID)
+			require.Equal(t, http.StatusOK, code)
+			require.Equal(t, r, decodeResponse(t, got))
+			code, live := get(t, base+"/v1/responses/"+r.ID+"?stream=true")
+			require.Equal(t, http.StatusOK, code)
+			replay := parseNamed(t, string(live))
+			require.Equal(t, r, *replay[len(replay)-1].Response)
+			require.Len(t, checkCallEvents(t, replay), tc.calls)
+			code, tail := get(t, base+"/v1/responses/"+r.ID+"?stream=true&starting_after=5")
+			require.Equal(t, http.StatusOK, code)
+			require.Equal(t, replay[6:], parseNamed(t, string(tail)))
+		})
+	}
+
+	// The round trip: the calls' results go back, by previous_response_id
+	// or as the whole conversation in input items; both render exactly as
+	// the chat endpoint renders the assistant's tool_calls and the tool
+	// messages.
+	r := createResp(t, base, respToolsBody(input, ""))
+	<-prompts
+	calls := callItems(r)
+	results := fmt.Sprintf(`[{"type":"function_call_output","call_id":%q,"output":"sunny"},{"type":"function_call_output","call_id":%q,"output":[{"type":"input_text","text":"rain"}]}]`,
+		calls[0].CallID, calls[1].CallID)
+	history := append(append([]chat.Message{}, user...),
+		chat.Message{Role: "assistant", ReasoningContent: "Call the tool.", ToolCalls: []chat.ToolCall{
+			{ID: calls[0].CallID, Type: "function", Function: chat.FunctionCall{Name: "get_weather", Arguments: calls[0].Arguments}},
+			{ID: calls[1].CallID, Type: "function", Function: chat.FunctionCall{Name: "get_weather", Arguments: calls[1].Arguments}}}},
+		chat.Message{Role: "tool", ToolCallID: calls[0].CallID, Content: "sunny"},
+		chat.Message{Role: "tool", ToolCallID: calls[1].CallID, Content: "rain"})
+	want, err := chat.Prompt(tok, history, weatherOptions())
+	require.NoError(t, err)
+
+	chatBody := fmt.Sprintf(`{"model":%q,"max_tokens":256,"tools":[%s],"messages":[{"role":"user","content":"Weather in Paris?"},`+
+		`{"role":"assistant","reasoning_content":"Call the tool.","content":null,"tool_calls":[{"id":%q,"type":"function","function":{"name":"get_weather","arguments":%q}},{"id":%q,"type":"function","function":{"name":"get_weather","arguments":%q}}]},`+
+		`{"role":"tool","tool_call_id":%q,"content":"sunny"},{"role":"tool","tool_call_id":%q,"content":"rain"}]}`,
+		tinyID, weatherTool, calls[0].CallID, calls[0].Arguments, calls[1].CallID, calls[1].Arguments, calls[0].CallID, calls[1].CallID)
+	code, _, b := post(t, base+"/v1/chat/completions", chatBody)
+	require.Equal(t, http.StatusOK, code, string(b))
+	require.Equal(t, want, <-prompts, "the chat endpoint's rendering")
+
+	next := createResp(t, base, respToolsBody(results, `,"previous_response_id":"`+r.ID+`"`))
+	require.Equal(t, want, <-prompts, "previous_response_id carries the calls")
+	require.Equal(t, len(want), next.Usage.InputTokens)
+
+	items := fmt.Sprintf(`[{"role":"user","content":"Weather in Paris?"},{"type":"reasoning","id":%q,"summary":[],"content":[{"type":"reasoning_text","text":"Call the tool."}]},%s,%s,%s]`,
+		r.Output[0].ID, compact(t, calls[0]), compact(t, calls[1]), results[1:len(results)-1])
+	again := createResp(t, base, respToolsBody(items, ""))
+	require.Equal(t, want, <-prompts, "input items carry the calls")
+
+	code, b = get(t, base+"/v1/responses/"+again.ID+"/input_items?order=asc")
+	require.Equal(t, http.StatusOK, code)
+	var list InputItemList
+	require.NoError(t, json.Unmarshal(b, &list))
+	var types []string
+	for _, it := range list.Data {
+		types = append(types, it.Type)
+	}
+	require.Equal(t, []string{"message", "function_call", "function_call", "function_call_output", "function_call_output"}, types)
+	require.Equal(t, calls[0].ID, list.Data[1].ID)
+	require.Equal(t, calls[1].CallID, list.Data[2].CallID)
+	require.Equal(t, "rain", *list.Data[4].Output)
+}
+
+// TestResponsesMalformedCall: a tools block that does not parse is not a
+// completed call: its raw text ends the message, the status is incomplete
+// and output_error says why; an announced call that then fails is an
+// incomplete item.
+func TestResponsesMalformedCall(t *testing.T) {
+	t.Parallel()
+	_, tok := tiny(t)
+	bad := tok.EncodeSpecial(`r<|close|>think<|sep|><|open|>response<|sep|>ok<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|><|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|><|open|>argument key="days" type="integer"<|sep|>2<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>`)
+	m := newScripted(append(bad, chat.StopTokens(tok)[0])...)
+	close(m.proceed)
+	_, base := startServerWith(t, m, nil)
+	body := respToolsBody(`"Weather in Paris?"`, "")
+	r := createResp(t, base, body)
+	require.Equal(t, "incomplete", r.Status)
+	require.Equal(t, finishMalformedCall, r.IncompleteDetails.Reason)
+	require.NotNil(t, r.OutputError)
+	require.Equal(t, finishMalformedCall, r.OutputError.Code)
+	require.Contains(t, r.OutputError.Message, "days")
+	calls := callItems(r)
+	require.Len(t, calls, 1)
+	require.Equal(t, "incomplete", calls[0].Status, "announced, then void")
+	_, content := outputText(r)
+	require.True(t, strings.HasPrefix(content, "ok<|open|>call"), content)
+	require.True(t, strings.HasSuffix(content, `<|close|>message<|sep|>`), content)
+
+	evs := streamResp(t, base, body)
+	last := evs[len(evs)-1]
+	require.Equal(t, "response.incomplete", last.Type)
+	require.Equal(t, r.OutputError, last.Response.OutputError)
+	require.Equal(t, callItems(*last.Response), checkCallEvents(t, evs))
+}
+
+// TestResponsesForcedTiny: a forced function on what k3-tiny writes: the
+// prompt is chat's (the output equals a direct run on it, parsed as the
+// server must), and whatever comes back is a completed call or says that
+// it is not one.
+func TestResponsesForcedTiny(t *testing.T) {
+	t.Parallel()
+	_, base := startServer(t, nil)
+	for _, tc := range []struct {
+		name, choice string
+		opts         func(*chat.Options)
+	}{
+		{"required", `"required"`, func(o *chat.Options) { o.ToolChoice = "required" }},
+		{"named", `{"type":"function","name":"get_weather"}`, func(o *chat.Options) { o.ToolName = "get_weather" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := weatherOptions()
+			tc.opts(&opts)
+			out, engineFinish, prompt := expectForced(t, "Weather in Paris?", opts, 24)
+			t.Logf("k3-tiny, tool_choice %s: finish %s, %d calls, err %v", tc.name, engineFinish, len(out.Calls), out.Err)
+			body := strings.Replace(respToolsBody(`"Weather in Paris?"`, `,"tool_choice":`+tc.choice), `"max_output_tokens":256`, `"max_output_tokens":24`, 1)
+			r := createResp(t, base, body)
+			require.Equal(t, len(prompt), r.Usage.InputTokens)
+			require.JSONEq(t, tc.choice, string(r.ToolChoice), "tool_choice is echoed")
+			require.Zero(t, r.Usage.OutputTokensDetails.ReasoningTokens, "a forced call starts past the thinking")
+			calls := callItems(r)
+			var done []OutputItem
+			for _, c := range calls {
+				if c.Status == "completed" {
+					done = append(done, c)
+				}
+			}
+			require.Len(t, done, len(out.Calls))
+			for i, c := range done {
+				require.Equal(t, out.Calls[i].Name, c.Name)
+				require.Equal(t, out.Calls[i].Arguments, c.Arguments)
+			}
+			_, content := outputText(r)
+			require.Equal(t, out.Content, content)
+			switch {
+			case out.Err != nil:
+				require.Equal(t, "incomplete", r.Status, "a call that does not parse cannot pass as completed")
+				require.Equal(t, finishMalformedCall, r.OutputError.Code)
+				require.Equal(t, out.Err.Error(), r.OutputError.Message)
+			case engineFinish == "length":
+				require.Equal(t, "incomplete", r.Status)
+			default:
+				require.Equal(t, "completed", r.Status)
+				require.Nil(t, r.OutputError)
+			}
+			evs := streamResp(t, base, body)
+			last := evs[len(evs)-1]
+			require.Equal(t, r.Status, last.Response.Status)
+			require.Equal(t, r.OutputError, last.Response.OutputError)
+			require.Equal(t, callItems(*last.Response), checkCallEvents(t, evs))
+			require.Equal(t, len(calls), len(callItems(*last.Response)))
+		})
+	}
+}
