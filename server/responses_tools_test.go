@@ -50,7 +50,9 @@ type recorded struct {
 	prompts chan []int
 }
 
-func (m *recorded) NewSession() Session { return &recordedSession{Session: m.scripted.NewSession(), m: m} }
+func (m *recorded) NewSession() Session {
+	return &recordedSession{Session: m.scripted.NewSession(), m: m}
+}
 
 type recordedSession struct {
 	Session
