@@ -7,14 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-type nodeRespCall struct {
-	Type      string `json:"type"`
-	ID        string `json:"id"`
-	CallID    string `json:"call_id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-	Status    string `json:"status"`
-}
+// nodeRespCall is a function_call item as the script saw it.
+type nodeRespCall = functionCallItem
 
 type nodeRespToolsRun struct {
 	Create struct {
@@ -99,12 +93,7 @@ func TestNodeResponsesTools(t *testing.T) {
 		require.Equal(t, d.Arguments, s.Last[i].Arguments)
 	}
 
-	history := append(append([]chat.Message{}, user...),
-		chat.Message{Role: "assistant", ReasoningContent: "Call the tool.", ToolCalls: []chat.ToolCall{
-			{ID: calls[0].CallID, Type: "function", Function: chat.FunctionCall{Name: "get_weather", Arguments: calls[0].Arguments}},
-			{ID: calls[1].CallID, Type: "function", Function: chat.FunctionCall{Name: "get_weather", Arguments: calls[1].Arguments}}}},
-		chat.Message{Role: "tool", ToolCallID: calls[0].CallID, Content: "sunny"},
-		chat.Message{Role: "tool", ToolCallID: calls[1].CallID, Content: "rain"})
+	history := weatherHistory(user, [2]string{calls[0].CallID, calls[1].CallID}, [2]string{calls[0].Arguments, calls[1].Arguments})
 	want, err = chat.Prompt(tok, history, opts)
 	require.NoError(t, err)
 	require.Equal(t, want, <-prompts, "previous_response_id with the results")

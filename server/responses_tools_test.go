@@ -66,6 +66,19 @@ func (s *recordedSession) Generate(ctx context.Context, prompt []int, opts engin
 	return res, err
 }
 
+// weatherHistory is the conversation after the primed turn's two calls
+// (ids and arguments as the response named them) and their results,
+// "sunny" and "rain", as chat messages.
+func weatherHistory(user []chat.Message, ids, args [2]string) []chat.Message {
+	asst := chat.Message{Role: "assistant", ReasoningContent: "Call the tool."}
+	for i := range ids {
+		asst.ToolCalls = append(asst.ToolCalls, chat.ToolCall{ID: ids[i], Type: "function", Function: chat.FunctionCall{Name: "get_weather", Arguments: args[i]}})
+	}
+	return append(append([]chat.Message{}, user...), asst,
+		chat.Message{Role: "tool", ToolCallID: ids[0], Content: "sunny"},
+		chat.Message{Role: "tool", ToolCallID: ids[1], Content: "rain"})
+}
+
 func createResp(t *testing.T, base, body string) Response {
 	t.Helper()
 	code, _, b := post(t, base+"/v1/responses", body)
@@ -220,12 +233,7 @@ func TestResponsesToolCalls(t *testing.T) {
 	calls := callItems(r)
 	results := fmt.Sprintf(`[{"type":"function_call_output","call_id":%q,"output":"sunny"},{"type":"function_call_output","call_id":%q,"output":[{"type":"input_text","text":"rain"}]}]`,
 		calls[0].CallID, calls[1].CallID)
-	history := append(append([]chat.Message{}, user...),
-		chat.Message{Role: "assistant", ReasoningContent: "Call the tool.", ToolCalls: []chat.ToolCall{
-			{ID: calls[0].CallID, Type: "function", Function: chat.FunctionCall{Name: "get_weather", Arguments: calls[0].Arguments}},
-			{ID: calls[1].CallID, Type: "function", Function: chat.FunctionCall{Name: "get_weather", Arguments: calls[1].Arguments}}}},
-		chat.Message{Role: "tool", ToolCallID: calls[0].CallID, Content: "sunny"},
-		chat.Message{Role: "tool", ToolCallID: calls[1].CallID, Content: "rain"})
+	history := weatherHistory(user, [2]string{calls[0].CallID, calls[1].CallID}, [2]string{calls[0].Arguments, calls[1].Arguments})
 	want, err := chat.Prompt(tok, history, weatherOptions())
 	require.NoError(t, err)
 

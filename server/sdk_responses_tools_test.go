@@ -93,12 +93,7 @@ func TestSDKResponsesToolCalls(t *testing.T) {
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: outputs}, PreviousResponseID: openai.String(r.ID),
 		Tools: []responses.ToolUnionParam{tool}})
 	require.NoError(t, err)
-	history := append(append([]chat.Message{}, user...),
-		chat.Message{Role: "assistant", ReasoningContent: "Call the tool.", ToolCalls: []chat.ToolCall{
-			{ID: calls[0].CallID, Type: "function", Function: chat.FunctionCall{Name: "get_weather", Arguments: calls[0].Arguments}},
-			{ID: calls[1].CallID, Type: "function", Function: chat.FunctionCall{Name: "get_weather", Arguments: calls[1].Arguments}}}},
-		chat.Message{Role: "tool", ToolCallID: calls[0].CallID, Content: "sunny"},
-		chat.Message{Role: "tool", ToolCallID: calls[1].CallID, Content: "rain"})
+	history := weatherHistory(user, [2]string{calls[0].CallID, calls[1].CallID}, [2]string{calls[0].Arguments, calls[1].Arguments})
 	want, err = chat.Prompt(tok, history, opts)
 	require.NoError(t, err)
 	require.Equal(t, want, <-prompts)
