@@ -224,6 +224,22 @@ func TestResponsesToolCalls(t *testing.T) {
 		})
 	}
 
+	// In the background: polled until done, the same items.
+	bg := createResp(t, base, respToolsBody(input, `,"background":true`))
+	<-prompts
+	for bg.Status == "queued" || bg.Status == "in_progress" {
+		code, b := get(t, base+"/v1/responses/"+bg.ID)
+		require.Equal(t, http.StatusOK, code)
+		bg = decodeResponse(t, b)
+	}
+	require.Equal(t, "completed", bg.Status)
+	bgCalls := callItems(bg)
+	require.Len(t, bgCalls, 2)
+	for i, c := range bgCalls {
+		require.Equal(t, chat.CallID(bg.ID, i), c.CallID)
+	}
+	requireJSONEqual(t, `{"city":"Paris","days":2}`, bgCalls[0].Arguments)
+
 	// The round trip: the calls' results go back, by previous_response_id
 	// or as the whole conversation in input items; both render exactly as
 	// the chat endpoint renders the assistant's tool_calls and the tool
