@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/store"
 	"github.com/stretchr/testify/require"
 )
 
@@ -373,4 +376,101 @@ func TestResponsesForcedTiny(t *testing.T) {
 			require.Equal(t, len(calls), len(callItems(*last.Response)))
 		})
 	}
+}
+
+// stalling emits the first tokens of a turn and then waits for the end of
+// its context, as a generation the server's shutdown cuts.
+type stalling struct {
+	*scripted
+}
+
+func (m stalling) NewSession() Session { return &stallingSession{m: m.scripted} }
+
+type stallingSession struct{ m *scripted }
+
+func (s *stallingSession) Generate(ctx context.Context, prompt []int, opts engine.GenerateOptions, emit func(int) error) (engine.Result, error) {
+	res := engine.Result{PromptTokens: len(prompt)}
+	for _, tok := range s.m.tokens {
+		if err := emit(tok); err != nil {
+			return res, err
+		}
+		res.Tokens++
+	}
+	<-ctx.Done()
+	return res, ctx.Err()
+}
+
+func (s *stallingSession) Tokens() []int { return nil }
+func (s *stallingSession) Usable() bool  { return false }
+
+// TestResponsesToolsResume: a background response cut by a shutdown in
+// the middle of a call's arguments resumes at the next start from its
+// stored tokens and ends with the calls the whole turn has, their ids
+// unchanged.
+func TestResponsesToolsResume(t *testing.T) {
+	t.Parallel()
+	_, tok := tiny(t)
+	user := []chat.Message{{Role: "user", Content: "Weather in Paris?"}}
+	toks := append(turnTokens(t, user, weatherCalls, weatherOptions()), chat.StopTokens(tok)[0])
+	k := 0
+	for !strings.Contains(tok.Decode(toks[:k]), `key="days"`) {
+		k++
+	}
+	path := filepath.Join(t.TempDir(), store.FileName)
+	serve := func(m Model) (*Server, string, func()) {
+		st, err := store.Open(path)
+		require.NoError(t, err)
+		opts := DefaultOptions()
+		opts.Store = st
+		s, err := New(opts, m, tok)
+		require.NoError(t, err)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Serve(ctx, ln) }()
+		return s, "http://" + ln.Addr().String(), func() {
+			cancel()
+			require.NoError(t, <-done)
+			require.NoError(t, st.Close())
+		}
+	}
+	s, base, stop := serve(stalling{newScripted(toks[:k]...)})
+	r := createResp(t, base, respToolsBody(`"Weather in Paris?"`, `,"background":true`))
+	require.Eventually(t, func() bool {
+		q := s.Queue()
+		return q.Running != nil && q.Running.ID == r.ID && q.Running.Tokens == k
+	}, waitLong, pollEvery)
+	stop()
+
+	rest := newScripted(toks[k:]...)
+	close(rest.proceed)
+	_, base, stop = serve(rest)
+	defer stop()
+	for r.Status == "queued" || r.Status == "in_progress" {
+		code, b := get(t, base+"/v1/responses/"+r.ID)
+		require.Equal(t, http.StatusOK, code, string(b))
+		r = decodeResponse(t, b)
+	}
+	require.Equal(t, "completed", r.Status)
+	require.Equal(t, k, len(<-rest.started)-len(mustPrompt(t, user)), "resumed after the stored tokens")
+	calls := callItems(r)
+	require.Len(t, calls, 2)
+	for i, c := range calls {
+		require.Equal(t, chat.CallID(r.ID, i), c.CallID)
+		require.Equal(t, "completed", c.Status)
+	}
+	requireJSONEqual(t, `{"city":"Paris","days":2}`, calls[0].Arguments)
+	require.Equal(t, "city=Lyon", calls[1].Arguments)
+	code, live := get(t, base+"/v1/responses/"+r.ID+"?stream=true")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, calls, checkCallEvents(t, parseNamed(t, string(live))))
+}
+
+func mustPrompt(t *testing.T, user []chat.Message) []int {
+	t.Helper()
+	_, tok := tiny(t)
+	p, err := chat.Prompt(tok, user, weatherOptions())
+	require.NoError(t, err)
+	return p
 }
