@@ -474,3 +474,59 @@ func mustPrompt(t *testing.T, user []chat.Message) []int {
 	require.NoError(t, err)
 	return p
 }
+
+// TestResponsesContentAndCalls: content before the calls stays a message
+// item, ahead of the function_call items; a stop sequence matches the
+// content only, and one in the content ends the answer there, with no
+// calls.
+func TestResponsesContentAndCalls(t *testing.T) {
+	t.Parallel()
+	user := []chat.Message{{Role: "user", Content: "Weather in Paris?"}}
+	reply := weatherCalls
+	reply.Content = "Checking Paris."
+	prompts, _, base := scriptedTurn(t, user, reply, nil)
+	for _, tc := range []struct {
+		name, stop, content string
+		types               []string
+	}{
+		{"no stop", "", "Checking Paris.", []string{"reasoning", "message", "function_call", "function_call"}},
+		{"in the arguments only", "Lyon", "Checking Paris.", []string{"reasoning", "message", "function_call", "function_call"}},
+		{"in the content", "Paris", "Checking ", []string{"reasoning", "message"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			extra := ""
+			if tc.stop != "" {
+				extra = fmt.Sprintf(`,"stop":[%q]`, tc.stop)
+			}
+			body := respToolsBody(`"Weather in Paris?"`, extra)
+			r := createResp(t, base, body)
+			<-prompts
+			require.Equal(t, "completed", r.Status)
+			var types []string
+			for _, it := range r.Output {
+				types = append(types, it.Type)
+			}
+			require.Equal(t, tc.types, types)
+			require.Equal(t, tc.content, r.Output[1].Content[0].Text)
+
+			evs := streamResp(t, base, body)
+			<-prompts
+			streamed := checkCallEvents(t, evs)
+			require.Len(t, streamed, len(r.Output)-2)
+			for i, c := range streamed {
+				require.Equal(t, r.Output[2+i].Arguments, c.Arguments)
+			}
+			msgDone := -1
+			for i, ev := range evs {
+				if ev.Type == "response.output_item.done" && ev.Item.Type == "message" {
+					msgDone = i
+				}
+				if ev.Type == "response.output_item.added" && ev.Item.Type == "function_call" {
+					require.Positive(t, msgDone, "the message item ends before the first call starts")
+				}
+			}
+			last := evs[len(evs)-1].Response
+			require.Equal(t, tc.content, last.Output[1].Content[0].Text)
+		})
+	}
+}
