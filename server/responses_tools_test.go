@@ -530,3 +530,29 @@ func TestResponsesContentAndCalls(t *testing.T) {
 		})
 	}
 }
+
+// TestResponsesToolChoicePrompt: every tool_choice renders the prompt a
+// chat request with the same choice renders.
+func TestResponsesToolChoicePrompt(t *testing.T) {
+	t.Parallel()
+	user := []chat.Message{{Role: "user", Content: "Weather in Paris?"}}
+	prompts, _, base := scriptedTurn(t, user, weatherCalls, nil)
+	_, tok := tiny(t)
+	for _, tc := range []struct {
+		choice string
+		opts   func(*chat.Options)
+	}{
+		{`"auto"`, func(o *chat.Options) { o.ToolChoice = "auto" }},
+		{`"none"`, func(o *chat.Options) { o.ToolChoice = "none" }},
+		{`"required"`, func(o *chat.Options) { o.ToolChoice = "required" }},
+		{`{"type":"function","name":"get_weather"}`, func(o *chat.Options) { o.ToolName = "get_weather" }},
+	} {
+		opts := weatherOptions()
+		tc.opts(&opts)
+		want, err := chat.Prompt(tok, user, opts)
+		require.NoError(t, err)
+		r := createResp(t, base, respToolsBody(`"Weather in Paris?"`, `,"tool_choice":`+tc.choice))
+		require.Equal(t, want, <-prompts, tc.choice)
+		require.JSONEq(t, tc.choice, string(r.ToolChoice))
+	}
+}
