@@ -15,10 +15,12 @@ import (
 // response.created, response.in_progress, then per item
 // output_item.added → content_part.added → deltas → text done →
 // content_part.done → output_item.done (a reasoning item with
-// reasoning_text, then the assistant message with output_text), and
-// response.completed (or .incomplete, .failed). The events are a pure
-// function of the tokens, so a stream resumed with starting_after=N
-// replays the tokens and skips the events numbered up to N.
+// reasoning_text, then the assistant message with output_text; a
+// function_call item has output_item.added → function_call_arguments
+// deltas → .done → output_item.done), and response.completed (or
+// .incomplete, .failed). The events are a pure function of the tokens,
+// so a stream resumed with starting_after=N replays the tokens and skips
+// the events numbered up to N.
 type respRender struct {
 	base   Response // the settings the response echoes; status and output are filled here
 	parser *chat.TokenParser
@@ -214,6 +216,9 @@ func (rr *respRender) openItem(typ string) error {
 }
 
 func (rr *respRender) closeItem() error {
+	if rr.items[rr.open].Type == "function_call" {
+		return rr.closeCall("incomplete") // the parser ends every call first; this is a guard
+	}
 	n := rr.open
 	rr.open = -1
 	it := &rr.items[n]

@@ -556,3 +556,35 @@ func TestResponsesToolChoicePrompt(t *testing.T) {
 		require.JSONEq(t, tc.choice, string(r.ToolChoice))
 	}
 }
+
+// TestResponsesCallCut: the length limit inside a call's arguments: the
+// call was already streaming, so its item ends incomplete with the
+// arguments so far, its raw text ends the message, and the response is
+// incomplete (max_output_tokens) with output_error malformed_tool_call.
+func TestResponsesCallCut(t *testing.T) {
+	t.Parallel()
+	_, tok := tiny(t)
+	user := []chat.Message{{Role: "user", Content: "Weather in Paris?"}}
+	toks := turnTokens(t, user, weatherCalls, weatherOptions())
+	k := 0
+	for !strings.Contains(tok.Decode(toks[:k]), `key="days"`) {
+		k++
+	}
+	m := newScripted(toks...)
+	close(m.proceed)
+	_, base := startServerWith(t, m, nil)
+	body := strings.Replace(respToolsBody(`"Weather in Paris?"`, ""), `"max_output_tokens":256`, fmt.Sprintf(`"max_output_tokens":%d`, k), 1)
+	r := createResp(t, base, body)
+	require.Equal(t, "incomplete", r.Status)
+	require.Equal(t, "max_output_tokens", r.IncompleteDetails.Reason)
+	require.Equal(t, finishMalformedCall, r.OutputError.Code)
+	calls := callItems(r)
+	require.Len(t, calls, 1)
+	require.Equal(t, "incomplete", calls[0].Status)
+	require.Equal(t, `{"city":"Paris"`, calls[0].Arguments)
+	_, content := outputText(r)
+	require.True(t, strings.HasPrefix(content, `<|open|>call tool="get_weather"`), content)
+	evs := streamResp(t, base, body)
+	require.Equal(t, "response.incomplete", evs[len(evs)-1].Type)
+	require.Equal(t, calls[0].Arguments, checkCallEvents(t, evs)[0].Arguments)
+}
