@@ -24,8 +24,6 @@ type output struct {
 	parser  *chat.TokenParser  // chat: decoder, reasoning/content split and tool calls
 	sse     *sseWriter         // streaming only, after begin
 	stop    stopText           // the request's stop sequences, on the content
-	// callsSent counts the tool calls completed before a stop sequence.
-	callsSent int
 
 	text   strings.Builder // the non-streamed completion
 	tokens []int           // every emitted token, for the memo
@@ -60,7 +58,7 @@ func (o *output) token(id int) error {
 	o.tokens = append(o.tokens, id)
 	var err error
 	if o.parser != nil {
-		err = o.sendChat(o.stopEvents(o.parser.Events(id), false))
+		err = o.sendChat(o.stop.events(o.parser.Events(id), false))
 	} else {
 		text, _ := o.stop.push(o.dec.Add(id))
 		err = o.send(text)
@@ -97,44 +95,6 @@ func (o *output) sendChat(evs []chat.Event) error {
 	return nil
 }
 
-// stopEvents passes the chat parser's events through the stop sequences,
-// which match on the content: a Content event gives only what may be sent
-// now, and once a stop sequence appears nothing after it is passed. Content
-// held back as a possible stop's start is released before any other event
-// (a tool call, say) so the order stays; a stop does not span it. last
-// releases what is still held at the end of the answer.
-func (o *output) stopEvents(evs []chat.Event, last bool) []chat.Event {
-	if len(o.stop.stops) == 0 {
-		return evs
-	}
-	out := evs[:0:0]
-	release := func() {
-		if h := o.stop.flush(); h != "" {
-			out = append(out, chat.Event{Kind: chat.Content, Text: h})
-		}
-	}
-	for _, e := range evs {
-		if o.stop.hit {
-			return out
-		}
-		switch e.Kind {
-		case chat.Markup:
-		case chat.Content:
-			e.Text, _ = o.stop.push(e.Text)
-		default:
-			release()
-			if e.Kind == chat.CallDone {
-				o.callsSent++
-			}
-		}
-		out = append(out, e)
-	}
-	if last && !o.stop.hit {
-		release()
-	}
-	return out
-}
-
 // stopFinish is the finish reason after a stop sequence: "stop", as at the
 // end of a turn.
 func (o *output) stopFinish(finish string) string {
@@ -153,7 +113,7 @@ func (o *output) chatOutput() chat.Output {
 	}
 	out.Content = o.stop.cut(out.Content)
 	if o.stop.hit {
-		out.Calls = out.Calls[:min(o.callsSent, len(out.Calls))]
+		out.Calls = out.Calls[:min(o.stop.callsSent, len(out.Calls))]
 	}
 	return out
 }
@@ -164,7 +124,7 @@ func (o *output) end(c echo.Context, finish string, promptTokens int) error {
 	var err error
 	var oe *OutputError
 	if o.parser != nil {
-		err = o.sendChat(o.stopEvents(o.parser.FinishEvents(finish == "length" && !o.stop.hit), true))
+		err = o.sendChat(o.stop.events(o.parser.FinishEvents(finish == "length" && !o.stop.hit), true))
 		finish, oe = o.g.finishOf(o.stopFinish(finish), o.chatOutput())
 	} else {
 		text, hit := o.stop.push(o.dec.Flush())

@@ -46,6 +46,9 @@ func (s *Server) planResponse(rec *respRecord) *apiError {
 		rec.Messages = append(rec.Messages, prev.rec.Messages...)
 		reply := convMessage{Role: "assistant"}
 		for _, it := range prev.resp.Output {
+			if it.Type == "function_call" && it.Status == "completed" {
+				reply.Calls = append(reply.Calls, convCall{ID: it.ID, CallID: it.CallID, Name: it.Name, Arguments: it.Arguments})
+			}
 			for _, p := range it.Content {
 				if it.Type == "reasoning" {
 					reply.Reasoning += p.Text
@@ -118,8 +121,18 @@ func (s *Server) createResponse(c echo.Context) error {
 	}
 	id := newID("resp_")
 	for i := range rec.Input {
-		if rec.Input[i].ID == "" {
-			rec.Input[i].ID = "msg_" + id[len("resp_"):] + "_in" + strconv.Itoa(i)
+		m := &rec.Input[i]
+		in := id[len("resp_"):] + "_in" + strconv.Itoa(i)
+		if m.ID == "" {
+			m.ID = "msg_" + in
+			if m.Role == "tool" {
+				m.ID = "fco_" + in
+			}
+		}
+		for k := range m.Calls {
+			if m.Calls[k].ID == "" {
+				m.Calls[k].ID = "fc_" + in + "_" + strconv.Itoa(k)
+			}
 		}
 	}
 	rec.CreatedAt = time.Now().Unix()
@@ -341,13 +354,27 @@ func (s *Server) inputItems(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	items := make([]InputItemOut, len(rec.Input))
-	for i, m := range rec.Input {
+	var items []InputItemOut
+	for _, m := range rec.Input {
 		part := OutputPart{Type: "input_text", Text: m.Content}
-		if m.Role == "assistant" {
+		switch {
+		case m.Role == "tool":
+			out := m.Content
+			items = append(items, InputItemOut{Type: "function_call_output", ID: m.ID, Status: "completed", CallID: m.CallID, Output: &out})
+			continue
+		case m.Role == "assistant":
 			part = OutputPart{Type: "output_text", Text: m.Content, Annotations: &[]json.RawMessage{}}
 		}
-		items[i] = InputItemOut{Type: "message", ID: m.ID, Status: "completed", Role: m.Role, Content: []OutputPart{part}}
+		if !m.CallsOnly {
+			items = append(items, InputItemOut{Type: "message", ID: m.ID, Status: "completed", Role: m.Role, Content: []OutputPart{part}})
+		}
+		for _, c := range m.Calls {
+			args := c.Arguments
+			items = append(items, InputItemOut{Type: "function_call", ID: c.ID, Status: "completed", CallID: c.CallID, Name: c.Name, Arguments: &args})
+		}
+	}
+	if items == nil {
+		items = []InputItemOut{}
 	}
 	if order := c.QueryParam("order"); order != "asc" {
 		if order != "" && order != "desc" {

@@ -78,8 +78,17 @@ func (j *respJob) watch() ([]int, *Response, <-chan struct{}) {
 func (s *Server) baseResponse(id string, rec *respRecord) Response {
 	r := Response{ID: id, Object: "response", CreatedAt: rec.CreatedAt, Background: rec.Background,
 		Instructions: rec.Instructions, MaxOutputTokens: rec.MaxOutput, Model: rec.Model, Output: []OutputItem{},
-		ParallelToolCalls: true, PreviousResponseID: rec.PreviousID, Store: rec.Store, Temperature: rec.Temperature,
-		ToolChoice: "auto", Tools: []json.RawMessage{}, TopP: rec.TopP, Truncation: "disabled", Metadata: rec.Metadata}
+		ParallelToolCalls: !rec.Serial, PreviousResponseID: rec.PreviousID, Store: rec.Store, Temperature: rec.Temperature,
+		ToolChoice: rec.ToolChoice, Tools: rec.Tools, TopP: rec.TopP, Truncation: "disabled", Metadata: rec.Metadata}
+	if isNull(r.ToolChoice) {
+		r.ToolChoice = json.RawMessage(`"auto"`)
+	}
+	if r.Tools == nil {
+		r.Tools = []json.RawMessage{}
+	}
+	if rec.MaxCalls > 0 {
+		r.MaxToolCalls = &rec.MaxCalls
+	}
 	r.Reasoning.Effort = rec.Effort
 	r.Text.Format.Type = "text"
 	if r.Metadata == nil {

@@ -17,7 +17,16 @@ func TestResponsesRefuses(t *testing.T) {
 	t.Parallel()
 	s, base := startServer(t, nil) // no store
 	for _, tc := range []struct{ extra, param string }{
-		{`,"tools":[{"type":"function","name":"f"}]`, "tools"},
+		{`,"tools":[{"type":"web_search"}]`, "tools[0].type"},
+		{`,"tools":[{"type":"function","name":"f"},{"type":"file_search","vector_store_ids":["v"]}]`, "tools[1].type"},
+		{`,"tools":[{"type":"function","function":{"name":"f"}}]`, "tools[0].function"},
+		{`,"tools":[{"type":"function","name":"f"},{"type":"function","name":"f"}]`, "tools[1].name"},
+		{`,"tools":[{"type":"function","name":"f","parameters":[]}]`, "tools[0].parameters"},
+		{`,"tool_choice":"required"`, "tool_choice"},
+		{`,"tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"g"}`, "tool_choice.name"},
+		{`,"tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","function":{"name":"f"}}`, "tool_choice.function"},
+		{`,"tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"web_search_preview"}`, "tool_choice.type"},
+		{`,"max_tool_calls":0`, "max_tool_calls"},
 		{`,"include":["reasoning.encrypted_content"]`, "include[0]"},
 		{`,"text":{"format":{"type":"json_object"}}`, "text.format"},
 		{`,"reasoning":{"effort":"medium"}`, "reasoning.effort"},
@@ -36,7 +45,11 @@ func TestResponsesRefuses(t *testing.T) {
 	}
 	for _, tc := range []struct{ input, param string }{
 		{`[{"role":"user","content":[{"type":"input_image","image_url":"https://x"}]}]`, "input[0].content[0]"},
-		{`[{"type":"function_call_output","call_id":"c","output":"x"}]`, "input[0].call_id"},
+		{`[{"type":"function_call_output","output":"x"}]`, "input[0].call_id"},
+		{`[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"x"}]}]`, "input[0].output[0]"},
+		{`[{"type":"function_call","call_id":"c","arguments":"{}"}]`, "input[0].name"},
+		{`[{"role":"user","content":"hi"},{"type":"function_call_output","call_id":"nothing","output":"x"}]`, "input"},
+		{`[{"type":"web_search_call","id":"ws_1"}]`, "input[0].type"},
 		{`[{"type":"reasoning","content":[{"type":"reasoning_text","text":"x"}]}]`, "input[0]"},
 		{`[]`, "input"},
 		{`3`, "input"},

@@ -15,10 +15,12 @@ import (
 // response.created, response.in_progress, then per item
 // output_item.added → content_part.added → deltas → text done →
 // content_part.done → output_item.done (a reasoning item with
-// reasoning_text, then the assistant message with output_text), and
-// response.completed (or .incomplete, .failed). The events are a pure
-// function of the tokens, so a stream resumed with starting_after=N
-// replays the tokens and skips the events numbered up to N.
+// reasoning_text, then the assistant message with output_text; a
+// function_call item has output_item.added → function_call_arguments
+// deltas → .done → output_item.done), and response.completed (or
+// .incomplete, .failed). The events are a pure function of the tokens,
+// so a stream resumed with starting_after=N replays the tokens and skips
+// the events numbered up to N.
 type respRender struct {
 	base   Response // the settings the response echoes; status and output are filled here
 	parser *chat.TokenParser
@@ -38,7 +40,9 @@ type respRender struct {
 
 func newRespRender(base Response, tok *tokenizer.Tokenizer, r *respRecord, sink func(ResponseEvent) error) *respRender {
 	_, opts := r.render()
-	return &respRender{base: base, parser: chat.NewTokenParser(tok, opts), stop: stopText{stops: r.Stop}, sink: sink, open: -1, thinking: r.Thinking}
+	forced := r.Choice == "required" || r.ToolName != ""
+	return &respRender{base: base, parser: chat.NewTokenParserWith(tok, opts, r.parseOptions(base.ID)), stop: stopText{stops: r.Stop},
+		sink: sink, open: -1, thinking: r.Thinking, sawContent: forced}
 }
 
 func (rr *respRender) event(ev ResponseEvent) error {
@@ -70,11 +74,10 @@ func (rr *respRender) begin(queued bool) error {
 // sequence ended the answer.
 func (rr *respRender) token(id int) error {
 	rr.tokens++
-	reasoning, content := rr.parser.Add(id)
 	if !rr.sawContent {
 		rr.reasoningTokens++
 	}
-	if err := rr.text(reasoning, content); err != nil {
+	if err := rr.events(rr.parser.Events(id), false); err != nil {
 		return err
 	}
 	if rr.hit {
@@ -83,24 +86,83 @@ func (rr *respRender) token(id int) error {
 	return nil
 }
 
-func (rr *respRender) text(reasoning, content string) error {
+// events renders the parser's events, through the stop sequences (which
+// match on the content only): text into the reasoning and message items,
+// each tool call into a function_call item.
+func (rr *respRender) events(evs []chat.Event, last bool) error {
 	if rr.hit {
 		return nil
 	}
-	content, rr.hit = rr.stop.push(content)
-	if content != "" && !rr.sawContent {
-		rr.sawContent = true
-		rr.reasoningTokens-- // the token that began the answer
-	}
-	if reasoning != "" {
-		if err := rr.delta("reasoning", reasoning); err != nil {
+	evs = rr.stop.events(evs, last)
+	rr.hit = rr.stop.hit
+	for _, e := range evs {
+		if e.Kind != chat.Reasoning && e.Kind != chat.Markup && (e.Kind != chat.Content || e.Text != "") && !rr.sawContent {
+			rr.sawContent = true
+			rr.reasoningTokens-- // the token that began the answer
+		}
+		var err error
+		switch e.Kind {
+		case chat.Reasoning:
+			if e.Text != "" {
+				err = rr.delta("reasoning", e.Text)
+			}
+		case chat.Content:
+			if e.Text != "" {
+				err = rr.delta("message", e.Text)
+			}
+		case chat.CallStart:
+			err = rr.openCall(e)
+		case chat.CallArguments:
+			err = rr.callArguments(e.Text)
+		case chat.CallDone:
+			err = rr.closeCall("completed")
+		case chat.CallFailed:
+			err = rr.closeCall("incomplete")
+		}
+		if err != nil {
 			return err
 		}
 	}
-	if content != "" {
-		return rr.delta("message", content)
-	}
 	return nil
+}
+
+// openCall closes the item being written and opens a function_call item.
+func (rr *respRender) openCall(e chat.Event) error {
+	if rr.open >= 0 {
+		if err := rr.closeItem(); err != nil {
+			return err
+		}
+	}
+	n := len(rr.items)
+	it := OutputItem{Type: "function_call", ID: itemID(rr.base.ID, "function_call", n), Status: "in_progress", CallID: e.ID, Name: e.Name}
+	rr.items = append(rr.items, it)
+	rr.open = n
+	added := it
+	return rr.event(ResponseEvent{Type: "response.output_item.added", OutputIndex: intp(n), Item: &added})
+}
+
+func (rr *respRender) callArguments(text string) error {
+	it := &rr.items[rr.open]
+	it.Arguments += text
+	return rr.event(ResponseEvent{Type: "response.function_call_arguments.delta", ItemID: it.ID, OutputIndex: intp(rr.open), Delta: &text})
+}
+
+// closeCall ends the open function_call item: completed with its
+// arguments, or incomplete when the call did not parse (its raw text
+// follows in the message).
+func (rr *respRender) closeCall(status string) error {
+	n := rr.open
+	rr.open = -1
+	it := &rr.items[n]
+	it.Status = status
+	if status == "completed" {
+		args := it.Arguments
+		if err := rr.event(ResponseEvent{Type: "response.function_call_arguments.done", ItemID: it.ID, OutputIndex: intp(n), Arguments: &args, Name: it.Name}); err != nil {
+			return err
+		}
+	}
+	done := *it
+	return rr.event(ResponseEvent{Type: "response.output_item.done", OutputIndex: intp(n), Item: &done})
 }
 
 // delta appends text to the item of kind typ, opening it (and closing
@@ -154,6 +216,9 @@ func (rr *respRender) openItem(typ string) error {
 }
 
 func (rr *respRender) closeItem() error {
+	if rr.items[rr.open].Type == "function_call" {
+		return rr.closeCall("incomplete") // the parser ends every call first; this is a guard
+	}
 	n := rr.open
 	rr.open = -1
 	it := &rr.items[n]
@@ -183,15 +248,19 @@ func (rr *respRender) closeItem() error {
 // flushes what the parser holds, closes the items (there is always an
 // assistant message), and sends the terminal event.
 func (rr *respRender) finish(finish string, promptTokens int, errMsg string) (Response, error) {
+	var oe *OutputError
 	if finish == "stop" || finish == "length" {
-		reasoning, content := rr.parser.Finish(finish == "length" && !rr.hit)
-		if err := rr.text(reasoning, content); err != nil {
+		if err := rr.events(rr.parser.FinishEvents(finish == "length" && !rr.hit), true); err != nil {
 			return Response{}, err
 		}
-		if !rr.hit {
-			if err := rr.text("", rr.stop.flush()); err != nil {
-				return Response{}, err
-			}
+		if out := rr.parser.Output(); out.Err != nil && !rr.hit {
+			oe = &OutputError{Code: finishMalformedCall, Message: out.Err.Error()}
+		}
+	}
+	if rr.open >= 0 && rr.items[rr.open].Type == "function_call" {
+		// Cancelled or failed inside a call.
+		if err := rr.closeCall("incomplete"); err != nil {
+			return Response{}, err
 		}
 	}
 	if rr.open >= 0 && rr.items[rr.open].Type == "reasoning" {
@@ -199,7 +268,7 @@ func (rr *respRender) finish(finish string, promptTokens int, errMsg string) (Re
 			return Response{}, err
 		}
 	}
-	if rr.open < 0 && (len(rr.items) == 0 || rr.items[len(rr.items)-1].Type != "message") {
+	if rr.open < 0 && !rr.answered() {
 		if err := rr.openItem("message"); err != nil {
 			return Response{}, err
 		}
@@ -210,6 +279,7 @@ func (rr *respRender) finish(finish string, promptTokens int, errMsg string) (Re
 		}
 	}
 	status, evType := "completed", "response.completed"
+	reason := "max_output_tokens"
 	switch {
 	case finish == "length" && !rr.hit:
 		status, evType = "incomplete", "response.incomplete"
@@ -217,10 +287,13 @@ func (rr *respRender) finish(finish string, promptTokens int, errMsg string) (Re
 		status, evType = "cancelled", "response.cancelled"
 	case finish == "failed":
 		status, evType = "failed", "response.failed"
+	case oe != nil:
+		status, evType, reason = "incomplete", "response.incomplete", finishMalformedCall
 	}
 	resp := rr.snapshot(status)
+	resp.OutputError = oe
 	if status == "incomplete" {
-		resp.IncompleteDetails = &IncompleteDetails{Reason: "max_output_tokens"}
+		resp.IncompleteDetails = &IncompleteDetails{Reason: reason}
 	}
 	if status == "failed" {
 		resp.Error = &ResponseError{Code: "server_error", Message: errMsg}
@@ -232,6 +305,16 @@ func (rr *respRender) finish(finish string, promptTokens int, errMsg string) (Re
 	}
 	resp.Usage = u
 	return resp, rr.event(ResponseEvent{Type: evType, Response: &resp})
+}
+
+// answered reports whether the output ends with the answer: a message,
+// or the function calls (then no empty message follows them).
+func (rr *respRender) answered() bool {
+	if len(rr.items) == 0 {
+		return false
+	}
+	last := rr.items[len(rr.items)-1].Type
+	return last == "message" || last == "function_call"
 }
 
 // snapshot is the response as it stands, with the given status.
@@ -254,8 +337,11 @@ func cloneItem(it OutputItem) OutputItem {
 // replayed stream and the stored response name the same items.
 func itemID(respID, typ string, n int) string {
 	prefix := "msg_"
-	if typ == "reasoning" {
+	switch typ {
+	case "reasoning":
 		prefix = "rs_"
+	case "function_call":
+		prefix = "fc_"
 	}
 	return prefix + strings.TrimPrefix(respID, "resp_") + "_" + strconv.Itoa(n)
 }

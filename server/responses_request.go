@@ -33,14 +33,40 @@ type respRecord struct {
 	Metadata    map[string]string `json:"metadata,omitempty"`
 	Temperature float64           `json:"temperature"`
 	TopP        float64           `json:"top_p"`
+	// Tools are the declared functions as sent (flat; the response echoes
+	// them), ToolChoice the tool_choice as sent; Choice and ToolName are
+	// what it means to the renderer (tools.go), Serial is
+	// parallel_tool_calls false and MaxCalls max_tool_calls.
+	Tools      []json.RawMessage `json:"tools,omitempty"`
+	ToolChoice json.RawMessage   `json:"tool_choice,omitempty"`
+	Choice     string            `json:"choice,omitempty"`
+	ToolName   string            `json:"tool_name,omitempty"`
+	Serial     bool              `json:"serial,omitempty"`
+	MaxCalls   int               `json:"max_calls,omitempty"`
 }
 
-// convMessage is one message of a stored conversation.
+// convMessage is one message of a stored conversation: a system, user or
+// assistant message (an assistant's function_call items are its Calls) or
+// a function_call_output item (role tool, CallID the call it answers).
 type convMessage struct {
+	ID        string     `json:"id,omitempty"`
+	Role      string     `json:"role"` // system | user | assistant | tool
+	Content   string     `json:"content"`
+	Reasoning string     `json:"reasoning,omitempty"`
+	Calls     []convCall `json:"calls,omitempty"`
+	CallID    string     `json:"call_id,omitempty"`
+	// CallsOnly marks an assistant turn made of function_call items alone
+	// (input_items lists no message for it).
+	CallsOnly bool `json:"calls_only,omitempty"`
+}
+
+// convCall is a function_call item: ID is the item's (fc_…), CallID the
+// call's (call_…).
+type convCall struct {
 	ID        string `json:"id,omitempty"`
-	Role      string `json:"role"` // system | user | assistant
-	Content   string `json:"content"`
-	Reasoning string `json:"reasoning,omitempty"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 // decodeResponseRequest validates a POST /v1/responses body; it does not
@@ -98,6 +124,9 @@ func decodeResponseRequest(body []byte, lim limits) (*respRecord, bool, *apiErro
 	if e := checkResponseFields(&req); e != nil {
 		return nil, false, e
 	}
+	if e := r.checkTools(&req); e != nil {
+		return nil, false, e
+	}
 	if r.Input, e = checkInput(req.Input); e != nil {
 		return nil, false, e
 	}
@@ -107,8 +136,6 @@ func decodeResponseRequest(body []byte, lim limits) (*respRecord, bool, *apiErro
 // checkResponseFields refuses what this server cannot honour.
 func checkResponseFields(req *ResponseRequest) *apiError {
 	switch {
-	case len(req.Tools) > 0:
-		return unsupported("tools", "tools are not available on /v1/responses; use /v1/chat/completions")
 	case req.TopLogprobs != nil && *req.TopLogprobs != 0:
 		return unsupported("top_logprobs", "logprobs are not available")
 	case len(req.Include) > 0:
@@ -119,11 +146,6 @@ func checkResponseFields(req *ResponseRequest) *apiError {
 		return unsupported("prompt", "prompt templates are not available")
 	case req.Truncation != nil && *req.Truncation != "disabled":
 		return unsupported("truncation", "only \"disabled\": a conversation longer than the context is refused, never cut")
-	}
-	// Without tools only "auto" and "none" pass: "required" and a named
-	// function are refused as the chat endpoint refuses them without tools.
-	if _, _, e := checkToolChoice(req.ToolChoice, nil); e != nil {
-		return e
 	}
 	if req.Text != nil {
 		if req.Text.Verbosity != nil && *req.Text.Verbosity != "medium" {
@@ -139,6 +161,74 @@ func checkResponseFields(req *ResponseRequest) *apiError {
 		}
 	}
 	return nil
+}
+
+// checkTools validates tools (function tools in the flat shape; other
+// types are refused), tool_choice, parallel_tool_calls and max_tool_calls
+// as the chat endpoint does (tools.go).
+func (r *respRecord) checkTools(req *ResponseRequest) *apiError {
+	names := map[string]bool{}
+	for i, raw := range req.Tools {
+		p := fmt.Sprintf("tools[%d]", i)
+		var head struct {
+			Type string `json:"type"`
+		}
+		if kindOf(raw) != '{' || json.Unmarshal(raw, &head) != nil {
+			return invalid(codeInvalidValue, p, "a tool must be an object")
+		}
+		if head.Type != "function" {
+			return unsupported(p+".type", "only function tools are available, not %q", head.Type)
+		}
+		var t ResponseTool
+		if err := decodeStrict(raw, &t); err != nil {
+			return jsonError(err, p)
+		}
+		if e := checkFunction(p, t.Name, t.Parameters, names); e != nil {
+			return e
+		}
+	}
+	var e *apiError
+	if r.Choice, r.ToolName, e = checkToolChoice(req.ToolChoice, names, true); e != nil {
+		return e
+	}
+	r.Tools, r.ToolChoice = req.Tools, req.ToolChoice
+	r.Serial = req.ParallelToolCalls != nil && !*req.ParallelToolCalls
+	if req.MaxToolCalls != nil {
+		if *req.MaxToolCalls < 1 {
+			return invalid(codeInvalidValue, "max_tool_calls", "must be at least 1, got %d", *req.MaxToolCalls)
+		}
+		r.MaxCalls = *req.MaxToolCalls
+	}
+	return nil
+}
+
+// chatTool is a flat function tool in chat's shape, {"type":"function",
+// "function":{…}} with the fields that were sent, so that the prompt is
+// the one a chat request with the same tool renders.
+func chatTool(raw json.RawMessage) chat.Tool {
+	var t ResponseTool
+	_ = json.Unmarshal(raw, &t) // validated by checkTools
+	fn := map[string]json.RawMessage{}
+	name, _ := json.Marshal(t.Name)
+	fn["name"] = name
+	for k, v := range map[string]json.RawMessage{"description": t.Description, "parameters": t.Parameters, "strict": t.Strict} {
+		if !isNull(v) {
+			fn[k] = v
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"type": "function", "function": fn})
+	return chat.Tool(b)
+}
+
+// parseOptions are the chat parser's settings: call ids from the
+// response's id, and at most one call without parallel_tool_calls.
+func (r *respRecord) parseOptions(responseID string) chat.ParseOptions {
+	ts := toolSettings{parallel: !r.Serial}
+	po := ts.parseOptions(responseID)
+	if r.MaxCalls > 0 && (po.MaxCalls == 0 || r.MaxCalls < po.MaxCalls) {
+		po.MaxCalls = r.MaxCalls
+	}
+	return po
 }
 
 // checkInput reads input: a string (one user message) or an array of
@@ -168,6 +258,31 @@ func checkInput(raw json.RawMessage) ([]convMessage, *apiError) {
 			return nil, jsonError(err, p)
 		}
 		switch it.Type {
+		case "function_call":
+			c, e := checkFunctionCall(p, it)
+			if e != nil {
+				return nil, e
+			}
+			// A call belongs to the assistant message (or calls) right
+			// before it, as a turn's output lists them; else it is a turn
+			// of its own.
+			if n := len(out); n > 0 && out[n-1].Role == "assistant" && len(reasoning) == 0 {
+				out[n-1].Calls = append(out[n-1].Calls, c)
+				continue
+			}
+			out = append(out, convMessage{Role: "assistant", Calls: []convCall{c}, CallsOnly: true, Reasoning: strings.Join(reasoning, "")})
+			reasoning = nil
+			continue
+		case "function_call_output":
+			m, e := checkCallOutput(p, it)
+			if e != nil {
+				return nil, e
+			}
+			if len(reasoning) > 0 {
+				return nil, invalid(codeInvalidValue, p, "a reasoning item must precede an assistant message")
+			}
+			out = append(out, m)
+			continue
 		case "reasoning":
 			var parts []InputPart
 			if !isNull(it.Content) {
@@ -202,6 +317,62 @@ func checkInput(raw json.RawMessage) ([]convMessage, *apiError) {
 		return nil, invalid(codeInvalidValue, fmt.Sprintf("input[%d]", len(items)-1), "a reasoning item must precede an assistant message")
 	}
 	return out, nil
+}
+
+func checkFunctionCall(p string, it InputItem) (convCall, *apiError) {
+	var c convCall
+	switch {
+	case it.CallID == nil || *it.CallID == "":
+		return c, invalid(codeMissing, p+".call_id", "a function_call needs its call_id")
+	case it.Name == nil || *it.Name == "":
+		return c, invalid(codeMissing, p+".name", "a function_call needs the function's name")
+	case it.Arguments == nil:
+		return c, invalid(codeMissing, p+".arguments", "a function_call needs its arguments")
+	case !isNull(it.Content) || !isNull(it.Output) || it.Role != "":
+		return c, invalid(codeInvalidValue, p, "a function_call has call_id, name and arguments, not role, content or output")
+	}
+	c = convCall{CallID: *it.CallID, Name: *it.Name, Arguments: *it.Arguments}
+	if it.ID != nil {
+		c.ID = *it.ID
+	}
+	return c, nil
+}
+
+// checkCallOutput reads a function_call_output: its output is a string
+// or an array of input_text parts.
+func checkCallOutput(p string, it InputItem) (convMessage, *apiError) {
+	m := convMessage{Role: "tool"}
+	switch {
+	case it.CallID == nil || *it.CallID == "":
+		return m, invalid(codeMissing, p+".call_id", "a function_call_output needs the call_id it answers")
+	case isNull(it.Output):
+		return m, invalid(codeMissing, p+".output", "a function_call_output needs its output")
+	case !isNull(it.Content) || it.Role != "" || it.Name != nil || it.Arguments != nil:
+		return m, invalid(codeInvalidValue, p, "a function_call_output has call_id and output, not role, content, name or arguments")
+	}
+	m.CallID = *it.CallID
+	if it.ID != nil {
+		m.ID = *it.ID
+	}
+	if json.Unmarshal(it.Output, &m.Content) == nil {
+		return m, nil
+	}
+	var parts []json.RawMessage
+	if json.Unmarshal(it.Output, &parts) != nil {
+		return m, invalid(codeInvalidValue, p+".output", "must be a string or an array of input_text parts")
+	}
+	for j, raw := range parts {
+		pp := fmt.Sprintf("%s.output[%d]", p, j)
+		var part InputPart
+		if err := decodeStrict(raw, &part); err != nil {
+			return m, jsonError(err, pp)
+		}
+		if part.Type != "input_text" || part.Text == nil {
+			return m, unsupported(pp, "only input_text parts are available in a function_call_output, not %q", part.Type)
+		}
+		m.Content += *part.Text
+	}
+	return m, nil
 }
 
 func checkInputMessage(p string, it InputItem) (convMessage, *apiError) {
@@ -262,12 +433,21 @@ func (r *respRecord) render() ([]chat.Message, chat.Options) {
 		msgs = append(msgs, chat.Message{Role: "system", Content: *r.Instructions})
 	}
 	for _, m := range r.Messages {
-		msgs = append(msgs, chat.Message{Role: m.Role, Content: m.Content, ReasoningContent: m.Reasoning})
+		cm := chat.Message{Role: m.Role, Content: m.Content, ReasoningContent: m.Reasoning, ToolCallID: m.CallID}
+		for _, c := range m.Calls {
+			cm.ToolCalls = append(cm.ToolCalls, chat.ToolCall{ID: c.CallID, Type: "function",
+				Function: chat.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
+		}
+		msgs = append(msgs, cm)
 	}
 	o := chat.DefaultOptions()
 	o.Thinking = r.Thinking
 	if r.Effort != nil && r.Thinking {
 		o.Effort = *r.Effort
+	}
+	o.ToolChoice, o.ToolName = r.Choice, r.ToolName
+	for _, t := range r.Tools {
+		o.Tools = append(o.Tools, chatTool(t))
 	}
 	return msgs, o
 }

@@ -40,6 +40,16 @@ type ResponseRequest struct {
 	Stop json.RawMessage `json:"stop"`
 }
 
+// ResponseTool is a declared function in the Responses API's flat shape
+// (chat nests the same fields under "function").
+type ResponseTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description json.RawMessage `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      json.RawMessage `json:"strict"`
+}
+
 // ReasoningParam is the request's reasoning object.
 type ReasoningParam struct {
 	Effort          *string `json:"effort"`
@@ -68,6 +78,11 @@ type InputItem struct {
 	Status           *string         `json:"status"`
 	Summary          json.RawMessage `json:"summary"`
 	EncryptedContent *string         `json:"encrypted_content"`
+	// function_call and function_call_output items.
+	CallID    *string         `json:"call_id"`
+	Name      *string         `json:"name"`
+	Arguments *string         `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
 }
 
 // InputPart is one content part of an input message.
@@ -104,12 +119,18 @@ type Response struct {
 	Store              bool               `json:"store"`
 	Temperature        float64            `json:"temperature"`
 	Text               ResponseTextConfig `json:"text"`
-	ToolChoice         string             `json:"tool_choice"`
+	ToolChoice         json.RawMessage    `json:"tool_choice"`
 	Tools              []json.RawMessage  `json:"tools"`
+	MaxToolCalls       *int               `json:"max_tool_calls"`
 	TopP               float64            `json:"top_p"`
 	Truncation         string             `json:"truncation"`
 	Usage              *ResponseUsage     `json:"usage"`
 	Metadata           map[string]string  `json:"metadata"`
+	// OutputError (an extension, as on chat's choices) says that the
+	// model wrote a tools block that does not parse: its raw text ends
+	// the message, and the status is incomplete with the reason
+	// malformed_tool_call (or max_output_tokens when cut).
+	OutputError *OutputError `json:"output_error,omitempty"`
 }
 
 // ResponseError is a failed response's error.
@@ -137,15 +158,39 @@ type ResponseTextConfig struct {
 }
 
 // OutputItem is a "reasoning" item (K3's thinking, in Content as
-// reasoning_text; Summary stays empty) or an assistant "message" item
-// (the answer, as output_text).
+// reasoning_text; Summary stays empty), an assistant "message" item (the
+// answer, as output_text) or a "function_call" item (CallID, Name and
+// Arguments, a JSON text; no content).
 type OutputItem struct {
-	Type    string        `json:"type"`
-	ID      string        `json:"id"`
-	Status  string        `json:"status"`
-	Role    string        `json:"role,omitempty"`
-	Summary *[]SummaryRef `json:"summary,omitempty"`
-	Content []OutputPart  `json:"content"`
+	Type      string        `json:"type"`
+	ID        string        `json:"id"`
+	Status    string        `json:"status"`
+	Role      string        `json:"role,omitempty"`
+	Summary   *[]SummaryRef `json:"summary,omitempty"`
+	Content   []OutputPart  `json:"content"`
+	CallID    string        `json:"call_id,omitempty"`
+	Name      string        `json:"name,omitempty"`
+	Arguments string        `json:"arguments,omitempty"`
+}
+
+// functionCallItem is a function_call item on the wire: arguments always
+// present (empty when the call starts), no content.
+type functionCallItem struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	Status    string `json:"status"`
+}
+
+// MarshalJSON writes a function_call item in its own shape.
+func (it OutputItem) MarshalJSON() ([]byte, error) {
+	if it.Type == "function_call" {
+		return json.Marshal(functionCallItem{Type: it.Type, ID: it.ID, CallID: it.CallID, Name: it.Name, Arguments: it.Arguments, Status: it.Status})
+	}
+	type plain OutputItem
+	return json.Marshal(plain(it))
 }
 
 // SummaryRef is a reasoning summary part (never produced: K3's reasoning
@@ -191,6 +236,8 @@ type ResponseEvent struct {
 	Part           *OutputPart `json:"part,omitempty"`
 	Delta          *string     `json:"delta,omitempty"`
 	Text           *string     `json:"text,omitempty"`
+	Arguments      *string     `json:"arguments,omitempty"` // function_call_arguments.done
+	Name           string      `json:"name,omitempty"`      // function_call_arguments.done
 	Logprobs       *[]any      `json:"logprobs,omitempty"`
 }
 
@@ -210,11 +257,17 @@ type InputItemList struct {
 	HasMore bool           `json:"has_more"`
 }
 
-// InputItemOut is a stored input message.
+// InputItemOut is a stored input item: a message (role and content), a
+// function_call (call_id, name, arguments) or a function_call_output
+// (call_id, output).
 type InputItemOut struct {
-	Type    string       `json:"type"`
-	ID      string       `json:"id"`
-	Status  string       `json:"status"`
-	Role    string       `json:"role"`
-	Content []OutputPart `json:"content"`
+	Type      string       `json:"type"`
+	ID        string       `json:"id"`
+	Status    string       `json:"status"`
+	Role      string       `json:"role,omitempty"`
+	Content   []OutputPart `json:"content,omitempty"`
+	CallID    string       `json:"call_id,omitempty"`
+	Name      string       `json:"name,omitempty"`
+	Arguments *string      `json:"arguments,omitempty"`
+	Output    *string      `json:"output,omitempty"`
 }

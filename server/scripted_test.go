@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/deltafin/deltafin/engine"
@@ -55,7 +56,10 @@ func (s *scriptedSession) Generate(ctx context.Context, prompt []int, opts engin
 			res.FinishReason = "stop"
 			return res, nil
 		}
-		if err := emit(tok); err != nil {
+		if err := emit(tok); errors.Is(err, engine.ErrStopped) {
+			res.FinishReason = "stop" // as the engine ends a stopped generation
+			return res, nil
+		} else if err != nil {
 			return res, err
 		}
 		res.Tokens++

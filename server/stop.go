@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/deltafin/deltafin/engine/chat"
 )
 
 // Stop sequences: up to four strings that end the answer where they first
@@ -53,6 +55,8 @@ type stopText struct {
 	stops []string
 	held  string // the unsent tail that may begin a stop sequence
 	hit   bool
+	// callsSent counts the tool calls completed before a stop sequence.
+	callsSent int
 }
 
 // push takes the next piece and returns what may be sent now; hit reports
@@ -104,4 +108,42 @@ func firstStop(s string, stops []string) int {
 		}
 	}
 	return first
+}
+
+// events passes the chat parser's events through the stop sequences,
+// which match on the content: a Content event gives only what may be sent
+// now, and once a stop sequence appears nothing after it is passed. Content
+// held back as a possible stop's start is released before any other event
+// (a tool call, say) so the order stays; a stop does not span it. last
+// releases what is still held at the end of the answer.
+func (st *stopText) events(evs []chat.Event, last bool) []chat.Event {
+	if len(st.stops) == 0 {
+		return evs
+	}
+	out := evs[:0:0]
+	release := func() {
+		if h := st.flush(); h != "" {
+			out = append(out, chat.Event{Kind: chat.Content, Text: h})
+		}
+	}
+	for _, e := range evs {
+		if st.hit {
+			return out
+		}
+		switch e.Kind {
+		case chat.Markup:
+		case chat.Content:
+			e.Text, _ = st.push(e.Text)
+		default:
+			release()
+			if e.Kind == chat.CallDone {
+				st.callsSent++
+			}
+		}
+		out = append(out, e)
+	}
+	if last && !st.hit {
+		release()
+	}
+	return out
 }

@@ -57,20 +57,13 @@ func checkTools(req *ChatRequest) (toolSettings, *apiError) {
 		if t.Type != "function" {
 			return ts, invalid(codeInvalidValue, p+".type", "tool type must be \"function\", not %q", t.Type)
 		}
-		if t.Function.Name == "" {
-			return ts, invalid(codeMissing, p+".function.name", "a tool needs a name")
-		}
-		if names[t.Function.Name] {
-			return ts, invalid(codeInvalidValue, p+".function.name", "tool %q is declared twice", t.Function.Name)
-		}
-		names[t.Function.Name] = true
-		if !isNull(t.Function.Parameters) && kindOf(t.Function.Parameters) != '{' {
-			return ts, invalid(codeInvalidValue, p+".function.parameters", "must be a JSON Schema object")
+		if e := checkFunction(p+".function", t.Function.Name, t.Function.Parameters, names); e != nil {
+			return ts, e
 		}
 	}
 	ts.tools = req.Tools
 	var e *apiError
-	if ts.toolChoice, ts.toolName, e = checkToolChoice(req.ToolChoice, names); e != nil {
+	if ts.toolChoice, ts.toolName, e = checkToolChoice(req.ToolChoice, names, false); e != nil {
 		return ts, e
 	}
 	if ts.format, ts.check, e = checkResponseFormat(req.ResponseFormat); e != nil {
@@ -79,9 +72,27 @@ func checkTools(req *ChatRequest) (toolSettings, *apiError) {
 	return ts, nil
 }
 
-// checkToolChoice reads "none", "auto", "required" or
-// {"type":"function","function":{"name":…}}, which must name a declared tool.
-func checkToolChoice(raw json.RawMessage, tools map[string]bool) (choice, name string, e *apiError) {
+// checkFunction validates one declared function, whose fields are at path
+// p ("tools[i].function" for chat, "tools[i]" for the Responses API's flat
+// shape), and adds its name to names.
+func checkFunction(p, name string, params json.RawMessage, names map[string]bool) *apiError {
+	if name == "" {
+		return invalid(codeMissing, p+".name", "a tool needs a name")
+	}
+	if names[name] {
+		return invalid(codeInvalidValue, p+".name", "tool %q is declared twice", name)
+	}
+	names[name] = true
+	if !isNull(params) && kindOf(params) != '{' {
+		return invalid(codeInvalidValue, p+".parameters", "must be a JSON Schema object")
+	}
+	return nil
+}
+
+// checkToolChoice reads "none", "auto", "required" or a named function,
+// which must be a declared tool: {"type":"function","function":{"name":…}}
+// for chat, {"type":"function","name":…} when flat (the Responses API).
+func checkToolChoice(raw json.RawMessage, tools map[string]bool, flat bool) (choice, name string, e *apiError) {
 	if isNull(raw) {
 		return "", "", nil
 	}
@@ -101,20 +112,37 @@ func checkToolChoice(raw json.RawMessage, tools map[string]bool) (choice, name s
 	if kindOf(raw) != '{' {
 		return "", "", invalid(codeInvalidValue, "tool_choice", "must be a string or an object")
 	}
+	var typ struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(raw, &typ) // an object: only the type is read here
+	if typ.Type != "function" {
+		return "", "", invalid(codeInvalidValue, "tool_choice.type", "must be \"function\", not %q", typ.Type)
+	}
+	namePath := "tool_choice.function.name"
 	var obj struct {
 		Type     string `json:"type"`
 		Function struct {
 			Name string `json:"name"`
 		} `json:"function"`
 	}
-	if err := decodeStrict(raw, &obj); err != nil {
+	var err error
+	if flat {
+		namePath = "tool_choice.name"
+		var f struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		}
+		err = decodeStrict(raw, &f)
+		obj.Function.Name = f.Name
+	} else {
+		err = decodeStrict(raw, &obj)
+	}
+	if err != nil {
 		return "", "", jsonError(err, "tool_choice")
 	}
-	if obj.Type != "function" {
-		return "", "", invalid(codeInvalidValue, "tool_choice.type", "must be \"function\", not %q", obj.Type)
-	}
 	if !tools[obj.Function.Name] {
-		return "", "", invalid(codeInvalidValue, "tool_choice.function.name", "no declared tool is named %q", obj.Function.Name)
+		return "", "", invalid(codeInvalidValue, namePath, "no declared tool is named %q", obj.Function.Name)
 	}
 	return "required", obj.Function.Name, nil
 }
