@@ -137,7 +137,6 @@ type Parser struct {
 	argKey    string
 	argType   string
 	value     strings.Builder // a non-string argument's value text
-	started   int             // calls started
 	skipping  bool            // the current call is beyond MaxCalls
 	announced bool            // its CallStart was emitted
 }
