@@ -21,3 +21,6 @@ const cgoKernels = false
 
 // readBytes is the Go memory read (see MemoryRead).
 func readBytes(b []byte) uint64 { return readBytesGo(b) }
+
+// fmaLoop is the Go FMA loop (see FMAPeak).
+func fmaLoop(n int, a, b float32) (int, float64) { return fmaGo(n, a, b) }

@@ -141,3 +141,24 @@ static void neon_dotf4(const float *a, const float *x, int64_t ldx, int64_t cols
 }
 
 const df_rowkern df_neon = {neon_dot, neon_decode, neon_dotf, neon_dotf4, 0};
+
+// df_fma_neon is the FMA limit on arm64: 24 independent chains of 4 lanes,
+// enough for four FMA pipes of 4-cycle latency (Apple's P cores) and more.
+double df_fma_neon(int64_t n, float a, float b, int64_t *lanes) {
+	enum { C = 24 };
+	float32x4_t v[C];
+	const float32x4_t vb = vdupq_n_f32(b);
+	const float idx0[4] = {0, 1, 2, 3};
+	const float32x4_t idx = vld1q_f32(idx0);
+	for (int c = 0; c < C; c++) v[c] = vaddq_f32(idx, vdupq_n_f32((float)(4 * c)));
+	for (int64_t i = 0; i < n; i++)
+		for (int c = 0; c < C; c++) v[c] = vfmaq_n_f32(vb, v[c], a);
+	double s = 0;
+	for (int c = 0; c < C; c++) {
+		float out[4];
+		vst1q_f32(out, v[c]);
+		for (int j = 0; j < 4; j++) s += out[j];
+	}
+	*lanes = 4 * C;
+	return s;
+}
