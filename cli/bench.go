@@ -16,7 +16,7 @@ import (
 )
 
 // Bench dispatches on the target, the first argument: `bench kernels`
-// (issue #5) or `bench slice` (issue #6).
+// (issue #5), `bench slice` (issue #6) or `bench prefill` (issue #19).
 func Bench(ctx context.Context, c *Call) error {
 	cfg := &c.Config
 	target := ""
@@ -27,7 +27,10 @@ func Bench(ctx context.Context, c *Call) error {
 	if target == "slice" {
 		return benchSliceCmd(ctx, c, args) // its own flags (bench_slice.go)
 	}
-	fs := c.flags("kernels|slice")
+	if target == "prefill" {
+		return benchPrefillCmd(ctx, c, args) // its own flags (bench_prefill.go)
+	}
+	fs := c.flags("kernels|slice|prefill")
 	var opt BenchKernelsOptions
 	fs.BoolVar(&opt.JSON, "json", false, "print the report as JSON")
 	bufMiB := fs.Int("buffer-mib", 1024, "buffer the memory read and the weights stream over (MiB; keep it far above the last-level cache)")
@@ -43,9 +46,9 @@ func Bench(ctx context.Context, c *Call) error {
 	case "kernels":
 		return benchKernels(ctx, *cfg, c.Stdout, opt)
 	case "":
-		fmt.Fprintln(fs.Output(), "deltafin bench needs a target: kernels or slice")
+		fmt.Fprintln(fs.Output(), "deltafin bench needs a target: kernels, slice or prefill")
 	default:
-		fmt.Fprintf(fs.Output(), "unknown bench target %q: want kernels or slice\n", target)
+		fmt.Fprintf(fs.Output(), "unknown bench target %q: want kernels, slice or prefill\n", target)
 	}
 	fs.Usage()
 	return errUsage

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -48,4 +49,60 @@ func TestBenchKernelsFLOPRatios(t *testing.T) {
 	require.Contains(t, out.String(), "fp32 FMA peak")
 	require.Contains(t, out.String(), "ratio to FMA peak")
 	require.True(t, strings.Contains(out.String(), "matmul_BF16_192x7168_t64"), out.String())
+}
+
+// `deltafin bench prefill` on k3-tiny, flags to JSON and table: a figure
+// per length, each flop_ratio the length's GFLOP/s over the run's peak.
+func TestBenchPrefillCommand(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	cfg := app.DefaultConfig(func(k string) string {
+		if k == "DELTAFIN_HOME" {
+			return home
+		}
+		return ""
+	})
+	run := func(args ...string) (string, string, error) {
+		var out, errOut bytes.Buffer
+		c := &Call{Config: cfg, Args: append([]string{"prefill"}, args...), Stdout: &out, Stderr: &errOut}
+		err := Bench(t.Context(), c)
+		return out.String(), errOut.String(), err
+	}
+	model := filepath.Join("..", "testdata", "k3-tiny")
+	out, _, err := run("--model", model, "--tokens", "16,32", "--json")
+	require.NoError(t, err)
+	var rep struct {
+		Model         string  `json:"model"`
+		Backend       string  `json:"backend"`
+		FMAPeakGFLOPS float64 `json:"fma_peak_gflops"`
+		Lengths       []struct {
+			Tokens     int     `json:"tokens"`
+			Seconds    float64 `json:"seconds"`
+			TokensPerS float64 `json:"tokens_per_s"`
+			GFLOPS     float64 `json:"gflops"`
+			FLOPRatio  float64 `json:"flop_ratio"`
+		} `json:"lengths"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, "deltafin-kimi-k3", rep.Model)
+	require.NotEmpty(t, rep.Backend)
+	require.Positive(t, rep.FMAPeakGFLOPS)
+	require.Len(t, rep.Lengths, 2)
+	for i, n := range []int{16, 32} {
+		l := rep.Lengths[i]
+		require.Equal(t, n, l.Tokens)
+		require.InEpsilon(t, float64(n)/l.Seconds, l.TokensPerS, 1e-9)
+		require.InDelta(t, l.GFLOPS/rep.FMAPeakGFLOPS, l.FLOPRatio, 1e-12)
+	}
+
+	out, _, err = run("--model", model, "--tokens", "16")
+	require.NoError(t, err)
+	require.Contains(t, out, "fp32 FMA peak")
+	require.Contains(t, out, "ratio to FMA peak")
+
+	for _, args := range [][]string{{"--tokens", "16"}, {"--model", model, "--tokens", "16,x"}, {"--model", model, "--tokens", "0"}} {
+		_, stderr, err := run(args...)
+		require.ErrorIs(t, err, errUsage, "%v", args)
+		require.Contains(t, stderr, "Usage: deltafin", "%v", args)
+	}
 }
