@@ -354,11 +354,9 @@ func Kernels(ctx context.Context, opt KernelsOptions) (KernelsReport, error) {
 		}
 	}
 	// The peak again after the kernels: the best of the run, as for the read.
-	peak, err := FMAPeak(ctx, opt.MinTime, opt.Threads)
-	if err != nil {
+	if rep.FMAPeakGFLOPS, err = fmaPeakAgain(ctx, opt.MinTime, opt.Threads, rep.FMAPeakGFLOPS); err != nil {
 		return rep, err
 	}
-	rep.FMAPeakGFLOPS = max(rep.FMAPeakGFLOPS, peak)
 	for i := range rep.Kernels {
 		rep.Kernels[i].Ratio = rep.Kernels[i].GBps / rep.MemReadGBps
 		rep.Kernels[i].FLOPRatio = rep.Kernels[i].GFLOPS / rep.FMAPeakGFLOPS
@@ -382,6 +380,13 @@ func FMAPeak(ctx context.Context, minTime time.Duration, threads int) (float64, 
 		_, s := kernels.FMAPeak(threads, fmaSteps)
 		sink += s
 	})
+}
+
+// fmaPeakAgain measures the FMA peak again and returns the better of it
+// and best: on a shared machine, the limit is the best seen in the run.
+func fmaPeakAgain(ctx context.Context, minTime time.Duration, threads int, best float64) (float64, error) {
+	peak, err := FMAPeak(ctx, minTime, threads)
+	return max(best, peak), err
 }
 
 // measure runs pass (which moves bytes bytes) at least minPasses times and

@@ -267,8 +267,6 @@ double df_fma(int isa, int64_t n, float a, float b, int64_t *lanes) {
 	for (int j = 0; j < L; j++) v[j] = (float)j;
 	for (int64_t i = 0; i < n; i++)
 		for (int j = 0; j < L; j++) v[j] = v[j] * a + b;
-	double s = 0;
-	for (int j = 0; j < L; j++) s += v[j];
 	*lanes = L;
-	return s;
+	return df_fsum(v, L);
 }

@@ -45,6 +45,13 @@ uint64_t df_read(int isa, const uint8_t *p, int64_t n);
 // arithmetic from being optimised away and lets a test check it.
 double df_fma(int isa, int64_t n, float a, float b, int64_t *lanes);
 
+// The sum of n floats in double, in order: df_fma's checksum of its lanes.
+static inline double df_fsum(const float *v, int64_t n) {
+	double s = 0;
+	for (int64_t i = 0; i < n; i++) s += v[i];
+	return s;
+}
+
 // ISA-specific row kernels, selected by df_matmul_rows.
 typedef struct {
 	float (*dot)(int dtype, const uint8_t *row, const uint8_t *rscales, const float *x, int64_t cols);

@@ -275,12 +275,8 @@ AVX2 double df_fma_avx2(int64_t n, float a, float b, int64_t *lanes) {
 	for (int c = 0; c < C; c++) v[c] = _mm256_add_ps(idx, _mm256_set1_ps((float)(8 * c)));
 	for (int64_t i = 0; i < n; i++)
 		for (int c = 0; c < C; c++) v[c] = _mm256_fmadd_ps(v[c], va, vb);
-	double s = 0;
-	for (int c = 0; c < C; c++) {
-		float out[8];
-		_mm256_storeu_ps(out, v[c]);
-		for (int j = 0; j < 8; j++) s += out[j];
-	}
+	float out[8 * C];
+	for (int c = 0; c < C; c++) _mm256_storeu_ps(out + 8 * c, v[c]);
 	*lanes = 8 * C;
-	return s;
+	return df_fsum(out, 8 * C);
 }

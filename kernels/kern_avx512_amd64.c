@@ -264,12 +264,8 @@ AVX512 double df_fma_avx512(int64_t n, float a, float b, int64_t *lanes) {
 	for (int c = 0; c < C; c++) v[c] = _mm512_add_ps(idx, _mm512_set1_ps((float)(16 * c)));
 	for (int64_t i = 0; i < n; i++)
 		for (int c = 0; c < C; c++) v[c] = _mm512_fmadd_ps(v[c], va, vb);
-	double s = 0;
-	for (int c = 0; c < C; c++) {
-		float out[16];
-		_mm512_storeu_ps(out, v[c]);
-		for (int j = 0; j < 16; j++) s += out[j];
-	}
+	float out[16 * C];
+	for (int c = 0; c < C; c++) _mm512_storeu_ps(out + 16 * c, v[c]);
 	*lanes = 16 * C;
-	return s;
+	return df_fsum(out, 16 * C);
 }

@@ -153,12 +153,8 @@ double df_fma_neon(int64_t n, float a, float b, int64_t *lanes) {
 	for (int c = 0; c < C; c++) v[c] = vaddq_f32(idx, vdupq_n_f32((float)(4 * c)));
 	for (int64_t i = 0; i < n; i++)
 		for (int c = 0; c < C; c++) v[c] = vfmaq_n_f32(vb, v[c], a);
-	double s = 0;
-	for (int c = 0; c < C; c++) {
-		float out[4];
-		vst1q_f32(out, v[c]);
-		for (int j = 0; j < 4; j++) s += out[j];
-	}
+	float out[4 * C];
+	for (int c = 0; c < C; c++) vst1q_f32(out + 4 * c, v[c]);
 	*lanes = 4 * C;
-	return s;
+	return df_fsum(out, 4 * C);
 }
