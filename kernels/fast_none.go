@@ -24,3 +24,6 @@ func readBytes(b []byte) uint64 { return readBytesGo(b) }
 
 // fmaLoop is the Go FMA loop (see FMAPeak).
 func fmaLoop(n int, a, b float32) (int, float64) { return fmaGo(n, a, b) }
+
+// fmaLoopISA is fmaLoop: no instruction set has a loop of its own here.
+func fmaLoopISA(_, n int, a, b float32) (int, float64) { return fmaGo(n, a, b) }

@@ -41,4 +41,32 @@ func TestFMAPeakDoesTheFMAsItCounts(t *testing.T) {
 	require.Equal(t, want(lanes, 3, 0.5, 2), sum)
 	gl, gs := fmaGo(3, 0.5, 2)
 	require.Equal(t, want(gl, 3, 0.5, 2), gs)
+	// Every instruction set's loop this CPU runs, not only the best one.
+	for _, isa := range fastISAs() {
+		for _, n := range []int{0, 5, 1 << 12} {
+			lanes, sum := fmaLoopISA(isa.isa, n, 1, 1)
+			require.GreaterOrEqual(t, lanes, 8, isa.name)
+			require.Equal(t, float64(lanes*(lanes-1)/2+lanes*n), sum, "%s, %d steps", isa.name, n)
+		}
+		lanes, sum := fmaLoopISA(isa.isa, 3, 0.5, 2)
+		require.Equal(t, want(lanes, 3, 0.5, 2), sum, isa.name)
+	}
+}
+
+// Each instruction set's FMA loop on one core, in GFLOP/s (the Go twin as
+// "go"): which loops saturate the FMA units, for `bench kernels`' peak.
+func BenchmarkFMALoop(b *testing.B) {
+	const n = 1 << 16
+	run := func(b *testing.B, loop func() (int, float64)) {
+		var flops float64
+		for b.Loop() {
+			lanes, _ := loop()
+			flops += 2 * float64(lanes) * n
+		}
+		b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	}
+	for _, isa := range fastISAs() {
+		b.Run(isa.name, func(b *testing.B) { run(b, func() (int, float64) { return fmaLoopISA(isa.isa, n, 1, 1) }) })
+	}
+	b.Run("go", func(b *testing.B) { run(b, func() (int, float64) { return fmaGo(n, 1, 1) }) })
 }
