@@ -66,7 +66,7 @@ test: deps shaders-check vet fmt-check darwin-vet info-plist unit kernels-arm64
 # The NEON kernels, cross-compiled and run under qemu-user: the conformance
 # tests in -short mode (the K3-sized matrices take minutes emulated; amd64
 # runs them in `unit`).
-KERNELS_ARM64_TESTS := Conformance|Decode|ByName|Threads|Allocate|BadShapes|PoolHelpers|MemoryRead
+KERNELS_ARM64_TESTS := Conformance|Decode|ByName|Threads|Allocate|BadShapes|PoolHelpers|MemoryRead|FMAPeak
 kernels-arm64:
 	CC=aarch64-linux-gnu-gcc CGO_ENABLED=1 GOARCH=arm64 $(GO) test -c -o bin/kernels-arm64.test ./kernels
 	qemu-aarch64 -L /usr/aarch64-linux-gnu bin/kernels-arm64.test -test.short -test.count=1 -test.run '$(KERNELS_ARM64_TESTS)'

@@ -2,6 +2,9 @@
 // apart from the product packages that run a token: it drives them
 // through their public API only (downloader → disk → engine → kernels →
 // tokens, measured from outside). Kernels is `deltafin bench kernels`: the
-// memory read limit (kernels.MemoryRead) and every kernel's weight
-// bandwidth against it, on K3's shapes.
+// memory read limit (kernels.MemoryRead) and the fp32 FMA peak
+// (kernels.FMAPeak), and every kernel's weight bandwidth and every
+// matmul's arithmetic against them, on K3's shapes. Prefill is `deltafin
+// bench prefill`: synthetic prompts through a model's Session, in seconds
+// and as a ratio of the arithmetic engine.Info counts to the FMA peak.
 package bench

@@ -48,8 +48,13 @@ type KernelsReport struct {
 	// measurement before the kernels and the passes interleaved with them).
 	MemReadGBps float64 `json:"mem_read_gbps"`
 	// MemReadOneGBps is the same with one thread, for context.
-	MemReadOneGBps float64        `json:"mem_read_one_thread_gbps"`
-	Kernels        []KernelResult `json:"kernels"`
+	MemReadOneGBps float64 `json:"mem_read_one_thread_gbps"`
+	// FMAPeakGFLOPS is the fp32 multiply-add rate with all threads
+	// (kernels.FMAPeak, 10^9 floating-point operations per second), the
+	// compute limit every flop_ratio is relative to: the best of a
+	// measurement before the kernels and one after them.
+	FMAPeakGFLOPS float64        `json:"fma_peak_gflops"`
+	Kernels       []KernelResult `json:"kernels"`
 }
 
 // KernelResult is one kernel's effective weight bandwidth: weight bytes
@@ -62,6 +67,11 @@ type KernelResult struct {
 	// PairedRatio is GBps over the best read of the passes interleaved
 	// with this kernel's: on a shared machine, the fairer of the two.
 	PairedRatio float64 `json:"paired_ratio"`
+	// GFLOPS is a matmul's arithmetic rate, 2·rows·cols·positions
+	// operations a call, and FLOPRatio that over FMAPeakGFLOPS (both
+	// absent for the expert kernels).
+	GFLOPS    float64 `json:"gflops,omitempty"`
+	FLOPRatio float64 `json:"flop_ratio,omitempty"`
 }
 
 // benchCase is one kernel on K3-sized matrices laid out from offset 0 of a
@@ -69,6 +79,7 @@ type KernelResult struct {
 type benchCase struct {
 	name  string
 	bytes int // weight bytes per call
+	flops int // floating-point operations per call (0: not counted)
 	mats  func(slot []byte) []kernels.Matrix
 	// call runs the kernel on slot's matrices, which carry key as their
 	// Matrix.Key (0: not resident).
@@ -141,7 +152,7 @@ func benchCases(shrink int) []benchCase {
 			name += "_resident"
 		}
 		out = append(out, benchCase{
-			name: name, bytes: data + scales, resident: resident,
+			name: name, bytes: data + scales, flops: 2 * rows * cols * n, resident: resident,
 			mats: func(slot []byte) []kernels.Matrix { m, _ := matAt(slot, dt, rows, cols, 0); return []kernels.Matrix{m} },
 			call: func(b kernels.Backend, slot []byte, key uint64) {
 				m, _ := matAt(slot, dt, rows, cols, 0)
@@ -283,6 +294,9 @@ func Kernels(ctx context.Context, opt KernelsOptions) (KernelsReport, error) {
 	if rep.MemReadOneGBps, err = measure(ctx, opt.MinTime, 2, n, pass); err != nil {
 		return rep, err
 	}
+	if rep.FMAPeakGFLOPS, err = FMAPeak(ctx, opt.MinTime, opt.Threads); err != nil {
+		return rep, err
+	}
 	// The machine may be shared: the limit is the best read seen in the
 	// whole run (re-measured alongside every kernel), so that a busy moment
 	// during the first measurement cannot flatter the ratios.
@@ -335,13 +349,44 @@ func Kernels(ctx context.Context, opt KernelsOptions) (KernelsReport, error) {
 			gbps := float64(perPass*c.bytes) / bestK.Seconds() / 1e9
 			mem := float64(n) / bestM.Seconds() / 1e9
 			rep.MemReadGBps = max(rep.MemReadGBps, mem)
-			rep.Kernels = append(rep.Kernels, KernelResult{Name: c.name, Threads: kernels.Threads(b), GBps: gbps, PairedRatio: gbps / mem})
+			rep.Kernels = append(rep.Kernels, KernelResult{Name: c.name, Threads: kernels.Threads(b), GBps: gbps, PairedRatio: gbps / mem,
+				GFLOPS: float64(perPass*c.flops) / bestK.Seconds() / 1e9})
 		}
+	}
+	// The peak again after the kernels: the best of the run, as for the read.
+	if rep.FMAPeakGFLOPS, err = fmaPeakAgain(ctx, opt.MinTime, opt.Threads, rep.FMAPeakGFLOPS); err != nil {
+		return rep, err
 	}
 	for i := range rep.Kernels {
 		rep.Kernels[i].Ratio = rep.Kernels[i].GBps / rep.MemReadGBps
+		rep.Kernels[i].FLOPRatio = rep.Kernels[i].GFLOPS / rep.FMAPeakGFLOPS
 	}
 	return rep, nil
+}
+
+// fmaSteps is the steps per lane of one FMAPeak call: a few milliseconds of
+// the C loops on one core (256 lanes of AVX-512 make 2^29 operations), well
+// inside the 2^24 that keep its sum exact.
+const fmaSteps = 1 << 20
+
+// FMAPeak measures the machine's fp32 multiply-add rate with threads
+// goroutines (kernels.FMAPeak), for at least minTime and two passes, and
+// returns the best pass in GFLOP/s (10^9 operations per second): the
+// compute limit of a matmul, as the memory read is the limit of a matvec.
+func FMAPeak(ctx context.Context, minTime time.Duration, threads int) (float64, error) {
+	flops, sink := kernels.FMAPeak(threads, fmaSteps) // a warm-up, and the count
+	defer runtime.KeepAlive(&sink)
+	return measure(ctx, minTime, 2, int(flops), func() {
+		_, s := kernels.FMAPeak(threads, fmaSteps)
+		sink += s
+	})
+}
+
+// fmaPeakAgain measures the FMA peak again and returns the better of it
+// and best: on a shared machine, the limit is the best seen in the run.
+func fmaPeakAgain(ctx context.Context, minTime time.Duration, threads int, best float64) (float64, error) {
+	peak, err := FMAPeak(ctx, minTime, threads)
+	return max(best, peak), err
 }
 
 // measure runs pass (which moves bytes bytes) at least minPasses times and

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +19,19 @@ func TestBenchReportsEveryKernelAgainstTheMeasuredLimit(t *testing.T) {
 	require.Positive(t, rep.MemReadGBps)
 	require.Positive(t, rep.MemReadOneGBps)
 	require.GreaterOrEqual(t, rep.BufferBytes, 16<<20)
+	require.Positive(t, rep.FMAPeakGFLOPS)
 	names := map[string]int{}
 	for _, k := range rep.Kernels {
 		require.Positive(t, k.GBps, k.Name)
 		require.InDelta(t, k.GBps/rep.MemReadGBps, k.Ratio, 1e-9, k.Name)
+		if strings.HasPrefix(k.Name, "mat") {
+			// 2·rows·cols·positions operations per call of rows·cols weights.
+			require.Positive(t, k.GFLOPS, k.Name)
+			require.InDelta(t, k.GFLOPS/rep.FMAPeakGFLOPS, k.FLOPRatio, 1e-9, k.Name)
+			require.InEpsilon(t, matFLOPsPerByte(t, k.Name), k.GFLOPS/k.GBps, 1e-9, k.Name)
+		} else {
+			require.Zero(t, k.FLOPRatio, k.Name)
+		}
 		names[k.Name] += k.Threads
 	}
 	require.Len(t, names, 9, "seven matrix kernels, the fused expert and a layer of them; no resident ones on a CPU backend")
@@ -46,4 +56,22 @@ func TestBenchResidentCasesOnANonCPUBackend(t *testing.T) {
 		}
 	}
 	require.Equal(t, 2*5, resident, "five resident cases, all threads and one")
+}
+
+// matFLOPsPerByte is a matmul case's operations per weight byte, from its
+// name (matvec_DT_RxC or matmul_DT_RxC_tN).
+func matFLOPsPerByte(t *testing.T, name string) float64 {
+	var dt string
+	var rows, cols, n int
+	f := strings.Split(name, "_")
+	_, err := fmt.Sscanf(f[2], "%dx%d", &rows, &cols)
+	require.NoError(t, err, name)
+	dt, n = f[1], 1
+	if f[0] == "matmul" {
+		_, err = fmt.Sscanf(f[3], "t%d", &n)
+		require.NoError(t, err, name)
+	}
+	bytes := map[string]float64{"F32": 4, "BF16": 2, "F16": 2, "I8": 1 + 4/float64(cols), "MXFP4": 0.5 + 1.0/kernels.MXFP4GroupSize}[dt]
+	require.NotZero(t, bytes, name)
+	return 2 * float64(n) / bytes
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // Bench dispatches on the target, the first argument: `bench kernels`
-// (issue #5) or `bench slice` (issue #6).
+// (issue #5), `bench slice` (issue #6) or `bench prefill` (issue #19).
 func Bench(ctx context.Context, c *Call) error {
 	cfg := &c.Config
 	target := ""
@@ -27,7 +27,10 @@ func Bench(ctx context.Context, c *Call) error {
 	if target == "slice" {
 		return benchSliceCmd(ctx, c, args) // its own flags (bench_slice.go)
 	}
-	fs := c.flags("kernels|slice")
+	if target == "prefill" {
+		return benchPrefillCmd(ctx, c, args) // its own flags (bench_prefill.go)
+	}
+	fs := c.flags("kernels|slice|prefill")
 	var opt BenchKernelsOptions
 	fs.BoolVar(&opt.JSON, "json", false, "print the report as JSON")
 	bufMiB := fs.Int("buffer-mib", 1024, "buffer the memory read and the weights stream over (MiB; keep it far above the last-level cache)")
@@ -43,9 +46,9 @@ func Bench(ctx context.Context, c *Call) error {
 	case "kernels":
 		return benchKernels(ctx, *cfg, c.Stdout, opt)
 	case "":
-		fmt.Fprintln(fs.Output(), "deltafin bench needs a target: kernels or slice")
+		fmt.Fprintln(fs.Output(), "deltafin bench needs a target: kernels, slice or prefill")
 	default:
-		fmt.Fprintf(fs.Output(), "unknown bench target %q: want kernels or slice\n", target)
+		fmt.Fprintf(fs.Output(), "unknown bench target %q: want kernels, slice or prefill\n", target)
 	}
 	fs.Usage()
 	return errUsage
@@ -56,6 +59,9 @@ type BenchKernelsOptions struct {
 	JSON        bool
 	BufferBytes int           // 0: 1 GiB
 	MinTime     time.Duration // per figure; 0: 300 ms
+	// Shrink divides the rows of the main report's matrices (1 or 0: K3
+	// sizes); tests use it to run in a moment.
+	Shrink int
 	// GPUShrink divides the rows of the GPU reports' matrices (1 or 0: K3
 	// sizes); tests use it to bench the software Vulkan device quickly.
 	GPUShrink int
@@ -82,11 +88,11 @@ type GPUBenchReport struct {
 	bench.KernelsReport
 }
 
-// BenchKernels measures the memory read bandwidth and every kernel against
-// it on the backend cfg.Kernels names, and prints the report as a table or
+// BenchKernels measures the memory read bandwidth and the fp32 FMA peak,
+// and every kernel against them, on the backend cfg.Kernels names, and prints the report as a table or
 // as JSON.
 func benchKernels(ctx context.Context, cfg app.Config, w io.Writer, opt BenchKernelsOptions) error {
-	main, err := bench.Kernels(ctx, bench.KernelsOptions{Backend: cfg.Kernels, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime, Only: opt.Only})
+	main, err := bench.Kernels(ctx, bench.KernelsOptions{Backend: cfg.Kernels, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime, Shrink: opt.Shrink, Only: opt.Only})
 	if err != nil {
 		return fmt.Errorf("app: bench kernels: %w", err)
 	}
@@ -138,12 +144,16 @@ func writeBenchTable(w io.Writer, rep bench.KernelsReport, device string) error 
 	if device != "" {
 		device = " on " + device
 	}
-	fmt.Fprintf(w, "backend %s%s; memory read %.1f GB/s with %d threads (%.1f GB/s with 1), over %d MiB\n\n",
-		rep.Backend, device, rep.MemReadGBps, rep.MemThreads, rep.MemReadOneGBps, rep.BufferBytes>>20)
+	fmt.Fprintf(w, "backend %s%s; memory read %.1f GB/s with %d threads (%.1f GB/s with 1), over %d MiB; fp32 FMA peak %.1f GFLOP/s\n\n",
+		rep.Backend, device, rep.MemReadGBps, rep.MemThreads, rep.MemReadOneGBps, rep.BufferBytes>>20, rep.FMAPeakGFLOPS)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kernel\tthreads\tGB/s\tratio to memory read\tpaired ratio\t")
+	fmt.Fprintln(tw, "kernel\tthreads\tGB/s\tratio to memory read\tpaired ratio\tGFLOP/s\tratio to FMA peak\t")
 	for _, k := range rep.Kernels {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.2f\t\n", k.Name, k.Threads, k.GBps, k.Ratio, k.PairedRatio)
+		gflops, ratio := "-", "-"
+		if k.GFLOPS > 0 {
+			gflops, ratio = fmt.Sprintf("%.1f", k.GFLOPS), fmt.Sprintf("%.3f", k.FLOPRatio)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.2f\t%s\t%s\t\n", k.Name, k.Threads, k.GBps, k.Ratio, k.PairedRatio, gflops, ratio)
 	}
 	return tw.Flush()
 }

@@ -25,8 +25,9 @@ func TestBenchKernelsOutput(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, benchKernels(t.Context(), cfg, &out, opt))
 	var rep struct {
-		MemReadGBps float64 `json:"mem_read_gbps"`
-		Kernels     []struct {
+		MemReadGBps   float64 `json:"mem_read_gbps"`
+		FMAPeakGFLOPS float64 `json:"fma_peak_gflops"`
+		Kernels       []struct {
 			Name    string  `json:"name"`
 			Threads int     `json:"threads"`
 			GBps    float64 `json:"gbps"`
@@ -35,6 +36,7 @@ func TestBenchKernelsOutput(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
 	require.Positive(t, rep.MemReadGBps)
+	require.Positive(t, rep.FMAPeakGFLOPS)
 	require.NotEmpty(t, rep.Kernels)
 	seen := map[string]bool{}
 	for _, k := range rep.Kernels {

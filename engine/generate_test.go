@@ -136,6 +136,9 @@ func TestInfo(t *testing.T) {
 	require.Equal(t, Info{ID: "hf", ModelType: "kimi_linear", VocabSize: 512, EOS: -1, BOS: -1, ContextLen: 4096,
 		Layers: 8, Hidden: 64, Experts: 16, TopK: 4, Backend: kernels.Default().Name(),
 		SpineBytes: 1_219_488, // every tensor but the routed experts
+		// flops.go's counts (TestInfoCountsK3TinyFLOPs writes k3-tiny's out);
+		// the head is 2·512·64.
+		TokenFLOPs: 852_992, HeadFLOPs: 65_536, PairFLOPs: 640,
 	}, m.Info())
 	require.NoError(t, m.Close())
 	_, err = m.NewSession().Forward(t.Context(), []int{1}, false)

@@ -43,6 +43,12 @@ type Info struct {
 	// SpineBytes is the RAM the whole spine and the globals take loaded
 	// (the int8 copy's size with Options.SpineInt8), pinned or not.
 	SpineBytes int64
+	// The arithmetic of a pass, for benchmarks (floating-point operations,
+	// estimated from the shapes; flops.go): TokenFLOPs per position through
+	// the layers, HeadFLOPs per row of logits, PairFLOPs of attention per
+	// (query, key) pair. A prefill of T tokens does about
+	// T·TokenFLOPs + HeadFLOPs + T(T+1)/2·PairFLOPs.
+	TokenFLOPs, HeadFLOPs, PairFLOPs int64
 }
 
 // Model is an opened checkpoint: validated config, spine weights and the
@@ -156,6 +162,7 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 		ContextLen: c.ContextLen, Layers: c.Layers, Hidden: c.Hidden,
 		Experts: c.Experts, TopK: c.TopK, Backend: m.backend.Name(),
 	}
+	m.info.TokenFLOPs, m.info.HeadFLOPs, m.info.PairFLOPs = c.flops()
 	layers, globals := m.spineRAMBytes()
 	m.info.SpineBytes = globals
 	for _, b := range layers {

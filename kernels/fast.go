@@ -31,6 +31,17 @@ func readBytes(b []byte) uint64 {
 	return uint64(C.df_read(C.int(fastISAs()[0].isa), bytePtr(b), C.int64_t(len(b))))
 }
 
+// fmaLoop runs the best instruction set's C FMA loop (see FMAPeak) and
+// returns its lane count and the lanes' sum.
+func fmaLoop(n int, a, b float32) (int, float64) { return fmaLoopISA(fastISAs()[0].isa, n, a, b) }
+
+// fmaLoopISA is fmaLoop on the C loop of isa.
+func fmaLoopISA(isa, n int, a, b float32) (int, float64) {
+	var lanes C.int64_t
+	s := C.df_fma(C.int(isa), C.int64_t(n), C.float(a), C.float(b), &lanes)
+	return int(lanes), float64(s)
+}
+
 // fastISAs lists the C instruction sets this build has that this CPU runs,
 // fastest first, by backend name.
 func fastISAs() []isaInfo {

@@ -21,3 +21,9 @@ const cgoKernels = false
 
 // readBytes is the Go memory read (see MemoryRead).
 func readBytes(b []byte) uint64 { return readBytesGo(b) }
+
+// fmaLoop is the Go FMA loop (see FMAPeak).
+func fmaLoop(n int, a, b float32) (int, float64) { return fmaGo(n, a, b) }
+
+// fmaLoopISA is fmaLoop: no instruction set has a loop of its own here.
+func fmaLoopISA(_, n int, a, b float32) (int, float64) { return fmaGo(n, a, b) }

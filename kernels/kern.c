@@ -251,3 +251,22 @@ uint64_t df_read(int isa, const uint8_t *p, int64_t n) {
 	for (int j = 0; j < 16; j++) t += s[j];
 	return t;
 }
+
+// The portable FMA loop: 32 lanes of multiply-adds the compiler may fuse
+// and vectorise as the baseline instruction set allows.
+double df_fma(int isa, int64_t n, float a, float b, int64_t *lanes) {
+#if defined(__x86_64__)
+	if (isa == DF_ISA_AVX512) return df_fma_avx512(n, a, b, lanes);
+	if (isa == DF_ISA_AVX2) return df_fma_avx2(n, a, b, lanes);
+#endif
+#if defined(__aarch64__)
+	if (isa == DF_ISA_NEON) return df_fma_neon(n, a, b, lanes);
+#endif
+	enum { L = 32 };
+	float v[L];
+	for (int j = 0; j < L; j++) v[j] = (float)j;
+	for (int64_t i = 0; i < n; i++)
+		for (int j = 0; j < L; j++) v[j] = v[j] * a + b;
+	*lanes = L;
+	return df_fsum(v, L);
+}

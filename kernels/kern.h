@@ -38,6 +38,20 @@ void df_decode_row(int isa, int dtype, const uint8_t *data, const uint8_t *scale
 // read limit of `deltafin bench kernels`.
 uint64_t df_read(int isa, const uint8_t *p, int64_t n);
 
+// Runs n steps of v = v*a + b on *lanes independent fp32 lanes, lane j
+// starting at j, as fast as the FMA units allow: the compute limit of
+// `deltafin bench kernels`. Writes the ISA's lane count to *lanes and
+// returns the sum of the lanes at the end (in double), which keeps the
+// arithmetic from being optimised away and lets a test check it.
+double df_fma(int isa, int64_t n, float a, float b, int64_t *lanes);
+
+// The sum of n floats in double, in order: df_fma's checksum of its lanes.
+static inline double df_fsum(const float *v, int64_t n) {
+	double s = 0;
+	for (int64_t i = 0; i < n; i++) s += v[i];
+	return s;
+}
+
 // ISA-specific row kernels, selected by df_matmul_rows.
 typedef struct {
 	float (*dot)(int dtype, const uint8_t *row, const uint8_t *rscales, const float *x, int64_t cols);
@@ -64,11 +78,14 @@ extern const df_rowkern df_generic;
 #if defined(__x86_64__)
 uint64_t df_read_avx2(const uint8_t *p, int64_t n);
 uint64_t df_read_avx512(const uint8_t *p, int64_t n);
+double df_fma_avx2(int64_t n, float a, float b, int64_t *lanes);
+double df_fma_avx512(int64_t n, float a, float b, int64_t *lanes);
 extern const df_rowkern df_avx2;
 extern const df_rowkern df_avx512;
 #endif
 #if defined(__aarch64__)
 extern const df_rowkern df_neon;
+double df_fma_neon(int64_t n, float a, float b, int64_t *lanes);
 #endif
 
 // Tables filled by df_init.

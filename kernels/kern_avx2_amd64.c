@@ -263,3 +263,20 @@ AVX2 uint64_t df_read_avx2(const uint8_t *p, int64_t n) {
 	_mm256_storeu_si256((__m256i *)out, s);
 	return out[0] + out[1] + out[2] + out[3];
 }
+
+// df_fma_avx2 is the FMA limit on AVX2 CPUs: 12 independent chains of 8
+// lanes (of 16 registers, two hold a and b), enough for two FMA units of
+// 4- to 5-cycle latency.
+AVX2 double df_fma_avx2(int64_t n, float a, float b, int64_t *lanes) {
+	enum { C = 12 };
+	__m256 v[C];
+	const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+	const __m256 idx = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+	for (int c = 0; c < C; c++) v[c] = _mm256_add_ps(idx, _mm256_set1_ps((float)(8 * c)));
+	for (int64_t i = 0; i < n; i++)
+		for (int c = 0; c < C; c++) v[c] = _mm256_fmadd_ps(v[c], va, vb);
+	float out[8 * C];
+	for (int c = 0; c < C; c++) _mm256_storeu_ps(out + 8 * c, v[c]);
+	*lanes = 8 * C;
+	return df_fsum(out, 8 * C);
+}

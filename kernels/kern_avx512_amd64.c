@@ -253,3 +253,19 @@ AVX512 uint64_t df_read_avx512(const uint8_t *p, int64_t n) {
 }
 
 const df_rowkern df_avx512 = {avx512_dot, avx512_decode, avx512_dotf, avx512_dotf4, avx512_act, avx512_mx_layout};
+
+// df_fma_avx512 is the FMA limit on AVX-512 CPUs: 16 independent chains of
+// 16 lanes, enough to cover two FMA units of 4-cycle latency twice over.
+AVX512 double df_fma_avx512(int64_t n, float a, float b, int64_t *lanes) {
+	enum { C = 16 };
+	__m512 v[C];
+	const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+	const __m512 idx = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	for (int c = 0; c < C; c++) v[c] = _mm512_add_ps(idx, _mm512_set1_ps((float)(16 * c)));
+	for (int64_t i = 0; i < n; i++)
+		for (int c = 0; c < C; c++) v[c] = _mm512_fmadd_ps(v[c], va, vb);
+	float out[16 * C];
+	for (int c = 0; c < C; c++) _mm512_storeu_ps(out + 16 * c, v[c]);
+	*lanes = 16 * C;
+	return df_fsum(out, 16 * C);
+}

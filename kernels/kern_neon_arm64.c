@@ -141,3 +141,20 @@ static void neon_dotf4(const float *a, const float *x, int64_t ldx, int64_t cols
 }
 
 const df_rowkern df_neon = {neon_dot, neon_decode, neon_dotf, neon_dotf4, 0};
+
+// df_fma_neon is the FMA limit on arm64: 24 independent chains of 4 lanes,
+// enough for four FMA pipes of 4-cycle latency (Apple's P cores) and more.
+double df_fma_neon(int64_t n, float a, float b, int64_t *lanes) {
+	enum { C = 24 };
+	float32x4_t v[C];
+	const float32x4_t vb = vdupq_n_f32(b);
+	const float idx0[4] = {0, 1, 2, 3};
+	const float32x4_t idx = vld1q_f32(idx0);
+	for (int c = 0; c < C; c++) v[c] = vaddq_f32(idx, vdupq_n_f32((float)(4 * c)));
+	for (int64_t i = 0; i < n; i++)
+		for (int c = 0; c < C; c++) v[c] = vfmaq_n_f32(vb, v[c], a);
+	float out[4 * C];
+	for (int c = 0; c < C; c++) vst1q_f32(out + 4 * c, v[c]);
+	*lanes = 4 * C;
+	return df_fsum(out, 4 * C);
+}
