@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/deltafin/deltafin/app"
@@ -54,13 +52,9 @@ var errLengths = errors.New("--tokens wants positive lengths separated by commas
 
 // parseLengths reads "1024,4096,16384".
 func parseLengths(s string) ([]int, error) {
-	var out []int
-	for f := range strings.SplitSeq(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%w: %q", errLengths, s)
-		}
-		out = append(out, n)
+	out, _, ok := parseInts(s, 1)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", errLengths, s)
 	}
 	return out, nil
 }

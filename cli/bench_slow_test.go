@@ -3,14 +3,12 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/deltafin/deltafin/app"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -19,22 +17,8 @@ import (
 // table; the figures themselves come from `deltafin bench kernels`.
 func TestBenchKernelsOutput(t *testing.T) {
 	t.Parallel()
-	cfg := app.DefaultConfig(func(string) string { return "" })
-	require.NoError(t, cfg.Validate())
 	opt := BenchKernelsOptions{JSON: true, BufferBytes: 1, MinTime: time.Nanosecond, GPUShrink: 64}
-	var out bytes.Buffer
-	require.NoError(t, benchKernels(t.Context(), cfg, &out, opt))
-	var rep struct {
-		MemReadGBps   float64 `json:"mem_read_gbps"`
-		FMAPeakGFLOPS float64 `json:"fma_peak_gflops"`
-		Kernels       []struct {
-			Name    string  `json:"name"`
-			Threads int     `json:"threads"`
-			GBps    float64 `json:"gbps"`
-			Ratio   float64 `json:"ratio"`
-		} `json:"kernels"`
-	}
-	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	cfg, out, rep := benchKernelsJSON(t, opt)
 	require.Positive(t, rep.MemReadGBps)
 	require.Positive(t, rep.FMAPeakGFLOPS)
 	require.NotEmpty(t, rep.Kernels)
@@ -69,7 +53,7 @@ func TestBenchKernelsOutput(t *testing.T) {
 
 	out.Reset()
 	opt.JSON = false
-	require.NoError(t, benchKernels(t.Context(), cfg, &out, opt))
+	require.NoError(t, benchKernels(t.Context(), cfg, out, opt))
 	require.Contains(t, out.String(), "memory read")
 	require.Contains(t, out.String(), "expert_ffn_mxfp4_3072x3584")
 	for _, g := range gpus.GPU {

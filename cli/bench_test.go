@@ -13,28 +13,40 @@ import (
 	"github.com/deltafin/deltafin/app"
 )
 
+// benchReport is the part of `bench kernels --json` the tests read.
+type benchReport struct {
+	MemReadGBps   float64 `json:"mem_read_gbps"`
+	FMAPeakGFLOPS float64 `json:"fma_peak_gflops"`
+	Kernels       []struct {
+		Name      string  `json:"name"`
+		Threads   int     `json:"threads"`
+		GBps      float64 `json:"gbps"`
+		Ratio     float64 `json:"ratio"`
+		GFLOPS    float64 `json:"gflops"`
+		FLOPRatio float64 `json:"flop_ratio"`
+	} `json:"kernels"`
+}
+
+// benchKernelsJSON runs bench kernels with opt (JSON set) and returns the
+// configuration it ran with, its output and the report parsed from it.
+func benchKernelsJSON(t *testing.T, opt BenchKernelsOptions) (app.Config, *bytes.Buffer, benchReport) {
+	t.Helper()
+	cfg := app.DefaultConfig(func(string) string { return "" })
+	require.NoError(t, cfg.Validate())
+	var out bytes.Buffer
+	require.NoError(t, benchKernels(t.Context(), cfg, &out, opt))
+	var rep benchReport
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	return cfg, &out, rep
+}
+
 // The matmuls at a shrunk size: the JSON carries the FMA peak of the run
 // and every matmul's GFLOP/s and flop_ratio beside its memory ratio, and
 // the table shows them.
 func TestBenchKernelsFLOPRatios(t *testing.T) {
 	t.Parallel()
-	cfg := app.DefaultConfig(func(string) string { return "" })
-	require.NoError(t, cfg.Validate())
 	opt := BenchKernelsOptions{JSON: true, BufferBytes: 16 << 20, MinTime: time.Millisecond, Shrink: 64, NoGPU: true, Only: "mat"}
-	var out bytes.Buffer
-	require.NoError(t, benchKernels(t.Context(), cfg, &out, opt))
-	var rep struct {
-		MemReadGBps   float64 `json:"mem_read_gbps"`
-		FMAPeakGFLOPS float64 `json:"fma_peak_gflops"`
-		Kernels       []struct {
-			Name      string  `json:"name"`
-			GBps      float64 `json:"gbps"`
-			Ratio     float64 `json:"ratio"`
-			GFLOPS    float64 `json:"gflops"`
-			FLOPRatio float64 `json:"flop_ratio"`
-		} `json:"kernels"`
-	}
-	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	cfg, out, rep := benchKernelsJSON(t, opt)
 	require.Positive(t, rep.FMAPeakGFLOPS)
 	require.NotEmpty(t, rep.Kernels)
 	for _, k := range rep.Kernels {
@@ -45,7 +57,7 @@ func TestBenchKernelsFLOPRatios(t *testing.T) {
 
 	out.Reset()
 	opt.JSON = false
-	require.NoError(t, benchKernels(t.Context(), cfg, &out, opt))
+	require.NoError(t, benchKernels(t.Context(), cfg, out, opt))
 	require.Contains(t, out.String(), "fp32 FMA peak")
 	require.Contains(t, out.String(), "ratio to FMA peak")
 	require.True(t, strings.Contains(out.String(), "matmul_BF16_192x7168_t64"), out.String())

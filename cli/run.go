@@ -56,16 +56,25 @@ func Run(ctx context.Context, c *Call) error {
 
 // ParseIDs parses "1,2,3" into token ids.
 func ParseIDs(s string) ([]int, error) {
-	var ids []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		id, err := strconv.Atoi(f)
-		if err != nil || id < 0 {
-			return nil, fmt.Errorf("app: --ids: %q is not a token id (want comma-separated non-negative integers)", f)
-		}
-		ids = append(ids, id)
+	ids, bad, ok := parseInts(s, 0)
+	if !ok {
+		return nil, fmt.Errorf("app: --ids: %q is not a token id (want comma-separated non-negative integers)", bad)
 	}
 	return ids, nil
+}
+
+// parseInts reads comma-separated integers of at least min; on failure it
+// returns the field that is not one.
+func parseInts(s string, min int) (out []int, bad string, ok bool) {
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		n, err := strconv.Atoi(f)
+		if err != nil || n < min {
+			return nil, f, false
+		}
+		out = append(out, n)
+	}
+	return out, "", true
 }
 
 // RunStats is the "stats" object of `deltafin run --json`.

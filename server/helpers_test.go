@@ -15,6 +15,7 @@ import (
 
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/store"
 	"github.com/stretchr/testify/require"
 )
 
@@ -82,6 +83,33 @@ func startServerWith(t testing.TB, m Model, configure func(*Options)) (*Server, 
 		require.NoError(t, <-done)
 	})
 	return s, "http://" + ln.Addr().String()
+}
+
+// serveWithStore serves m on loopback over the store at path (opened anew,
+// as a restart does), with configure's options; stop ends the server and
+// closes the store, as a clean quit does.
+func serveWithStore(t *testing.T, m Model, path string, configure func(*Options)) (s *Server, base string, stop func()) {
+	t.Helper()
+	_, tok := tiny(t)
+	st, err := store.Open(path)
+	require.NoError(t, err)
+	opts := DefaultOptions()
+	opts.Store = st
+	if configure != nil {
+		configure(&opts)
+	}
+	s, err = New(opts, m, tok)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	return s, "http://" + ln.Addr().String(), func() {
+		cancel()
+		require.NoError(t, <-done)
+		require.NoError(t, st.Close())
+	}
 }
 
 // post sends a JSON body and returns the response, read whole.

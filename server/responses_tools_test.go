@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -417,24 +416,7 @@ func TestResponsesToolsResume(t *testing.T) {
 		k++
 	}
 	path := filepath.Join(t.TempDir(), store.FileName)
-	serve := func(m Model) (*Server, string, func()) {
-		st, err := store.Open(path)
-		require.NoError(t, err)
-		opts := DefaultOptions()
-		opts.Store = st
-		s, err := New(opts, m, tok)
-		require.NoError(t, err)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Serve(ctx, ln) }()
-		return s, "http://" + ln.Addr().String(), func() {
-			cancel()
-			require.NoError(t, <-done)
-			require.NoError(t, st.Close())
-		}
-	}
+	serve := func(m Model) (*Server, string, func()) { return serveWithStore(t, m, path, nil) }
 	s, base, stop := serve(stalling{newScripted(toks[:k]...)})
 	r := createResp(t, base, respToolsBody(`"Weather in Paris?"`, `,"background":true`))
 	require.Eventually(t, func() bool {

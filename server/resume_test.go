@@ -1,10 +1,8 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -21,24 +19,9 @@ import (
 func TestShutdownKeepsJobs(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), store.FileName)
-	m, tok := tiny(t)
+	m, _ := tiny(t)
 	serve := func() (*Server, string, func()) {
-		st, err := store.Open(path)
-		require.NoError(t, err)
-		opts := DefaultOptions()
-		opts.Store, opts.MemoEntries = st, 0
-		s, err := New(opts, FromEngine(m), tok)
-		require.NoError(t, err)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Serve(ctx, ln) }()
-		return s, "http://" + ln.Addr().String(), func() {
-			cancel()
-			require.NoError(t, <-done)
-			require.NoError(t, st.Close())
-		}
+		return serveWithStore(t, FromEngine(m), path, func(o *Options) { o.MemoEntries = 0 })
 	}
 	const n = 400
 	create := func(base, input string) string {

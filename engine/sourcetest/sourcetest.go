@@ -43,7 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"ensure then pread equals ReadAt", ensureThenPread},
 		{"concurrent reads", concurrentReads},
 		{"cancelled context", cancelled},
-		{"a missing range is fetched once", fetchedOnce},
+		{"a missing range is fetched once, a present one never", fetchedOnce},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -173,10 +173,14 @@ func cancelled(t *testing.T, f Fixture) {
 }
 
 // fetchedOnce: concurrent readers of a missing range share one fetch, and
-// later reads fetch nothing.
+// later reads fetch nothing; a source with nothing missing fetches nothing
+// at all.
 func fetchedOnce(t *testing.T, f Fixture) {
 	if f.Missing[1] == 0 || f.Fetches == nil {
-		t.Skip("a complete local source fetches nothing")
+		before := fetches(f)
+		require.NoError(t, f.Src.ReadAt(t.Context(), make([]byte, f.Src.Size()), 0))
+		require.Equal(t, before, fetches(f), "a complete source fetches nothing")
+		return
 	}
 	before := f.Fetches()
 	var wg sync.WaitGroup
