@@ -286,6 +286,11 @@ func (m *Mirror) verifyFile(ctx context.Context, f File) error {
 		m.prog.set(f.Path, -1, FileVerified)
 		return nil
 	case !complete:
+		// Held in part: check its bytes against the Xet hash, where the
+		// hub has one.
+		if err := m.verifyPartial(ctx, fs); err != nil {
+			return err
+		}
 		m.prog.set(f.Path, -1, FilePartial)
 		return nil
 	}

@@ -84,13 +84,14 @@ func (m *Mirror) presentPrefix(fs *fileState) ([]byte, error) {
 func (m *Mirror) drop(fs *fileState, r Range) error {
 	fs.mu.Lock()
 	fs.pres.Ranges = fs.pres.Ranges.remove(r)
+	fs.pres.XetVerified = fs.pres.XetVerified.remove(r)
 	fs.pres.Verified = ""
 	fs.mu.Unlock()
 	return fs.persist()
 }
 
-// Repair prepares a re-verification of everything present: complete files
-// lose their verified mark (the next Fetch hashes them again and refetches
+// Repair prepares a re-verification of everything present: files lose
+// their verified marks (whole-file and Xet) (the next Fetch hashes them again and refetches
 // any that fail), and every shard's header is marked missing, so that the
 // next Plan fetches it again. Run Plan and Fetch after it.
 func (m *Mirror) Repair(ctx context.Context) error {
@@ -114,6 +115,7 @@ func (m *Mirror) Repair(ctx context.Context) error {
 		fs.mu.Lock()
 		complete := fs.pres.Ranges.covers(Range{0, fs.entry.Size})
 		fs.pres.Verified = ""
+		fs.pres.XetHash, fs.pres.XetVerified = "", nil
 		fs.mu.Unlock()
 		if complete || !isShard(name) {
 			if err := fs.persist(); err != nil {

@@ -76,6 +76,7 @@ type hub struct {
 	now      func() time.Time // reads Retry-After dates
 	mu       sync.Mutex
 	resolved map[string]string // file path -> URL after redirects
+	xet      xetState
 }
 
 func newHub(opts HubOptions, jobs int) *hub {
@@ -188,7 +189,10 @@ func (h *hub) list(ctx context.Context) ([]Entry, error) {
 }
 
 // nextLink returns the rel="next" target of a Link header, or "".
-func nextLink(h string) string {
+func nextLink(h string) string { return linkRel(h, "next") }
+
+// linkRel returns the target of a Link header with the given rel, or "".
+func linkRel(h, rel string) string {
 	for _, part := range strings.Split(h, ",") {
 		fields := strings.Split(part, ";")
 		if len(fields) < 2 {
@@ -196,7 +200,7 @@ func nextLink(h string) string {
 		}
 		u := strings.TrimSpace(fields[0])
 		for _, p := range fields[1:] {
-			if strings.ReplaceAll(strings.TrimSpace(p), " ", "") == `rel="next"` && strings.HasPrefix(u, "<") && strings.HasSuffix(u, ">") {
+			if strings.ReplaceAll(strings.TrimSpace(p), " ", "") == `rel="`+rel+`"` && strings.HasPrefix(u, "<") && strings.HasSuffix(u, ">") {
 				return u[1 : len(u)-1]
 			}
 		}

@@ -24,6 +24,10 @@ type presence struct {
 	// Verified is the digest the complete file was checked against, empty
 	// until then.
 	Verified string `json:"verified,omitempty"`
+	// XetVerified are the present ranges checked against the file's Xet
+	// hash XetHash (a file held in part); always within Ranges.
+	XetHash     string   `json:"xet_hash,omitempty"`
+	XetVerified rangeSet `json:"xet_verified,omitempty"`
 }
 
 // loadPresence reads the map at path. A missing file is an empty map; a map
@@ -42,6 +46,15 @@ func loadPresence(path string, size int64) (presence, error) {
 	var got presence
 	if json.Unmarshal(b, &got) != nil || got.Version != presenceVersion || got.Size != size || !got.Ranges.valid(size) {
 		return p, nil
+	}
+	if !got.XetVerified.valid(size) {
+		got.XetHash, got.XetVerified = "", nil
+	}
+	for _, r := range got.XetVerified {
+		if !got.Ranges.covers(r) {
+			got.XetHash, got.XetVerified = "", nil // checked bytes must be present
+			break
+		}
 	}
 	return got, nil
 }

@@ -95,3 +95,14 @@ func (s rangeSet) remove(r Range) rangeSet {
 	}
 	return out
 }
+
+// intersect returns the parts of s within r.
+func (s rangeSet) intersect(r Range) []Range {
+	var out []Range
+	for _, x := range s {
+		if x.End > r.Start && x.Start < r.End {
+			out = append(out, Range{max(x.Start, r.Start), min(x.End, r.End)})
+		}
+	}
+	return out
+}

@@ -3,10 +3,12 @@ package downloader
 import "fmt"
 
 // Coverage is how much of a set of work is on disk and how much of that is
-// verified against what the hub publishes. Today a byte is verified when
-// its whole file matched the hub's digest (sha256, or the git blob id of a
-// small file); the bytes of a file held only in part (a stream install's
-// shards) are present but not verified until the file is complete.
+// verified against what the hub publishes: a byte is verified when its
+// whole file matched the hub's digest (sha256, or the git blob id of a
+// small file), or, in a file held only in part (a stream install's
+// shards), when its range matched the file's Xet hash (xetverify.go).
+// Bytes of a file the hub keeps without Xet are present but not verified
+// until the file is complete.
 type Coverage struct {
 	Total, Present, Verified int64
 }
@@ -21,13 +23,14 @@ func (m *Mirror) Coverage(work []Work) (Coverage, error) {
 		}
 		fs.mu.Lock()
 		n := fs.pres.Ranges.overlap(w.Range)
-		verified := fs.pres.Verified != "" && fs.pres.Verified == digestOf(fs.entry)
+		v := fs.pres.XetVerified.overlap(w.Range)
+		if fs.pres.Verified != "" && fs.pres.Verified == digestOf(fs.entry) {
+			v = n
+		}
 		fs.mu.Unlock()
 		c.Total += w.Len()
 		c.Present += n
-		if verified {
-			c.Verified += n
-		}
+		c.Verified += v
 	}
 	return c, nil
 }

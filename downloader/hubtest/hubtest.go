@@ -1,7 +1,9 @@
 // Package hubtest is a fake Hugging Face hub for tests: it serves a model
 // directory from testdata through the hub's real API shapes (paginated tree
 // listing with LFS sha256, /resolve/ URLs redirecting large files to a CDN
-// host that answers Range requests), with hooks to inject faults. It sits
+// host that answers Range requests, and the parts of Xet storage that check
+// a range of a file: Xet hashes, token exchange, chunk hashes; see xet.go),
+// with hooks to inject faults. It sits
 // beside the downloader in the data flow, on the network side.
 package hubtest
 
@@ -22,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafin/deltafin/downloader/xet"
 	"github.com/stretchr/testify/require"
 )
 
@@ -50,19 +53,26 @@ type Fault func(w http.ResponseWriter, r *http.Request, f *File, start, end int6
 // /resolve/ URLs that answer small files directly and redirect LFS files to
 // a CDN on another host, and a CDN that serves Range requests.
 type Hub struct {
-	t        testing.TB
-	hub, cdn *httptest.Server
-	Files    map[string]*File // by path
-	Order    []string         // listing order
-	Token    string           // required by the hub when set
-	Gated    bool             // a wrong token gets 403 GatedRepo
-	PageSize int              // entries per tree page
+	t             testing.TB
+	hub, cdn, cas *httptest.Server
+	Files         map[string]*File // by path
+	Order         []string         // listing order
+	Token         string           // required by the hub when set
+	Gated         bool             // a wrong token gets 403 GatedRepo
+	PageSize      int              // entries per tree page
 	// SignedUses, when > 0, makes every CDN URL the hub hands out expire
 	// after that many requests (403), as signed CDN URLs do.
 	SignedUses int
 	// WholeSmallFiles makes the hub ignore Range for files kept in git
 	// (200 with the whole file), which a client must cope with.
 	WholeSmallFiles bool
+	// NoXet serves the files without Xet storage (no X-Xet-Hash, no token
+	// exchange), as for repositories still on plain LFS.
+	NoXet bool
+	// TokenTTL is how long a CAS access token is valid [1h]; TokenUses,
+	// when > 0, makes each token expire after that many CAS requests.
+	TokenTTL  time.Duration
+	TokenUses int
 
 	mu        sync.Mutex
 	fault     Fault
@@ -71,10 +81,15 @@ type Hub struct {
 	nsig      int
 	active    int        // requests in a handler now
 	idle      *sync.Cond // on mu: signalled when active drops to 0
+	xetFiles  map[string]*xetFile
+	tokens    map[string]*casToken
 
 	Requests atomic.Int64 // CDN range requests
 	Served   atomic.Int64 // file bytes sent (CDN and hub)
 	Lists    atomic.Int64 // tree listing requests
+	// TokenExchanges counts xet-read-token requests; CASRequests the CAS's
+	// chunk hash answers.
+	TokenExchanges, CASRequests atomic.Int64
 }
 
 // New serves dir (a model directory such as ../testdata/k3-tiny) as Repo at
@@ -82,7 +97,7 @@ type Hub struct {
 // file and a nested document are added, which a downloader must not fetch.
 func New(t testing.TB, dir string) *Hub {
 	t.Helper()
-	h := &Hub{t: t, Files: map[string]*File{}, PageSize: 4}
+	h := &Hub{t: t, Files: map[string]*File{}, PageSize: 4, xetFiles: map[string]*xetFile{}, tokens: map[string]*casToken{}}
 	h.idle = sync.NewCond(&h.mu)
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
@@ -102,10 +117,13 @@ func New(t testing.TB, dir string) *Hub {
 	// after the write (the race detector cannot see through the sockets).
 	h.hub = httptest.NewUnstartedServer(http.HandlerFunc(h.serveHub))
 	h.cdn = httptest.NewUnstartedServer(http.HandlerFunc(h.serveCDN))
+	h.cas = httptest.NewUnstartedServer(http.HandlerFunc(h.serveCAS))
 	h.hub.Start()
 	h.cdn.Start()
+	h.cas.Start()
 	t.Cleanup(h.hub.Close)
 	t.Cleanup(h.cdn.Close)
+	t.Cleanup(h.cas.Close)
 	return h
 }
 
@@ -116,6 +134,9 @@ func (h *Hub) add(f *File) {
 	fmt.Fprintf(blob, "blob %d\x00", len(f.Data))
 	blob.Write(f.Data)
 	f.gitOID = hex.EncodeToString(blob.Sum(nil))
+	if f.LFS {
+		h.xetFiles[f.Path] = newXetFile(f.Data, xet.Current)
+	}
 	h.Files[f.Path] = f
 	h.Order = append(h.Order, f.Path)
 }
@@ -202,6 +223,10 @@ func (h *Hub) serveHub(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"id": Repo, "sha": Revision})
 		return
 	}
+	if rev, ok := strings.CutPrefix(r.URL.Path, "/api/models/"+Repo+"/xet-read-token/"); ok {
+		h.serveXetToken(w, rev)
+		return
+	}
 	if rest, ok := strings.CutPrefix(r.URL.Path, treePrefix); ok {
 		h.Lists.Add(1)
 		h.mu.Lock()
@@ -242,6 +267,7 @@ func (h *Hub) serveHub(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Linked-Etag", `"`+f.sha256+`"`)
 	w.Header().Set("X-Linked-Size", strconv.Itoa(len(f.Data)))
+	h.setXetHeaders(w, f)
 	h.mu.Lock()
 	h.nsig++
 	sig := "s" + strconv.Itoa(h.nsig)

@@ -36,14 +36,15 @@ const (
 func (c Chunker) Boundaries(data []byte) []int {
 	var ends []int
 	for pos := 0; pos < len(data); {
-		pos += c.next(data[pos:])
+		pos += c.Next(data[pos:])
 		ends = append(ends, pos)
 	}
 	return ends
 }
 
-// next is the length of the chunk that starts data.
-func (c Chunker) next(data []byte) int {
+// Next is the length of the chunk that starts data (all of data when it
+// holds no cut).
+func (c Chunker) Next(data []byte) int {
 	n := len(data)
 	i := min(MinChunk-gearWindow-1, n)
 	end := min(n, MaxChunk)

@@ -1,0 +1,210 @@
+package downloader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/deltafin/deltafin/downloader/xet"
+)
+
+// Verifying a file held in part. No digest of the hub's listing covers a
+// part of a file, but its Xet hash does, range by range: for each piece of
+// the present bytes not yet checked, the CAS names the window of whole
+// chunks around it and summarises the rest of the file in two Merkle
+// subtrees; the window's bytes (those present from the disk, the few
+// missing at its edges from the hub into memory, through the same fetch
+// path) are chunked and hashed here, and the three subtrees must merge to
+// the file's Xet hash. A piece that passes is marked verified in the
+// presence map; one that fails is marked missing and fetched again, once,
+// then refused with ErrDamaged. A file the hub keeps without Xet stays
+// present, not verified, until it is complete and its sha256 checks it.
+
+// errXetMismatch: a window's bytes do not give the file's Xet hash.
+var errXetMismatch = errors.New("downloader: bytes do not match the file's Xet hash")
+
+// verifyPartial checks the present, unchecked bytes of a file held in part.
+func (m *Mirror) verifyPartial(ctx context.Context, fs *fileState) error {
+	path := fs.entry.Path
+	fs.mu.Lock()
+	var todo []Range
+	for _, r := range fs.pres.Ranges {
+		todo = append(todo, fs.pres.XetVerified.missing(r)...)
+	}
+	fs.mu.Unlock()
+	if len(todo) == 0 {
+		return nil
+	}
+	x, err := m.xetFileOf(ctx, fs)
+	if err != nil || x.hash == "" {
+		return err
+	}
+	fs.mu.Lock()
+	if fs.pres.XetHash != x.hash {
+		fs.pres.XetHash, fs.pres.XetVerified = x.hash, nil
+	}
+	fs.mu.Unlock()
+	m.prog.set(path, -1, FileVerifying)
+	for _, piece := range pieces(todo, m.opts.ChunkSize) {
+		w, err := m.checkPiece(ctx, fs, x, piece)
+		if errors.Is(err, errXetMismatch) {
+			// Never accept a mismatch: the bad bytes may be anywhere in the
+			// window, so drop what of it is present and fetch that again.
+			fs.mu.Lock()
+			held := fs.pres.Ranges.intersect(w)
+			fs.mu.Unlock()
+			for _, r := range held {
+				if err := m.drop(fs, r); err != nil {
+					return err
+				}
+			}
+			for _, r := range held {
+				if err := m.Ensure(ctx, path, r.Start, r.Len()); err != nil {
+					return err
+				}
+			}
+			if _, err = m.checkPiece(ctx, fs, x, piece); errors.Is(err, errXetMismatch) {
+				m.prog.set(path, -1, FileFailed)
+				for _, r := range held {
+					if derr := m.drop(fs, r); derr != nil {
+						return derr
+					}
+				}
+				return fmt.Errorf("%w: %s: bytes %v, fetched twice from the hub, do not match the file's Xet hash %s; run `deltafin setup --repair` to re-verify the install (if it persists, the hub's copy of the file is broken)", ErrDamaged, path, w, x.hash)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		fs.mu.Lock()
+		if fs.pres.Ranges.covers(piece) {
+			fs.pres.XetVerified = fs.pres.XetVerified.add(piece)
+		}
+		fs.mu.Unlock()
+		if err := fs.persist(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pieces splits ranges at multiples of size, as chunks splits work.
+func pieces(ranges []Range, size int64) []Range {
+	var out []Range
+	for _, r := range ranges {
+		for s := r.Start; s < r.End; {
+			e := min((s/size+1)*size, r.End)
+			out = append(out, Range{s, e})
+			s = e
+		}
+	}
+	return out
+}
+
+// xetFileOf asks the hub for the file's Xet hash, retrying as a transfer.
+func (m *Mirror) xetFileOf(ctx context.Context, fs *fileState) (xetFile, error) {
+	rt := retrier{m: m, what: fs.entry.Path + " Xet hash"}
+	for {
+		x, err := m.hub.xetFileOf(ctx, fs.entry.Path)
+		if err == nil || ctx.Err() != nil || isPermanent(err) {
+			return x, err
+		}
+		if err := rt.wait(ctx, err); err != nil {
+			return x, err
+		}
+	}
+}
+
+// checkPiece checks one piece of present bytes against the file's Xet
+// hash: errXetMismatch when the window w around it does not give it.
+func (m *Mirror) checkPiece(ctx context.Context, fs *fileState, x xetFile, piece Range) (w Range, err error) {
+	path, size := fs.entry.Path, fs.entry.Size
+	rt := retrier{m: m, what: path + " Xet chunk hashes of " + piece.String()}
+	var ch *chunkHashes
+	for {
+		var err error
+		if ch, err = m.hub.fileChunkHashes(ctx, path, x, piece); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return w, ctx.Err()
+		}
+		if isPermanent(err) {
+			return w, err
+		}
+		if err := rt.wait(ctx, err); err != nil {
+			return w, err
+		}
+	}
+	if ch.FileSize != size || len(ch.Windows) != 1 || len(ch.HashRanges) != 2 {
+		return w, permanent(fmt.Errorf("%w: %s: chunk hashes for %v describe a %d-byte file in %d windows and %d summaries (want %d bytes, 1 window, 2 summaries)",
+			ErrXet, path, piece, ch.FileSize, len(ch.Windows), len(ch.HashRanges), size))
+	}
+	w = Range{ch.Windows[0].DirtyByteRange[0], ch.Windows[0].DirtyByteRange[1]}
+	if w.Start < 0 || w.End > size || w.Start > piece.Start || w.End < piece.End {
+		return w, permanent(fmt.Errorf("%w: %s: the window %v does not hold the range %v", ErrXet, path, w, piece))
+	}
+	for _, c := range []xet.Chunker{xet.Current, xet.Legacy} {
+		chunks, err := m.chunkWindow(ctx, fs, w, c)
+		if err != nil {
+			return w, err
+		}
+		got, err := mergeWindow(ch.HashRanges[0], xet.NewSubtree(w.Start == 0, chunks, w.End == size), ch.HashRanges[1])
+		if err != nil {
+			return w, permanent(fmt.Errorf("%w: %s: %v", ErrXet, path, err))
+		}
+		if got.String() == x.hash {
+			return w, nil
+		}
+	}
+	return w, fmt.Errorf("%w: %s: bytes %v (window %v)", errXetMismatch, path, piece, w)
+}
+
+// mergeWindow merges the subtree before the window (nil when the window
+// starts the file), the window's and the one after, into the file hash.
+func mergeWindow(before, window, after *xet.Subtree) (xet.Hash, error) {
+	all := window
+	if before != nil {
+		if err := before.Merge(window); err != nil {
+			return xet.Hash{}, err
+		}
+		all = before
+	}
+	if after != nil {
+		if err := all.Merge(after); err != nil {
+			return xet.Hash{}, err
+		}
+	}
+	return all.FileHash()
+}
+
+// windowBlock is how much of a window is read at a time.
+const windowBlock = 8 << 20
+
+// chunkWindow reads the window block by block (present bytes from the
+// file, missing ones from the hub into memory) and cuts it into chunks as
+// the chunker c does from the window's start, a chunk boundary of the file.
+func (m *Mirror) chunkWindow(ctx context.Context, fs *fileState, w Range, c xet.Chunker) ([]xet.Chunk, error) {
+	var chunks []xet.Chunk
+	var buf []byte
+	for off := w.Start; off < w.End || len(buf) > 0; {
+		if off < w.End {
+			n := min(int64(windowBlock), w.End-off)
+			block := make([]byte, n)
+			if err := m.readOnlyAt(ctx, fs, block, off); err != nil {
+				return nil, err
+			}
+			buf = append(buf, block...)
+			off += n
+		}
+		// A chunk is cut only where no later byte could change it: with
+		// MaxChunk bytes ahead, or at the window's end.
+		for len(buf) > 0 && (len(buf) >= xet.MaxChunk || off == w.End) {
+			n := c.Next(buf)
+			chunks = append(chunks, xet.Chunk{Hash: xet.ChunkHash(buf[:n]), Len: int64(n)})
+			buf = buf[n:]
+		}
+		buf = append([]byte(nil), buf...)
+	}
+	return chunks, nil
+}

@@ -1,0 +1,199 @@
+package downloader
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/deltafin/deltafin/downloader/hubtest"
+	"github.com/stretchr/testify/require"
+)
+
+// requireSpineIdentical checks that the stream install's spine on disk is
+// the hub's bytes.
+func requireSpineIdentical(t *testing.T, h *hubtest.Hub, p *Plan, dir string) {
+	t.Helper()
+	for _, w := range p.SpineWork() {
+		got, err := os.ReadFile(filepath.Join(dir, w.File))
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(h.Files[w.File].Data[w.Start:w.End], got[w.Start:w.End]), "%s %v differs from the hub's", w.File, w.Range)
+	}
+}
+
+// spineData matches the first request for spine data of healShard, past
+// its header.
+func spineData(t *testing.T, h *hubtest.Hub) func(f *fakeFile, start, end int64) bool {
+	n := int64(binary.LittleEndian.Uint64(h.Files[healShard].Data))
+	return func(f *fakeFile, start, end int64) bool { return f.Path == healShard && start >= 8+n }
+}
+
+// TestCorruptSpineOfAStreamInstallHeals: one byte of spine data of a shard
+// that a stream install holds in part is flipped in transit. The shard's
+// Xet hash finds it: the window is fetched again, and the install ends
+// with the hub's bytes, every one of them verified.
+func TestCorruptSpineOfAStreamInstallHeals(t *testing.T) {
+	t.Parallel()
+	h := newFakeHub(t)
+	var hit atomic.Bool
+	match := spineData(t, h)
+	h.SetFault(once(func(f *fakeFile, start, end int64) bool {
+		if match(f, start, end) {
+			hit.Store(true)
+			return true
+		}
+		return false
+	}, corrupt))
+	dir := t.TempDir()
+	m, p := setup(t, t.Context(), options(h, dir), Stream)
+	require.True(t, hit.Load(), "a spine byte was flipped in transit")
+	requireSpineIdentical(t, h, p, dir)
+	spine, err := m.Coverage(p.SpineWork())
+	require.NoError(t, err)
+	require.Equal(t, "100% present, 100% verified", spine.String())
+	c, err := m.Coverage([]Work{{healShard, Range{0, int64(len(h.Files[healShard].Data))}}})
+	require.NoError(t, err)
+	require.Less(t, c.Present, c.Total, "the shard is held in part")
+	require.Equal(t, c.Present, c.Verified, "and what is held is verified")
+	require.Positive(t, h.CASRequests.Load())
+
+	// The marks survive a new process; an upgrade to full keeps them true.
+	require.NoError(t, m.Close())
+	m, p = setup(t, t.Context(), options(h, dir), Full)
+	all, err := m.Coverage(p.Work(Full))
+	require.NoError(t, err)
+	require.True(t, all.AllVerified())
+	h.RequireIdentical(t, dir)
+}
+
+// TestCorruptSpineEveryTimeIsRefused: a hub that flips the same spine byte
+// every time: the stream install refuses, naming the file and the repair.
+func TestCorruptSpineEveryTimeIsRefused(t *testing.T) {
+	t.Parallel()
+	h := newFakeHub(t)
+	src := h.Files[healShard].Data
+	n := int64(binary.LittleEndian.Uint64(src))
+	at := 8 + n + 100 // a byte of the first tensor's data, in the spine
+	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
+		if f.Path != healShard || start > at || end <= at {
+			return false
+		}
+		hubtest.WriteRange(w, &fakeFile{Path: f.Path, Data: flipped(src, int(at))}, start, end, int64(len(src)))
+		return true
+	})
+	m, err := Open(options(h, t.TempDir()))
+	require.NoError(t, err)
+	defer m.Close()
+	p, err := m.Plan(t.Context())
+	require.NoError(t, err)
+	inSpine := false
+	for _, w := range p.SpineWork() {
+		inSpine = inSpine || (w.File == healShard && w.Start <= at && at < w.End)
+	}
+	require.True(t, inSpine, "the flipped byte is spine")
+	err = m.Fetch(t.Context(), p, p.Work(Stream))
+	require.ErrorIs(t, err, ErrDamaged)
+	require.ErrorContains(t, err, healShard)
+	require.ErrorContains(t, err, "deltafin setup --repair")
+	c, err := m.Coverage([]Work{{healShard, Range{at, at + 1}}})
+	require.NoError(t, err)
+	require.Zero(t, c.Present, "the bad byte is not kept")
+}
+
+// TestStreamInstallWithoutXetIsPresentNotVerified: a hub that keeps the
+// shards without Xet: the spine of a partly held shard is present but not
+// verified, and the first upgrade to full verifies it by the sha256.
+func TestStreamInstallWithoutXetIsPresentNotVerified(t *testing.T) {
+	t.Parallel()
+	h := newFakeHub(t)
+	h.NoXet = true
+	dir := t.TempDir()
+	m, p := setup(t, t.Context(), options(h, dir), Stream)
+	spine, err := m.Coverage(p.SpineWork())
+	require.NoError(t, err)
+	require.Equal(t, "100% present, 0% verified", spine.String())
+	require.Zero(t, h.TokenExchanges.Load()+h.CASRequests.Load())
+	require.NoError(t, m.Close())
+	m, p = setup(t, t.Context(), options(h, dir), Full)
+	all, err := m.Coverage(p.Work(Full))
+	require.NoError(t, err)
+	require.True(t, all.AllVerified(), "the upgrade to full verifies every byte")
+	h.RequireIdentical(t, dir)
+}
+
+// TestXetTokenIsExchangedAgain: a CAS token refused before its expiry (used
+// up) is exchanged again and the request repeated; a token whose expiry
+// has come (on the mirror's clock) is exchanged before it is used.
+func TestXetTokenIsExchangedAgain(t *testing.T) {
+	t.Parallel()
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		h := newFakeHub(t)
+		h.TokenUses = 2
+		m, p := setup(t, t.Context(), options(h, t.TempDir()), Stream)
+		spine, err := m.Coverage(p.SpineWork())
+		require.NoError(t, err)
+		require.True(t, spine.AllVerified())
+		require.Greater(t, h.CASRequests.Load(), int64(4))
+		require.GreaterOrEqual(t, h.TokenExchanges.Load(), (h.CASRequests.Load()+1)/2, "a new token after every second request")
+	})
+	t.Run("expired", func(t *testing.T) {
+		t.Parallel()
+		h := newFakeHub(t)
+		h.TokenTTL = 10 * time.Minute
+		clock := newFakeClock()
+		clock.now = time.Now()
+		opts := options(h, t.TempDir())
+		opts.Clock = clock
+		m, err := Open(opts)
+		require.NoError(t, err)
+		defer m.Close()
+		p, err := m.Plan(t.Context())
+		require.NoError(t, err)
+		var shard File
+		for _, f := range p.Files {
+			if f.Path == healShard {
+				shard = f
+			}
+		}
+		require.NoError(t, m.Fetch(t.Context(), p, []Work{{healShard, shard.Spine[0]}}))
+		require.Equal(t, int64(1), h.TokenExchanges.Load(), "one token for the first range")
+		clock.mu.Lock()
+		clock.now = clock.now.Add(9*time.Minute + 30*time.Second) // within a minute of the expiry
+		clock.mu.Unlock()
+		h.SetTokenTTL(time.Hour) // the next token lasts
+		require.NoError(t, m.Fetch(t.Context(), p, p.Work(Stream)))
+		require.Equal(t, int64(2), h.TokenExchanges.Load(), "a token about to expire is exchanged before use")
+		spine, err := m.Coverage(p.SpineWork())
+		require.NoError(t, err)
+		require.True(t, spine.AllVerified())
+	})
+}
+
+// TestFlipOnDiskAfterVerificationIsFoundByRepair: a verified spine byte
+// of a partly held shard changed on disk is found by --repair, which
+// checks the Xet hash again and fetches the window again.
+func TestFlipOnDiskAfterVerificationIsFoundByRepair(t *testing.T) {
+	t.Parallel()
+	h := newFakeHub(t)
+	dir := t.TempDir()
+	m, p := setup(t, t.Context(), options(h, dir), Stream)
+	require.NoError(t, m.Close())
+	n := int64(binary.LittleEndian.Uint64(h.Files[healShard].Data))
+	f, err := os.OpenFile(filepath.Join(dir, healShard), os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte{h.Files[healShard].Data[8+n+100] ^ 0x20}, 8+n+100)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	opts := options(h, dir)
+	opts.Repair = true
+	m, p = setup(t, t.Context(), opts, Stream)
+	requireSpineIdentical(t, h, p, dir)
+	spine, err := m.Coverage(p.SpineWork())
+	require.NoError(t, err)
+	require.True(t, spine.AllVerified())
+}
