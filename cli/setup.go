@@ -209,17 +209,25 @@ func freeDisk(dir string) (uint64, error) {
 
 // printVerified says what the install holds and, honestly, how much of it
 // is verified: "verified" only for bytes whose file matched the hub's
-// digest; the spine of a partly held shard is present but not verified.
+// digest or, in a shard held in part, whose range matched the shard's Xet
+// hash; a shard the hub keeps without Xet is verified once it is complete.
 func printVerified(m *downloader.Mirror, p *downloader.Plan, mode downloader.Mode, out io.Writer) error {
 	all, err := m.Coverage(p.Work(mode))
 	if err != nil {
 		return err
 	}
-	if all.AllVerified() {
-		fmt.Fprintf(out, "%s install complete and verified (every file matches the hub's sha256)\n", mode)
-		return nil
+	full, err := m.Totals(p.Work(downloader.Full))
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(out, "%s install complete, not all of it verified: a shard held in part is verified against the hub's sha256 when it is complete (deltafin fetch-experts)\n", mode)
+	switch {
+	case all.AllVerified() && full.Missing() == 0:
+		fmt.Fprintf(out, "%s install complete and verified (every file matches the hub's sha256)\n", mode)
+	case all.AllVerified():
+		fmt.Fprintf(out, "%s install complete and verified (complete files match the hub's sha256, the parts of shards held in part their Xet hashes)\n", mode)
+	default:
+		fmt.Fprintf(out, "%s install complete, %s: the hub has no Xet hashes for some shards held in part, which are verified against its sha256 when complete (deltafin fetch-experts)\n", mode, all)
+	}
 	return nil
 }
 
