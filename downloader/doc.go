@@ -22,9 +22,11 @@
 // layout (which tensors are routed experts) comes from package checkpoint.
 // Complete files are checked against the hub's sha256 (git blob id for
 // small files); a mismatch fetches the file again and never accepts it.
-// The bytes of a file held in part (a stream install's shards) are present
-// but not verified until the file is complete, and Coverage says so
-// ("100% present, 0% verified"). A shard header that does not parse, or
+// The bytes of a file held in part (a stream install's shards) are checked
+// against the file's Xet hash (xetverify.go, package xet): a range that
+// fails is fetched again once, then ErrDamaged; where the hub has no Xet
+// for a file, its bytes are present but not verified until it is complete,
+// and Coverage says so ("100% present, 0% verified"). A shard header that does not parse, or
 // whose layout is wrong, is marked missing and fetched again once; then
 // ErrDamaged names the file and suggests `deltafin setup --repair`
 // (Repair: hash complete files again, fetch headers again). A ReadOnly
@@ -34,6 +36,10 @@
 // (Link-paginated), and GET {endpoint}/{repo}/resolve/{revision}/{path} with
 // a Range header, which large files answer with a redirect to a CDN whose
 // signed URL is reused until it expires. The token goes to the hub only.
+// Xet (xethub.go): HEAD of the resolve URL for X-Xet-Hash, the token
+// exchange GET {endpoint}/api/models/{repo}/xet-read-token/{revision}, and
+// GET {casUrl}/v2/file-chunk-hashes/{hash} with X-Range-Dirty and the CAS
+// token, which goes to the CAS only.
 // Errors: 401/403/404 are permanent and explained (ErrAuth, ErrNotFound);
 // timeouts, stalls, 5xx, 429 and dropped connections are retried, resuming
 // at the last byte written: after the Retry-After the hub names (seconds or

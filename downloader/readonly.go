@@ -41,8 +41,9 @@ func openReadOnly(m *Mirror) (*Mirror, error) {
 	return m, nil
 }
 
-// readOnlyAt is ReadAt of a read-only mirror: present bytes come from the
-// file, missing ones straight from the hub into p, and nothing is written.
+// readOnlyAt is ReadAt of a read-only mirror (and how Xet verification
+// reads a window): present bytes come from the file, missing ones straight
+// from the hub into p, and nothing is written.
 func (m *Mirror) readOnlyAt(ctx context.Context, fs *fileState, p []byte, off int64) error {
 	r := Range{off, off + int64(len(p))}
 	if r.Start < 0 || r.End > fs.entry.Size {

@@ -25,6 +25,17 @@ func requireSpineIdentical(t *testing.T, h *hubtest.Hub, p *Plan, dir string) {
 	}
 }
 
+// openPlan opens a mirror (closed when the test ends) and plans it.
+func openPlan(t *testing.T, opts Options) (*Mirror, *Plan) {
+	t.Helper()
+	m, err := Open(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	p, err := m.Plan(t.Context())
+	require.NoError(t, err)
+	return m, p
+}
+
 // spineData matches the first request for spine data of healShard, past
 // its header.
 func spineData(t *testing.T, h *hubtest.Hub) func(f *fakeFile, start, end int64) bool {
@@ -85,17 +96,13 @@ func TestCorruptSpineEveryTimeIsRefused(t *testing.T) {
 		hubtest.WriteRange(w, &fakeFile{Path: f.Path, Data: flipped(src, int(at))}, start, end, int64(len(src)))
 		return true
 	})
-	m, err := Open(options(h, t.TempDir()))
-	require.NoError(t, err)
-	defer m.Close()
-	p, err := m.Plan(t.Context())
-	require.NoError(t, err)
+	m, p := openPlan(t, options(h, t.TempDir()))
 	inSpine := false
 	for _, w := range p.SpineWork() {
 		inSpine = inSpine || (w.File == healShard && w.Start <= at && at < w.End)
 	}
 	require.True(t, inSpine, "the flipped byte is spine")
-	err = m.Fetch(t.Context(), p, p.Work(Stream))
+	err := m.Fetch(t.Context(), p, p.Work(Stream))
 	require.ErrorIs(t, err, ErrDamaged)
 	require.ErrorContains(t, err, healShard)
 	require.ErrorContains(t, err, "deltafin setup --repair")
@@ -149,11 +156,7 @@ func TestXetTokenIsExchangedAgain(t *testing.T) {
 		clock.now = time.Now()
 		opts := options(h, t.TempDir())
 		opts.Clock = clock
-		m, err := Open(opts)
-		require.NoError(t, err)
-		defer m.Close()
-		p, err := m.Plan(t.Context())
-		require.NoError(t, err)
+		m, p := openPlan(t, opts)
 		var shard File
 		for _, f := range p.Files {
 			if f.Path == healShard {
