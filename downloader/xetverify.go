@@ -161,14 +161,16 @@ func (m *Mirror) checkPiece(ctx context.Context, fs *fileState, x xetFile, piece
 }
 
 // mergeWindow merges the subtree before the window (nil when the window
-// starts the file), the window's and the one after, into the file hash.
+// starts the file), the window's and the one after, into the file hash,
+// leaving before and after as they were.
 func mergeWindow(before, window, after *xet.Subtree) (xet.Hash, error) {
 	all := window
 	if before != nil {
-		if err := before.Merge(window); err != nil {
+		b := *before // Merge changes its receiver; the CAS's answer is kept for another try
+		if err := b.Merge(window); err != nil {
 			return xet.Hash{}, err
 		}
-		all = before
+		all = &b
 	}
 	if after != nil {
 		if err := all.Merge(after); err != nil {

@@ -200,3 +200,18 @@ func TestFlipOnDiskAfterVerificationIsFoundByRepair(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, spine.AllVerified())
 }
+
+// TestXetFilesChunkedByTheLegacyRuleVerify: files uploaded before the
+// current chunker (three of the fixture's four shards cut differently by
+// it) verify too.
+func TestXetFilesChunkedByTheLegacyRuleVerify(t *testing.T) {
+	t.Parallel()
+	h := newFakeHub(t)
+	h.ChunkLegacy()
+	dir := t.TempDir()
+	m, p := setup(t, t.Context(), options(h, dir), Stream)
+	spine, err := m.Coverage(p.SpineWork())
+	require.NoError(t, err)
+	require.True(t, spine.AllVerified(), "spine %s", spine)
+	requireSpineIdentical(t, h, p, dir)
+}

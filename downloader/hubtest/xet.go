@@ -33,6 +33,16 @@ func newXetFile(data []byte, c xet.Chunker) *xetFile {
 	return &xetFile{chunks: chunks, hash: xet.FileHash(chunks).String()}
 }
 
+// ChunkLegacy makes the CAS hold the files as a client before xet-core's
+// September 2025 chunker uploaded them (xet.Legacy); call it before use.
+func (h *Hub) ChunkLegacy() {
+	for _, f := range h.Files {
+		if f.LFS {
+			h.xetFiles[f.Path] = newXetFile(f.Data, xet.Legacy)
+		}
+	}
+}
+
 // XetHash is the Xet hash the hub publishes for an LFS file.
 func (h *Hub) XetHash(path string) string { return h.xetFiles[path].hash }
 
