@@ -48,6 +48,10 @@ const xetTokenMargin = time.Minute
 // ErrXet: the hub's Xet storage answered in a way it never should.
 var ErrXet = errors.New("downloader: unexpected answer from the hub's Xet storage")
 
+// errNoChunkHashes: the CAS has no file-chunk-hashes endpoint (an older
+// CAS): the file's held bytes stay present, not verified.
+var errNoChunkHashes = errors.New("downloader: the hub's Xet storage does not publish chunk hashes")
+
 // xetFileOf returns the file's Xet hash and token route, asking the hub
 // once per file (hash "" when the hub has no Xet for it).
 func (h *hub) xetFileOf(ctx context.Context, file string) (xetFile, error) {
@@ -169,6 +173,11 @@ func (h *hub) fileChunkHashes(ctx context.Context, file string, x xetFile, r Ran
 		if resp.StatusCode == http.StatusUnauthorized && !renew {
 			resp.Body.Close()
 			continue // expired or revoked early: exchange again
+		}
+		switch resp.StatusCode {
+		case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+			resp.Body.Close()
+			return nil, permanent(fmt.Errorf("%w (%s answered %d)", errNoChunkHashes, t.casURL, resp.StatusCode))
 		}
 		if resp.StatusCode != http.StatusOK {
 			err := h.statusError(resp, file+" (Xet chunk hashes)")

@@ -17,8 +17,9 @@ import (
 // path) are chunked and hashed here, and the three subtrees must merge to
 // the file's Xet hash. A piece that passes is marked verified in the
 // presence map; one that fails is marked missing and fetched again, once,
-// then refused with ErrDamaged. A file the hub keeps without Xet stays
-// present, not verified, until it is complete and its sha256 checks it.
+// then refused with ErrDamaged. A file the hub keeps without Xet (or whose
+// CAS has no file-chunk-hashes endpoint) stays present, not verified,
+// until it is complete and its sha256 checks it.
 
 // errXetMismatch: a window's bytes do not give the file's Xet hash.
 var errXetMismatch = errors.New("downloader: bytes do not match the file's Xet hash")
@@ -47,6 +48,9 @@ func (m *Mirror) verifyPartial(ctx context.Context, fs *fileState) error {
 	m.prog.set(path, -1, FileVerifying)
 	for _, piece := range pieces(todo, m.opts.ChunkSize) {
 		w, err := m.checkPiece(ctx, fs, x, piece)
+		if errors.Is(err, errNoChunkHashes) {
+			return nil // nothing to check against: present, not verified
+		}
 		if errors.Is(err, errXetMismatch) {
 			// Never accept a mismatch: the bad bytes may be anywhere in the
 			// window, so drop what of it is present and fetch that again.

@@ -114,22 +114,28 @@ func TestCorruptSpineEveryTimeIsRefused(t *testing.T) {
 // TestStreamInstallWithoutXetIsPresentNotVerified: a hub that keeps the
 // shards without Xet: the spine of a partly held shard is present but not
 // verified, and the first upgrade to full verifies it by the sha256.
+// The same holds for a CAS without the file-chunk-hashes endpoint.
 func TestStreamInstallWithoutXetIsPresentNotVerified(t *testing.T) {
 	t.Parallel()
-	h := newFakeHub(t)
-	h.NoXet = true
-	dir := t.TempDir()
-	m, p := setup(t, t.Context(), options(h, dir), Stream)
-	spine, err := m.Coverage(p.SpineWork())
-	require.NoError(t, err)
-	require.Equal(t, "100% present, 0% verified", spine.String())
-	require.Zero(t, h.TokenExchanges.Load()+h.CASRequests.Load())
-	require.NoError(t, m.Close())
-	m, p = setup(t, t.Context(), options(h, dir), Full)
-	all, err := m.Coverage(p.Work(Full))
-	require.NoError(t, err)
-	require.True(t, all.AllVerified(), "the upgrade to full verifies every byte")
-	h.RequireIdentical(t, dir)
+	for _, noChunkHashes := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no Xet", true: "no chunk hashes"}[noChunkHashes], func(t *testing.T) {
+			t.Parallel()
+			h := newFakeHub(t)
+			h.NoXet, h.NoChunkHashes = !noChunkHashes, noChunkHashes
+			dir := t.TempDir()
+			m, p := setup(t, t.Context(), options(h, dir), Stream)
+			spine, err := m.Coverage(p.SpineWork())
+			require.NoError(t, err)
+			require.Equal(t, "100% present, 0% verified", spine.String())
+			require.Zero(t, h.CASRequests.Load())
+			require.NoError(t, m.Close())
+			m, p = setup(t, t.Context(), options(h, dir), Full)
+			all, err := m.Coverage(p.Work(Full))
+			require.NoError(t, err)
+			require.True(t, all.AllVerified(), "the upgrade to full verifies every byte")
+			h.RequireIdentical(t, dir)
+		})
+	}
 }
 
 // TestXetTokenIsExchangedAgain: a CAS token refused before its expiry (used

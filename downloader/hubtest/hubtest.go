@@ -69,6 +69,9 @@ type Hub struct {
 	// NoXet serves the files without Xet storage (no X-Xet-Hash, no token
 	// exchange), as for repositories still on plain LFS.
 	NoXet bool
+	// NoChunkHashes makes the CAS answer 404 to file-chunk-hashes, as a
+	// CAS without that endpoint does.
+	NoChunkHashes bool
 	// TokenTTL is how long a CAS access token is valid [1h]; TokenUses,
 	// when > 0, makes each token expire after that many CAS requests.
 	TokenTTL  time.Duration

@@ -119,6 +119,9 @@ func (h *Hub) serveCAS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, ok := strings.CutPrefix(r.URL.Path, "/v2/file-chunk-hashes/")
+	if h.NoChunkHashes {
+		ok = false
+	}
 	var x *xetFile
 	for _, f := range h.xetFiles {
 		if f.hash == id {
