@@ -18,8 +18,9 @@ import (
 // the file's Xet hash. A piece that passes is marked verified in the
 // presence map; one that fails is marked missing and fetched again, once,
 // then refused with ErrDamaged. A file the hub keeps without Xet (or whose
-// CAS has no file-chunk-hashes endpoint) stays present, not verified,
-// until it is complete and its sha256 checks it.
+// CAS has no file-chunk-hashes endpoint, or answers in a shape this client
+// cannot use) stays present, not verified, until it is complete and its
+// sha256 checks it.
 
 // errXetMismatch: a window's bytes do not give the file's Xet hash.
 var errXetMismatch = errors.New("downloader: bytes do not match the file's Xet hash")
@@ -37,7 +38,10 @@ func (m *Mirror) verifyPartial(ctx context.Context, fs *fileState) error {
 		return nil
 	}
 	x, err := m.xetFileOf(ctx, fs)
-	if err != nil || x.hash == "" {
+	if errors.Is(err, ErrXet) || (err == nil && x.hash == "") {
+		return nil // nothing usable to check against: present, not verified
+	}
+	if err != nil {
 		return err
 	}
 	fs.mu.Lock()
@@ -48,8 +52,10 @@ func (m *Mirror) verifyPartial(ctx context.Context, fs *fileState) error {
 	m.prog.set(path, -1, FileVerifying)
 	for _, piece := range pieces(todo, m.opts.ChunkSize) {
 		w, err := m.checkPiece(ctx, fs, x, piece)
-		if errors.Is(err, errNoChunkHashes) {
-			return nil // nothing to check against: present, not verified
+		if errors.Is(err, errNoChunkHashes) || errors.Is(err, ErrXet) {
+			// Nothing to check against, or an answer this client cannot
+			// use: present, not verified (a mismatch is never this).
+			return nil
 		}
 		if errors.Is(err, errXetMismatch) {
 			// Never accept a mismatch: the bad bytes may be anywhere in the

@@ -138,6 +138,32 @@ func TestStreamInstallWithoutXetIsPresentNotVerified(t *testing.T) {
 	}
 }
 
+// TestUnusableCASAnswerLeavesItUnverified: chunk hashes this client
+// cannot use (no window around the range, a broken subtree) neither fail
+// the install nor count as verified.
+func TestUnusableCASAnswerLeavesItUnverified(t *testing.T) {
+	t.Parallel()
+	for name, body := range map[string]string{
+		"no window":     `{"totalChunks":1,"fileSize":1,"windows":[],"hashRanges":[null],"gapVerification":[]}`,
+		"broken levels": `{"totalChunks":1,"fileSize":1,"windows":[{"dirtyByteRange":[0,1]}],"hashRanges":[{"nodes":[],"levels":[[3,0]],"at_start":true,"at_end":false},null],"gapVerification":[]}`,
+		"not JSON":      `<html>`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newFakeHub(t)
+			h.SetCASFault(func(w http.ResponseWriter) bool {
+				w.Write([]byte(body))
+				return true
+			})
+			m, p := setup(t, t.Context(), options(h, t.TempDir()), Stream)
+			spine, err := m.Coverage(p.SpineWork())
+			require.NoError(t, err)
+			require.Equal(t, "100% present, 0% verified", spine.String())
+			require.Positive(t, h.CASRequests.Load())
+		})
+	}
+}
+
 // TestXetTokenIsExchangedAgain: a CAS token refused before its expiry (used
 // up) is exchanged again and the request repeated; a token whose expiry
 // has come (on the mirror's clock) is exchanged before it is used.

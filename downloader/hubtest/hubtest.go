@@ -84,6 +84,7 @@ type Hub struct {
 	nsig      int
 	active    int        // requests in a handler now
 	idle      *sync.Cond // on mu: signalled when active drops to 0
+	casFault  func(w http.ResponseWriter) bool
 	xetFiles  map[string]*xetFile
 	tokens    map[string]*casToken
 

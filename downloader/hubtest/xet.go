@@ -91,6 +91,14 @@ func (h *Hub) serveXetToken(w http.ResponseWriter, rev string) {
 	json.NewEncoder(w).Encode(map[string]any{"accessToken": tok, "exp": exp.Unix(), "casUrl": h.cas.URL})
 }
 
+// SetCASFault lets f answer the CAS's chunk hash requests itself
+// (returning true when it wrote the answer).
+func (h *Hub) SetCASFault(f func(w http.ResponseWriter) bool) {
+	h.mu.Lock()
+	h.casFault = f
+	h.mu.Unlock()
+}
+
 // SetTokenTTL changes TokenTTL while the hub serves.
 func (h *Hub) SetTokenTTL(d time.Duration) {
 	h.mu.Lock()
@@ -138,6 +146,12 @@ func (h *Hub) serveCAS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.CASRequests.Add(1)
+	h.mu.Lock()
+	cf := h.casFault
+	h.mu.Unlock()
+	if cf != nil && cf(w) {
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(chunkHashes(x.chunks, dirty))
 }
