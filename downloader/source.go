@@ -32,14 +32,19 @@ func (s *Source) ReadAt(ctx context.Context, p []byte, off int64) error {
 	if off < 0 || off+int64(len(p)) > s.size {
 		return fmt.Errorf("%w: %s: read [%d, %d) outside the %d-byte file", ErrProtocol, s.file, off, off+int64(len(p)), s.size)
 	}
+	if err := s.m.ensureChecked(ctx, s.file, Range{off, off + int64(len(p))}); err != nil {
+		return err
+	}
 	return s.m.ReadAt(ctx, s.file, p, off)
 }
 
 // Ensure makes bytes [off, off+n) of the file present in the mirror
 // (Mirror.Ensure): one HTTP range request per missing run, shared with
-// concurrent callers, written and fsynced before it returns.
+// concurrent callers, written and fsynced before it returns. In a file held
+// in part the bytes are checked against its Xet hash first, with the few
+// bytes at the edges of their Xet window fetched in the same request.
 func (s *Source) Ensure(ctx context.Context, off, n int64) error {
-	return s.m.Ensure(ctx, s.file, off, n)
+	return s.m.ensureChecked(ctx, s.file, Range{off, off + n})
 }
 
 // Size returns the file's size.

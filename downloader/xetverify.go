@@ -27,7 +27,6 @@ var errXetMismatch = errors.New("downloader: bytes do not match the file's Xet h
 
 // verifyPartial checks the present, unchecked bytes of a file held in part.
 func (m *Mirror) verifyPartial(ctx context.Context, fs *fileState) error {
-	path := fs.entry.Path
 	fs.mu.Lock()
 	var todo []Range
 	for _, r := range fs.pres.Ranges {
@@ -37,65 +36,152 @@ func (m *Mirror) verifyPartial(ctx context.Context, fs *fileState) error {
 	if len(todo) == 0 {
 		return nil
 	}
+	x, ok, err := m.xetOf(ctx, fs)
+	if !ok {
+		return err
+	}
+	m.prog.set(fs.entry.Path, -1, FileVerifying)
+	for _, piece := range pieces(todo, m.opts.ChunkSize) {
+		err := m.verifyRange(ctx, fs, x, piece, false)
+		if errors.Is(err, errNoChunkHashes) || errors.Is(err, ErrXet) {
+			// Nothing to check against, or an answer this client cannot
+			// use: present, not verified (a mismatch is never this).
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// xetOf returns the file's Xet hash and whether there is one to check
+// against (an unusable answer is none), resetting the file's marks if
+// they were made against another.
+func (m *Mirror) xetOf(ctx context.Context, fs *fileState) (xetFile, bool, error) {
 	x, err := m.xetFileOf(ctx, fs)
 	if errors.Is(err, ErrXet) || (err == nil && x.hash == "") {
-		return nil // nothing usable to check against: present, not verified
+		return x, false, nil // nothing usable to check against: present, not verified
 	}
 	if err != nil {
-		return err
+		return x, false, err
 	}
 	fs.mu.Lock()
 	if fs.pres.XetHash != x.hash {
 		fs.pres.XetHash, fs.pres.XetVerified = x.hash, nil
 	}
 	fs.mu.Unlock()
-	m.prog.set(path, -1, FileVerifying)
-	for _, piece := range pieces(todo, m.opts.ChunkSize) {
-		w, err := m.checkPiece(ctx, fs, x, piece)
-		if errors.Is(err, errNoChunkHashes) || errors.Is(err, ErrXet) {
-			// Nothing to check against, or an answer this client cannot
-			// use: present, not verified (a mismatch is never this).
-			return nil
+	return x, true, nil
+}
+
+// maxFill is how many bytes beyond a missing range an on-demand read
+// fetches to complete the range's window (its chunks at the edges);
+// a wider window is left for the next bulk check.
+const maxFill = 8 << 20
+
+// errTooWide: the window around an on-demand range is wider than maxFill.
+var errTooWide = errors.New("downloader: the Xet window is too wide to fetch on demand")
+
+// verifyRange checks piece of the file against its Xet hash and marks it
+// verified: the CAS names its window; with fill (an on-demand read) the
+// window's missing bytes are first fetched into the file, else they are
+// read from the hub into memory. A mismatch drops the window's bytes held,
+// fetches them again and checks once more, then is ErrDamaged.
+func (m *Mirror) verifyRange(ctx context.Context, fs *fileState, x xetFile, piece Range, fill bool) error {
+	path := fs.entry.Path
+	ch, w, err := m.casWindow(ctx, fs, x, piece)
+	if err != nil {
+		return err
+	}
+	if fill {
+		fs.mu.Lock()
+		extra := w.Len() - piece.Len() - fs.pres.Ranges.overlap(w) + fs.pres.Ranges.overlap(piece)
+		fs.mu.Unlock()
+		if extra > maxFill {
+			return fmt.Errorf("%w: %s: window %v for %v", errTooWide, path, w, piece)
 		}
-		if errors.Is(err, errXetMismatch) {
-			// Never accept a mismatch: the bad bytes may be anywhere in the
-			// window, so drop what of it is present and fetch that again.
-			fs.mu.Lock()
-			held := fs.pres.Ranges.intersect(w)
-			fs.mu.Unlock()
-			for _, r := range held {
-				if err := m.drop(fs, r); err != nil {
-					return err
-				}
-			}
-			for _, r := range held {
-				if err := m.Ensure(ctx, path, r.Start, r.Len()); err != nil {
-					return err
-				}
-			}
-			if _, err = m.checkPiece(ctx, fs, x, piece); errors.Is(err, errXetMismatch) {
-				m.prog.set(path, -1, FileFailed)
-				for _, r := range held {
-					if derr := m.drop(fs, r); derr != nil {
-						return derr
-					}
-				}
-				return fmt.Errorf("%w: %s: bytes %v, fetched twice from the hub, do not match the file's Xet hash %s; run `deltafin setup --repair` to re-verify the install (if it persists, the hub's copy of the file is broken)", ErrDamaged, path, w, x.hash)
-			}
-		}
-		if err != nil {
+		if err := m.Ensure(ctx, path, w.Start, w.Len()); err != nil {
 			return err
 		}
+	}
+	err = m.matchWindow(ctx, fs, x, ch, w)
+	if errors.Is(err, errXetMismatch) {
+		// Never accept a mismatch: the bad bytes may be anywhere in the
+		// window, so drop what of it is present and fetch that again.
 		fs.mu.Lock()
-		if fs.pres.Ranges.covers(piece) {
-			fs.pres.XetVerified = fs.pres.XetVerified.add(piece)
-		}
+		held := fs.pres.Ranges.intersect(w)
 		fs.mu.Unlock()
-		if err := fs.persist(); err != nil {
+		if err := m.dropAll(fs, held); err != nil {
+			return err
+		}
+		for _, r := range held {
+			if err := m.Ensure(ctx, path, r.Start, r.Len()); err != nil {
+				return err
+			}
+		}
+		if err = m.matchWindow(ctx, fs, x, ch, w); errors.Is(err, errXetMismatch) {
+			m.prog.set(path, -1, FileFailed)
+			if derr := m.dropAll(fs, held); derr != nil {
+				return derr
+			}
+			return fmt.Errorf("%w: %s: bytes %v, fetched twice from the hub, do not match the file's Xet hash %s; run `deltafin setup --repair` to re-verify the install (if it persists, the hub's copy of the file is broken)", ErrDamaged, path, w, x.hash)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	done := piece
+	if fill {
+		done = w // every byte of it was read from the file
+	}
+	fs.mu.Lock()
+	if fs.pres.Ranges.covers(done) {
+		fs.pres.XetVerified = fs.pres.XetVerified.add(done)
+	}
+	fs.mu.Unlock()
+	return fs.persist()
+}
+
+func (m *Mirror) dropAll(fs *fileState, rs []Range) error {
+	for _, r := range rs {
+		if err := m.drop(fs, r); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ensureChecked is Ensure for the engine's reads of a file held in part:
+// a range not yet verified is fetched with the edges of its Xet window and
+// checked before the engine sees it. Where it cannot be checked (no Xet,
+// no usable answer, a window too wide, the CAS unreachable) the bytes are
+// made present as Ensure does and left unverified, for the next setup.
+func (m *Mirror) ensureChecked(ctx context.Context, file string, r Range) error {
+	fs, err := m.file(file)
+	if err != nil {
+		return err
+	}
+	if m.opts.ReadOnly || r.Start < 0 || r.Len() <= 0 || r.End > fs.entry.Size {
+		return m.Ensure(ctx, file, r.Start, r.Len())
+	}
+	fs.mu.Lock()
+	done := (fs.pres.Verified != "" && fs.pres.Verified == digestOf(fs.entry)) || fs.pres.XetVerified.covers(r)
+	fs.mu.Unlock()
+	if done {
+		return m.Ensure(ctx, file, r.Start, r.Len())
+	}
+	x, ok, err := m.xetOf(ctx, fs)
+	if ok {
+		err = m.verifyRange(ctx, fs, x, r, true)
+	}
+	if errors.Is(err, ErrDamaged) {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Checked, or it could not be: then present, not verified.
+	return m.Ensure(ctx, file, r.Start, r.Len())
 }
 
 // pieces splits ranges at multiples of size, as chunks splits work.
@@ -125,9 +211,9 @@ func (m *Mirror) xetFileOf(ctx context.Context, fs *fileState) (xetFile, error) 
 	}
 }
 
-// checkPiece checks one piece of present bytes against the file's Xet
-// hash: errXetMismatch when the window w around it does not give it.
-func (m *Mirror) checkPiece(ctx context.Context, fs *fileState, x xetFile, piece Range) (w Range, err error) {
+// casWindow asks the CAS about piece: its answer and the window of whole
+// chunks around the piece.
+func (m *Mirror) casWindow(ctx context.Context, fs *fileState, x xetFile, piece Range) (*chunkHashes, Range, error) {
 	path, size := fs.entry.Path, fs.entry.Size
 	rt := retrier{m: m, what: path + " Xet chunk hashes of " + piece.String()}
 	var ch *chunkHashes
@@ -137,37 +223,44 @@ func (m *Mirror) checkPiece(ctx context.Context, fs *fileState, x xetFile, piece
 			break
 		}
 		if ctx.Err() != nil {
-			return w, ctx.Err()
+			return nil, Range{}, ctx.Err()
 		}
 		if isPermanent(err) {
-			return w, err
+			return nil, Range{}, err
 		}
 		if err := rt.wait(ctx, err); err != nil {
-			return w, err
+			return nil, Range{}, err
 		}
 	}
 	if ch.FileSize != size || len(ch.Windows) != 1 || len(ch.HashRanges) != 2 {
-		return w, permanent(fmt.Errorf("%w: %s: chunk hashes for %v describe a %d-byte file in %d windows and %d summaries (want %d bytes, 1 window, 2 summaries)",
+		return nil, Range{}, permanent(fmt.Errorf("%w: %s: chunk hashes for %v describe a %d-byte file in %d windows and %d summaries (want %d bytes, 1 window, 2 summaries)",
 			ErrXet, path, piece, ch.FileSize, len(ch.Windows), len(ch.HashRanges), size))
 	}
-	w = Range{ch.Windows[0].DirtyByteRange[0], ch.Windows[0].DirtyByteRange[1]}
+	w := Range{ch.Windows[0].DirtyByteRange[0], ch.Windows[0].DirtyByteRange[1]}
 	if w.Start < 0 || w.End > size || w.Start > piece.Start || w.End < piece.End {
-		return w, permanent(fmt.Errorf("%w: %s: the window %v does not hold the range %v", ErrXet, path, w, piece))
+		return nil, Range{}, permanent(fmt.Errorf("%w: %s: the window %v does not hold the range %v", ErrXet, path, w, piece))
 	}
+	return ch, w, nil
+}
+
+// matchWindow chunks and hashes the window's bytes and merges them with
+// the CAS's summaries of the rest: errXetMismatch when that is not the
+// file's Xet hash by either chunker.
+func (m *Mirror) matchWindow(ctx context.Context, fs *fileState, x xetFile, ch *chunkHashes, w Range) error {
 	for _, c := range []xet.Chunker{xet.Current, xet.Legacy} {
 		chunks, err := m.chunkWindow(ctx, fs, w, c)
 		if err != nil {
-			return w, err
+			return err
 		}
-		got, err := mergeWindow(ch.HashRanges[0], xet.NewSubtree(w.Start == 0, chunks, w.End == size), ch.HashRanges[1])
+		got, err := mergeWindow(ch.HashRanges[0], xet.NewSubtree(w.Start == 0, chunks, w.End == fs.entry.Size), ch.HashRanges[1])
 		if err != nil {
-			return w, permanent(fmt.Errorf("%w: %s: %v", ErrXet, path, err))
+			return permanent(fmt.Errorf("%w: %s: %v", ErrXet, fs.entry.Path, err))
 		}
 		if got.String() == x.hash {
-			return w, nil
+			return nil
 		}
 	}
-	return w, fmt.Errorf("%w: %s: bytes %v (window %v)", errXetMismatch, path, piece, w)
+	return fmt.Errorf("%w: %s: window %v", errXetMismatch, fs.entry.Path, w)
 }
 
 // mergeWindow merges the subtree before the window (nil when the window

@@ -247,3 +247,38 @@ func TestXetFilesChunkedByTheLegacyRuleVerify(t *testing.T) {
 	require.True(t, spine.AllVerified(), "spine %s", spine)
 	requireSpineIdentical(t, h, p, dir)
 }
+
+// TestOnDemandExpertIsVerifiedBeforeUse: an expert the engine reads from a
+// stream install (Source.ReadAt) arrives with one byte flipped in transit:
+// the read checks it against the shard's Xet hash, fetches it again and
+// returns the hub's bytes, verified; a clean read is verified too.
+func TestOnDemandExpertIsVerifiedBeforeUse(t *testing.T) {
+	t.Parallel()
+	h := newFakeHub(t)
+	m, p := setup(t, t.Context(), options(h, t.TempDir()), Stream)
+	var experts []Expert
+	for _, e := range p.Experts() {
+		if e.File == healShard {
+			experts = append(experts, e)
+		}
+	}
+	require.Greater(t, len(experts), 40)
+	src, err := m.Source(healShard)
+	require.NoError(t, err)
+	var hit atomic.Bool
+	bad := experts[0]
+	h.SetFault(once(func(f *fakeFile, start, end int64) bool {
+		ok := f.Path == healShard && start <= bad.Start && bad.End <= end
+		hit.Store(hit.Load() || ok)
+		return ok
+	}, corrupt))
+	for _, e := range []Expert{bad, experts[len(experts)-1]} {
+		got := make([]byte, e.Len())
+		require.NoError(t, src.ReadAt(t.Context(), got, e.Start))
+		require.True(t, bytes.Equal(h.Files[healShard].Data[e.Start:e.End], got), "expert %v is the hub's", e.ExpertID)
+		c, err := m.Coverage([]Work{{e.File, e.Range}})
+		require.NoError(t, err)
+		require.True(t, c.AllVerified(), "expert %v: %s", e.ExpertID, c)
+	}
+	require.True(t, hit.Load(), "the first expert's bytes were flipped in transit")
+}
