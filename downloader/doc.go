@@ -23,8 +23,10 @@
 // Complete files are checked against the hub's sha256 (git blob id for
 // small files); a mismatch fetches the file again and never accepts it.
 // The bytes of a file held in part (a stream install's shards) are checked
-// against the file's Xet hash (xetverify.go, package xet): a range that
-// fails is fetched again once, then ErrDamaged; where the hub has no Xet
+// against the file's Xet hash (xetverify.go, package xet), by Fetch and,
+// for the ranges a Source fetches for the engine, before the engine sees
+// them: a range that fails is fetched again once, then ErrDamaged; where
+// the hub has no Xet
 // for a file, its bytes are present but not verified until it is complete,
 // and Coverage says so ("100% present, 0% verified"). A shard header that does not parse, or
 // whose layout is wrong, is marked missing and fetched again once; then

@@ -135,6 +135,9 @@ type fileState struct {
 	f       *os.File
 	pres    presence
 	flights []*flight
+	// xetSkip are ranges (the whole file after an unusable Xet answer)
+	// that reads do not try to check again in this process.
+	xetSkip rangeSet
 }
 
 type flight struct {

@@ -12,15 +12,25 @@ import (
 // TestSourceConformance runs the engine's Source contract against the
 // mirror's Source over the fake hub: in a stream install (the shard's
 // experts missing, fetched with HTTP range requests; the HTTP-backed source
-// the product has) and in a full install (every byte present).
+// the product has; its reads checked against the shard's Xet hash, or not
+// where the hub has none) and in a full install (every byte present).
 func TestSourceConformance(t *testing.T) {
 	t.Parallel()
 	const shard = "model-00002-of-000004.safetensors"
-	for _, mode := range []Mode{Stream, Full} {
-		t.Run(string(mode), func(t *testing.T) {
+	for _, tc := range []struct {
+		mode  Mode
+		noXet bool
+	}{{Stream, false}, {Stream, true}, {Full, false}} {
+		mode := tc.mode
+		name := string(mode)
+		if tc.noXet {
+			name += " without Xet"
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			sourcetest.Run(t, func(t *testing.T) sourcetest.Fixture {
 				h := newFakeHub(t)
+				h.NoXet = tc.noXet
 				dir := t.TempDir()
 				m, p := setup(t, t.Context(), options(h, dir), mode)
 				src, err := m.Source(shard)

@@ -152,7 +152,7 @@ func (m *Mirror) dropAll(fs *fileState, rs []Range) error {
 }
 
 // ensureChecked is Ensure for the engine's reads of a file held in part:
-// a range not yet verified is fetched with the edges of its Xet window and
+// a range that is missing is fetched with the edges of its Xet window and
 // checked before the engine sees it. Where it cannot be checked (no Xet,
 // no usable answer, a window too wide, the CAS unreachable) the bytes are
 // made present as Ensure does and left unverified, for the next setup.
@@ -165,7 +165,11 @@ func (m *Mirror) ensureChecked(ctx context.Context, file string, r Range) error 
 		return m.Ensure(ctx, file, r.Start, r.Len())
 	}
 	fs.mu.Lock()
-	done := (fs.pres.Verified != "" && fs.pres.Verified == digestOf(fs.entry)) || fs.pres.XetVerified.covers(r)
+	// Only a read that fetches is checked here: bytes already present and
+	// unverified are the next setup's to check, so that a read of them
+	// never waits for the hub.
+	done := (fs.pres.Verified != "" && fs.pres.Verified == digestOf(fs.entry)) || fs.pres.XetVerified.covers(r) ||
+		fs.pres.Ranges.covers(r) || fs.xetSkip.overlap(r) > 0
 	fs.mu.Unlock()
 	if done {
 		return m.Ensure(ctx, file, r.Start, r.Len())
@@ -176,6 +180,15 @@ func (m *Mirror) ensureChecked(ctx context.Context, file string, r Range) error 
 	}
 	if errors.Is(err, ErrDamaged) {
 		return err
+	}
+	skip := Range{0, fs.entry.Size} // no Xet, or an answer this client cannot use
+	if errors.Is(err, errTooWide) {
+		skip = r
+	}
+	if (!ok && err == nil) || errors.Is(err, errTooWide) || errors.Is(err, errNoChunkHashes) || errors.Is(err, ErrXet) {
+		fs.mu.Lock()
+		fs.xetSkip = fs.xetSkip.add(skip)
+		fs.mu.Unlock()
 	}
 	if err := ctx.Err(); err != nil {
 		return err
