@@ -226,7 +226,7 @@ func printVerified(m *downloader.Mirror, p *downloader.Plan, mode downloader.Mod
 	case all.AllVerified():
 		fmt.Fprintf(out, "%s install complete and verified (complete files match the hub's sha256, the parts of shards held in part their Xet hashes)\n", mode)
 	default:
-		fmt.Fprintf(out, "%s install complete, %s: the hub has no Xet hashes for some shards held in part, which are verified against its sha256 when complete (deltafin fetch-experts)\n", mode, all)
+		fmt.Fprintf(out, "%s install complete, %s: some bytes of shards held in part could not be checked against a Xet hash (the hub has none for them); they are verified against its sha256 when complete (deltafin fetch-experts)\n", mode, all)
 	}
 	return nil
 }

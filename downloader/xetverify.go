@@ -48,6 +48,9 @@ func (m *Mirror) verifyPartial(ctx context.Context, fs *fileState) error {
 			// use: present, not verified (a mismatch is never this).
 			return nil
 		}
+		if errors.Is(err, errTooWide) {
+			continue // its window reaches far into missing bytes: later
+		}
 		if err != nil {
 			return err
 		}
@@ -74,12 +77,14 @@ func (m *Mirror) xetOf(ctx context.Context, fs *fileState) (xetFile, bool, error
 	return x, true, nil
 }
 
-// maxFill is how many bytes beyond a missing range an on-demand read
-// fetches to complete the range's window (its chunks at the edges);
-// a wider window is left for the next bulk check.
+// maxFill is how many bytes outside a range a check fetches to complete
+// the range's window (its chunks at the edges): into the file for an
+// on-demand read, into memory for a bulk check. A window that reaches
+// further into missing bytes (a long run without a content-defined cut)
+// leaves the range unverified until more of the file is present.
 const maxFill = 8 << 20
 
-// errTooWide: the window around an on-demand range is wider than maxFill.
+// errTooWide: the window around a range reaches maxFill into missing bytes.
 var errTooWide = errors.New("downloader: the Xet window is too wide to fetch on demand")
 
 // verifyRange checks piece of the file against its Xet hash and marks it
@@ -93,13 +98,14 @@ func (m *Mirror) verifyRange(ctx context.Context, fs *fileState, x xetFile, piec
 	if err != nil {
 		return err
 	}
+	// The window's bytes this check must fetch besides the piece's own.
+	fs.mu.Lock()
+	extra := w.Len() - piece.Len() - fs.pres.Ranges.overlap(w) + fs.pres.Ranges.overlap(piece)
+	fs.mu.Unlock()
+	if extra > maxFill {
+		return fmt.Errorf("%w: %s: window %v for %v", errTooWide, path, w, piece)
+	}
 	if fill {
-		fs.mu.Lock()
-		extra := w.Len() - piece.Len() - fs.pres.Ranges.overlap(w) + fs.pres.Ranges.overlap(piece)
-		fs.mu.Unlock()
-		if extra > maxFill {
-			return fmt.Errorf("%w: %s: window %v for %v", errTooWide, path, w, piece)
-		}
 		if err := m.Ensure(ctx, path, w.Start, w.Len()); err != nil {
 			return err
 		}
