@@ -15,7 +15,10 @@ import (
 // subtrees; the window's bytes (those present from the disk, the few
 // missing at its edges from the hub into memory, through the same fetch
 // path) are chunked and hashed here, and the three subtrees must merge to
-// the file's Xet hash. A piece that passes is marked verified in the
+// the file's Xet hash. Fetch checks every present piece of the files it
+// leaves partial (verifyPartial); the engine's reads check each range
+// they fetch before using it, fetching the window's edges into the file
+// with it (ensureChecked). A piece that passes is marked verified in the
 // presence map; one that fails is marked missing and fetched again, once,
 // then refused with ErrDamaged. A file the hub keeps without Xet (or whose
 // CAS has no file-chunk-hashes endpoint, or answers in a shape this client
