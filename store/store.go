@@ -24,10 +24,12 @@ var (
 	bucketJobs    = []byte("jobs")
 	bucketTokens  = []byte("tokens")
 	bucketPending = []byte("pending")
+	// bucketConversations holds the web page's chats (conversations.go).
+	bucketConversations = []byte("conversations")
 )
 
 var (
-	// ErrNotFound: no job has that id.
+	// ErrNotFound: no job (or conversation) has that id.
 	ErrNotFound = errors.New("store: not found")
 	// ErrLocked: another process has the store open.
 	ErrLocked = errors.New("store: in use by another process")
@@ -91,7 +93,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketJobs, bucketTokens, bucketPending} {
+		for _, b := range [][]byte{bucketMeta, bucketJobs, bucketTokens, bucketPending, bucketConversations} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
