@@ -36,6 +36,8 @@ type App struct {
 	// line shows the newest (State.Problem).
 	problems map[subsystem]problemEntry
 	seq      int
+	// kept are the settings saved on the web page (web.go).
+	kept keptSettings
 
 	srvMu sync.Mutex // serialises server start and stop
 
@@ -61,6 +63,9 @@ func New(cfg Config, deps Deps, log *slog.Logger) *App {
 	if r, ok := deps.Server.(QueueReporter); ok {
 		a.watchQueue(r)
 	}
+	if r, ok := deps.Server.(PageReporter); ok {
+		r.ServePage(a)
+	}
 	return a
 }
 
@@ -73,6 +78,9 @@ func (a *App) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.mu.Lock()
+	a.kept = saved.keptSettings
+	a.mu.Unlock()
 	if a.deps.Downloader != nil {
 		inst, err := a.deps.Downloader.Installed(ctx)
 		if err != nil {
@@ -227,7 +235,7 @@ func (a *App) Click(id ItemID) {
 
 func (a *App) saveLocked() {
 	s := savedState{Pending: modeName(a.st.Pending), Upgrade: a.st.Upgrade, WarmEnabled: a.st.WarmEnabled,
-		ServerHost: a.cfg.Server.Host, ServerPort: a.cfg.Server.Port}
+		ServerHost: a.cfg.Server.Host, ServerPort: a.cfg.Server.Port, keptSettings: a.kept}
 	if err := saveState(a.cfg.DataDir, s); err != nil {
 		a.log.Error("save state", "err", err)
 	}
@@ -371,7 +379,7 @@ func (a *App) notify(title, body string) {
 // ends; answers that took longer than Config.NotifyAfter get a
 // notification with their first words.
 func (a *App) AnswerFinished(elapsed time.Duration, answer string) {
-	if title, body, ok := longAnswer(a.cfg, elapsed, answer); ok {
+	if title, body, ok := longAnswer(a.live(), elapsed, answer); ok {
 		a.notify(title, body)
 	}
 }
