@@ -189,6 +189,17 @@ func (a *App) Click(id ItemID) {
 		a.togglePause()
 	case ItemWarm:
 		a.setWarm(!st.WarmEnabled)
+	case ItemOpenWeb:
+		if st.ServerAddr != "" && a.deps.Desktop != nil {
+			a.goWork(func(ctx context.Context) {
+				// The default browser: open on macOS, xdg-open on Linux.
+				if err := a.deps.Desktop.Open(ctx, st.ServerAddr+"/"); err != nil {
+					a.problem(subDesktop, "Open failed", err)
+					return
+				}
+				a.solved(subDesktop)
+			})
+		}
 	case ItemCopyAddress:
 		if st.ServerAddr != "" && a.deps.Desktop != nil {
 			a.goWork(func(ctx context.Context) {
@@ -302,7 +313,7 @@ func (a *App) download(ctx context.Context, mode DownloadMode, upgrade bool) {
 		if upgrade {
 			title, body = "Upgrade finished", "Every expert is on disk: Kimi K3 is a full install."
 		}
-		a.notify(title, body)
+		a.notify(title, body+pageLine(a.State().ServerAddr, "/model", "See"))
 		if demo && a.ctx.Err() == nil {
 			// Serve the real model instead of the demo.
 			a.stopServer(a.ctx)
@@ -380,7 +391,7 @@ func (a *App) notify(title, body string) {
 // notification with their first words.
 func (a *App) AnswerFinished(elapsed time.Duration, answer string) {
 	if title, body, ok := longAnswer(a.live(), elapsed, answer); ok {
-		a.notify(title, body)
+		a.notify(title, body+pageLine(a.State().ServerAddr, "/", "Read it at"))
 	}
 }
 

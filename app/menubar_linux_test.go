@@ -361,6 +361,32 @@ func TestOpenDataFolder(t *testing.T) {
 	require.DirExists(t, cfg.DataDir)
 }
 
+// "Open Deltafin…" opens the web page in the default browser (here a
+// stand-in for xdg-open), and the page is there, on the API's port.
+func TestOpenWeb(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Server.Port = 0
+	out := filepath.Join(t.TempDir(), "opened")
+	mi := newMirrorInstall(cfg)
+	a := startApp(t, cfg, Deps{Downloader: mi, Server: &apiServer{cfg: cfg, mi: mi, demo: os.DirFS("../testdata/k3-tiny"), log: slog.Default()},
+		Desktop: cmdDesktop{open: [][]string{{"sh", "-c", `printf %s "$1" > "$0"`, out}}}})
+	st := waitFor(t, a, "serving", func(s State) bool { return s.ServerAddr != "" || s.Problem != "" })
+	require.Empty(t, st.Problem)
+	require.True(t, a.Menu().Item(ItemOpenWeb).Enabled)
+	a.Click(ItemOpenWeb)
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(out)
+		return string(b) == st.ServerAddr+"/"
+	}, 10*time.Second, 5*time.Millisecond)
+	resp, err := http.Get(st.ServerAddr + "/")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), "<title>Deltafin · Ask</title>")
+	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "default-src 'self'")
+}
+
 func TestBadStateFile(t *testing.T) {
 	for _, body := range []string{"{", `{"pending_download":"sideways"}`} {
 		t.Run(body, func(t *testing.T) {

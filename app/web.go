@@ -191,3 +191,13 @@ func (a *App) live() Config {
 	defer a.mu.Unlock()
 	return a.cfg
 }
+
+// pageLine names the web page in a notification's text: desktop
+// notifications through beeep carry no action, so the text says where to
+// look ("" while the server is stopped).
+func pageLine(addr, path, verb string) string {
+	if addr == "" {
+		return ""
+	}
+	return "\n" + verb + " " + addr + path
+}
