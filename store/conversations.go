@@ -120,13 +120,5 @@ func (s *Store) DeleteConversation(id string) error {
 }
 
 func getConversation(b *bolt.Bucket, id string) (*Conversation, error) {
-	v := b.Get([]byte(id))
-	if v == nil {
-		return nil, fmt.Errorf("%w: conversation %q", ErrNotFound, id)
-	}
-	var c Conversation
-	if err := json.Unmarshal(v, &c); err != nil {
-		return nil, fmt.Errorf("store: conversation %q: %w", id, err)
-	}
-	return &c, nil
+	return getJSON[Conversation](b, "conversation", id)
 }

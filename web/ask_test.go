@@ -43,22 +43,28 @@ func thinking(t *testing.T, ctx context.Context, on bool) {
 
 const lastAnswer = `document.querySelector(".turn:last-child .answer")`
 
+// openAsk opens the ask page and asks prompt with thinking off (every
+// token is then answer text), letting n tokens through the gate, and
+// waits until they show.
+func openAsk(t *testing.T, s *served, prompt string, n int) context.Context {
+	t.Helper()
+	ctx := tab(t)
+	do(t, ctx, chromedp.Navigate(s.base+"/"))
+	until(t, ctx, "the page's script", `document.querySelector("#jobs li") !== null`)
+	thinking(t, ctx, false)
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#prompt-text"), prompt), chromedp.Click(chromedp.CSS("#send")))
+	s.gate.allow(n)
+	until(t, ctx, "the first tokens", lastAnswer+` && `+lastAnswer+`.dataset.status === "in_progress" && JSON.parse(localStorage.getItem("deltafin:" + `+lastAnswer+`.dataset.response) || "{}").seq > 0 && document.querySelector(".turn:last-child .md").textContent.length > 0`)
+	until(t, ctx, "the answer in the list of answers in progress", `[...document.querySelectorAll("#jobs .job")].some(li => li.textContent.includes(`+strconv.Quote(prompt)+`) && li.textContent.includes("`+strconv.Itoa(n)+` tokens"))`)
+	return ctx
+}
+
 // Ask, read the answer as it streams, reload in the middle and read on,
 // then Stop another one.
 func TestAskStreamReloadStop(t *testing.T) {
 	t.Parallel()
 	s := serve(t, "")
-	ctx := tab(t)
-	do(t, ctx, chromedp.Navigate(s.base+"/"))
-	until(t, ctx, "the page's script", `document.querySelector("#jobs li") !== null`)
-
-	// Thinking off: every token is answer text.
-	thinking(t, ctx, false)
-	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#prompt-text"), "Why is the sky blue?"),
-		chromedp.Click(chromedp.CSS("#send")))
-	s.gate.allow(6)
-	until(t, ctx, "the first tokens", lastAnswer+` && `+lastAnswer+`.dataset.status === "in_progress" && JSON.parse(localStorage.getItem("deltafin:" + `+lastAnswer+`.dataset.response) || "{}").seq > 0 && document.querySelector(".turn:last-child .md").textContent.length > 0`)
-	until(t, ctx, "the answer in the list of answers in progress", `[...document.querySelectorAll("#jobs .job")].some(li => li.textContent.includes("Why is the sky blue?") && li.textContent.includes("6 tokens"))`)
+	ctx := openAsk(t, s, "Why is the sky blue?", 6)
 	require.True(t, eval[bool](t, ctx, `!document.querySelector("#stop").hidden`), "Stop shows while an answer runs")
 	rid := eval[string](t, ctx, lastAnswer+`.dataset.response`)
 	before := eval[string](t, ctx, `JSON.parse(localStorage.getItem("deltafin:`+rid+`")).answer`)
@@ -112,15 +118,7 @@ func TestAskStreamReloadStop(t *testing.T) {
 func TestStop(t *testing.T) {
 	t.Parallel()
 	s := serve(t, "")
-	ctx := tab(t)
-	do(t, ctx, chromedp.Navigate(s.base+"/"))
-	until(t, ctx, "the page's script", `document.querySelector("#jobs li") !== null`)
-	thinking(t, ctx, false)
-	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#prompt-text"), "Count to a million"),
-		chromedp.Click(chromedp.CSS("#send")))
-	s.gate.allow(3)
-	until(t, ctx, "the first tokens", lastAnswer+` && JSON.parse(localStorage.getItem("deltafin:" + `+lastAnswer+`.dataset.response) || "{}").seq > 0 && `+lastAnswer+`.dataset.status === "in_progress" && document.querySelector(".turn:last-child .md").textContent.length > 0`)
-	until(t, ctx, "three tokens", `[...document.querySelectorAll("#jobs .job")].some(li => li.textContent.includes("3 tokens"))`)
+	ctx := openAsk(t, s, "Count to a million", 3)
 	rid := eval[string](t, ctx, lastAnswer+`.dataset.response`)
 	do(t, ctx, chromedp.Click(chromedp.CSS("#stop")))
 	until(t, ctx, "the answer cancelled", lastAnswer+`.dataset.status === "cancelled"`)
