@@ -7,6 +7,8 @@
   const turnsEl = $("turns"), stopBtn = $("stop"), errEl = $("ask-error"), emptyEl = $("empty");
   let conv = null;          // the conversation shown
   const live = new Map();   // response id → {abort, turn}
+  const labels = { waiting: "waiting…", queued: "queued", in_progress: "writing…", completed: "done",
+    incomplete: "cut at the token limit", cancelled: "stopped", failed: "failed", gone: "expired from the server" };
   const terminal = new Set(["response.completed", "response.incomplete", "response.cancelled", "response.failed"]);
 
   function showError(msg) {
@@ -54,7 +56,7 @@
         md.innerHTML = markdown.render(st.answer);
         md.classList.toggle("cursor", !final);
         copyBtn.dataset.text = st.answer;
-        status.textContent = st.status;
+        status.textContent = labels[st.status] || st.status;
         answer.dataset.status = st.status;
       },
     };
