@@ -94,7 +94,7 @@ type QueueStatus struct {
 	// Generated counts the tokens generated since the server started;
 	// Recent are the last finished generations, oldest first.
 	Generated int64        `json:"generated_tokens"`
-	Recent    []Generation `json:"recent"`
+	Recent    []Generation `json:"recent,omitempty"`
 }
 
 func newQueue(maxQueue int) *queue {

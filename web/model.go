@@ -72,9 +72,7 @@ func (w *Web) model(c echo.Context) error {
 		info, plan, stats := m.Info(), m.Plan(), m.Stats()
 		v.Info, v.Plan, v.Stats = &info, &plan, &stats
 		s.DiskBytes, s.DiskIdle = stats.DiskBytes(), stats.DiskIdle.Seconds()
-		em := m.ExpertMap()
-		v.Layers, v.Experts = em.Layers, em.Experts
-		v.Cells, v.Heat = cells(em)
+		v.Layers, v.Experts, v.Cells, v.Heat = w.expertCells(m)
 	}
 	w.mu.Lock()
 	if n := len(w.samples); n == 0 || s.T-w.samples[n-1].T >= 1 {
@@ -86,6 +84,24 @@ func (w *Web) model(c echo.Context) error {
 	v.History = append([]sample(nil), w.samples...)
 	w.mu.Unlock()
 	return c.JSON(http.StatusOK, v)
+}
+
+// cellsEvery bounds how often the picture is read again: K3's 82,432
+// experts each ask the mirror whether they are on disk.
+const cellsEvery = 5 * time.Second
+
+// expertCells is the picture, read at most every cellsEvery.
+func (w *Web) expertCells(m *engine.Model) (layers []int, experts int, place, heat string) {
+	w.cellsMu.Lock()
+	defer w.cellsMu.Unlock()
+	if w.cells.at.IsZero() || time.Since(w.cells.at) >= cellsEvery {
+		em := m.ExpertMap()
+		w.cells.layers, w.cells.experts = em.Layers, em.Experts
+		w.cells.place, w.cells.heat = cells(em)
+		w.cells.at = time.Now()
+	}
+	c := w.cells
+	return c.layers, c.experts, c.place, c.heat
 }
 
 // cells encodes the expert map compactly: K3 has 92 × 896 experts.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -53,9 +54,16 @@ type Web struct {
 	log   *slog.Logger
 	pages map[string]*template.Template
 	token string // the same-origin token state-changing requests carry
-	// samples is /model's history (model.go).
+	// samples is /model's history, and cells its last picture (model.go).
 	mu      sync.Mutex
 	samples []sample
+	cellsMu sync.Mutex
+	cells   struct {
+		at          time.Time
+		layers      []int
+		experts     int
+		place, heat string
+	}
 }
 
 // New prepares the page; Mount it on the server.
