@@ -51,14 +51,16 @@ func runWithBrowser(m *testing.M) int {
 	return m.Run()
 }
 
-// tab opens a new tab, closed when the test ends; a test without a browser
-// is skipped, saying why.
+// tab opens a new tab in a browser context of its own (its own cookies and
+// storage: cookies are per host, not per port, so tests on 127.0.0.1 would
+// share them), closed when the test ends; a test without a browser is
+// skipped, saying why.
 func tab(t *testing.T) context.Context {
 	t.Helper()
 	if browserErr != nil {
 		t.Skip(browserErr)
 	}
-	ctx, cancel := chromedp.NewContext(browser)
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
 	ctx, cancelTime := context.WithTimeout(ctx, 90*time.Second)
 	t.Cleanup(func() {
 		cancelTime()
