@@ -143,7 +143,20 @@ func TestMarkdownSafe(t *testing.T) {
 	require.Contains(t, html, `<a href="https://example.com" rel="noopener noreferrer" target="_blank">b</a>`)
 	require.Contains(t, html, `<pre><code class="language-go">fmt.Println(&quot;&lt;script&gt;&quot;)</code></pre>`)
 	require.Contains(t, html, "<ul><li>one</li><li>two</li></ul>")
+	// A code block's copy button copies the block.
+	do(t, ctx, chromedp.Evaluate[chromedp.Void]("document.querySelector('#turns').insertAdjacentHTML('beforeend', '<div class=\"md\">' + markdown.render('```\\nmake test\\n```') + '</div>')"),
+		chromedp.Click(chromedp.CSS(".codeblock .copy")))
+	until(t, ctx, "copied", `document.querySelector(".codeblock .copy").textContent === "Copied"`)
+
 	// The page's CSP would stop an injected script anyway.
-	code, _ := call(t, http.MethodGet, s.base+"/", "")
+	code, body := call(t, http.MethodGet, s.base+"/", "")
 	require.Equal(t, http.StatusOK, code)
+	require.NotContains(t, body, "<script>", "no inline script")
+
+	// Under deltafin serve (no app) the settings are the flags'.
+	code, body = call(t, http.MethodGet, s.base+"/settings", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "deltafin serve --help")
+	code, _ = call(t, http.MethodGet, s.base+"/api/settings", "")
+	require.Equal(t, http.StatusNotImplemented, code)
 }
