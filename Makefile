@@ -22,12 +22,13 @@ BUILD_APT := gcc:gcc /usr/include/vulkan/vulkan.h:libvulkan-dev
 # Vulkan driver, lavapipe, which the GPU conformance tests run on; and for
 # the menu's screenshots (app/screenshot_linux_test.go, saved under
 # bin/screenshots) Xvfb, a real StatusNotifierItem host (the watcher and
-# gtk-sni-tray-standalone), xdotool to open the menu and ImageMagick's import.
+# gtk-sni-tray-standalone), xdotool to open the menu and ImageMagick's import;
+# and headless Chromium, which the web page's tests (web/) drive.
 TEST_APT := qemu-aarch64:qemu-user aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu node:nodejs npm:npm \
 	glslangValidator:glslang-tools spirv-cross:spirv-cross dbus-daemon:dbus-daemon \
 	/usr/share/vulkan/icd.d/lvp_icd.x86_64.json:mesa-vulkan-drivers \
 	Xvfb:xvfb xdotool:xdotool import:imagemagick status-notifier-watcher:haskell-status-notifier-item-utils \
-	gtk-sni-tray-standalone:haskell-gtk-sni-tray-utils
+	gtk-sni-tray-standalone:haskell-gtk-sni-tray-utils chromium:chromium
 
 # apt-install installs the packages of the pairs in $(1) whose check fails.
 define apt-install

@@ -19,6 +19,7 @@ const (
 	ItemPause
 	ItemUpgrade
 	ItemWarm
+	ItemOpenWeb
 	ItemCopyAddress
 	ItemServer
 	ItemOpenData
@@ -36,6 +37,7 @@ const (
 	LabelResume         = "Resume download"
 	LabelUpgrade        = "Upgrade to full install"
 	LabelWarm           = "Warm experts overnight"
+	LabelOpenWeb        = "Open Deltafin…"
 	LabelCopyAddress    = "Copy API address"
 	LabelStartServer    = "Start server"
 	LabelStopServer     = "Stop server"
@@ -180,6 +182,7 @@ func BuildMenu(s State) Menu {
 		{ID: ItemUpgrade, Label: LabelUpgrade, Enabled: upgrade && s.CanDownload, Visible: upgrade, SeparatorAfter: true},
 		{ID: ItemWarm, Label: LabelWarm, Checkbox: true, Checked: s.WarmEnabled,
 			Enabled: s.WarmEnabled || (s.Install.Mode == InstallStream && s.CanWarm), Visible: true, SeparatorAfter: true},
+		{ID: ItemOpenWeb, Label: LabelOpenWeb, Enabled: s.ServerAddr != "", Visible: true},
 		{ID: ItemCopyAddress, Label: LabelCopyAddress, Enabled: s.ServerAddr != "", Visible: true},
 		{ID: ItemServer, Label: LabelStartServer, Enabled: s.CanServe, Visible: true},
 		{ID: ItemOpenData, Label: LabelOpenData, Enabled: true, Visible: true},

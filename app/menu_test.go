@@ -25,6 +25,7 @@ func TestBuildMenu(t *testing.T) {
 			check: func(t *testing.T, m Menu) {
 				require.False(t, m.Item(ItemWarm).Enabled, "nothing to warm without a stream install")
 				require.False(t, m.Item(ItemCopyAddress).Enabled)
+				require.False(t, m.Item(ItemOpenWeb).Enabled, "no page while the server is stopped")
 				require.Equal(t, LabelStartServer, m.Item(ItemServer).Label)
 			}},
 		{name: "downloading", st: with(func(s *State) {
@@ -58,6 +59,8 @@ func TestBuildMenu(t *testing.T) {
 			check: func(t *testing.T, m Menu) {
 				require.True(t, m.Item(ItemWarm).Enabled)
 				require.True(t, m.Item(ItemCopyAddress).Enabled)
+				require.True(t, m.Item(ItemOpenWeb).Enabled)
+				require.Equal(t, LabelOpenWeb, m.Item(ItemOpenWeb).Label)
 				require.Equal(t, LabelStopServer, m.Item(ItemServer).Label)
 			}},
 		{name: "stream install not all verified", st: with(func(s *State) {

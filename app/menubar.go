@@ -36,6 +36,8 @@ type App struct {
 	// line shows the newest (State.Problem).
 	problems map[subsystem]problemEntry
 	seq      int
+	// kept are the settings saved on the web page (web.go).
+	kept keptSettings
 
 	srvMu sync.Mutex // serialises server start and stop
 
@@ -61,6 +63,9 @@ func New(cfg Config, deps Deps, log *slog.Logger) *App {
 	if r, ok := deps.Server.(QueueReporter); ok {
 		a.watchQueue(r)
 	}
+	if r, ok := deps.Server.(PageReporter); ok {
+		r.ServePage(a)
+	}
 	return a
 }
 
@@ -73,6 +78,9 @@ func (a *App) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.mu.Lock()
+	a.kept = saved.keptSettings
+	a.mu.Unlock()
 	if a.deps.Downloader != nil {
 		inst, err := a.deps.Downloader.Installed(ctx)
 		if err != nil {
@@ -181,6 +189,17 @@ func (a *App) Click(id ItemID) {
 		a.togglePause()
 	case ItemWarm:
 		a.setWarm(!st.WarmEnabled)
+	case ItemOpenWeb:
+		if st.ServerAddr != "" && a.deps.Desktop != nil {
+			a.goWork(func(ctx context.Context) {
+				// The default browser: open on macOS, xdg-open on Linux.
+				if err := a.deps.Desktop.Open(ctx, st.ServerAddr+"/"); err != nil {
+					a.problem(subDesktop, "Open failed", err)
+					return
+				}
+				a.solved(subDesktop)
+			})
+		}
 	case ItemCopyAddress:
 		if st.ServerAddr != "" && a.deps.Desktop != nil {
 			a.goWork(func(ctx context.Context) {
@@ -227,7 +246,7 @@ func (a *App) Click(id ItemID) {
 
 func (a *App) saveLocked() {
 	s := savedState{Pending: modeName(a.st.Pending), Upgrade: a.st.Upgrade, WarmEnabled: a.st.WarmEnabled,
-		ServerHost: a.cfg.Server.Host, ServerPort: a.cfg.Server.Port}
+		ServerHost: a.cfg.Server.Host, ServerPort: a.cfg.Server.Port, keptSettings: a.kept}
 	if err := saveState(a.cfg.DataDir, s); err != nil {
 		a.log.Error("save state", "err", err)
 	}
@@ -294,7 +313,7 @@ func (a *App) download(ctx context.Context, mode DownloadMode, upgrade bool) {
 		if upgrade {
 			title, body = "Upgrade finished", "Every expert is on disk: Kimi K3 is a full install."
 		}
-		a.notify(title, body)
+		a.notify(title, body+pageLine(a.State().ServerAddr, "/model", "See"))
 		if demo && a.ctx.Err() == nil {
 			// Serve the real model instead of the demo.
 			a.stopServer(a.ctx)
@@ -371,8 +390,8 @@ func (a *App) notify(title, body string) {
 // ends; answers that took longer than Config.NotifyAfter get a
 // notification with their first words.
 func (a *App) AnswerFinished(elapsed time.Duration, answer string) {
-	if title, body, ok := longAnswer(a.cfg, elapsed, answer); ok {
-		a.notify(title, body)
+	if title, body, ok := longAnswer(a.live(), elapsed, answer); ok {
+		a.notify(title, body+pageLine(a.State().ServerAddr, "/", "Read it at"))
 	}
 }
 

@@ -102,7 +102,7 @@ func TestDownloadAsksFirst(t *testing.T) {
 	require.NoError(t, os.WriteFile(answer, []byte("0"), 0o644))
 	a.Click(ItemDownloadStream)
 	n := desk.waitNotification(t, "Download finished")
-	require.Equal(t, "Kimi K3 is installed (stream mode).", n.Body)
+	require.Regexp(t, `^Kimi K3 is installed \(stream mode\)\.\nSee http://127\.0\.0\.1:\d+/model$`, n.Body, "the notification names the page")
 }
 
 // TestConnectingToASilentHub: a hub that accepts the connection and never
@@ -176,7 +176,7 @@ func TestDownloadPausesAndResumesAfterRelaunch(t *testing.T) {
 	require.False(t, m.Item(ItemDownloadStream).Visible)
 	a.Click(ItemPause)
 	n := desk.waitNotification(t, "Download finished")
-	require.Equal(t, "Kimi K3 is installed (stream mode).", n.Body)
+	require.Regexp(t, `^Kimi K3 is installed \(stream mode\)\.\nSee http://127\.0\.0\.1:\d+/model$`, n.Body, "the notification names the page")
 	st = waitFor(t, a, "stream install", func(s State) bool { return s.Install.Mode == InstallStream && !s.Downloading })
 	require.Zero(t, st.Pending)
 	saved, err := loadState(cfg.DataDir)
@@ -359,6 +359,32 @@ func TestOpenDataFolder(t *testing.T) {
 		return string(b) == cfg.DataDir
 	}, 10*time.Second, 5*time.Millisecond)
 	require.DirExists(t, cfg.DataDir)
+}
+
+// "Open Deltafin…" opens the web page in the default browser (here a
+// stand-in for xdg-open), and the page is there, on the API's port.
+func TestOpenWeb(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Server.Port = 0
+	out := filepath.Join(t.TempDir(), "opened")
+	mi := newMirrorInstall(cfg)
+	a := startApp(t, cfg, Deps{Downloader: mi, Server: &apiServer{cfg: cfg, mi: mi, demo: os.DirFS("../testdata/k3-tiny"), log: slog.Default()},
+		Desktop: cmdDesktop{open: [][]string{{"sh", "-c", `printf %s "$1" > "$0"`, out}}}})
+	st := waitFor(t, a, "serving", func(s State) bool { return s.ServerAddr != "" || s.Problem != "" })
+	require.Empty(t, st.Problem)
+	require.True(t, a.Menu().Item(ItemOpenWeb).Enabled)
+	a.Click(ItemOpenWeb)
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(out)
+		return string(b) == st.ServerAddr+"/"
+	}, 10*time.Second, 5*time.Millisecond)
+	resp, err := http.Get(st.ServerAddr + "/")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), "<title>Deltafin · Ask</title>")
+	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "default-src 'self'")
 }
 
 func TestBadStateFile(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/deltafin/deltafin/server"
+	"github.com/deltafin/deltafin/web"
 )
 
 // apiServer is the menu's Server: the engine and the OpenAI-compatible
@@ -27,6 +28,8 @@ type apiServer struct {
 	log  *slog.Logger
 
 	mu       sync.Mutex
+	control  web.Control // the App, for the web page
+	token    string      // the page's same-origin token, kept across restarts
 	busy     func(reason string) func()
 	finished func(time.Duration, string)
 	hs       *http.Server
@@ -43,14 +46,37 @@ func (s *apiServer) ReportGenerations(busy func(reason string) func(), finished 
 	s.mu.Unlock()
 }
 
+// ServePage receives the App behind the web page (PageReporter).
+func (s *apiServer) ServePage(c web.Control) {
+	s.mu.Lock()
+	s.control = c
+	s.mu.Unlock()
+}
+
+// SetConfig sets the server's settings for its next Start (the page's
+// /settings).
+func (s *apiServer) SetConfig(sc ServerConfig) {
+	s.mu.Lock()
+	s.cfg.Server = sc
+	s.mu.Unlock()
+}
+
 func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err error) {
 	// The demo keeps its own heat histogram, apart from the real model's.
-	cfg, ref := s.cfg, ModelRef{NeedTokenizer: true}
+	s.mu.Lock()
+	if s.token == "" {
+		if s.token, err = web.NewToken(); err != nil {
+			s.mu.Unlock()
+			return "", err
+		}
+	}
+	cfg, ref, control, token := s.cfg, ModelRef{NeedTokenizer: true}, s.control, s.token
+	s.mu.Unlock()
 	if demo {
 		if s.demo == nil {
 			return "", fmt.Errorf("%w: nothing is installed and this build has no demo model", ErrNoModel)
 		}
-		cfg.DataDir = DemoDir(s.cfg)
+		cfg.DataDir = DemoDir(cfg)
 		if err := InstallDemo(s.demo, cfg.DataDir); err != nil {
 			return "", err
 		}
@@ -71,7 +97,7 @@ func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err erro
 	if err != nil {
 		return "", errors.Join(err, m.Close())
 	}
-	srv, err := NewServer(cfg.Server, m, Jobs{Store: jobs, OnResponse: s.responseDone}, s.log)
+	srv, err := NewServer(cfg.Server, m, Jobs{Store: jobs, OnResponse: s.responseDone, Control: control, PageToken: token}, s.log)
 	if err != nil {
 		return "", errors.Join(err, m.Close(), jobs.Close())
 	}
@@ -82,7 +108,7 @@ func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err erro
 		srv.Close() // running jobs stop with their tokens stored
 		return errors.Join(m.Close(), jobs.Close())
 	}
-	ln, err := listenFrom(ctx, s.cfg.Server.Host, s.cfg.Server.Port)
+	ln, err := listenFrom(ctx, cfg.Server.Host, cfg.Server.Port)
 	if err != nil {
 		return "", errors.Join(err, closeAll())
 	}

@@ -21,7 +21,7 @@ func OpenMirror(ctx context.Context, cfg Config) (*downloader.Mirror, error) {
 
 // The mirror's Sources are Ensurers: without Ensure the engine's direct
 // reads of a stream install would read its holes.
-var _ engine.Ensurer = (*downloader.Source)(nil)
+var _ engine.Ensurer = presentSource{}
 
 // MirrorSource opens the engine's checkpoint files through the mirror m:
 // bytes that are present are read with pread, missing ones (stream mode's
@@ -34,8 +34,26 @@ func MirrorSource(m *downloader.Mirror) engine.OpenSource {
 		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 			return engine.OpenFile(ctx, path)
 		}
-		return m.Source(filepath.ToSlash(rel))
+		src, err := m.Source(filepath.ToSlash(rel))
+		if err != nil {
+			return nil, err
+		}
+		return presentSource{src, m}, nil
 	}
+}
+
+// presentSource is a mirrored file that also says which of its bytes are on
+// disk (engine.Presence), for the web page's picture of the experts.
+type presentSource struct {
+	*downloader.Source
+	m *downloader.Mirror
+}
+
+var _ engine.Presence = presentSource{}
+
+func (s presentSource) Present(off, n int64) bool {
+	got, err := s.m.Present(s.Name(), off, n)
+	return err == nil && got == n
 }
 
 // OpenInstalled opens the mirror of the model `deltafin setup` installed, or

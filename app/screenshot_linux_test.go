@@ -200,7 +200,7 @@ func TestMenuScreenshots(t *testing.T) {
 	}
 
 	wait("serving", func(s string) bool { return strings.Contains(s, "demo model: random weights · serving http://") })
-	require.ElementsMatch(t, []string{LabelDownloadStream, LabelDownloadFull, LabelWarm, LabelCopyAddress, LabelStopServer,
+	require.ElementsMatch(t, []string{LabelDownloadStream, LabelDownloadFull, LabelWarm, LabelOpenWeb, LabelCopyAddress, LabelStopServer,
 		LabelOpenData, LabelLogin, LabelQuit}, visible())
 	scr.shot("menu-serving")
 

@@ -9,16 +9,22 @@ import (
 
 	"github.com/deltafin/deltafin/server"
 	"github.com/deltafin/deltafin/store"
+	"github.com/deltafin/deltafin/web"
 )
 
 // ErrNoModel: serve was asked to run without a model directory.
 var ErrNoModel = errors.New("app: no model to serve")
 
 // Jobs is how a server keeps its jobs: the store (nil: only while they
-// run) and who hears when a response ends.
+// run) and who hears when a response ends; and the menu-bar app behind the
+// web page (nil under deltafin serve).
 type Jobs struct {
 	Store      *store.Store
 	OnResponse func(server.Response)
+	Control    web.Control
+	// PageToken is the web page's same-origin token, kept across server
+	// restarts ("" picks one per server).
+	PageToken string
 }
 
 // OpenStore opens the job store in cfg's data directory: background
@@ -29,7 +35,8 @@ func OpenStore(cfg Config) (*store.Store, error) {
 }
 
 // NewServer returns the OpenAI-compatible server for m, configured from sc,
-// with its jobs kept as jobs says. m and jobs.Store stay the caller's to
+// with its jobs kept as jobs says, and the web page (package web) mounted
+// on it: the same port, the same Host check. m and jobs.Store stay the caller's to
 // close once the server is done.
 func NewServer(sc ServerConfig, m *Model, jobs Jobs, log *slog.Logger) (*server.Server, error) {
 	if m.Tokenizer == nil {
@@ -47,6 +54,12 @@ func NewServer(sc ServerConfig, m *Model, jobs Jobs, log *slog.Logger) (*server.
 	if err != nil {
 		return nil, err
 	}
+	page, err := web.New(web.Options{Server: s, Store: jobs.Store, APIKey: sc.APIKey, Engine: m.Model, Demo: sc.Demo,
+		Control: jobs.Control, Token: jobs.PageToken, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	s.Mount(page.Mount)
 	if m.Approximate != "" {
 		log.Warn(m.Approximate)
 	}

@@ -13,7 +13,8 @@ import (
 
 // savedState is what the menu-bar app remembers across restarts: a
 // download that was started and not finished (so it can be resumed from the
-// menu after a relaunch) and the overnight-warming switch. The downloader's
+// menu after a relaunch), the overnight-warming switch and the settings
+// saved on the web page. The downloader's
 // presence maps remember the bytes; this remembers the user's intent.
 type savedState struct {
 	Pending     string `json:"pending_download,omitempty"` // "stream" or "full"
@@ -24,6 +25,17 @@ type savedState struct {
 	// given.
 	ServerHost string `json:"server_host,omitempty"`
 	ServerPort int    `json:"server_port,omitempty"`
+	keptSettings
+}
+
+// keptSettings are the settings saved on the web page's /settings (nil:
+// never set there, the default or the flag applies; RememberedSettings).
+type keptSettings struct {
+	APIKey      *string   `json:"api_key,omitempty"`
+	CORSOrigins *[]string `json:"cors_origins,omitempty"`
+	Queue       *int      `json:"queue,omitempty"`
+	NotifyAfter *float64  `json:"notify_after_seconds,omitempty"`
+	WarmIdle    *float64  `json:"warm_idle_minutes,omitempty"`
 }
 
 const stateFile = "app-state.json"
@@ -56,7 +68,8 @@ func saveState(dir string, s savedState) error {
 	if err != nil {
 		return fmt.Errorf("app: encode state: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(dir, stateFile), append(b, '\n'), 0o644)
+	// 0600: it may hold the API key.
+	return writeFileAtomic(filepath.Join(dir, stateFile), append(b, '\n'), 0o600)
 }
 
 // RememberedAddress sets cfg's server address for the menu-bar app: the one

@@ -89,7 +89,7 @@ func (a *App) warmAllowed(ctx context.Context) (bool, string) {
 		a.log.Warn("idle time", "err", err)
 		return false, "idle time unknown"
 	}
-	if idle < a.cfg.WarmIdleAfter {
+	if idle < a.live().WarmIdleAfter {
 		return false, "warming waits for the machine to be idle"
 	}
 	ac, err := a.deps.Power.OnAC(ctx)

@@ -34,6 +34,11 @@ func App(demo func() (fs.FS, error)) func(ctx context.Context, c *Call) error {
 		if err := app.RememberedAddress(cfg); err != nil {
 			return err
 		}
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		if err := app.RememberedSettings(cfg, func(name string) bool { return given[name] }); err != nil {
+			return err
+		}
 		logger := app.NewLogger(*cfg, c.Stderr)
 		defer logger.Close()
 		log := logger.Logger

@@ -30,6 +30,25 @@ func forbidden(format string, args ...any) *apiError {
 		code: "forbidden", msg: fmt.Sprintf(format, args...)}
 }
 
+// isAPI reports whether path is the API's (everything else belongs to a
+// mounted page, Server.Mount).
+func isAPI(path string) bool {
+	return path == "/health" || path == "/v1" || strings.HasPrefix(path, "/v1/")
+}
+
+// apiOnly applies mw to the API's paths only.
+func apiOnly(mw echo.MiddlewareFunc) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		guarded := mw(next)
+		return func(c echo.Context) error {
+			if !isAPI(c.Request().URL.Path) {
+				return next(c)
+			}
+			return guarded(c)
+		}
+	}
+}
+
 // hostAllowed reports whether a Host header may reach the server.
 func hostAllowed(hostHeader, configured string) bool {
 	host := hostHeader

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +30,23 @@ type queue struct {
 	// prefillRate and decodeRate are tokens per second measured on
 	// finished generations (smoothed); 0 = not measured yet.
 	prefillRate, decodeRate float64
+	// generated counts every token generated since start; recent holds
+	// the last finished generations' figures, oldest first.
+	generated int64
+	recent    []Generation
+}
+
+// recentKept is how many finished generations QueueStatus.Recent lists.
+const recentKept = 16
+
+// Generation is one finished generation's speed, for the web page's
+// "recent answers".
+type Generation struct {
+	ID             string  `json:"id"`
+	PromptTokens   int     `json:"prompt_tokens"`
+	Tokens         int     `json:"tokens"`
+	PrefillSeconds float64 `json:"prefill_seconds"`
+	DecodeSeconds  float64 `json:"decode_seconds"`
 }
 
 // A ticket is one job's place: running or waiting in line. Its owner must
@@ -73,6 +91,10 @@ type QueueStatus struct {
 	Depth       int         `json:"depth"`
 	PrefillRate float64     `json:"prefill_tokens_per_second"`
 	DecodeRate  float64     `json:"decode_tokens_per_second"`
+	// Generated counts the tokens generated since the server started;
+	// Recent are the last finished generations, oldest first.
+	Generated int64        `json:"generated_tokens"`
+	Recent    []Generation `json:"recent,omitempty"`
 }
 
 func newQueue(maxQueue int) *queue {
@@ -144,6 +166,7 @@ func (t *ticket) prefill(n int) {
 func (t *ticket) token() {
 	t.q.mu.Lock()
 	t.st.Tokens++
+	t.q.generated++
 	t.st.State = "generating"
 	t.firstToken = true
 	t.q.mu.Unlock()
@@ -167,6 +190,11 @@ func (t *ticket) measure(res engine.Result) {
 	}
 	smooth(&q.prefillRate, res.PromptTokens, res.Prefill)
 	smooth(&q.decodeRate, res.Tokens, res.Decode)
+	if len(q.recent) == recentKept {
+		q.recent = q.recent[1:]
+	}
+	q.recent = append(q.recent, Generation{ID: t.st.ID, PromptTokens: res.PromptTokens, Tokens: res.Tokens,
+		PrefillSeconds: res.Prefill.Seconds(), DecodeSeconds: res.Decode.Seconds()})
 }
 
 // release gives the turn to the first in line, or leaves the line. It is
@@ -208,7 +236,8 @@ func (q *queue) status() QueueStatus {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := q.now()
-	qs := QueueStatus{Depth: q.maxQueue, PrefillRate: q.prefillRate, DecodeRate: q.decodeRate, Queued: []JobStatus{}}
+	qs := QueueStatus{Depth: q.maxQueue, PrefillRate: q.prefillRate, DecodeRate: q.decodeRate, Queued: []JobStatus{},
+		Generated: q.generated, Recent: slices.Clone(q.recent)}
 	known := q.prefillRate > 0 && q.decodeRate > 0
 	var ahead float64 // seconds until the engine is free for the next job
 	if t := q.running; t != nil {

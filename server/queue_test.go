@@ -141,6 +141,10 @@ func TestQueueProgress(t *testing.T) {
 	require.Equal(t, "c", qs.Queued[0].ID)
 	require.InDelta(t, 9.5+0.1+10, *qs.Queued[0].ETASeconds, 1e-9, "the job ahead, then its own")
 	require.InDelta(t, 0.05, qs.Queued[0].WaitedSeconds, 1e-9)
+	// The counts the web page draws: every token generated, and the
+	// finished generations' figures.
+	require.Equal(t, int64(1), qs.Generated)
+	require.Equal(t, []Generation{{ID: "a", PromptTokens: 100, Tokens: 10, PrefillSeconds: 1, DecodeSeconds: 5}}, qs.Recent)
 	b.release()
 	c.release()
 }

@@ -156,15 +156,15 @@ func newServer(opts Options, meta modelMeta) (*Server, error) {
 		},
 	}))
 	e.Use(s.logRequests())
-	e.Use(s.checkHost, s.checkOrigin)
+	e.Use(s.checkHost, apiOnly(s.checkOrigin))
 	if len(opts.CORSOrigins) > 0 {
-		e.Use(s.cors())
+		e.Use(apiOnly(s.cors()))
 	}
 	if opts.APIKey != "" {
-		e.Use(s.apiKey())
+		e.Use(apiOnly(s.apiKey()))
 	}
-	e.Use(middleware.BodyLimit(strconv.FormatInt(opts.BodyLimit, 10) + "B"))
-	e.Use(requireJSON)
+	e.Use(apiOnly(middleware.BodyLimit(strconv.FormatInt(opts.BodyLimit, 10) + "B")))
+	e.Use(apiOnly(requireJSON))
 
 	e.GET("/health", s.health)
 	e.GET("/v1/models", s.models)
@@ -179,6 +179,13 @@ func newServer(opts Options, meta modelMeta) (*Server, error) {
 	s.echo = e
 	return s, nil
 }
+
+// Mount adds routes beside the API, on the same port (the web page,
+// package web): f registers them on the server's echo. They pass the Host
+// check, the recovery and the request log like every request; the API's
+// own checks (Origin, API key, body limit, JSON bodies) stay on /v1 and
+// /health, and a mounted page makes its own. Call it before serving.
+func (s *Server) Mount(f func(e *echo.Echo)) { f(s.echo) }
 
 // ServeHTTP serves the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }

@@ -20,8 +20,10 @@
 //	tokens     job id → the job's generated token ids so far, uint32 little-endian each
 //	pending    sequence (uint64 big-endian) → job id: the queued and running
 //	           jobs in arrival order, what Open's caller resumes
+//	conversations  conversation id → Conversation as JSON: the web page's
+//	           chats, each turn naming the background response that answers it
 //
-// A later issue adds a "conversations" bucket (a web page's chats) beside
-// these, in the same file and under the same schema number rule: a bucket
-// that a version does not know is left alone.
+// A bucket that a version does not know is left alone, so adding one (as
+// conversations was) keeps schema 1: an older build opens the file and
+// ignores it.
 package store

@@ -24,10 +24,12 @@ var (
 	bucketJobs    = []byte("jobs")
 	bucketTokens  = []byte("tokens")
 	bucketPending = []byte("pending")
+	// bucketConversations holds the web page's chats (conversations.go).
+	bucketConversations = []byte("conversations")
 )
 
 var (
-	// ErrNotFound: no job has that id.
+	// ErrNotFound: no job (or conversation) has that id.
 	ErrNotFound = errors.New("store: not found")
 	// ErrLocked: another process has the store open.
 	ErrLocked = errors.New("store: in use by another process")
@@ -91,7 +93,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketJobs, bucketTokens, bucketPending} {
+		for _, b := range [][]byte{bucketMeta, bucketJobs, bucketTokens, bucketPending, bucketConversations} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -329,16 +331,19 @@ func deleteJob(tx *bolt.Tx, j *Job) error {
 	return tx.Bucket(bucketJobs).Delete([]byte(j.ID))
 }
 
-func getJob(b *bolt.Bucket, id string) (*Job, error) {
+func getJob(b *bolt.Bucket, id string) (*Job, error) { return getJSON[Job](b, "job", id) }
+
+// getJSON reads the value under id as JSON; kind names it in errors.
+func getJSON[T any](b *bolt.Bucket, kind, id string) (*T, error) {
 	v := b.Get([]byte(id))
 	if v == nil {
-		return nil, fmt.Errorf("%w: job %q", ErrNotFound, id)
+		return nil, fmt.Errorf("%w: %s %q", ErrNotFound, kind, id)
 	}
-	var j Job
-	if err := json.Unmarshal(v, &j); err != nil {
-		return nil, fmt.Errorf("store: job %q: %w", id, err)
+	var x T
+	if err := json.Unmarshal(v, &x); err != nil {
+		return nil, fmt.Errorf("store: %s %q: %w", kind, id, err)
 	}
-	return &j, nil
+	return &x, nil
 }
 
 func putJob(b *bolt.Bucket, j *Job) error {

@@ -1,0 +1,160 @@
+package web
+
+import (
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/server"
+	"github.com/deltafin/deltafin/store"
+)
+
+//go:embed assets templates
+var files embed.FS
+
+// Options are what the page is served from.
+type Options struct {
+	// Server is the API the page forwards its answers to and whose queue
+	// it lists.
+	Server *server.Server
+	// Store keeps the conversations; nil refuses asking (no background
+	// responses without one).
+	Store *store.Store
+	// APIKey is the server's key ("" = none): the page then asks for it
+	// once and forwards it to the API.
+	APIKey string
+	// Engine is the model served, for /model; nil shows no engine figures.
+	Engine *engine.Model
+	// Demo is set when the model is the built-in demo.
+	Demo bool
+	// Control is the menu-bar app (install, download, warming, settings);
+	// nil under `deltafin serve`, where /model has no buttons and /settings
+	// only shows.
+	Control Control
+	// Token is the same-origin token the page's state-changing requests
+	// carry; the app keeps one across server restarts, so a page open
+	// while the settings restart the server stays usable. "" picks one.
+	Token string
+	Log   *slog.Logger
+}
+
+// Web is the mounted page.
+type Web struct {
+	opts  Options
+	log   *slog.Logger
+	pages map[string]*template.Template
+	token string // the same-origin token state-changing requests carry
+	// samples is /model's history, and cells its last picture (model.go).
+	mu      sync.Mutex
+	samples []sample
+	cellsMu sync.Mutex
+	cells   struct {
+		at          time.Time
+		layers      []int
+		experts     int
+		place, heat string
+	}
+}
+
+// New prepares the page; Mount it on the server.
+func New(opts Options) (*Web, error) {
+	if opts.Server == nil {
+		return nil, fmt.Errorf("web: a server is needed")
+	}
+	w := &Web{opts: opts, log: opts.Log, pages: map[string]*template.Template{}}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	w.token = opts.Token
+	if w.token == "" {
+		var err error
+		if w.token, err = NewToken(); err != nil {
+			return nil, err
+		}
+	}
+	w.firstSample()
+	for _, name := range []string{"ask", "model", "settings", "login"} {
+		t, err := template.New("layout.html").ParseFS(files, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("web: template %s: %w", name, err)
+		}
+		w.pages[name] = t
+	}
+	return w, nil
+}
+
+// NewToken returns a fresh same-origin token (Options.Token).
+func NewToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("web: token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// Mount registers the page's routes on the server's echo (Server.Mount).
+func (w *Web) Mount(e *echo.Echo) {
+	g := e.Group("", w.guard)
+	assets, _ := fs.Sub(files, "assets")
+	g.GET("/assets/*", echo.WrapHandler(http.StripPrefix("/assets/", http.FileServer(http.FS(assets)))))
+	g.GET("/", w.page("ask", "Ask"))
+	g.GET("/model", w.page("model", "Model"))
+	g.GET("/settings", w.page("settings", "Settings"))
+	g.POST("/login", w.login)
+
+	g.GET("/api/conversations", w.listConversations)
+	g.GET("/api/conversations/:id", w.getConversation)
+	g.DELETE("/api/conversations/:id", w.deleteConversation)
+	g.POST("/api/conversations/:id/turns/:n/done", w.turnDone)
+	g.POST("/api/ask", w.ask)
+	g.GET("/api/responses/:id/stream", w.streamResponse)
+	g.POST("/api/responses/:id/cancel", w.cancelResponse)
+	g.GET("/api/queue", w.queue)
+	g.GET("/api/model", w.model)
+	g.POST("/api/model/:action", w.act)
+	g.GET("/api/settings", w.settings)
+	g.POST("/api/settings", w.saveSettings)
+}
+
+// pageData is what every template gets.
+type pageData struct {
+	Title, Active, Token, ModelID, BaseURL string
+	Next                                   string // the page to go to after signing in
+	Demo, App                              bool
+	Examples                               []example
+	Error                                  string
+}
+
+func (w *Web) data(c echo.Context, active string) pageData {
+	base := "http://" + c.Request().Host + "/v1"
+	return pageData{Title: active, Active: active, Token: w.token, ModelID: w.opts.Server.ModelID(),
+		BaseURL: base, Demo: w.opts.Demo, App: w.opts.Control != nil, Examples: examples(base, w.opts.Server.ModelID(), w.opts.APIKey != "")}
+}
+
+func (w *Web) page(name, title string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		return w.render(c, http.StatusOK, name, w.data(c, title))
+	}
+}
+
+func (w *Web) render(c echo.Context, status int, name string, d pageData) error {
+	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+	c.Response().WriteHeader(status)
+	return w.pages[name].Execute(c.Response(), d)
+}
+
+// problem is a JSON error for the page's scripts.
+func problem(c echo.Context, status int, code, format string, args ...any) error {
+	return c.JSON(status, map[string]any{"error": map[string]string{"code": code, "message": fmt.Sprintf(format, args...)}})
+}
