@@ -73,6 +73,7 @@ type Model struct {
 	i8          *checkpoint // the int8 spine, or nil
 	heads       headSplit   // attention heads over the cores
 	openStats   OpenStats
+	expertWait  atomic.Int64 // ns the passes waited for expert bytes (Stats.ExpertWait)
 }
 
 // Open reads dir/config.json, opens the safetensors shards, validates every

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sort"
+	"time"
 
 	"github.com/deltafin/deltafin/kernels"
 )
@@ -92,7 +93,8 @@ func topK(x []float32, k int) []int {
 //	         out = up · RMSNorm(r) (latent) or r, + shared(x)
 //
 // The experts' reads start as soon as the router has chosen, so they
-// overlap the latent projection and the shared experts.
+// overlap the latent projection and the shared experts; in a prompt the
+// shared experts also run beside the routed ones.
 func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []float32, T, layer, pos int, w *moeWeights) error {
 	c := m.cfg
 	routes, err := m.route(be, x, T, layer, pos, w)
@@ -114,12 +116,28 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 		be.MatMul(z, w.down, x, T)
 	}
 	var shared []float32
-	if w.shared != nil {
+	sharedDone := make(chan struct{})
+	switch {
+	case w.shared == nil:
+		close(sharedDone)
+	case T > 2:
+		// A prompt's shared experts run beside its routed ones, so that
+		// they fill the cores while the routed ones wait for their bytes
+		// (the reads of a prompt's union take seconds); the same calls on
+		// the same inputs, so the same bits.
+		shared = make([]float32, T*c.Hidden)
+		go func() {
+			defer close(sharedDone)
+			m.ffn(be, shared, *w.shared, x, T)
+		}()
+	default:
 		shared = make([]float32, T*c.Hidden)
 		m.ffn(be, shared, *w.shared, x, T)
+		close(sharedDone)
 	}
 
 	ys, err := m.runExperts(ctx, be, layer, work, batch, z, T)
+	<-sharedDone // it reads x and writes shared
 	if err != nil {
 		return err
 	}
@@ -203,7 +221,7 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 			continue
 		}
 		for i, id := range group {
-			ex, err := batch.expert(ctx, i)
+			ex, err := m.waitExpert(ctx, batch, i)
 			if err != nil {
 				batch.release()
 				return nil, err
@@ -222,6 +240,18 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 		batch.release()
 	}
 	return ys, nil
+}
+
+// waitExpert returns expert i of batch, counting the time spent waiting
+// for its bytes (Stats.ExpertWait).
+func (m *Model) waitExpert(ctx context.Context, batch expertBatch, i int) (kernels.Expert, error) {
+	if batch.ready(i) {
+		return batch.expert(ctx, i)
+	}
+	start := time.Now()
+	ex, err := batch.expert(ctx, i)
+	m.expertWait.Add(int64(time.Since(start)))
+	return ex, err
 }
 
 // combine sums each token's expert outputs with its route weights, in
