@@ -139,9 +139,14 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan engine.Budget
 	for i := range prompt {
 		prompt[i] = rng.IntN(m.Info().VocabSize)
 	}
+	stop := func() {}
+	if o.Profile != nil {
+		stop = o.Profile("prefill")
+	}
 	start := time.Now()
 	_, err = m.NewSession().Forward(ctx, prompt, false)
 	r.TimeToFirstToken = time.Since(start).Seconds()
+	stop()
 	st := m.Stats()
 	if cerr := m.Close(); err == nil { // puts the trace in place
 		err = cerr

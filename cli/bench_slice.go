@@ -34,7 +34,7 @@ func benchSliceCmd(ctx context.Context, c *Call, args []string) error {
 	fs.StringVar(&o.EnginePlan, "engine-plan", "both", "engine runs: natural (the slice's own RAM plan), streamed (the spine pinned as the full K3's on this machine: head pinned, layers streamed) or both")
 	fs.BoolVar(&o.Synthetic, "synthetic", true, "run the synthetic decode loops (false: only (a), the compute primitives and the engine runs)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the synthetic routes (the same seed replays the same routes)")
-	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of each engine decode to PATH-natural.pprof and PATH-streamed.pprof")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of each engine decode to PATH-natural.pprof and PATH-streamed.pprof, and of the prefill to PATH-prefill.pprof")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ type BenchSliceOptions struct {
 	// this machine: the head pinned, the layers streamed) or "both".
 	EnginePlan string
 	Synthetic  bool   // run the synthetic decode loops (b)
-	CPUProfile string // write a CPU profile of each engine decode to PATH-natural.pprof, PATH-streamed.pprof
+	CPUProfile string // write a CPU profile of each engine decode to PATH-natural.pprof, PATH-streamed.pprof, of the prefill to PATH-prefill.pprof
 	Prefill    int    // prompt tokens for the prefill measurement (0: none)
 	Int8       bool   // compare the int8 spine with BF16 (converts the slice's spine once)
 }
