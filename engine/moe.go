@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/deltafin/deltafin/kernels"
@@ -94,7 +95,7 @@ func topK(x []float32, k int) []int {
 //
 // The experts' reads start as soon as the router has chosen, so they
 // overlap the latent projection and the shared experts; in a prompt the
-// shared experts also run beside the routed ones.
+// shared experts run at the first wait for a routed expert's bytes.
 func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []float32, T, layer, pos int, w *moeWeights) error {
 	c := m.cfg
 	routes, err := m.route(be, x, T, layer, pos, w)
@@ -116,30 +117,29 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 		be.MatMul(z, w.down, x, T)
 	}
 	var shared []float32
-	sharedDone := make(chan struct{})
-	switch {
-	case w.shared == nil:
-		close(sharedDone)
-	case T > 2:
-		// A prompt's shared experts run beside its routed ones, so that
-		// they fill the cores while the routed ones wait for their bytes
-		// (the reads of a prompt's union take seconds); the same calls on
-		// the same inputs, so the same bits.
-		shared = make([]float32, T*c.Hidden)
-		go func() {
-			defer close(sharedDone)
+	sharedFFN := func() {
+		if w.shared != nil {
+			shared = make([]float32, T*c.Hidden)
 			m.ffn(be, shared, *w.shared, x, T)
-		}()
-	default:
-		shared = make([]float32, T*c.Hidden)
-		m.ffn(be, shared, *w.shared, x, T)
-		close(sharedDone)
+		}
+	}
+	var idle func()
+	if T > 2 {
+		// A prompt's shared experts wait for the first moment a routed
+		// expert's bytes have not arrived: they fill the cores then
+		// instead of keeping the reads' window full while the disk idles.
+		// (One call at a time: the kernels' pool serves the latest call.)
+		idle = sync.OnceFunc(sharedFFN)
+	} else {
+		sharedFFN()
 	}
 
-	ys, err := m.runExperts(ctx, be, layer, work, batch, z, T)
-	<-sharedDone // it reads x and writes shared
+	ys, err := m.runExperts(ctx, be, layer, work, batch, z, T, idle)
 	if err != nil {
 		return err
+	}
+	if idle != nil {
+		idle() // no routed expert ever waited
 	}
 	m.combine(be, out, routes, ys, shared, w, T)
 	return ctx.Err()
@@ -198,7 +198,7 @@ func expertMajor(routes []route, K int) expertWork {
 // returns each (token, slot) output, ys [T, K, D], so that the combine can
 // sum in route order. batch holds work.groups[0], already acquired; each
 // later group is acquired in turn and the one after it prefetched.
-func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, work expertWork, batch expertBatch, z []float32, T int) ([]float32, error) {
+func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, work expertWork, batch expertBatch, z []float32, T int, idle func()) ([]float32, error) {
 	c := m.cfg
 	D, K := c.ExpertDim(), c.TopK
 	ys := make([]float32, T*K*D) // [T, K, D]
@@ -221,7 +221,7 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 			continue
 		}
 		for i, id := range group {
-			ex, err := m.waitExpert(ctx, batch, i)
+			ex, err := m.waitExpert(ctx, batch, i, idle)
 			if err != nil {
 				batch.release()
 				return nil, err
@@ -243,10 +243,17 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 }
 
 // waitExpert returns expert i of batch, counting the time spent waiting
-// for its bytes (Stats.ExpertWait).
-func (m *Model) waitExpert(ctx context.Context, batch expertBatch, i int) (kernels.Expert, error) {
+// for its bytes (Stats.ExpertWait); when they have not arrived, idle (if
+// set) runs first.
+func (m *Model) waitExpert(ctx context.Context, batch expertBatch, i int, idle func()) (kernels.Expert, error) {
 	if batch.ready(i) {
 		return batch.expert(ctx, i)
+	}
+	if idle != nil {
+		idle()
+		if batch.ready(i) {
+			return batch.expert(ctx, i)
+		}
 	}
 	start := time.Now()
 	ex, err := batch.expert(ctx, i)
