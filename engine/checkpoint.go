@@ -8,8 +8,11 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/checkpoint/safetensors"
@@ -88,7 +91,6 @@ func openCheckpoint(ctx context.Context, dir string, open OpenSource) (*checkpoi
 // model's tensors. Its work is linear in the tensors, with a few
 // allocations per shard (the full K3 has 497,220 tensors in 96 shards).
 func (ck *checkpoint) index(ctx context.Context, dir string, files []string, index []safetensors.IndexEntry, open OpenSource) error {
-	total := 0
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -97,13 +99,31 @@ func (ck *checkpoint) index(ctx context.Context, dir string, files []string, ind
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrCheckpoint, f, err)
 		}
-		s := &shard{name: f, src: src}
-		ck.shards = append(ck.shards, s)
-		if s.hdr, err = safetensors.Read(readerAt{ctx, src}, src.Size()); err != nil {
-			if terr := diagnoseTruncation(f, src); terr != nil {
-				return terr
+		ck.shards = append(ck.shards, &shard{name: f, src: src})
+	}
+	// The headers are parsed on every core (K3: 96 of about 1 MB each);
+	// the first error in file order is the one reported.
+	errs := make([]error, len(ck.shards))
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(ck.shards)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(ck.shards); i = int(next.Add(1) - 1) {
+				s := ck.shards[i]
+				var err error
+				if s.hdr, err = safetensors.Read(readerAt{ctx, s.src}, s.src.Size()); err != nil {
+					if errs[i] = diagnoseTruncation(s.name, s.src); errs[i] == nil {
+						errs[i] = fmt.Errorf("%w: %s: %v", ErrCheckpoint, s.name, err)
+					}
+				}
 			}
-			return fmt.Errorf("%w: %s: %v", ErrCheckpoint, f, err)
+		})
+	}
+	wg.Wait()
+	total := 0
+	for i, s := range ck.shards {
+		if errs[i] != nil {
+			return errs[i]
 		}
 		total += len(s.hdr.Tensors)
 	}
