@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -92,6 +93,21 @@ func TestValidation(t *testing.T) {
 			want: []string{shard2, "truncated"},
 		},
 		{
+			name:  "index maps a tensor to another file",
+			after: editIndex(func(wm map[string]string) { wm[lp+"3.self_attn.q_b_proj.weight"] = shard1 }),
+			want:  []string{shard2, `"` + lp + `3.self_attn.q_b_proj.weight"`, "not mapped to this file by model.safetensors.index.json", `maps to "` + shard1 + `"`},
+		},
+		{
+			name:  "index lists a tensor the file lacks",
+			after: editIndex(func(wm map[string]string) { wm[lp+"0.self_attn.bogus.weight"] = shard1 }),
+			want:  []string{shard1, `"` + lp + `0.self_attn.bogus.weight" listed in model.safetensors.index.json is not in the file`},
+		},
+		{
+			name:  "index lacks a tensor",
+			after: editIndex(func(wm map[string]string) { delete(wm, lp+"3.self_attn.q_b_proj.weight") }),
+			want:  []string{shard2, `"` + lp + `3.self_attn.q_b_proj.weight" is not mapped to this file`},
+		},
+		{
 			name: "bad config",
 			break_: func(t *testing.T, m *model) {
 				m.config["text_config"].(map[string]any)["hidden_act"] = "gelu"
@@ -179,4 +195,22 @@ func TestOpenReadsNoWeightBeforeValidating(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, model.Close())
 	require.Positive(t, past.Load())
+}
+
+// editIndex returns a damage step that rewrites the weight_map of a model
+// directory's index.
+func editIndex(edit func(wm map[string]string)) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		p := filepath.Join(dir, indexFile)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		var idx struct {
+			WeightMap map[string]string `json:"weight_map"`
+		}
+		require.NoError(t, json.Unmarshal(b, &idx))
+		edit(idx.WeightMap)
+		b, err = json.Marshal(idx)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+	}
 }
