@@ -134,27 +134,35 @@ func (p *scanner) int() (int64, error) {
 // ints appends the integers of a JSON array to dst. (Its length is
 // bounded by the input's, which the caller bounds.)
 func (p *scanner) ints(dst []int64) ([]int64, error) {
+	err := p.array(func() error {
+		v, err := p.int()
+		dst = append(dst, v)
+		return err
+	})
+	return dst, err
+}
+
+// array calls elem for each element of an array; elem must consume it.
+func (p *scanner) array(elem func() error) error {
 	if err := p.expect('['); err != nil {
-		return dst, err
+		return err
 	}
 	if p.peek() == ']' {
 		p.i++
-		return dst, nil
+		return nil
 	}
 	for {
-		v, err := p.int()
-		if err != nil {
-			return dst, err
+		if err := elem(); err != nil {
+			return err
 		}
-		dst = append(dst, v)
 		switch p.peek() {
 		case ',':
 			p.i++
 		case ']':
 			p.i++
-			return dst, nil
+			return nil
 		default:
-			return dst, p.errorf("want ',' or ']' in an array")
+			return p.errorf("want ',' or ']' in an array")
 		}
 	}
 }
@@ -204,25 +212,7 @@ func (p *scanner) skip(depth int) error {
 	case c == '{':
 		return p.object(func(string) error { return p.skip(depth + 1) })
 	case c == '[':
-		p.i++
-		if p.peek() == ']' {
-			p.i++
-			return nil
-		}
-		for {
-			if err := p.skip(depth + 1); err != nil {
-				return err
-			}
-			switch p.peek() {
-			case ',':
-				p.i++
-			case ']':
-				p.i++
-				return nil
-			default:
-				return p.errorf("want ',' or ']' in an array")
-			}
-		}
+		return p.array(func() error { return p.skip(depth + 1) })
 	case c == '-' || c >= '0' && c <= '9':
 		start := p.i
 		for p.i < len(p.s) && strings.IndexByte("+-.eE0123456789", p.s[p.i]) >= 0 {
