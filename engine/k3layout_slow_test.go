@@ -13,7 +13,8 @@ import (
 )
 
 // TestK3LayoutOpens opens the full-size K3 layout's index (k3layout_test.go:
-// 497,220 tensors in 96 sparse shards) and plans it on a 128 GB machine;
+// 497,220 tensors in 96 sparse shards), plans it on a 128 GB machine and
+// opens an expert store over its spans;
 // then a shard cut inside an expert is refused at open, by name.
 func TestK3LayoutOpens(t *testing.T) {
 	dir := k3LayoutDir(t)
@@ -35,6 +36,10 @@ func TestK3LayoutOpens(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, plan.PinnedLayers)
 	require.Less(t, plan.PinnedLayers, 93)
+	// The expert store checks all 82,432 spans against their shards.
+	store, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: ck.experts, Sources: ck.sources()})
+	require.NoError(t, err)
+	require.NoError(t, store.Close())
 	require.NoError(t, ck.close())
 
 	// Cut shard 50 (layer 49) in the middle of its experts.
