@@ -174,7 +174,10 @@ func (ck *checkpoint) checkIndex(index []safetensors.IndexEntry) error {
 	}
 	mapped := 0
 	for _, e := range index {
-		s := byName[e.File] // the files are the index's
+		s := byName[e.File]
+		if s == nil { // the files are the index's: never, but not a panic
+			return fmt.Errorf("%w: %s names %q, which was not opened", ErrCheckpoint, indexFile, e.File)
+		}
 		name, text := e.Name, true
 		if ck.prefix != "" {
 			name, text = strings.CutPrefix(name, ck.prefix)
