@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -52,11 +53,24 @@ type Model struct {
 // else this machine's memory), the expert heat histogram kept in the data
 // directory, and the router trace (--trace).
 //
-// Everything cheap is checked before any weight is read: the tokenizer
-// files and the backend name.
+// Everything cheap is checked before any weight is read: --ram-gb against
+// this machine's memory, config.json, the tokenizer files (present and
+// parseable) and the backend name; then the engine checks the config, every
+// shard's header against its file's size, the index and every tensor
+// against the config (engine.Open) before it reads a weight.
 func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
-	if err := CheckRAM(cfg); err != nil {
-		return nil, err
+	if cfg.RAMGB > 0 {
+		mem, err := sysinfo.ReadMemory()
+		if err != nil {
+			return nil, err
+		}
+		warning, err := checkRAM(cfg.RAMGB, mem)
+		if err != nil {
+			return nil, err
+		}
+		if warning != "" {
+			slog.Warn(warning)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(ref.Dir, "config.json")); err != nil {
 		return nil, fmt.Errorf("%w: %s has no config.json", ErrNoModel, ref.Dir)
@@ -106,10 +120,23 @@ func CheckRAM(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if total := float64(mem.Total) / 1e9; cfg.RAMGB > total {
-		return fmt.Errorf("%w: --ram-gb %g, and this machine has %.1f GB (leave --ram-gb out to plan for what is available)", ErrRAM, cfg.RAMGB, total)
+	_, err = checkRAM(cfg.RAMGB, mem)
+	return err
+}
+
+// checkRAM holds --ram-gb to the machine's memory: above the physical RAM
+// it is refused; above what is available now (other programs hold the
+// rest) it is allowed, with a warning to show, since the plan would pin
+// weights the system must first free memory for.
+func checkRAM(ramGB float64, mem sysinfo.Memory) (warning string, err error) {
+	total, avail := float64(mem.Total)/1e9, float64(mem.Available)/1e9
+	switch {
+	case ramGB > total:
+		return "", fmt.Errorf("%w: --ram-gb %g, and this machine has %.1f GB (leave --ram-gb out to plan for what is available)", ErrRAM, ramGB, total)
+	case ramGB > avail:
+		return fmt.Sprintf("--ram-gb %g is more than the %.1f GB available now (of %.1f GB): the system will have to free memory for the pinned weights; leave --ram-gb out to plan for what is available", ramGB, avail, total), nil
 	}
-	return nil
+	return "", nil
 }
 
 // PasteableAddr is a listener's address as a person on this machine can

@@ -9,6 +9,7 @@ import (
 
 	"github.com/deltafin/deltafin/downloader/hubtest"
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/internal/sysinfo"
 	"github.com/stretchr/testify/require"
 )
 
@@ -120,4 +121,51 @@ func TestOpenModelChecksBeforeLoading(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644))
 	_, err = OpenModel(t.Context(), cfg, ModelRef{Dir: dir, NeedTokenizer: true})
 	require.ErrorContains(t, err, "tokenizer")
+}
+
+// TestOpenModelRefusesRAMAboveThePhysical: --ram-gb above this machine's
+// memory is refused before the model directory is even looked at (this
+// one has no model: the RAM error comes first).
+func TestOpenModelRefusesRAMAboveThePhysical(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig(func(string) string { return "" })
+	cfg.DataDir = t.TempDir()
+	cfg.RAMGB = 1e6
+	_, err := OpenModel(t.Context(), cfg, ModelRef{Dir: t.TempDir()})
+	require.ErrorIs(t, err, ErrRAM)
+	require.ErrorContains(t, err, "--ram-gb 1e+06")
+}
+
+func TestCheckRAMWarnsAboveTheAvailable(t *testing.T) {
+	t.Parallel()
+	mem := sysinfo.Memory{Total: 64e9, Available: 20e9}
+	w, err := checkRAM(32, mem)
+	require.NoError(t, err)
+	require.Contains(t, w, "more than the 20.0 GB available now")
+	w, err = checkRAM(16, mem)
+	require.NoError(t, err)
+	require.Empty(t, w)
+	_, err = checkRAM(65, mem)
+	require.ErrorIs(t, err, ErrRAM)
+}
+
+// TestOpenModelRefusesADamagedTokenizer: a tokenizer file that does not
+// parse is refused before the weights are read, even when the caller does
+// not need a tokenizer (a missing one it would accept). The shards are
+// left out: reaching them would fail differently.
+func TestOpenModelRefusesADamagedTokenizer(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig(func(string) string { return "" })
+	cfg.DataDir = t.TempDir()
+	dir := t.TempDir()
+	src := filepath.Join("..", "testdata", "k3-tiny")
+	for _, f := range []string{"config.json", "tokenizer_config.json"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tiktoken.model"), []byte("not base64 at all\n"), 0o644))
+	_, err := OpenModel(t.Context(), cfg, ModelRef{Dir: dir})
+	require.ErrorContains(t, err, "tokenizer")
+	require.NotErrorIs(t, err, engine.ErrCheckpoint)
 }

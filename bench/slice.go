@@ -227,8 +227,8 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 			return r, err
 		}
 		r.EnginePrefill = &p
-		logf("prefill, engine forward: %d tokens, time to first token %.2f s; %d distinct experts read, amplification %.4f (token-major would acquire %.2f×)",
-			p.Tokens, p.TimeToFirstToken, p.DistinctExperts, p.ReadAmplification, p.TokenMajorAmplification)
+		logf("prefill, engine forward: %d tokens, time to first token %.2f s; %d distinct experts read, amplification %.4f (token-major would acquire %.2f×); read once without compute %.2f s (TTFT %.2f× that), waiting for experts %.2f s, compute %.2f s",
+			p.Tokens, p.TimeToFirstToken, p.DistinctExperts, p.ReadAmplification, p.TokenMajorAmplification, p.ReadsAlone, p.TTFTRatio, p.ExpertWait, p.Compute)
 	}
 	if o.Int8 {
 		q, err := o.engineInt8(ctx, o.Plan)

@@ -98,6 +98,23 @@ type PrefillResult struct {
 	// token-at-a-time prefill without a cache.
 	ReadAmplification       float64 `json:"read_amplification"`
 	TokenMajorAmplification float64 `json:"token_major_amplification"`
+	// ReadsAlone is the time to read the prompt's distinct experts once,
+	// replayed right after through a cold store without compute, in the
+	// prefill's order (slice_prefill.go); TTFTRatio is TimeToFirstToken ÷
+	// it (target ≤ 1.3). ExpertWait is the part of the prefill spent
+	// waiting for expert bytes, Compute the rest (TimeToFirstToken −
+	// ExpertWait: the prefill's compute, reads hidden), DiskIdle the time
+	// no read was in flight.
+	ReadsAlone float64 `json:"reads_alone_s"`
+	TTFTRatio  float64 `json:"ttft_ratio"`
+	ExpertWait float64 `json:"expert_wait_s"`
+	Compute    float64 `json:"compute_s"`
+	DiskIdle   float64 `json:"disk_idle_s"`
+	// Open is the model's open (engine.OpenStats): index and validation,
+	// then the pinned spine read and checked; PinnedGBps its rate.
+	Open       engine.OpenStats `json:"open"`
+	OpenTotal  float64          `json:"open_s"`
+	PinnedGBps float64          `json:"pinned_gb_per_s"`
 }
 
 // enginePrefill opens the slice with an empty expert cache and runs a
@@ -107,18 +124,29 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan engine.Budget
 	plan.CacheExperts = 0 // every distinct expert is read: the worst case
 	tracePath := filepath.Join(o.Dir, "prefill-trace.jsonl")
 	defer os.Remove(tracePath)
+	o.dropSliceCache()
+	opened := time.Now()
 	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, Stream: &engine.StreamOptions{Plan: &plan, TracePath: tracePath}})
 	if err != nil {
 		return r, err
+	}
+	r.OpenTotal, r.Open = time.Since(opened).Seconds(), m.OpenStats()
+	if r.Open.PinnedSeconds > 0 {
+		r.PinnedGBps = float64(r.Open.PinnedBytes) / r.Open.PinnedSeconds / 1e9
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x9EF1))
 	prompt := make([]int, o.Prefill)
 	for i := range prompt {
 		prompt[i] = rng.IntN(m.Info().VocabSize)
 	}
+	stop := func() {}
+	if o.Profile != nil {
+		stop = o.Profile("prefill")
+	}
 	start := time.Now()
 	_, err = m.NewSession().Forward(ctx, prompt, false)
 	r.TimeToFirstToken = time.Since(start).Seconds()
+	stop()
 	st := m.Stats()
 	if cerr := m.Close(); err == nil { // puts the trace in place
 		err = cerr
@@ -131,7 +159,6 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan engine.Budget
 		return r, err
 	}
 	defer f.Close()
-	type choice struct{ layer, expert int }
 	distinct := map[choice]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -152,9 +179,15 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan engine.Budget
 		return r, err
 	}
 	r.DistinctExperts, r.DiskBytes = len(distinct), st.ExpertBytes
+	r.ExpertWait, r.DiskIdle = st.ExpertWait.Seconds(), st.DiskIdle.Seconds()
+	r.Compute = r.TimeToFirstToken - r.ExpertWait
 	if r.DistinctExperts > 0 {
 		r.ReadAmplification = float64(st.ExpertBytes) / float64(int64(r.DistinctExperts)*ckpt.ExpertSpanBytes)
 		r.TokenMajorAmplification = float64(r.TokenMajorExperts) / float64(r.DistinctExperts)
+		if r.ReadsAlone, err = replayPrefillReads(ctx, o.Dir, distinct); err != nil {
+			return r, err
+		}
+		r.TTFTRatio = r.TimeToFirstToken / r.ReadsAlone
 	}
 	return r, nil
 }

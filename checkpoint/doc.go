@@ -5,7 +5,7 @@
 // bytes). It sits on the disk in the data flow (downloader → disk → engine)
 // and imports nothing of ours but the standard library.
 //
-//	safetensors/  the bounded, fuzzed safetensors header parser
+//	safetensors/  the bounded, fuzzed parser of safetensors headers and indexes
 //	names.go      tensor names: the multimodal text prefix, decoder layers,
 //	              the parts of one routed expert
 //	experts.go    routed expert spans: ExpertID, ExpertSpan, IndexExperts

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -33,7 +34,7 @@ func benchSliceCmd(ctx context.Context, c *Call, args []string) error {
 	fs.StringVar(&o.EnginePlan, "engine-plan", "both", "engine runs: natural (the slice's own RAM plan), streamed (the spine pinned as the full K3's on this machine: head pinned, layers streamed) or both")
 	fs.BoolVar(&o.Synthetic, "synthetic", true, "run the synthetic decode loops (false: only (a), the compute primitives and the engine runs)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the synthetic routes (the same seed replays the same routes)")
-	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of each engine decode to PATH-natural.pprof and PATH-streamed.pprof")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of each engine decode to PATH-natural.pprof and PATH-streamed.pprof, and of the prefill to PATH-prefill.pprof")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
@@ -52,7 +53,7 @@ type BenchSliceOptions struct {
 	// this machine: the head pinned, the layers streamed) or "both".
 	EnginePlan string
 	Synthetic  bool   // run the synthetic decode loops (b)
-	CPUProfile string // write a CPU profile of each engine decode to PATH-natural.pprof, PATH-streamed.pprof
+	CPUProfile string // write a CPU profile of each engine decode to PATH-natural.pprof, PATH-streamed.pprof, of the prefill to PATH-prefill.pprof
 	Prefill    int    // prompt tokens for the prefill measurement (0: none)
 	Int8       bool   // compare the int8 spine with BF16 (converts the slice's spine once)
 }
@@ -164,8 +165,13 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.Ratio, rep.Backend, 100*d.SpecAcceptRate, d.SpecPasses, d.TokensPerPass)
 	}
 	if p := rep.EnginePrefill; p != nil {
+		a := rep.Bandwidth[0].GBPerSecond
 		fmt.Fprintf(out, "prefill of %d tokens: time to first token %.2f s; read amplification %.4f (target 1.05; %d distinct experts, token-major %.2f×)\n",
 			p.Tokens, p.TimeToFirstToken, p.ReadAmplification, p.DistinctExperts, p.TokenMajorAmplification)
+		fmt.Fprintf(out, "  the same experts read once without compute: %.2f s; TTFT %.2f× that (target 1.3); of the TTFT %.2f s waiting for expert bytes, %.2f s compute; disk idle %.2f s (backend %s, %d threads)\n",
+			p.ReadsAlone, p.TTFTRatio, p.ExpertWait, p.Compute, p.DiskIdle, rep.Backend, runtime.NumCPU())
+		fmt.Fprintf(out, "  open: %.2f s; index and validation %.2f s; pinned spine %.2f GB in %.2f s = %.2f GB/s, %.2f of (a) (%d readers, direct %v)\n",
+			p.OpenTotal, p.Open.IndexSeconds, float64(p.Open.PinnedBytes)/1e9, p.Open.PinnedSeconds, p.PinnedGBps, p.PinnedGBps/a, p.Open.Readers, p.Open.Direct)
 	}
 	if q := rep.EngineInt8; q != nil {
 		fmt.Fprintf(out, "int8 spine (NOT exact) vs BF16: max |Δlogit| %.4g (BF16 logits span %.4g), top-1 agreement %.0f%% over %d positions; spine %.2f → %.2f GB\n",

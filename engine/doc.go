@@ -18,6 +18,7 @@
 //	source.go      Source: the bytes of one checkpoint file
 //	checkpoint.go  shards, index, tensor lookup; roster.go: what must be there
 //	weights.go     the spine; experts.go: the routed-expert store
+//	spineload.go   the pinned spine read in parallel, direct, checked as it lands
 //	attnres.go     Block Attention Residuals
 //	kda.go         Kimi Delta Attention; kda_chunk.go: its chunked prefill
 //	mla.go         multi-head latent attention (NoPE)

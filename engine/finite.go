@@ -55,10 +55,15 @@ func firstNonFinite(m kernels.Matrix) int {
 // checkFinite refuses a float tensor holding NaN or Inf, naming it.
 func checkFinite(r *tensorRef, m kernels.Matrix) error {
 	if i := firstNonFinite(m); i >= 0 {
-		return fmt.Errorf("%w: %s: tensor %q: element %d (row %d) is NaN or Inf; the file is damaged: `deltafin setup --repair` re-verifies the install",
-			ErrNotFinite, r.shard.name, r.full, i, i/max(m.Cols, 1))
+		return nonFiniteError(r, i, m.Cols)
 	}
 	return nil
+}
+
+// nonFiniteError names element i of a tensor of cols columns.
+func nonFiniteError(r *tensorRef, i, cols int) error {
+	return fmt.Errorf("%w: %s: tensor %q: element %d (row %d) is NaN or Inf; the file is damaged: `deltafin setup --repair` re-verifies the install",
+		ErrNotFinite, r.shard.name, r.full, i, i/max(cols, 1))
 }
 
 // scaleNaN is the e8m0 encoding of NaN, the one byte an MXFP4 scale never is.

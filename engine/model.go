@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"github.com/deltafin/deltafin/kernels"
 )
@@ -71,6 +72,8 @@ type Model struct {
 	noSpec      bool
 	i8          *checkpoint // the int8 spine, or nil
 	heads       headSplit   // attention heads over the cores
+	openStats   OpenStats
+	expertWait  atomic.Int64 // ns the passes waited for expert bytes (Stats.ExpertWait)
 }
 
 // Open reads dir/config.json, opens the safetensors shards, validates every
@@ -78,17 +81,14 @@ type Model struct {
 // of each MXFP4 expert), and loads the weights. The router trace
 // (StreamOptions.TracePath) is started before any weight is read.
 func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
-	cfg, err := loadConfig(dir)
-	if err != nil {
-		return nil, err
-	}
 	if opts.Backend == nil {
 		opts.Backend = kernels.Default()
 	}
 	if opts.OpenSource == nil {
 		opts.OpenSource = OpenFile
 	}
-	m := &Model{cfg: cfg, backend: opts.Backend, pinned: cfg.Layers, noSpec: opts.NoSpec}
+	m := &Model{backend: opts.Backend, noSpec: opts.NoSpec}
+	var err error
 	if opts.Stream != nil && opts.Stream.TracePath != "" {
 		if m.routerTrace, err = createTrace(opts.Stream.TracePath); err != nil {
 			return nil, err
@@ -106,9 +106,12 @@ func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
 		}
 		return nil, err
 	}
-	if m.ck, err = openCheckpoint(ctx, dir, opts.OpenSource); err != nil {
+	start := time.Now()
+	if m.cfg, m.ck, err = openIndex(ctx, dir, opts.OpenSource); err != nil {
 		return fail(err)
 	}
+	m.pinned = m.cfg.Layers
+	m.openStats.IndexSeconds = time.Since(start).Seconds()
 	if opts.SpineInt8 != "" {
 		if m.i8, err = openSpineInt8(ctx, opts.SpineInt8, m.ck); err != nil {
 			return fail(err)
@@ -121,9 +124,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
 }
 
 func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) error {
-	if err := m.ck.validate(m.cfg); err != nil {
-		return err
-	}
+	var err error
 	if stream != nil {
 		plan, err := m.planStreaming(stream)
 		if err != nil {
@@ -131,7 +132,27 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 		}
 		m.plan, m.pinned = plan, min(plan.PinnedLayers, m.cfg.Layers)
 	}
-	w, err := loadWeights(ctx, m.ck, m.i8, m.cfg, m.pinned)
+	var view map[*tensorRef][]byte
+	if m.i8 == nil {
+		// The resident spine, read in parallel and checked as it lands
+		// (spineload.go). The int8 spine's matrices come from its own
+		// checkpoint, through the plain loader.
+		byLayer, refs := m.ck.spineTensors(m.cfg)
+		for _, l := range byLayer[:m.pinned] {
+			refs = append(refs, l...)
+		}
+		mode := ioDirect
+		if stream != nil {
+			mode = stream.mode
+		}
+		var st OpenStats
+		view, st, err = loadPinned(ctx, dir, refs, mode)
+		st.IndexSeconds, m.openStats = m.openStats.IndexSeconds, st
+		if err != nil {
+			return err
+		}
+	}
+	w, err := loadWeights(ctx, m.ck, m.i8, m.cfg, m.pinned, view)
 	if err != nil {
 		return err
 	}

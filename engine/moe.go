@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"sort"
+	"sync"
+	"time"
 
 	"github.com/deltafin/deltafin/kernels"
 )
@@ -92,7 +94,8 @@ func topK(x []float32, k int) []int {
 //	         out = up · RMSNorm(r) (latent) or r, + shared(x)
 //
 // The experts' reads start as soon as the router has chosen, so they
-// overlap the latent projection and the shared experts.
+// overlap the latent projection and the shared experts; in a prompt the
+// shared experts run at the first wait for a routed expert's bytes.
 func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []float32, T, layer, pos int, w *moeWeights) error {
 	c := m.cfg
 	routes, err := m.route(be, x, T, layer, pos, w)
@@ -114,14 +117,29 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 		be.MatMul(z, w.down, x, T)
 	}
 	var shared []float32
-	if w.shared != nil {
-		shared = make([]float32, T*c.Hidden)
-		m.ffn(be, shared, *w.shared, x, T)
+	sharedFFN := func() {
+		if w.shared != nil {
+			shared = make([]float32, T*c.Hidden)
+			m.ffn(be, shared, *w.shared, x, T)
+		}
+	}
+	var idle func()
+	if T > 2 {
+		// A prompt's shared experts wait for the first moment a routed
+		// expert's bytes have not arrived: they fill the cores then
+		// instead of keeping the reads' window full while the disk idles.
+		// (One call at a time: the kernels' pool serves the latest call.)
+		idle = sync.OnceFunc(sharedFFN)
+	} else {
+		sharedFFN()
 	}
 
-	ys, err := m.runExperts(ctx, be, layer, work, batch, z, T)
+	ys, err := m.runExperts(ctx, be, layer, work, batch, z, T, idle)
 	if err != nil {
 		return err
+	}
+	if idle != nil {
+		idle() // no routed expert ever waited
 	}
 	m.combine(be, out, routes, ys, shared, w, T)
 	return ctx.Err()
@@ -180,7 +198,7 @@ func expertMajor(routes []route, K int) expertWork {
 // returns each (token, slot) output, ys [T, K, D], so that the combine can
 // sum in route order. batch holds work.groups[0], already acquired; each
 // later group is acquired in turn and the one after it prefetched.
-func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, work expertWork, batch expertBatch, z []float32, T int) ([]float32, error) {
+func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, work expertWork, batch expertBatch, z []float32, T int, idle func()) ([]float32, error) {
 	c := m.cfg
 	D, K := c.ExpertDim(), c.TopK
 	ys := make([]float32, T*K*D) // [T, K, D]
@@ -203,7 +221,7 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 			continue
 		}
 		for i, id := range group {
-			ex, err := batch.expert(ctx, i)
+			ex, err := m.waitExpert(ctx, batch, i, idle)
 			if err != nil {
 				batch.release()
 				return nil, err
@@ -222,6 +240,25 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 		batch.release()
 	}
 	return ys, nil
+}
+
+// waitExpert returns expert i of batch, counting the time spent waiting
+// for its bytes (Stats.ExpertWait); when they have not arrived, idle (if
+// set) runs first.
+func (m *Model) waitExpert(ctx context.Context, batch expertBatch, i int, idle func()) (kernels.Expert, error) {
+	if batch.ready(i) {
+		return batch.expert(ctx, i)
+	}
+	if idle != nil {
+		idle()
+		if batch.ready(i) {
+			return batch.expert(ctx, i)
+		}
+	}
+	start := time.Now()
+	ex, err := batch.expert(ctx, i)
+	m.expertWait.Add(int64(time.Since(start)))
+	return ex, err
 }
 
 // combine sums each token's expert outputs with its route weights, in

@@ -179,9 +179,8 @@ func (c *config) eachTensor(yield func(tensorSpec) bool) {
 // not back to back in one file (ckpt.IndexExperts, whose spans it keeps in
 // ck.experts).
 func (ck *checkpoint) validate(c *config) error {
-	want := make(map[string]bool, len(ck.tensors))
+	found := 0 // the roster's names are distinct: count instead of keeping a set
 	for s := range c.roster() {
-		want[s.name] = true
 		r := ck.tensors[s.name]
 		if r == nil {
 			return ck.missing(s.name)
@@ -192,14 +191,19 @@ func (ck *checkpoint) validate(c *config) error {
 		if !slices.Equal(r.t.Shape, s.shape) {
 			return r.errorf("shape %v, want %v", r.t.Shape, s.shape)
 		}
+		found++
 	}
-	var extra []string
-	for name := range ck.tensors {
-		if !want[name] {
-			extra = append(extra, name)
+	if found < len(ck.tensors) {
+		want := make(map[string]bool, found)
+		for s := range c.roster() {
+			want[s.name] = true
 		}
-	}
-	if len(extra) > 0 {
+		var extra []string
+		for name := range ck.tensors {
+			if !want[name] {
+				extra = append(extra, name)
+			}
+		}
 		sort.Strings(extra)
 		r := ck.tensors[extra[0]]
 		return r.errorf("unexpected tensor (not part of this config's model; %d unexpected in all)", len(extra))
@@ -209,15 +213,18 @@ func (ck *checkpoint) validate(c *config) error {
 	}
 	// Every tensor is now the roster's, so the experts IndexExperts finds
 	// are exactly the config's.
-	ck.experts = map[ckpt.ExpertID]ckpt.ExpertSpan{}
+	ck.experts = make(map[ckpt.ExpertID]ckpt.ExpertSpan, c.Experts*c.Layers)
 	for _, s := range ck.shards {
-		text := safetensors.Header{DataStart: s.hdr.DataStart}
-		for _, t := range s.hdr.Tensors {
-			if strings.HasPrefix(t.Name, ck.prefix) { // not the vision tower's
-				text.Tensors = append(text.Tensors, t)
+		text := s.hdr
+		if ck.prefix != "" && slices.ContainsFunc(s.hdr.Tensors, func(t safetensors.Tensor) bool { return !strings.HasPrefix(t.Name, ck.prefix) }) {
+			text = &safetensors.Header{DataStart: s.hdr.DataStart} // without the vision tower's
+			for _, t := range s.hdr.Tensors {
+				if strings.HasPrefix(t.Name, ck.prefix) {
+					text.Tensors = append(text.Tensors, t)
+				}
 			}
 		}
-		spans, err := ckpt.IndexExperts(s.name, &text)
+		spans, err := ckpt.IndexExperts(s.name, text)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 		}

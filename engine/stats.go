@@ -25,6 +25,10 @@ type Stats struct {
 	// growth over an interval ÷ the interval is the mean queue depth).
 	DiskIdle      time.Duration
 	ReadsInFlight float64
+	// ExpertWait is the time the forward passes spent waiting for routed
+	// experts' bytes to arrive (the compute stalled on the disk): a
+	// pass's time less this is its compute.
+	ExpertWait time.Duration
 }
 
 // DiskBytes is everything read from disk: experts and spine.
@@ -41,6 +45,7 @@ func (s Stats) Sub(b Stats) Stats {
 		CacheHits: s.CacheHits - b.CacheHits, PrefetchHits: s.PrefetchHits - b.PrefetchHits,
 		PrefetchWasted: s.PrefetchWasted - b.PrefetchWasted, Shared: s.Shared - b.Shared, Misses: s.Misses - b.Misses,
 		CachedExperts: s.CachedExperts, DiskIdle: s.DiskIdle - b.DiskIdle, ReadsInFlight: s.ReadsInFlight - b.ReadsInFlight,
+		ExpertWait: s.ExpertWait - b.ExpertWait,
 	}
 }
 
@@ -62,7 +67,9 @@ func (m *Model) Stats() Stats {
 	if m.spine != nil {
 		spine = m.spine.bytes.Load()
 	}
-	return statsOf(st, spine, m.io.stats())
+	s := statsOf(st, spine, m.io.stats())
+	s.ExpertWait = time.Duration(m.expertWait.Load())
+	return s
 }
 
 // ReadPass does one decode pass's reads without computing anything: every

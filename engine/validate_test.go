@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -89,6 +93,21 @@ func TestValidation(t *testing.T) {
 			want: []string{shard2, "truncated"},
 		},
 		{
+			name:  "index maps a tensor to another file",
+			after: editIndex(func(wm map[string]string) { wm[lp+"3.self_attn.q_b_proj.weight"] = shard1 }),
+			want:  []string{shard2, `"` + lp + `3.self_attn.q_b_proj.weight"`, "not mapped to this file by model.safetensors.index.json", `maps to "` + shard1 + `"`},
+		},
+		{
+			name:  "index lists a tensor the file lacks",
+			after: editIndex(func(wm map[string]string) { wm[lp+"0.self_attn.bogus.weight"] = shard1 }),
+			want:  []string{shard1, `"` + lp + `0.self_attn.bogus.weight" listed in model.safetensors.index.json is not in the file`},
+		},
+		{
+			name:  "index lacks a tensor",
+			after: editIndex(func(wm map[string]string) { delete(wm, lp+"3.self_attn.q_b_proj.weight") }),
+			want:  []string{shard2, `"` + lp + `3.self_attn.q_b_proj.weight" is not mapped to this file`},
+		},
+		{
 			name: "bad config",
 			break_: func(t *testing.T, m *model) {
 				m.config["text_config"].(map[string]any)["hidden_act"] = "gelu"
@@ -125,4 +144,73 @@ func TestValidation(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, m.Close())
 	})
+}
+
+// countingSource records the bytes read or ensured past its file's header;
+// it is an Ensurer, so the engine reads weights by descriptor after
+// Ensure, as from a stream install.
+type countingSource struct {
+	Source
+	header int64 // 8 + the header's length
+	past   *atomic.Int64
+}
+
+func (s countingSource) ReadAt(ctx context.Context, p []byte, off int64) error {
+	if end := off + int64(len(p)); end > s.header {
+		s.past.Add(end - max(off, s.header))
+	}
+	return s.Source.ReadAt(ctx, p, off)
+}
+
+func (s countingSource) Ensure(_ context.Context, off, n int64) error {
+	s.past.Add(n)
+	return nil
+}
+
+// TestOpenReadsNoWeightBeforeValidating: a checkpoint that fails
+// validation is refused without a byte of weight read; the same source
+// over the intact checkpoint does read its weights.
+func TestOpenReadsNoWeightBeforeValidating(t *testing.T) {
+	t.Parallel()
+	var past atomic.Int64
+	open := func(ctx context.Context, path string) (Source, error) {
+		s, err := OpenFile(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		var prefix [8]byte
+		if err := s.ReadAt(ctx, prefix[:], 0); err != nil {
+			return nil, err
+		}
+		return countingSource{s, 8 + int64(binary.LittleEndian.Uint64(prefix[:])), &past}, nil
+	}
+	m := readModel(t, filepath.Join("..", "testdata", "k3-tiny"))
+	m.shards["model-00001-of-000004.safetensors"] = append(m.shards["model-00001-of-000004.safetensors"],
+		stTensor{"language_model.model.layers.0.self_attn.extra.weight", "BF16", []int64{4}, make([]byte, 8)})
+	_, err := Open(t.Context(), m.write(t), Options{OpenSource: open})
+	require.ErrorContains(t, err, "unexpected tensor")
+	require.Zero(t, past.Load(), "bytes past a header read before validation")
+
+	model, err := Open(t.Context(), filepath.Join("..", "testdata", "k3-tiny"), Options{OpenSource: open})
+	require.NoError(t, err)
+	require.NoError(t, model.Close())
+	require.Positive(t, past.Load())
+}
+
+// editIndex returns a damage step that rewrites the weight_map of a model
+// directory's index.
+func editIndex(edit func(wm map[string]string)) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		p := filepath.Join(dir, indexFile)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		var idx struct {
+			WeightMap map[string]string `json:"weight_map"`
+		}
+		require.NoError(t, json.Unmarshal(b, &idx))
+		edit(idx.WeightMap)
+		b, err = json.Marshal(idx)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+	}
 }

@@ -93,11 +93,15 @@ func (l *loader) vec(name string) []float32 {
 	return widen(m)
 }
 
-// loadWeights reads the spine of a validated checkpoint into memory: the
-// globals and the first pinned layers; the others are read per pass
-// (spineLayer).
-func loadWeights(ctx context.Context, ck, i8 *checkpoint, c *config, pinned int) (*weights, error) {
+// loadWeights builds the spine of a validated checkpoint in memory: the
+// globals and the first pinned layers (the others are read per pass,
+// spinering.go). view, when set, holds their bytes already read and
+// checked (loadPinned); a tensor it lacks is read here.
+func loadWeights(ctx context.Context, ck, i8 *checkpoint, c *config, pinned int, view map[*tensorRef][]byte) (*weights, error) {
 	l := &loader{ctx: ctx, ck: ck, i8: i8, resident: true}
+	if view != nil {
+		l.view = func(r *tensorRef) []byte { return view[r] }
+	}
 	w := &weights{
 		embed: l.mat("model.embed_tokens.weight"),
 		norm:  l.vec("model.norm.weight"),

@@ -1,13 +1,15 @@
 package safetensors
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"sort"
+	"slices"
+	"strings"
 )
 
 // MaxHeaderSize bounds the JSON header, as the reference implementation does
@@ -60,6 +62,10 @@ func (h *Header) Lookup(name string) (Tensor, bool) {
 	return h.Tensors[i], true
 }
 
+// dtypes are the dtype names this project reads, as constants: a parsed
+// tensor's DType is one of them, not a piece of the header's text.
+var dtypes = [...]string{"F64", "I64", "U64", "F32", "I32", "U32", "BF16", "F16", "I16", "U16", "U8", "I8", "BOOL", "F8_E4M3", "F8_E5M2"}
+
 // DTypeSize returns the byte size of one element of a safetensors dtype, or 0
 // for a dtype this project does not read.
 func DTypeSize(dtype string) int64 {
@@ -109,58 +115,119 @@ func Read(r io.ReaderAt, fileSize int64) (*Header, error) {
 }
 
 type rawEntry struct {
-	DType       string  `json:"dtype"`
-	Shape       []int64 `json:"shape"`
-	DataOffsets []int64 `json:"data_offsets"`
+	DType       string
+	Shape       []int64
+	DataOffsets []int64
 }
 
 // Parse parses the JSON header (without its 8-byte length prefix) of a file
 // of fileSize bytes and checks every tensor's range: inside the data section,
 // sized exactly by its dtype and shape, and not overlapping another tensor.
+// A name may appear once.
+//
+// It makes a few allocations per header, not per tensor (scan.go): the
+// tensors, their shapes and their names each share one block.
 func Parse(header []byte, fileSize int64) (*Header, error) {
 	if int64(len(header)) > MaxHeaderSize {
 		return nil, fmt.Errorf("%w: header of %d bytes exceeds %d", ErrFormat, len(header), MaxHeaderSize)
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(header, &raw); err != nil {
-		return nil, fmt.Errorf("%w: header JSON: %v", ErrFormat, err)
-	}
-	h := &Header{DataStart: 8 + int64(len(header)), byName: make(map[string]int, len(raw))}
+	h := &Header{DataStart: 8 + int64(len(header))}
 	if h.DataStart > fileSize {
 		return nil, fmt.Errorf("%w: header runs past the end of a %d-byte file", ErrFormat, fileSize)
 	}
 	dataLen := fileSize - h.DataStart
-	for name, msg := range raw {
+	// Every entry has one "data_offsets": size the blocks once.
+	n := bytes.Count(header, []byte(`"data_offsets"`))
+	h.Tensors = make([]Tensor, 0, n)
+	dims := make([]int64, 0, 2*n+8) // every shape, back to back
+	var offs [2]int64
+	p := &scanner{s: string(header)}
+	var bad error // a tensor's semantic error, reported as is
+	err := p.object(func(name string) error {
 		if name == "__metadata__" {
-			if err := json.Unmarshal(msg, &h.Metadata); err != nil {
-				return nil, fmt.Errorf("%w: __metadata__ is not a string map: %v", ErrFormat, err)
-			}
-			continue
+			h.Metadata = map[string]string{}
+			return p.object(func(k string) error {
+				if p.peek() != '"' {
+					return p.errorf("__metadata__ %q is not a string", k)
+				}
+				v, err := p.str()
+				h.Metadata[strings.Clone(k)] = strings.Clone(v) // not the header's text
+
+				return err
+			})
 		}
 		var e rawEntry
-		if err := json.Unmarshal(msg, &e); err != nil {
-			return nil, fmt.Errorf("%w: tensor %q: %v", ErrFormat, name, err)
+		err := p.object(func(k string) error {
+			var err error
+			switch k {
+			case "dtype":
+				e.DType, err = p.str()
+			case "shape":
+				start := len(dims)
+				dims, err = p.ints(dims)
+				e.Shape = dims[start:len(dims):len(dims)]
+			case "data_offsets":
+				e.DataOffsets, err = p.ints(offs[:0])
+			default:
+				err = p.skip(0)
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("tensor %q: %w", name, err)
 		}
 		t, err := e.tensor(name, h.DataStart, dataLen)
 		if err != nil {
-			return nil, err
+			bad = err
+			return err
 		}
 		h.Tensors = append(h.Tensors, t)
-	}
-	sort.Slice(h.Tensors, func(i, j int) bool {
-		a, b := h.Tensors[i], h.Tensors[j]
-		if a.Offset != b.Offset {
-			return a.Offset < b.Offset
-		}
-		return a.Name < b.Name
+		return nil
 	})
+	if err == nil {
+		err = p.end()
+	}
+	if bad != nil {
+		return nil, bad
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: header JSON: %v", ErrFormat, err)
+	}
+	byOffset := func(a, b Tensor) int { return cmp.Or(cmp.Compare(a.Offset, b.Offset), strings.Compare(a.Name, b.Name)) }
+	if !slices.IsSortedFunc(h.Tensors, byOffset) { // writers lay tensors out in order: rarely
+		slices.SortFunc(h.Tensors, byOffset)
+	}
+	h.internNames()
+	h.byName = make(map[string]int, len(h.Tensors))
 	for i, t := range h.Tensors {
+		if _, dup := h.byName[t.Name]; dup {
+			return nil, fmt.Errorf("%w: tensor %q appears twice in the header", ErrFormat, t.Name)
+		}
 		h.byName[t.Name] = i
 		if i > 0 && t.Offset < h.Tensors[i-1].End() && t.Size > 0 {
 			return nil, fmt.Errorf("%w: tensor %q [%d,%d) overlaps %q", ErrFormat, t.Name, t.Offset, t.End(), h.Tensors[i-1].Name)
 		}
 	}
 	return h, nil
+}
+
+// internNames copies the names into one block, so that they do not keep
+// the whole header text alive (their total is a third of it).
+func (h *Header) internNames() {
+	total := 0
+	for _, t := range h.Tensors {
+		total += len(t.Name)
+	}
+	var b strings.Builder
+	b.Grow(total)
+	for _, t := range h.Tensors {
+		b.WriteString(t.Name)
+	}
+	all, at := b.String(), 0
+	for i := range h.Tensors {
+		t := &h.Tensors[i]
+		t.Name, at = all[at:at+len(t.Name)], at+len(t.Name)
+	}
 }
 
 func (e rawEntry) tensor(name string, dataStart, dataLen int64) (Tensor, error) {
@@ -194,5 +261,11 @@ func (e rawEntry) tensor(name string, dataStart, dataLen int64) (Tensor, error) 
 	if end-begin != n*size {
 		return bad("%s %v needs %d bytes, data_offsets span %d", e.DType, e.Shape, n*size, end-begin)
 	}
-	return Tensor{Name: name, DType: e.DType, Shape: e.Shape, Offset: dataStart + begin, Size: end - begin}, nil
+	dt := e.DType
+	for _, d := range dtypes {
+		if d == dt {
+			dt = d
+		}
+	}
+	return Tensor{Name: name, DType: dt, Shape: e.Shape, Offset: dataStart + begin, Size: end - begin}, nil
 }
