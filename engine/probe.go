@@ -27,6 +27,10 @@ type ProbeOptions struct {
 	CacheExperts int
 	// Backend computes the expert FFNs; nil means kernels.Default().
 	Backend kernels.Backend
+	// Drives, MirrorLast and HeatHalfLife are StreamOptions'.
+	Drives       []ExpertDrive
+	MirrorLast   bool
+	HeatHalfLife int
 }
 
 // A Probe reads the routed experts of one checkpoint through an expert
@@ -68,7 +72,8 @@ func OpenProbe(ctx context.Context, dir string, o ProbeOptions) (*Probe, error) 
 	if !c.ExpertsMXFP4 || c.Experts == 0 {
 		return nil, fmt.Errorf("%w: a probe reads MXFP4 routed experts; %s has none", ErrConfig, dir)
 	}
-	s, err := openSpanStore(ctx, spanStoreOptions{Dir: dir, Spans: ck.experts, Mode: mode, CacheExperts: o.CacheExperts})
+	s, err := openSpanStore(ctx, spanStoreOptions{Dir: dir, Spans: ck.experts, Mode: mode, CacheExperts: o.CacheExperts,
+		Drives: o.Drives, MirrorLast: o.MirrorLast, HeatHalfLife: o.HeatHalfLife})
 	if err != nil {
 		return nil, err
 	}

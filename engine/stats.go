@@ -25,6 +25,11 @@ type Stats struct {
 	// growth over an interval ÷ the interval is the mean queue depth).
 	DiskIdle      time.Duration
 	ReadsInFlight float64
+	// Drives are the mirror's and each expert drive's reads (drives.go);
+	// ChecksumFailures the experts read again because a drive's copy failed
+	// its checksum.
+	Drives           []DriveStats
+	ChecksumFailures int64
 }
 
 // DiskBytes is everything read from disk: experts and spine.
@@ -41,6 +46,7 @@ func (s Stats) Sub(b Stats) Stats {
 		CacheHits: s.CacheHits - b.CacheHits, PrefetchHits: s.PrefetchHits - b.PrefetchHits,
 		PrefetchWasted: s.PrefetchWasted - b.PrefetchWasted, Shared: s.Shared - b.Shared, Misses: s.Misses - b.Misses,
 		CachedExperts: s.CachedExperts, DiskIdle: s.DiskIdle - b.DiskIdle, ReadsInFlight: s.ReadsInFlight - b.ReadsInFlight,
+		Drives: subDrives(s.Drives, b.Drives), ChecksumFailures: s.ChecksumFailures - b.ChecksumFailures,
 	}
 }
 
@@ -49,6 +55,7 @@ func statsOf(st storeStats, spine int64, io ioMeterStats) Stats {
 		ExpertBytes: st.DiskBytes, SpineBytes: spine, ExpertReads: st.Reads, PrefetchReads: st.SpecReads,
 		CacheHits: st.CacheHits, PrefetchHits: st.SpecHits, PrefetchWasted: st.SpecWasted, Shared: st.Shared,
 		Misses: st.Misses, CachedExperts: st.CachedNow, DiskIdle: io.idle, ReadsInFlight: io.depth,
+		Drives: st.Drives, ChecksumFailures: st.Corrupt,
 	}
 }
 
