@@ -24,6 +24,8 @@ type savedState struct {
 	// given.
 	ServerHost string `json:"server_host,omitempty"`
 	ServerPort int    `json:"server_port,omitempty"`
+	// Drives are the expert drives added (drives.go).
+	Drives []DriveEntry `json:"expert_drives,omitempty"`
 }
 
 const stateFile = "app-state.json"

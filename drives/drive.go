@@ -140,6 +140,22 @@ func (d *Drive) Info() Info {
 	return in
 }
 
+// Stat describes the drive at path from its manifest alone, whatever
+// checkpoint its copies are of (drives list).
+func Stat(path string) (Info, error) {
+	m, err := loadManifest(filepath.Join(path, Sub))
+	if err != nil {
+		return Info{}, err
+	}
+	d := &Drive{path: path, man: m, held: map[ckpt.ExpertID]record{}}
+	for _, r := range m.Experts {
+		if !r.Bad {
+			d.held[r.id()] = r
+		}
+	}
+	return d.Info(), nil
+}
+
 // Close closes the copies' file; later reads from it fail (and the engine
 // reads from the other drives). It returns the last failure to record a
 // Corrupt, if any.
