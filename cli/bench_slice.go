@@ -34,6 +34,7 @@ func benchSliceCmd(ctx context.Context, c *Call, args []string) error {
 	fs.BoolVar(&o.Synthetic, "synthetic", true, "run the synthetic decode loops (false: only (a), the compute primitives and the engine runs)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the synthetic routes (the same seed replays the same routes)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of each engine decode to PATH-natural.pprof and PATH-streamed.pprof")
+	fs.Var((*gbpsList)(&o.DriveGBps), "drive-gbps", "measure only the multi-drive read scheduler over simulated drives of these GB/s, e.g. 1.0,0.5,0.5 (bench_drives.go)")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
@@ -51,10 +52,11 @@ type BenchSliceOptions struct {
 	// plan), "streamed" (the spine pinned in the full K3's proportion on
 	// this machine: the head pinned, the layers streamed) or "both".
 	EnginePlan string
-	Synthetic  bool   // run the synthetic decode loops (b)
-	CPUProfile string // write a CPU profile of each engine decode to PATH-natural.pprof, PATH-streamed.pprof
-	Prefill    int    // prompt tokens for the prefill measurement (0: none)
-	Int8       bool   // compare the int8 spine with BF16 (converts the slice's spine once)
+	Synthetic  bool      // run the synthetic decode loops (b)
+	CPUProfile string    // write a CPU profile of each engine decode to PATH-natural.pprof, PATH-streamed.pprof
+	Prefill    int       // prompt tokens for the prefill measurement (0: none)
+	Int8       bool      // compare the int8 spine with BF16 (converts the slice's spine once)
+	DriveGBps  []float64 // --drive-gbps: only the multi-drive scheduler over simulated drives
 }
 
 // BenchSlice creates (once, in the data directory) a synthetic checkpoint
@@ -100,6 +102,9 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 	})
 	if err != nil {
 		return fmt.Errorf("app: bench slice: %w", err)
+	}
+	if len(o.DriveGBps) > 0 {
+		return benchSliceDrives(ctx, dir, layout, o, out, log)
 	}
 	var override int64
 	if cfg.RAMGB > 0 {
