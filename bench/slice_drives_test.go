@@ -35,7 +35,7 @@ func TestBenchDrivesSpreadsReadsOverEveryDrive(t *testing.T) {
 		}
 	}
 	slices.Sort(layers)
-	r, err := BenchDrives(t.Context(), DriveBenchOptions{Dir: dir, Layers: layers, GBps: []float64{0.04, 0.02, 0.02}, Experts: 16, Tokens: 3, Seed: 1})
+	r, err := BenchDrives(t.Context(), DriveBenchOptions{Dir: dir, Layers: layers, GBps: []float64{0.04, 0.02, 0.02}, Experts: 16, Tokens: 3, Seed: 1, Burst: 32 << 10})
 	require.NoError(t, err)
 	require.Zero(t, r.MirrorBytes)
 	require.Len(t, r.Drives, 3)

@@ -163,6 +163,9 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 			p.PinnedLayers, len(layout.Layers), p.CacheExperts, rep.K3Plan.PinnedLayers, d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.SpineBytesPerToken/1e6, d.Ratio, rep.Backend)
 		fmt.Fprintf(out, "  the same reads without compute: %.2f GB/s (%.2f of (a): a spine re-read every token is served faster, the host caches the virtual disk); the decode reaches %.2f of it; disk idle %.1f%% of the time, %.1f reads in flight on average\n",
 			d.IOOnlyGBPerSecond, d.IOOnlyGBPerSecond/rep.Bandwidth[0].GBPerSecond, d.IORatio, 100*d.DiskIdle, d.MeanInFlight)
+		pr := bench.ProjectSlice(rep, layout) // bench project's model, checked here (bench_project.go)
+		fmt.Fprintf(out, "  bench project's model for this run: disk %.3f s, compute %.3f s (spine %.3f, experts %.3f): %.3f s/token overlapped, %.3f serial; measured %.3f (%.2f of the projection)\n",
+			pr.DiskSeconds, pr.ComputeSeconds(), pr.SpineSeconds, pr.ExpertSeconds, pr.Overlapped, pr.Serial, d.SecondsPerToken, d.SecondsPerToken/pr.Overlapped)
 	}
 	if d := rep.EngineDecode; d != nil {
 		fmt.Fprintf(out, "engine forward over the slice, its own plan (spine pinned): %.3f s/token, %.1f MB/token from disk, ratio %.2f (backend %s); speculation %.0f%% accepted of %d passes, %.2f tokens/pass\n",
