@@ -113,3 +113,66 @@ func (m *Model) Close() error {
 	}
 	return err
 }
+
+// DriveMirror opens what expert drives copy from: the model directory
+// given, else the installed mirror (a stream install's missing bytes are
+// fetched and verified by the downloader first). The caller calls done.
+func DriveMirror(ctx context.Context, cfg Config, model string) (m drives.Mirror, done func(), err error) {
+	if model != "" {
+		m, err := drives.OpenMirror(ctx, model, nil)
+		return m, func() {}, err
+	}
+	mm, err := OpenInstalled(ctx, cfg)
+	if err != nil {
+		return drives.Mirror{}, nil, err
+	}
+	if m, err = drives.OpenMirror(ctx, mm.Dir(), MirrorSource(mm)); err != nil {
+		mm.Close()
+		return drives.Mirror{}, nil, err
+	}
+	return m, func() { mm.Close() }, nil
+}
+
+// DriveProgress reports a drive being filled: the probe's pick, then each
+// recorded batch of copies.
+type DriveProgress struct {
+	Probe    func(drives.ProbeResult)
+	Progress func(done, total int, bytes int64)
+}
+
+// FillDrive adds e (refusing the mirror's own device unless force),
+// probes its reads in flight with a probe file of probeBytes, and copies
+// the hottest experts of m to it (the expert heat histogram of the data
+// directory ranks them). It returns the entry as stored.
+func FillDrive(ctx context.Context, cfg Config, m drives.Mirror, e DriveEntry, force bool, probeBytes int64, p DriveProgress) (DriveEntry, drives.FillResult, error) {
+	if !force {
+		if err := drives.CheckDevice(e.Path, m.Dir); err != nil {
+			return e, drives.FillResult{}, err
+		}
+	}
+	e, err := AddExpertDrive(cfg, e)
+	if err != nil {
+		return e, drives.FillResult{}, err
+	}
+	d, err := drives.Open(e.Path, drives.Layout(m.Spans))
+	if err != nil {
+		return e, drives.FillResult{}, err
+	}
+	defer d.Close()
+	pr, err := d.Probe(ctx, probeBytes)
+	if err != nil {
+		return e, drives.FillResult{}, err
+	}
+	if p.Probe != nil {
+		p.Probe(pr)
+	}
+	heat, err := engine.ExpertHeat(filepath.Join(cfg.DataDir, heatFile), m.Spans)
+	if err != nil {
+		heat = nil // a damaged histogram only costs the ranking
+	}
+	res, err := d.Fill(ctx, m, drives.FillOptions{Share: e.Share, Heat: heat, Progress: p.Progress})
+	return e, res, err
+}
+
+// heatFile is the expert heat histogram's name in the data directory.
+const heatFile = "expert_heat.jsonl"

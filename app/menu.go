@@ -21,6 +21,7 @@ const (
 	ItemWarm
 	ItemCopyAddress
 	ItemServer
+	ItemDrives
 	ItemOpenData
 	ItemLogin
 	ItemQuit
@@ -36,6 +37,7 @@ const (
 	LabelResume         = "Resume download"
 	LabelUpgrade        = "Upgrade to full install"
 	LabelWarm           = "Warm experts overnight"
+	LabelDrives         = "Expert drives…"
 	LabelCopyAddress    = "Copy API address"
 	LabelStartServer    = "Start server"
 	LabelStopServer     = "Stop server"
@@ -182,6 +184,7 @@ func BuildMenu(s State) Menu {
 			Enabled: s.WarmEnabled || (s.Install.Mode == InstallStream && s.CanWarm), Visible: true, SeparatorAfter: true},
 		{ID: ItemCopyAddress, Label: LabelCopyAddress, Enabled: s.ServerAddr != "", Visible: true},
 		{ID: ItemServer, Label: LabelStartServer, Enabled: s.CanServe, Visible: true},
+		{ID: ItemDrives, Label: LabelDrives, Enabled: s.Install.Mode != InstallNone, Visible: true},
 		{ID: ItemOpenData, Label: LabelOpenData, Enabled: true, Visible: true},
 		{ID: ItemLogin, Label: LabelLogin, Checkbox: true, Checked: s.Login, Enabled: true, Visible: true, SeparatorAfter: true},
 		{ID: ItemQuit, Label: LabelQuit, Enabled: true, Visible: true},

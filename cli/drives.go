@@ -11,7 +11,6 @@ import (
 
 	"github.com/deltafin/deltafin/app"
 	"github.com/deltafin/deltafin/drives"
-	"github.com/deltafin/deltafin/engine"
 )
 
 // Drives is `deltafin drives add|list|remove|scrub`: expert drives, other
@@ -94,60 +93,24 @@ func parseShare(s string, all bool) (float64, error) {
 	return v, nil
 }
 
-// mirrorFor opens the model to copy from: --model DIR, else the installed
-// mirror (its missing bytes fetched and verified by the downloader).
-func mirrorFor(ctx context.Context, cfg app.Config, model string) (drives.Mirror, func(), error) {
-	if model != "" {
-		m, err := drives.OpenMirror(ctx, model, nil)
-		return m, func() {}, err
-	}
-	mm, err := app.OpenInstalled(ctx, cfg)
-	if err != nil {
-		return drives.Mirror{}, nil, err
-	}
-	m, err := drives.OpenMirror(ctx, mm.Dir(), app.MirrorSource(mm))
-	if err != nil {
-		mm.Close()
-		return drives.Mirror{}, nil, err
-	}
-	return m, func() { mm.Close() }, nil
-}
-
 func addDrive(ctx context.Context, cfg app.Config, model string, e app.DriveEntry, force bool, probe int64, out io.Writer) error {
-	m, done, err := mirrorFor(ctx, cfg, model)
+	m, done, err := app.DriveMirror(ctx, cfg, model)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if !force {
-		if err := drives.CheckDevice(e.Path, m.Dir); err != nil {
-			return err
-		}
-	}
-	if e, err = app.AddExpertDrive(cfg, e); err != nil {
-		return err
-	}
-	d, err := drives.Open(e.Path, drives.Layout(m.Spans))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	p, err := d.Probe(ctx, probe)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "%s: %d reads in flight, %.2f GB/s (probe)\n", e.Path, p.Readers, p.GBps)
-	heat, err := engine.ExpertHeat(filepath.Join(cfg.DataDir, "expert_heat.jsonl"), m.Spans)
-	if err != nil {
-		heat = nil // a damaged histogram only costs the ranking
-	}
 	last := -1
-	res, err := d.Fill(ctx, m, drives.FillOptions{Share: e.Share, Heat: heat, Progress: func(done, total int, bytes int64) {
-		if pct := 100 * done / max(total, 1); pct/10 != last/10 {
-			last = pct
-			fmt.Fprintf(out, "copied %d of %d experts (%.1f GB)\n", done, total, float64(bytes)/1e9)
-		}
-	}})
+	e, res, err := app.FillDrive(ctx, cfg, m, e, force, probe, app.DriveProgress{
+		Probe: func(p drives.ProbeResult) {
+			fmt.Fprintf(out, "%s: %d reads in flight, %.2f GB/s (probe)\n", e.Path, p.Readers, p.GBps)
+		},
+		Progress: func(done, total int, bytes int64) {
+			if pct := 100 * done / max(total, 1); pct/10 != last/10 {
+				last = pct
+				fmt.Fprintf(out, "copied %d of %d experts (%.1f GB)\n", done, total, float64(bytes)/1e9)
+			}
+		},
+	})
 	if err != nil {
 		return interrupted("drives add", err)
 	}
@@ -185,7 +148,7 @@ func scrubDrives(ctx context.Context, cfg app.Config, model, path string, out io
 	if err != nil {
 		return err
 	}
-	m, done, err := mirrorFor(ctx, cfg, model)
+	m, done, err := app.DriveMirror(ctx, cfg, model)
 	if err != nil {
 		return err
 	}
