@@ -53,6 +53,8 @@ func benchSliceDrives(ctx context.Context, dir string, layout bench.SliceLayout,
 	}
 	fmt.Fprintf(out, "expert reads over %d simulated drives (token buckets over page-cached copies): %.2f GB/s of %.2f GB/s summed limits = %.2f (target 0.85); %.3f s/token; %d bytes from the mirror\n",
 		len(r.Drives), r.GBps, r.LimitGBps, r.Ratio, r.SecondsPerTok, r.MirrorBytes)
+	fmt.Fprintf(out, "  one simulated drive at the summed limit, same run (what these cores deliver through this path): %.2f GB/s; the drives reach %.2f of it\n",
+		r.ControlGBps, r.ControlRatio)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "DRIVE\tLIMIT GB/S\tGB/S\tOF LIMIT\tBYTE SHARE\tLIMIT SHARE\tBUSY\tIDLE WITH A READ QUEUED\tREADERS")
 	for _, d := range r.Drives {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/deltafin/deltafin/app"
@@ -98,7 +99,7 @@ func printProjection(out io.Writer, p bench.Projection) {
 		sum += g
 	}
 	fmt.Fprintf(out, "K3 (93 layers, %s spine) in %.0f GB of RAM, %d drive(s) of %s GB/s (%.1f GB/s together)\n",
-		p.Spine, float64(p.Plan.RAM)/1e9, len(p.DriveGBps), (*gbpsList)(&p.DriveGBps).String(), sum)
+		p.Spine, float64(p.Plan.RAM)/1e9, len(p.DriveGBps), fmtGBps(p.DriveGBps, ","), sum)
 	fmt.Fprintln(out, p.Plan)
 	fmt.Fprintf(out, "disk per token: %.2f GB (%.2f GB of spine, from the mirror's drive only; %.2f GB of experts, from every drive)\n",
 		float64(p.Plan.DiskBytesPerToken)/1e9, float64(p.Plan.StreamedSpineBytes)/1e9, float64(p.Plan.ExpertBytesPerToken)/1e9)
@@ -131,7 +132,7 @@ func projectTable(out io.Writer, rates bench.ComputeRates) error {
 				pinned = "none"
 			}
 			fmt.Fprintf(out, "| %s | %s | %s | %s | %d (%.1f GB) | %.1f GB (%.1f experts) | %.2f | %.2f | **%.2f** (%.2f) | %.2f |\n",
-				m.Name, p.Spine, strings.ReplaceAll((*gbpsList)(&p.DriveGBps).String(), ",", " + "), pinned,
+				m.Name, p.Spine, fmtGBps(p.DriveGBps, " + "), pinned,
 				p.Plan.CacheExperts, float64(p.Plan.CacheBytes)/1e9, float64(p.Plan.DiskBytesPerToken)/1e9,
 				float64(p.Plan.ExpertBytesPerToken)/1e9, p.DiskSeconds, p.ComputeSeconds(), p.Overlapped, 1/p.Overlapped, p.Serial)
 		}
@@ -141,4 +142,13 @@ func projectTable(out io.Writer, rates bench.ComputeRates) error {
 		fmt.Fprintf(out, "- %s: %s\n", m.Name, m.Note)
 	}
 	return nil
+}
+
+// fmtGBps writes bandwidths with three significant digits.
+func fmtGBps(v []float64, sep string) string {
+	parts := make([]string, len(v))
+	for i, g := range v {
+		parts[i] = strconv.FormatFloat(g, 'g', 3, 64)
+	}
+	return strings.Join(parts, sep)
 }
