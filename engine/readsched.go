@@ -115,13 +115,20 @@ func (q *readScheduler) push(jobs []readJob, front bool) {
 	q.wakeFor(jobs)
 }
 
+// wakeFor wakes, on each drive, one waiting reader per job it can serve
+// (a reader that is busy looks at the queue before it waits again, so no
+// job is left behind; waking every reader for every expert would cost 32
+// wake-ups per expert on the mirror alone).
 func (q *readScheduler) wakeFor(jobs []readJob) {
 	for _, d := range q.drives {
+		n := 0
 		for _, j := range jobs {
-			if q.holds(d, j.e) {
-				d.wake.Broadcast()
-				break
+			if n < d.readers && q.holds(d, j.e) {
+				n++
 			}
+		}
+		for range n {
+			d.wake.Signal()
 		}
 	}
 }
