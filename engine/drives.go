@@ -62,22 +62,30 @@ func ExpertSpans(ctx context.Context, dir string, open OpenSource) (map[ckpt.Exp
 	if open == nil {
 		open = OpenFile
 	}
+	_, spans, err := mxfp4Experts(ctx, dir, open, "replicate")
+	return spans, err
+}
+
+// mxfp4Experts reads dir's config and headers and returns its routed MXFP4
+// experts' spans, or an error saying the checkpoint has none to use (for
+// what).
+func mxfp4Experts(ctx context.Context, dir string, open OpenSource, what string) (*config, map[ckpt.ExpertID]ckpt.ExpertSpan, error) {
 	c, err := loadConfig(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ck, err := openCheckpoint(ctx, dir, open)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer ck.close()
 	if err := ck.validate(c); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if !c.ExpertsMXFP4 || len(ck.experts) == 0 {
-		return nil, fmt.Errorf("%w: %s has no MXFP4 routed experts to replicate", ErrConfig, dir)
+	if !c.ExpertsMXFP4 || c.Experts == 0 || len(ck.experts) == 0 {
+		return nil, nil, fmt.Errorf("%w: %s has no MXFP4 routed experts to %s", ErrConfig, dir, what)
 	}
-	return ck.experts, nil
+	return c, ck.experts, nil
 }
 
 // DirectFile is a Source over a local file read with direct I/O where the

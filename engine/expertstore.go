@@ -738,17 +738,26 @@ func (s *spanStore) base(sp ckpt.ExpertSpan) int64 {
 	return sp.Offset
 }
 
+// readable says whether a chunk of e is still to be read: not after Close
+// (errStoreClosed), nor for a dropped prefetch (errDropped).
+func (s *spanStore) readable(e *entry) error {
+	if err := s.ctx.Err(); err != nil {
+		return errStoreClosed
+	}
+	if e.dropped.Load() {
+		return errDropped
+	}
+	return nil
+}
+
 // read fills one chunk of e's buffer from its shard: the buffer holds the
 // file range covering the span (aligned for direct descriptors, since the
 // span need not start on a block boundary). It returns the bytes read from
 // the device.
 func (s *spanStore) read(j readJob) (int64, error) {
 	e := j.e
-	if err := s.ctx.Err(); err != nil {
-		return 0, errStoreClosed
-	}
-	if e.dropped.Load() {
-		return 0, errDropped
+	if err := s.readable(e); err != nil {
+		return 0, err
 	}
 	sp := s.spans[e.id]
 	sf := s.shards[sp.Shard]
@@ -778,11 +787,8 @@ func (s *spanStore) read(j readJob) (int64, error) {
 // Offset + lo − alignDown(span offset) in it.
 func (s *spanStore) readReplica(d *schedDrive, j readJob) (int64, error) {
 	e := j.e
-	if err := s.ctx.Err(); err != nil {
-		return 0, errStoreClosed
-	}
-	if e.dropped.Load() {
-		return 0, errDropped
+	if err := s.readable(e); err != nil {
+		return 0, err
 	}
 	sp := s.spans[e.id]
 	base := s.base(sp)
