@@ -325,9 +325,11 @@ func (c *copier) copyBatch(ctx context.Context, ids []ckpt.ExpertID) (int64, err
 			return written, fmt.Errorf("%w: %s on %s", ErrCopy, r.id(), d.path)
 		}
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.saveMu.Lock()
+	defer d.saveMu.Unlock()
+	d.mu.RLock()
 	m := d.man
+	d.mu.RUnlock()
 	m.Experts = slices.DeleteFunc(slices.Clone(m.Experts), func(old record) bool {
 		return slices.ContainsFunc(recs, func(r record) bool { return r.id() == old.id() })
 	})
@@ -335,6 +337,8 @@ func (c *copier) copyBatch(ctx context.Context, ids []ckpt.ExpertID) (int64, err
 	if err := m.save(d.dir); err != nil {
 		return written, err
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.man = m
 	for _, r := range recs {
 		d.held[r.id()] = r

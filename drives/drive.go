@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
@@ -43,11 +44,15 @@ type Drive struct {
 	dir    string // path/deltafin-experts
 	layout string
 
-	mu   sync.RWMutex
-	man  manifest
-	held map[ckpt.ExpertID]record // the good copies
-	file *engine.DirectFile       // experts.bin; nil while nothing is copied
-	err  error                    // the last failure to record a Corrupt
+	// saveMu orders manifest saves (taken before mu): a save writes the
+	// manifest outside mu, so the engine's lookups never wait for a disk
+	// write.
+	saveMu sync.Mutex
+	mu     sync.RWMutex
+	man    manifest
+	held   map[ckpt.ExpertID]record // the good copies
+	file   *engine.DirectFile       // experts.bin; nil while nothing is copied
+	err    error                    // the last failure to record a Corrupt
 }
 
 var _ engine.ExpertDrive = (*Drive)(nil)
@@ -102,16 +107,23 @@ func (d *Drive) Replica(id ckpt.ExpertID) (engine.Replica, bool) {
 // Corrupt stops offering id's copy and marks it for Repair in the
 // manifest.
 func (d *Drive) Corrupt(id ckpt.ExpertID) {
+	d.saveMu.Lock()
+	defer d.saveMu.Unlock()
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	delete(d.held, id)
-	for i := range d.man.Experts {
-		if d.man.Experts[i].id() == id {
-			d.man.Experts[i].Bad = true
+	m := d.man
+	m.Experts = slices.Clone(m.Experts)
+	for i := range m.Experts {
+		if m.Experts[i].id() == id {
+			m.Experts[i].Bad = true
 		}
 	}
-	if err := d.man.save(d.dir); err != nil {
+	d.man = m
+	d.mu.Unlock()
+	if err := m.save(d.dir); err != nil {
+		d.mu.Lock()
 		d.err = err
+		d.mu.Unlock()
 	}
 }
 

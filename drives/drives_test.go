@@ -146,7 +146,9 @@ func TestABadByteIsDetectedOnReadAndRepaired(t *testing.T) {
 	require.Equal(t, want, toks)
 	require.Equal(t, wantLogits, logits)
 	require.Positive(t, st.ChecksumFailures)
-	require.Equal(t, st.ChecksumFailures, st.Drives[1].Corrupt)
+	// (A prefetch still in flight may count one more between the two
+	// readings; the drive's count is taken after the store's.)
+	require.GreaterOrEqual(t, st.Drives[1].Corrupt, st.ChecksumFailures)
 	require.False(t, st.Drives[1].Failed, "a bad copy drops the copy, not the drive")
 	bad := d.Info().Bad
 	require.Positive(t, bad)

@@ -64,14 +64,18 @@ func (d *Drive) Probe(ctx context.Context, size int64) (ProbeResult, error) {
 			break
 		}
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.saveMu.Lock()
+	defer d.saveMu.Unlock()
+	d.mu.RLock()
 	m := d.man
+	d.mu.RUnlock()
 	m.Readers, m.GBps = res.Readers, res.GBps
 	if err := m.save(d.dir); err != nil {
 		return res, err
 	}
+	d.mu.Lock()
 	d.man = m
+	d.mu.Unlock()
 	return res, nil
 }
 

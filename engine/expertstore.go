@@ -701,7 +701,10 @@ func (s *spanStore) chunkDone(e *entry, err error, n int64, d int) {
 		sp := s.spans[e.id]
 		lo := s.base(sp)
 		e.data = e.buf[sp.Offset-lo : sp.Offset-lo+sp.Size : sp.Offset-lo+sp.Size]
-		if from != 0 && SpanCRC(e.data) != e.reps[bits.TrailingZeros64(from)].CRC32C {
+		bad := from != 0 && SpanCRC(e.data) != e.reps[bits.TrailingZeros64(from)].CRC32C
+		if bad && s.ctx.Err() != nil {
+			e.err, e.data = errStoreClosed, nil // closing: nothing reads it again
+		} else if bad {
 			// A bad byte on a drive: read the expert again from the
 			// others (the mirror holds it) and let the drive repair it.
 			s.sched.markCorrupt(e, from)
@@ -715,9 +718,8 @@ func (s *spanStore) chunkDone(e *entry, err error, n int64, d int) {
 			s.sched.push(jobs, true)
 			s.sched.mu.Unlock()
 			return
-		}
-		// Checked once per read from disk (a cached expert is not read again).
-		if err := checkExpertScales(e.id, sp.Shard, e.data); err != nil {
+		} else if err := checkExpertScales(e.id, sp.Shard, e.data); err != nil {
+			// Checked once per read from disk (a cached expert is not read again).
 			e.err, e.data = err, nil
 		}
 	}
