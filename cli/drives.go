@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -34,6 +36,9 @@ func Drives(ctx context.Context, c *Call) error {
 	keep := fs.Bool("keep", false, "keep the copies on disk (drives remove)")
 	probeMiB := fs.Int("probe-mib", 256, "size of the probe file that picks the drive's reads in flight (drives add)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
 		return errUsage
 	}
 	if path == "" && fs.NArg() > 0 {
