@@ -16,16 +16,16 @@ import (
 // menu after a relaunch) and the overnight-warming switch. The downloader's
 // presence maps remember the bytes; this remembers the user's intent.
 type savedState struct {
-	Pending     string `json:"pending_download,omitempty"` // "stream" or "full"
-	Upgrade     bool   `json:"upgrade,omitempty"`
-	WarmEnabled bool   `json:"warm_overnight,omitempty"`
+	// Drives are the expert drives added (drives.go).
+	Drives      []DriveEntry `json:"expert_drives,omitempty"`
+	Pending     string       `json:"pending_download,omitempty"` // "stream" or "full"
+	Upgrade     bool         `json:"upgrade,omitempty"`
+	WarmEnabled bool         `json:"warm_overnight,omitempty"`
 	// ServerHost and ServerPort are the app's API address as last set
 	// (--host/--port or DELTAFIN_HOST/DELTAFIN_PORT), used when neither is
 	// given.
 	ServerHost string `json:"server_host,omitempty"`
 	ServerPort int    `json:"server_port,omitempty"`
-	// Drives are the expert drives added (drives.go).
-	Drives []DriveEntry `json:"expert_drives,omitempty"`
 }
 
 const stateFile = "app-state.json"
