@@ -115,6 +115,26 @@ func TestADriveVanishingMidGenerationChangesNothing(t *testing.T) {
 	require.Positive(t, st.Drives[0].Bytes, "the mirror took over")
 }
 
+// Closing a drive mid-generation (what removing it does) withdraws its
+// copies: the next reads go to the mirror, the drive has not failed.
+func TestADriveClosedMidGenerationChangesNothing(t *testing.T) {
+	t.Parallel()
+	m := tinyMirror(t)
+	want, _, _ := run(t, nil, false, nil)
+	d := filled(t, m, 1)
+	toks, _, st := run(t, []engine.ExpertDrive{d}, true, func(n int) {
+		if n == 3 {
+			require.NoError(t, d.Close())
+			_, ok := d.Replica(Rank(m.Spans, nil)[0])
+			require.False(t, ok, "a closed drive offers nothing")
+		}
+	})
+	require.Equal(t, want, toks)
+	require.False(t, st.Drives[1].Failed)
+	require.Positive(t, st.Drives[1].Bytes)
+	require.Positive(t, st.Drives[0].Bytes, "the mirror served the tokens after the close")
+}
+
 // corruptAll flips one byte inside the span of every copy on d.
 func corruptAll(t *testing.T, d *Drive, m Mirror) {
 	t.Helper()
