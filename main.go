@@ -25,6 +25,7 @@ func commands() []cli.Command {
 		{Name: "setup", Summary: "download the model (stream, full or auto)", Run: cli.Setup},
 		{Name: "fetch-experts", Summary: "download missing routed experts (stream to full)", Run: cli.FetchExperts},
 		{Name: "warm", Summary: "rank missing experts by use and optionally fetch them", Run: cli.Warm},
+		{Name: "drives", Summary: "add, list, scrub or remove expert drives (copies of the hottest experts on other disks)", Run: cli.Drives},
 		{Name: "convert-spine-int8", Summary: "write the opt-in, non-exact int8 copy of the spine (--spine int8)", Run: cli.ConvertSpineInt8},
 		{Name: "bench", Summary: "measure kernels, streaming and prefill against this machine's limits", Run: cli.Bench},
 		{Name: "doctor", Summary: "report this machine, the data directory and the compute backends", Run: cli.Doctor},

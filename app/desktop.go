@@ -19,7 +19,7 @@ var ErrDesktop = errors.New("app: desktop")
 // NewDesktop returns this platform's clipboard and opener: pbcopy and open
 // on macOS; wl-copy, xclip or xsel and xdg-open on Linux.
 func NewDesktop() Desktop {
-	return cmdDesktop{copy: copyCommands(), open: openCommands(), confirm: confirmCommands()}
+	return cmdDesktop{copy: copyCommands(), open: openCommands(), confirm: confirmCommands(), choose: folderCommands()}
 }
 
 // ErrNoDialog: the desktop has no dialog tool (zenity or kdialog on Linux).
@@ -30,6 +30,7 @@ var ErrNoDialog = errors.New("app: no dialog tool")
 // last three arguments (confirmArgv) and exit 0 for yes, 1 for no.
 type cmdDesktop struct {
 	copy, open, confirm [][]string
+	choose              [][]string // folder dialogs (drives_menu.go)
 }
 
 func (d cmdDesktop) Confirm(ctx context.Context, title, text, ok string) (bool, error) {

@@ -22,6 +22,7 @@ const (
 	ItemOpenWeb
 	ItemCopyAddress
 	ItemServer
+	ItemDrives
 	ItemOpenData
 	ItemLogin
 	ItemQuit
@@ -41,6 +42,7 @@ const (
 	LabelCopyAddress    = "Copy API address"
 	LabelStartServer    = "Start server"
 	LabelStopServer     = "Stop server"
+	LabelDrives         = "Expert drives…"
 	LabelOpenData       = "Open data folder"
 	LabelLogin          = "Launch at login"
 	LabelQuit           = "Quit Deltafin"
@@ -185,6 +187,7 @@ func BuildMenu(s State) Menu {
 		{ID: ItemOpenWeb, Label: LabelOpenWeb, Enabled: s.ServerAddr != "", Visible: true},
 		{ID: ItemCopyAddress, Label: LabelCopyAddress, Enabled: s.ServerAddr != "", Visible: true},
 		{ID: ItemServer, Label: LabelStartServer, Enabled: s.CanServe, Visible: true},
+		{ID: ItemDrives, Label: LabelDrives, Enabled: s.Install.Mode != InstallNone, Visible: true},
 		{ID: ItemOpenData, Label: LabelOpenData, Enabled: true, Visible: true},
 		{ID: ItemLogin, Label: LabelLogin, Checkbox: true, Checked: s.Login, Enabled: true, Visible: true, SeparatorAfter: true},
 		{ID: ItemQuit, Label: LabelQuit, Enabled: true, Visible: true},

@@ -218,6 +218,8 @@ func (a *App) Click(id ItemID) {
 		} else {
 			a.goWork(a.startServer)
 		}
+	case ItemDrives:
+		a.goWork(a.chooseDrive)
 	case ItemOpenData:
 		if a.deps.Desktop != nil {
 			a.goWork(func(ctx context.Context) {

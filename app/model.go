@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/deltafin/deltafin/downloader"
+	"github.com/deltafin/deltafin/drives"
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/engine/tokenizer"
 	"github.com/deltafin/deltafin/internal/sysinfo"
@@ -44,6 +45,7 @@ type Model struct {
 	// Approximate is set when the weights are not the published ones (the
 	// int8 spine): callers say so wherever the output is shown.
 	Approximate string
+	drives      []*drives.Drive // the expert drives it reads from (drives.go)
 }
 
 // OpenModel is the one way every entry point (deltafin run, deltafin serve,
@@ -95,11 +97,20 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 	if ref.Mirror != nil {
 		eo.OpenSource = MirrorSource(ref.Mirror)
 	}
+	if m.drives, err = openDrives(ctx, cfg, ref.Dir, eo.OpenSource); err != nil {
+		return nil, err
+	}
+	for _, d := range m.drives {
+		stream.Drives = append(stream.Drives, d)
+	}
 	if cfg.Spine == "int8" {
 		eo.SpineInt8 = engine.SpineInt8Dir(ref.Dir)
 		m.Approximate = fmt.Sprintf("spine: int8 copy in %s (approximate: NOT the exact K3 output)", eo.SpineInt8)
 	}
 	if m.Model, err = engine.Open(ctx, ref.Dir, eo); err != nil {
+		for _, d := range m.drives {
+			d.Close()
+		}
 		return nil, fmt.Errorf("app: open model: %w", err)
 	}
 	return m, nil

@@ -201,7 +201,7 @@ func TestMenuScreenshots(t *testing.T) {
 
 	wait("serving", func(s string) bool { return strings.Contains(s, "demo model: random weights · serving http://") })
 	require.ElementsMatch(t, []string{LabelDownloadStream, LabelDownloadFull, LabelWarm, LabelOpenWeb, LabelCopyAddress, LabelStopServer,
-		LabelOpenData, LabelLogin, LabelQuit}, visible())
+		LabelDrives, LabelOpenData, LabelLogin, LabelQuit}, visible())
 	scr.shot("menu-serving")
 
 	// Downloading: a few chunks are answered and the rest wait, so the

@@ -17,9 +17,11 @@ import (
 // saved on the web page. The downloader's
 // presence maps remember the bytes; this remembers the user's intent.
 type savedState struct {
-	Pending     string `json:"pending_download,omitempty"` // "stream" or "full"
-	Upgrade     bool   `json:"upgrade,omitempty"`
-	WarmEnabled bool   `json:"warm_overnight,omitempty"`
+	// Drives are the expert drives added (drives.go).
+	Drives      []DriveEntry `json:"expert_drives,omitempty"`
+	Pending     string       `json:"pending_download,omitempty"` // "stream" or "full"
+	Upgrade     bool         `json:"upgrade,omitempty"`
+	WarmEnabled bool         `json:"warm_overnight,omitempty"`
 	// ServerHost and ServerPort are the app's API address as last set
 	// (--host/--port or DELTAFIN_HOST/DELTAFIN_PORT), used when neither is
 	// given.

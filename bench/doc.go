@@ -7,4 +7,8 @@
 // matmul's arithmetic against them, on K3's shapes. Prefill is `deltafin
 // bench prefill`: synthetic prompts through a model's Session, in seconds
 // and as a ratio of the arithmetic engine.Info counts to the FMA peak.
+// BenchDrives (`bench slice --drive-gbps`) is the read scheduler over
+// simulated drives; ProjectK3 (`bench project`) the full K3's s/token on a
+// machine, term by term; TraceHitRates (`bench heat`) the expert cache's
+// hit rate on a recorded router trace.
 package bench

@@ -30,6 +30,12 @@ func Bench(ctx context.Context, c *Call) error {
 	if target == "prefill" {
 		return benchPrefillCmd(ctx, c, args) // its own flags (bench_prefill.go)
 	}
+	if target == "project" {
+		return benchProjectCmd(ctx, c, args) // its own flags (bench_project.go)
+	}
+	if target == "heat" {
+		return benchHeatCmd(ctx, c, args) // its own flags (bench_heat.go)
+	}
 	fs := c.flags("kernels|slice|prefill")
 	var opt BenchKernelsOptions
 	fs.BoolVar(&opt.JSON, "json", false, "print the report as JSON")

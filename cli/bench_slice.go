@@ -35,6 +35,7 @@ func benchSliceCmd(ctx context.Context, c *Call, args []string) error {
 	fs.BoolVar(&o.Synthetic, "synthetic", true, "run the synthetic decode loops (false: only (a), the compute primitives and the engine runs)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the synthetic routes (the same seed replays the same routes)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of each engine decode to PATH-natural.pprof and PATH-streamed.pprof, and of the prefill to PATH-prefill.pprof")
+	fs.Var((*gbpsList)(&o.DriveGBps), "drive-gbps", "measure only the multi-drive read scheduler over simulated drives of these GB/s, e.g. 1.0,0.5,0.5 (bench_drives.go)")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
@@ -52,10 +53,11 @@ type BenchSliceOptions struct {
 	// plan), "streamed" (the spine pinned in the full K3's proportion on
 	// this machine: the head pinned, the layers streamed) or "both".
 	EnginePlan string
-	Synthetic  bool   // run the synthetic decode loops (b)
-	CPUProfile string // write a CPU profile of each engine decode to PATH-natural.pprof, PATH-streamed.pprof, of the prefill to PATH-prefill.pprof
-	Prefill    int    // prompt tokens for the prefill measurement (0: none)
-	Int8       bool   // compare the int8 spine with BF16 (converts the slice's spine once)
+	Synthetic  bool      // run the synthetic decode loops (b)
+	CPUProfile string    // write a CPU profile of each engine decode to PATH-natural.pprof, PATH-streamed.pprof, of the prefill to PATH-prefill.pprof
+	Prefill    int       // prompt tokens for the prefill measurement (0: none)
+	Int8       bool      // compare the int8 spine with BF16 (converts the slice's spine once)
+	DriveGBps  []float64 // --drive-gbps: only the multi-drive scheduler over simulated drives
 }
 
 // BenchSlice creates (once, in the data directory) a synthetic checkpoint
@@ -101,6 +103,9 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 	})
 	if err != nil {
 		return fmt.Errorf("app: bench slice: %w", err)
+	}
+	if len(o.DriveGBps) > 0 {
+		return benchSliceDrives(ctx, dir, layout, o, out, log)
 	}
 	var override int64
 	if cfg.RAMGB > 0 {
@@ -159,6 +164,9 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 			p.PinnedLayers, len(layout.Layers), p.CacheExperts, rep.K3Plan.PinnedLayers, d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.SpineBytesPerToken/1e6, d.Ratio, rep.Backend)
 		fmt.Fprintf(out, "  the same reads without compute: %.2f GB/s (%.2f of (a): a spine re-read every token is served faster, the host caches the virtual disk); the decode reaches %.2f of it; disk idle %.1f%% of the time, %.1f reads in flight on average\n",
 			d.IOOnlyGBPerSecond, d.IOOnlyGBPerSecond/rep.Bandwidth[0].GBPerSecond, d.IORatio, 100*d.DiskIdle, d.MeanInFlight)
+		pr := bench.ProjectSlice(rep, layout) // bench project's model, checked here (bench_project.go)
+		fmt.Fprintf(out, "  bench project's model for this run: disk %.3f s, compute %.3f s (spine %.3f, experts %.3f): %.3f s/token overlapped, %.3f serial; measured %.3f (%.2f of the projection)\n",
+			pr.DiskSeconds, pr.ComputeSeconds(), pr.SpineSeconds, pr.ExpertSeconds, pr.Overlapped, pr.Serial, d.SecondsPerToken, d.SecondsPerToken/pr.Overlapped)
 	}
 	if d := rep.EngineDecode; d != nil {
 		fmt.Fprintf(out, "engine forward over the slice, its own plan (spine pinned): %.3f s/token, %.1f MB/token from disk, ratio %.2f (backend %s); speculation %.0f%% accepted of %d passes, %.2f tokens/pass\n",

@@ -30,6 +30,9 @@
 //	spinering.go   spine layers past the pinned prefix, streamed (STREAMING.md)
 //	stats.go       Model.Stats: bytes read, cache and prefetch hits, disk idle
 //	probe.go       the expert store without a model, for bench slice
+//	drives.go      ExpertDrive: replicas of experts on other disks
+//	readsched.go   the expert reads spread over the mirror and the drives
+//	heat.go        the expert heat histogram, halved every N tokens
 //
 // A prompt runs expert-major: every position of a layer is routed first,
 // then each selected expert is read once and applied to all the positions

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,7 +50,15 @@ type spanStoreOptions struct {
 	// ChunkBytes is the size of one read (default readChunk; rounded up to
 	// the 4096-byte alignment of direct reads).
 	ChunkBytes int
-	meter      *ioMeter // the model's reads in flight (bench slice)
+	// Drives are expert drives holding replicas of some experts: each
+	// chunk read goes to a drive that holds it (readsched.go).
+	Drives []ExpertDrive
+	// MirrorLast reads from the shards only what no working drive holds.
+	MirrorLast bool
+	// HeatHalfLife is the tokens between halvings of the heat histogram
+	// (0: DefaultHeatHalfLife; negative: never, cumulative counts).
+	HeatHalfLife int
+	meter        *ioMeter // the model's reads in flight (bench slice)
 }
 
 // spanStore reads routed experts from shard files: a layer's selected
@@ -69,11 +78,11 @@ type spanStore struct {
 	prefetchCap int
 	chunk       int64
 	meter       *ioMeter // the model's, or nil
+	firstLayer  int      // the lowest MoE layer: its Acquire ticks the heat clock
 
 	ctx    context.Context // cancelled by Close; reads run under it
 	cancel context.CancelFunc
-	demand chan readJob
-	spec   chan readJob
+	sched  *readScheduler
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
@@ -112,11 +121,18 @@ type entry struct {
 	// dropped is set with gone: chunk reads not yet started are skipped, so
 	// a wrong prefetch costs only what is already in flight.
 	dropped atomic.Bool
+	// reps are the expert drives' replicas, by drive index (the mirror's,
+	// 0, unused), looked up when the read is submitted; skip (guarded by
+	// the scheduler) the drives whose copy failed its checksum; fromRep
+	// (guarded by mu) the drives that filled buf.
+	reps    []Replica
+	skip    uint64
+	fromRep uint64
 }
 
 // storeCounters are the store's statistics (atomics: read without the lock).
 type storeCounters struct {
-	diskBytes, reads, specReads, specHits, cacheHits, shared, misses, specWasted atomic.Int64
+	diskBytes, reads, specReads, specHits, cacheHits, shared, misses, specWasted, corrupt atomic.Int64
 }
 
 // storeStats is a snapshot of the store's counters since open.
@@ -131,6 +147,8 @@ type storeStats struct {
 	Misses      int64 // demanded experts read on demand
 	CachedNow   int   // experts in the cache now
 	BufferBytes int64 // RAM held by the store's buffers
+	Corrupt     int64 // experts read again after a replica failed its checksum
+	Drives      []DriveStats
 }
 
 // openSpanStore opens the shards named by opts.Spans and checks that every
@@ -155,15 +173,26 @@ func openSpanStore(ctx context.Context, opts spanStoreOptions) (*spanStore, erro
 	s := &spanStore{
 		spans: opts.Spans, shards: map[string]*shardFile{}, mode: opts.Mode, heat: opts.Heat,
 		meter: opts.meter, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: alignUp(int64(opts.ChunkBytes)),
-		demand: make(chan readJob, 1024), spec: make(chan readJob, 1024), entries: map[ckpt.ExpertID]*entry{}, last: map[int][]int{},
+		entries: map[ckpt.ExpertID]*entry{}, last: map[int][]int{},
+	}
+	var err error
+	if s.sched, err = newReadScheduler(opts.Readers, opts.Drives, opts.MirrorLast); err != nil {
+		return nil, err
 	}
 	var maxSpan int64
 	maxLayer, maxExpert := 0, 0
+	s.firstLayer = -1
 	for id := range opts.Spans {
 		maxLayer, maxExpert = max(maxLayer, id.Layer), max(maxExpert, id.Expert)
+		if s.firstLayer < 0 || id.Layer < s.firstLayer {
+			s.firstLayer = id.Layer
+		}
 	}
 	if s.heat == nil {
 		s.heat = newHeat(maxLayer+1, maxExpert+1)
+	}
+	if opts.HeatHalfLife != 0 {
+		s.heat.setHalfLife(opts.HeatHalfLife)
 	}
 	sizes := map[string]int64{}
 	for _, id := range slices.SortedFunc(maps.Keys(opts.Spans), ckpt.ExpertID.Compare) {
@@ -189,9 +218,11 @@ func openSpanStore(ctx context.Context, opts spanStoreOptions) (*spanStore, erro
 	// A covering aligned range is at most one block longer at each end.
 	s.bufSize = int(alignUp(maxSpan) + ioAlign)
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	for range opts.Readers {
-		s.wg.Add(1)
-		go s.reader()
+	for _, d := range s.sched.drives {
+		for range d.readers {
+			s.wg.Add(1)
+			go s.reader(d)
+		}
 	}
 	return s, nil
 }
@@ -249,6 +280,7 @@ func (s *spanStore) Stats() storeStats {
 		DiskBytes: c.diskBytes.Load(), Reads: c.reads.Load(), SpecReads: c.specReads.Load(),
 		SpecHits: c.specHits.Load(), SpecWasted: c.specWasted.Load(), CacheHits: c.cacheHits.Load(), Shared: c.shared.Load(),
 		Misses: c.misses.Load(), CachedNow: cached, BufferBytes: int64(nbufs) * int64(s.bufSize),
+		Corrupt: c.corrupt.Load(), Drives: s.sched.stats(),
 	}
 }
 
@@ -263,7 +295,11 @@ func (s *spanStore) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.cancel()
+	left := s.sched.close()
 	s.wg.Wait()
+	for _, j := range left {
+		s.chunkDone(j.e, errStoreClosed, 0, 0)
+	}
 	return s.closeFiles()
 }
 
@@ -344,6 +380,11 @@ func (s *spanStore) AcquirePart(ctx context.Context, layer int, ids, union []int
 		}
 	}
 	s.heat.Touch(layer, ids)
+	if layer == s.firstLayer && len(ids) > 0 && len(union) > 0 && ids[0] == union[0] {
+		// The first MoE layer's first group: one more forward pass
+		// (a decode token; a prefill counts once) on the heat clock.
+		s.heat.Tick(1)
+	}
 	b := &spanBatch{s: s, entries: make([]*entry, len(ids))}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -369,11 +410,14 @@ func (s *spanStore) AcquirePart(ctx context.Context, layer int, ids, union []int
 		case e == nil:
 			e = s.newEntry(id, s.takeBuffer(true))
 			s.stats.misses.Add(1)
-			s.submit(e, s.demand)
+			s.submit(e, true)
 		case e.spec:
 			e.spec = false
 			s.specN--
 			s.stats.specHits.Add(1)
+			s.sched.mu.Lock()
+			s.sched.promote(e)
+			s.sched.mu.Unlock()
 		case e.cache:
 			s.stats.cacheHits.Add(1)
 		default:
@@ -425,7 +469,7 @@ func (s *spanStore) Prefetch(layer int, ids []int) {
 		e.spec = true
 		s.specN++
 		s.stats.specReads.Add(1)
-		s.submit(e, s.spec)
+		s.submit(e, false)
 	}
 }
 
@@ -452,48 +496,48 @@ const readChunk = 4 << 20
 
 // A readJob is one chunk [lo, hi) of the file range covering an entry's
 // span (the whole range when the shard's Source is an Ensurer, which is
-// asked for the expert as one request).
+// asked for the expert as one request), at demand or prefetch priority.
 type readJob struct {
 	e      *entry
 	lo, hi int64
+	demand bool
 }
 
-// submit queues e's read as chunk jobs; the in-flight read holds a reference.
-// Called with mu held; when the queue is full the jobs are handed over from
-// a goroutine, so the lock is never held across a blocking send.
-func (s *spanStore) submit(e *entry, q chan readJob) {
+// submit queues e's read as chunk jobs; the in-flight read holds a
+// reference. The expert drives holding e are looked up here. Called with
+// mu held.
+func (s *spanStore) submit(e *entry, demand bool) {
 	e.refs++
+	if n := len(s.sched.drives); n > 1 {
+		e.reps = make([]Replica, n)
+		for _, d := range s.sched.drives[1:] {
+			if r, ok := d.dev.Replica(e.id); ok && r.Source != nil {
+				e.reps[d.idx] = r
+			}
+		}
+	}
+	jobs := s.jobs(e, demand)
+	e.pending = len(jobs)
+	s.sched.mu.Lock()
+	s.sched.push(jobs, false)
+	s.sched.mu.Unlock()
+}
+
+// jobs splits e's read into chunks.
+func (s *spanStore) jobs(e *entry, demand bool) []readJob {
 	sp := s.spans[e.id]
 	lo, hi := sp.Offset, sp.Offset+sp.Size
 	if s.shards[sp.Shard].direct {
 		lo, hi = alignDown(lo), alignUp(hi)
 	}
-	var jobs []readJob
 	if s.shards[sp.Shard].ensure != nil {
-		jobs = []readJob{{e, lo, hi}}
-	} else {
-		for c := lo; c < hi; c += s.chunk {
-			jobs = append(jobs, readJob{e, c, min(c+s.chunk, hi)})
-		}
+		return []readJob{{e, lo, hi, demand}}
 	}
-	e.pending = len(jobs)
-	for i, j := range jobs {
-		select {
-		case q <- j:
-		default:
-			rest := jobs[i:]
-			go func() {
-				for _, j := range rest {
-					select {
-					case q <- j:
-					case <-s.ctx.Done():
-						s.chunkDone(j.e, errStoreClosed, 0)
-					}
-				}
-			}()
-			return
-		}
+	var jobs []readJob
+	for c := lo; c < hi; c += s.chunk {
+		jobs = append(jobs, readJob{e, c, min(c+s.chunk, hi), demand})
 	}
+	return jobs
 }
 
 // takeBuffer returns a free buffer. Demand reads may evict (wrong
@@ -610,35 +654,44 @@ func (s *spanStore) coldestCached() *entry {
 	return best
 }
 
-// reader serves demand reads before prefetches.
-func (s *spanStore) reader() {
+// reader is one of drive d's readers: it reads the jobs the scheduler
+// hands it until the store closes.
+func (s *spanStore) reader(d *schedDrive) {
 	defer s.wg.Done()
 	for {
-		var j readJob
-		select {
-		case j = <-s.demand:
-		default:
-			select {
-			case j = <-s.demand:
-			case j = <-s.spec:
-			case <-s.ctx.Done():
-				return
-			}
+		j, ok := s.sched.next(d)
+		if !ok {
+			return
 		}
-		n, err := s.read(j)
-		s.chunkDone(j.e, err, n)
+		var n int64
+		var err error
+		if d.dev == nil {
+			n, err = s.read(j)
+		} else {
+			n, err = s.readReplica(d, j)
+		}
+		if s.sched.finished(d, j, n, err, s.ctx.Err() != nil) {
+			continue
+		}
+		s.chunkDone(j.e, err, n, d.idx)
 	}
 }
 
-// chunkDone records one chunk; the last one publishes the entry.
-func (s *spanStore) chunkDone(e *entry, err error, n int64) {
+// chunkDone records one chunk, read from drive d; the last one checks the
+// expert (its replicas' checksum when a drive filled part of it, then its
+// scales) and publishes the entry.
+func (s *spanStore) chunkDone(e *entry, err error, n int64, d int) {
 	s.stats.diskBytes.Add(n)
 	e.mu.Lock()
 	if e.err == nil {
 		e.err = err
 	}
+	if err == nil && d > 0 {
+		e.fromRep |= 1 << d
+	}
 	e.pending--
 	last := e.pending == 0
+	from := e.fromRep
 	e.mu.Unlock()
 	if !last {
 		return
@@ -646,13 +699,27 @@ func (s *spanStore) chunkDone(e *entry, err error, n int64) {
 	s.stats.reads.Add(1)
 	if e.err == nil {
 		sp := s.spans[e.id]
-		lo := sp.Offset
-		if s.shards[sp.Shard].direct {
-			lo = alignDown(lo)
-		}
+		lo := s.base(sp)
 		e.data = e.buf[sp.Offset-lo : sp.Offset-lo+sp.Size : sp.Offset-lo+sp.Size]
-		// Checked once per read from disk (a cached expert is not read again).
-		if err := checkExpertScales(e.id, sp.Shard, e.data); err != nil {
+		bad := from != 0 && SpanCRC(e.data) != e.reps[bits.TrailingZeros64(from)].CRC32C
+		if bad && s.ctx.Err() != nil {
+			e.err, e.data = errStoreClosed, nil // closing: nothing reads it again
+		} else if bad {
+			// A bad byte on a drive: read the expert again from the
+			// others (the mirror holds it) and let the drive repair it.
+			s.sched.markCorrupt(e, from)
+			s.stats.corrupt.Add(1)
+			e.data = nil
+			jobs := s.jobs(e, true)
+			e.mu.Lock()
+			e.fromRep, e.pending = 0, len(jobs)
+			e.mu.Unlock()
+			s.sched.mu.Lock()
+			s.sched.push(jobs, true)
+			s.sched.mu.Unlock()
+			return
+		} else if err := checkExpertScales(e.id, sp.Shard, e.data); err != nil {
+			// Checked once per read from disk (a cached expert is not read again).
 			e.err, e.data = err, nil
 		}
 	}
@@ -664,16 +731,35 @@ func (s *spanStore) chunkDone(e *entry, err error, n int64) {
 	close(e.done)
 }
 
-// read fills one chunk of e's buffer: the buffer holds the file range
-// covering the span (aligned for direct descriptors, since the span need not
-// start on a block boundary). It returns the bytes read from the device.
-func (s *spanStore) read(j readJob) (int64, error) {
-	e := j.e
+// base is the file offset of the first byte of an entry's buffer: the span
+// widened to the alignment of direct reads when its shard is read direct.
+func (s *spanStore) base(sp ckpt.ExpertSpan) int64 {
+	if s.shards[sp.Shard].direct {
+		return alignDown(sp.Offset)
+	}
+	return sp.Offset
+}
+
+// readable says whether a chunk of e is still to be read: not after Close
+// (errStoreClosed), nor for a dropped prefetch (errDropped).
+func (s *spanStore) readable(e *entry) error {
 	if err := s.ctx.Err(); err != nil {
-		return 0, errStoreClosed
+		return errStoreClosed
 	}
 	if e.dropped.Load() {
-		return 0, errDropped
+		return errDropped
+	}
+	return nil
+}
+
+// read fills one chunk of e's buffer from its shard: the buffer holds the
+// file range covering the span (aligned for direct descriptors, since the
+// span need not start on a block boundary). It returns the bytes read from
+// the device.
+func (s *spanStore) read(j readJob) (int64, error) {
+	e := j.e
+	if err := s.readable(e); err != nil {
+		return 0, err
 	}
 	sp := s.spans[e.id]
 	sf := s.shards[sp.Shard]
@@ -682,10 +768,7 @@ func (s *spanStore) read(j readJob) (int64, error) {
 			return 0, fmt.Errorf("engine: fetch %s (%s bytes %d to %d): %w", e.id, sp.Shard, sp.Offset, sp.Offset+sp.Size, err)
 		}
 	}
-	base := sp.Offset
-	if sf.direct {
-		base = alignDown(base)
-	}
+	base := s.base(sp)
 	s.meter.change(1)
 	got, err := preadFull(sf.fd, e.buf[j.lo-base:j.hi-base], j.lo, sf.direct)
 	s.meter.change(-1)
@@ -699,6 +782,26 @@ func (s *spanStore) read(j readJob) (int64, error) {
 		dropRange(sf.f, j.lo, j.hi-j.lo)
 	}
 	return got, nil
+}
+
+// readReplica fills one chunk of e's buffer from drive d's replica, which
+// holds the expert's ReplicaRange: chunk [lo, hi) of the shard lies at
+// Offset + lo − alignDown(span offset) in it.
+func (s *spanStore) readReplica(d *schedDrive, j readJob) (int64, error) {
+	e := j.e
+	if err := s.readable(e); err != nil {
+		return 0, err
+	}
+	sp := s.spans[e.id]
+	base := s.base(sp)
+	r := e.reps[d.idx]
+	s.meter.change(1)
+	err := r.Source.ReadAt(s.ctx, e.buf[j.lo-base:j.hi-base], r.Offset+j.lo-alignDown(sp.Offset))
+	s.meter.change(-1)
+	if err != nil {
+		return 0, fmt.Errorf("engine: read %s from drive %s: %w", e.id, d.name, err)
+	}
+	return j.hi - j.lo, nil
 }
 
 // preadFull reads until buf is full or the file ends. A direct read that

@@ -19,25 +19,65 @@ import (
 // another shape.
 var errHeatFormat = errors.New("engine: heat file")
 
-// heatHalving is the count at which every count is halved: a step decay, so
-// that routing from long ago fades (about 65k uses of the hottest expert
-// between halvings, a few thousand tokens) and no count can overflow.
+// heatHalving is the count at which every count is halved whatever the
+// token clock says, so that no count can overflow.
 const heatHalving = 1 << 16
 
-// heatMap is a histogram of how often each routed expert was selected, decayed
-// by halving. The expert cache admits and evicts by it, and it is saved in the
-// data directory so that a new run starts with what the last runs learned.
-// Safe for concurrent use.
+// DefaultHeatHalfLife is the number of tokens after which every count is
+// halved (StreamOptions.HeatHalfLife): selection-hotness with a step
+// decay, so that what a conversation routed a thousand tokens ago weighs
+// half of what it routes now.
+const DefaultHeatHalfLife = 1024
+
+// heatMap is a histogram of how often each routed expert was selected,
+// halved every halfLife tokens (Tick). The expert cache admits and evicts
+// by it, and it is saved in the data directory so that a new run starts
+// with what the last runs learned. Safe for concurrent use.
 type heatMap struct {
 	mu              sync.Mutex
 	layers, experts int
 	counts          []float32 // [layers, experts]
+	halfLife        int       // tokens between halvings; 0: only at heatHalving
+	tokens          int       // tokens since the last halving
 }
 
 // newHeat returns an empty histogram for layer numbers 0..layers-1 and
-// experts 0..experts-1 per layer.
+// experts 0..experts-1 per layer, halved every DefaultHeatHalfLife tokens.
 func newHeat(layers, experts int) *heatMap {
-	return &heatMap{layers: layers, experts: experts, counts: make([]float32, layers*experts)}
+	return &heatMap{layers: layers, experts: experts, counts: make([]float32, layers*experts), halfLife: DefaultHeatHalfLife}
+}
+
+// setHalfLife sets the tokens between halvings; n ≤ 0 leaves only the
+// overflow halving (cumulative counts).
+func (h *heatMap) setHalfLife(n int) {
+	h.mu.Lock()
+	h.halfLife = max(n, 0)
+	h.mu.Unlock()
+}
+
+// Tick advances the token clock by n tokens, halving every count each
+// time it passes a multiple of the half-life. The phase is not saved: a
+// new run starts a fresh period.
+func (h *heatMap) Tick(n int) {
+	if h == nil || n <= 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.halfLife <= 0 {
+		return
+	}
+	h.tokens += n
+	for h.tokens >= h.halfLife {
+		h.tokens -= h.halfLife
+		h.halveLocked()
+	}
+}
+
+func (h *heatMap) halveLocked() {
+	for i := range h.counts {
+		h.counts[i] /= 2
+	}
 }
 
 // loadHeat reads a histogram saved by Save: JSON lines
@@ -103,9 +143,7 @@ func (h *heatMap) Touch(layer int, ids []int) {
 		}
 	}
 	if halve {
-		for i := range h.counts {
-			h.counts[i] /= 2
-		}
+		h.halveLocked()
 	}
 }
 
@@ -145,4 +183,25 @@ func writeFileAtomic(path string, b []byte) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	return nil
+}
+
+// ExpertHeat reads a saved heat histogram (StreamOptions.HeatPath) for the
+// experts of spans: what package drives ranks its copies by, hottest first.
+// A missing file gives no scores.
+func ExpertHeat(path string, spans map[ckpt.ExpertID]ckpt.ExpertSpan) (map[ckpt.ExpertID]float32, error) {
+	layers, experts := 0, 0
+	for id := range spans {
+		layers, experts = max(layers, id.Layer+1), max(experts, id.Expert+1)
+	}
+	h, err := loadHeat(path, layers, experts)
+	if err != nil {
+		return nil, err
+	}
+	out := map[ckpt.ExpertID]float32{}
+	for id := range spans {
+		if v := h.Score(id); v > 0 {
+			out[id] = v
+		}
+	}
+	return out, nil
 }

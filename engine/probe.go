@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -27,6 +26,10 @@ type ProbeOptions struct {
 	CacheExperts int
 	// Backend computes the expert FFNs; nil means kernels.Default().
 	Backend kernels.Backend
+	// Drives, MirrorLast and HeatHalfLife are StreamOptions'.
+	Drives       []ExpertDrive
+	MirrorLast   bool
+	HeatHalfLife int
 }
 
 // A Probe reads the routed experts of one checkpoint through an expert
@@ -53,22 +56,12 @@ func OpenProbe(ctx context.Context, dir string, o ProbeOptions) (*Probe, error) 
 	if o.Backend == nil {
 		o.Backend = kernels.Default()
 	}
-	c, err := loadConfig(dir)
+	c, spans, err := mxfp4Experts(ctx, dir, OpenFile, "probe")
 	if err != nil {
 		return nil, err
 	}
-	ck, err := openCheckpoint(ctx, dir, OpenFile)
-	if err != nil {
-		return nil, err
-	}
-	defer ck.close()
-	if err := ck.validate(c); err != nil {
-		return nil, err
-	}
-	if !c.ExpertsMXFP4 || c.Experts == 0 {
-		return nil, fmt.Errorf("%w: a probe reads MXFP4 routed experts; %s has none", ErrConfig, dir)
-	}
-	s, err := openSpanStore(ctx, spanStoreOptions{Dir: dir, Spans: ck.experts, Mode: mode, CacheExperts: o.CacheExperts})
+	s, err := openSpanStore(ctx, spanStoreOptions{Dir: dir, Spans: spans, Mode: mode, CacheExperts: o.CacheExperts,
+		Drives: o.Drives, MirrorLast: o.MirrorLast, HeatHalfLife: o.HeatHalfLife})
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,11 @@ type Stats struct {
 	// experts' bytes to arrive (the compute stalled on the disk): a
 	// pass's time less this is its compute.
 	ExpertWait time.Duration
+	// Drives are the mirror's and each expert drive's reads (drives.go);
+	// ChecksumFailures the experts read again because a drive's copy failed
+	// its checksum.
+	Drives           []DriveStats
+	ChecksumFailures int64
 }
 
 // DiskBytes is everything read from disk: experts and spine.
@@ -46,6 +51,7 @@ func (s Stats) Sub(b Stats) Stats {
 		PrefetchWasted: s.PrefetchWasted - b.PrefetchWasted, Shared: s.Shared - b.Shared, Misses: s.Misses - b.Misses,
 		CachedExperts: s.CachedExperts, DiskIdle: s.DiskIdle - b.DiskIdle, ReadsInFlight: s.ReadsInFlight - b.ReadsInFlight,
 		ExpertWait: s.ExpertWait - b.ExpertWait,
+		Drives:     subDrives(s.Drives, b.Drives), ChecksumFailures: s.ChecksumFailures - b.ChecksumFailures,
 	}
 }
 
@@ -54,6 +60,7 @@ func statsOf(st storeStats, spine int64, io ioMeterStats) Stats {
 		ExpertBytes: st.DiskBytes, SpineBytes: spine, ExpertReads: st.Reads, PrefetchReads: st.SpecReads,
 		CacheHits: st.CacheHits, PrefetchHits: st.SpecHits, PrefetchWasted: st.SpecWasted, Shared: st.Shared,
 		Misses: st.Misses, CachedExperts: st.CachedNow, DiskIdle: io.idle, ReadsInFlight: io.depth,
+		Drives: st.Drives, ChecksumFailures: st.Corrupt,
 	}
 }
 

@@ -30,7 +30,14 @@ type StreamOptions struct {
 	// line per token and MoE layer, written to a temporary file and renamed
 	// to TracePath when the model closes.
 	TracePath string
-	mode      ioMode // ioDirect; tests read buffered too
+	// Drives are expert drives holding replicas (drives.go); MirrorLast
+	// reads from the checkpoint only what no working drive holds (bench).
+	Drives     []ExpertDrive
+	MirrorLast bool
+	// HeatHalfLife is the tokens between halvings of the heat histogram
+	// (0: DefaultHeatHalfLife; negative: cumulative counts).
+	HeatHalfLife int
+	mode         ioMode // ioDirect; tests read buffered too
 }
 
 // spineTensors groups the spine's tensors (every tensor but the routed
@@ -134,6 +141,7 @@ func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *confi
 	}
 	s, err := openSpanStore(ctx, spanStoreOptions{
 		Dir: dir, Spans: ck.experts, Mode: o.mode, Heat: heat, Sources: ck.sources(), CacheExperts: cache, meter: meter,
+		Drives: o.Drives, MirrorLast: o.MirrorLast, HeatHalfLife: o.HeatHalfLife,
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"time"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+)
+
+// Expert drives: directories on other disks that hold replicas of some
+// routed experts, so that a token's expert reads spread over several
+// devices (package drives copies and checks them). The checkpoint's own
+// shards (the mirror) hold every expert and stay authoritative: a replica
+// is only ever another place to read the same bytes, checked against the
+// CRC-32C its drive recorded at copy time, and a drive that fails is
+// dropped for the rest of the run while the mirror serves its reads.
+
+// ExpertDrive is one drive holding replicas. Safe for concurrent use: the
+// store asks it from many readers, while its owner may be copying more.
+type ExpertDrive interface {
+	// Name names the drive in Stats and errors (its directory).
+	Name() string
+	// Readers is the number of reads in flight the drive wants, chosen by
+	// its probe; 0 means 8.
+	Readers() int
+	// Replica says where the replica of id lies; ok is false when the
+	// drive does not hold it (yet, or any more).
+	Replica(id ckpt.ExpertID) (r Replica, ok bool)
+	// Corrupt reports that bytes read from id's replica did not match its
+	// checksum: the drive stops offering it until it has been repaired.
+	Corrupt(id ckpt.ExpertID)
+}
+
+// Replica locates one expert's copy on a drive. The copy is the expert's
+// covering aligned range of its shard, ReplicaRange: the store reads any
+// chunk of an expert from the mirror or from a replica interchangeably.
+type Replica struct {
+	Source Source // the file holding the copy
+	Offset int64  // where ReplicaRange's first byte lies in it (a multiple of 4096)
+	CRC32C uint32 // of the span's bytes (Castagnoli), as copied from the mirror
+}
+
+// ReplicaRange is the part of a shard a replica of the expert at sp holds:
+// the span widened to 4096-byte boundaries, as direct reads of the shard
+// read it. Bytes past the shard's end are zeros in the copy.
+func ReplicaRange(sp ckpt.ExpertSpan) (lo, hi int64) {
+	return alignDown(sp.Offset), alignUp(sp.Offset + sp.Size)
+}
+
+// SpanCRC is the checksum a replica records: CRC-32C of the span's bytes.
+func SpanCRC(span []byte) uint32 { return crc32.Checksum(span, castagnoli) }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ExpertSpans lists the routed MXFP4 experts of the checkpoint in dir and
+// where each lies, opening its files with open (nil: OpenFile): what a
+// drive copies.
+func ExpertSpans(ctx context.Context, dir string, open OpenSource) (map[ckpt.ExpertID]ckpt.ExpertSpan, error) {
+	if open == nil {
+		open = OpenFile
+	}
+	_, spans, err := mxfp4Experts(ctx, dir, open, "replicate")
+	return spans, err
+}
+
+// mxfp4Experts reads dir's config and headers and returns its routed MXFP4
+// experts' spans, or an error saying the checkpoint has none to use (for
+// what).
+func mxfp4Experts(ctx context.Context, dir string, open OpenSource, what string) (*config, map[ckpt.ExpertID]ckpt.ExpertSpan, error) {
+	c, err := loadConfig(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	ck, err := openCheckpoint(ctx, dir, open)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer ck.close()
+	if err := ck.validate(c); err != nil {
+		return nil, nil, err
+	}
+	if !c.ExpertsMXFP4 || c.Experts == 0 || len(ck.experts) == 0 {
+		return nil, nil, fmt.Errorf("%w: %s has no MXFP4 routed experts to %s", ErrConfig, dir, what)
+	}
+	return c, ck.experts, nil
+}
+
+// DirectFile is a Source over a local file read with direct I/O where the
+// buffer, offset and length allow it (the store's reads always do), and
+// through the page cache otherwise: what a drive's replica files are.
+type DirectFile struct {
+	direct, plain *os.File
+	isDirect      bool
+	size          int64
+}
+
+// OpenDirectFile opens path as a DirectFile.
+func OpenDirectFile(path string) (*DirectFile, error) {
+	plain, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := plain.Stat()
+	if err != nil {
+		plain.Close()
+		return nil, err
+	}
+	d, isDirect, err := openShard(path, ioDirect)
+	if err != nil {
+		plain.Close()
+		return nil, err
+	}
+	return &DirectFile{direct: d, plain: plain, isDirect: isDirect, size: st.Size()}, nil
+}
+
+// ReadAt fills p from off; a short read is an error.
+func (f *DirectFile) ReadAt(ctx context.Context, p []byte, off int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	fd := f.plain
+	aligned := f.isDirect && off%ioAlign == 0 && len(p)%ioAlign == 0 && addrOf(p)%ioAlign == 0
+	if aligned {
+		fd = f.direct
+	}
+	got, err := preadFull(int(fd.Fd()), p, off, aligned)
+	if err != nil {
+		return err
+	}
+	if got < int64(len(p)) {
+		return fmt.Errorf("engine: %s: %d bytes at %d, the file ends after %d", f.plain.Name(), len(p), off, got)
+	}
+	return nil
+}
+
+// Size is the file's length at open.
+func (f *DirectFile) Size() int64 { return f.size }
+
+// Close closes both descriptors; later reads fail, as an unplugged drive's.
+func (f *DirectFile) Close() error {
+	err := f.direct.Close()
+	if perr := f.plain.Close(); err == nil {
+		err = perr
+	}
+	return err
+}
+
+// DriveStats is one drive's reads since the store opened: the mirror first
+// (Name "mirror"), then the expert drives in the order given.
+type DriveStats struct {
+	Name    string
+	Readers int   // reads in flight it may have
+	Bytes   int64 // read from it
+	Reads   int64 // chunk reads
+	// Busy is the time with at least one read in flight, Idle the rest;
+	// Starved is the part of Idle during which a read it could serve was
+	// queued (the scheduler should keep it near zero).
+	Busy, Idle, Starved time.Duration
+	Corrupt             int64 // experts whose bytes from it failed their checksum
+	Failed              bool  // a read failed: dropped for the rest of the run
+}
+
+// GBps is the drive's bandwidth while busy.
+func (d DriveStats) GBps() float64 {
+	if d.Busy <= 0 {
+		return 0
+	}
+	return float64(d.Bytes) / d.Busy.Seconds() / 1e9
+}
+
+// subDrives returns a − b drive by drive (b from an earlier reading).
+func subDrives(a, b []DriveStats) []DriveStats {
+	out := make([]DriveStats, len(a))
+	for i, d := range a {
+		if i < len(b) {
+			d.Bytes -= b[i].Bytes
+			d.Reads -= b[i].Reads
+			d.Busy -= b[i].Busy
+			d.Idle -= b[i].Idle
+			d.Starved -= b[i].Starved
+			d.Corrupt -= b[i].Corrupt
+		}
+		out[i] = d
+	}
+	return out
+}
+
+// AlignedBuffer returns n zeroed bytes at an address direct reads accept
+// (16 KiB-aligned), for a drive's read-back checks.
+func AlignedBuffer(n int) []byte { return alignedBytes(n) }
