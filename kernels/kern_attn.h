@@ -1,0 +1,29 @@
+// Tiled causal attention (kernels/attn.go has the algorithm): one call
+// computes query rows [i0, i1) of head h over every key they see.
+#ifndef DF_KERN_ATTN_H
+#define DF_KERN_ATTN_H
+
+#include <stdint.h>
+
+#define DF_ATTN_BQ 64 // query rows per call (AttnBlockRows)
+#define DF_ATTN_BK 64 // keys per tile (AttnBlockKeys)
+
+// q: [T, nh, qk], k: [past+T, nh, qk], v: [past+T, nh, dv], dst: [T, nh, dv];
+// scratch: df_attn_scratch(qk, dv) floats, not shared between threads.
+void df_attn_block(int isa, const float *q, const float *k, const float *v, float *dst, int64_t past, int64_t nh,
+                   int64_t qk, int64_t dv, float scale, int64_t h, int64_t i0, int64_t i1, float *scratch);
+int64_t df_attn_scratch(int64_t qk, int64_t dv);
+
+#define DF_ATTN_DECL(SUFFIX)                                                                                          \
+	void df_attn_block_##SUFFIX(const float *q, const float *k, const float *v, float *dst, int64_t past, int64_t nh, \
+	                            int64_t qk, int64_t dv, float scale, int64_t h, int64_t i0, int64_t i1, float *scratch);
+DF_ATTN_DECL(generic)
+#if defined(__x86_64__)
+DF_ATTN_DECL(avx2)
+DF_ATTN_DECL(avx512)
+#endif
+#if defined(__aarch64__)
+DF_ATTN_DECL(neon)
+#endif
+
+#endif
