@@ -27,7 +27,7 @@ import (
 
 // Tile shape, shared by every implementation (kern_attn.h has the same).
 const (
-	AttnBlockRows = 64 // query rows per task
+	AttnBlockRows = 256 // query rows per task
 	AttnBlockKeys = 64 // keys per tile
 )
 

@@ -16,6 +16,7 @@ typedef int32_t df_attn_vi4 __attribute__((vector_size(16)));
 #define W 4
 #define NV 2
 #define VFMA(a, b, c) ((a) * (b) + (c))
+#define VBC(x) ((df_attn_vf4){(x), (x), (x), (x)})
 #define VMAX(a, b) df_attn_max4((a), (b))
 static inline df_attn_vf4 df_attn_max4(df_attn_vf4 a, df_attn_vf4 b) {
 	df_attn_vi4 gt = a > b;
@@ -25,7 +26,7 @@ static inline df_attn_vf4 df_attn_max4(df_attn_vf4 a, df_attn_vf4 b) {
 
 int64_t df_attn_scratch(int64_t qk, int64_t dv) {
 	int64_t dvp = (dv + 15) & ~(int64_t)15;
-	return 16 + qk * DF_ATTN_BK + DF_ATTN_BK * dvp + DF_ATTN_BQ * qk + DF_ATTN_BQ * dvp + 4 * DF_ATTN_BK;
+	return 16 + qk * DF_ATTN_BK + DF_ATTN_BK * dvp + DF_ATTN_BQ * qk + DF_ATTN_BQ * dvp + 4 * DF_ATTN_BK + DF_ATTN_BQ * 16;
 }
 
 void df_attn_block(int isa, const float *q, const float *k, const float *v, float *dst, int64_t past, int64_t nh,

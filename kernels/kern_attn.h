@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#define DF_ATTN_BQ 64 // query rows per call (AttnBlockRows)
+#define DF_ATTN_BQ 256 // query rows per call (AttnBlockRows)
 #define DF_ATTN_BK 64 // keys per tile (AttnBlockKeys)
 
 // q: [T, nh, qk], k: [past+T, nh, qk], v: [past+T, nh, dv], dst: [T, nh, dv];

@@ -14,5 +14,6 @@ typedef int32_t df_attn_vi8 __attribute__((vector_size(32)));
 #define W 8
 #define NV 2
 #define VFMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define VBC(x) _mm256_set1_ps(x)
 #define VMAX(a, b) _mm256_max_ps((a), (b))
 #include "kern_attn_tmpl.h"

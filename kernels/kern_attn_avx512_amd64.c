@@ -13,6 +13,7 @@ typedef int32_t df_attn_vi16 __attribute__((vector_size(64)));
 #define W 16
 #define NV 4
 #define VFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define VBC(x) _mm512_set1_ps(x)
 #define VMAX(a, b) _mm512_max_ps((a), (b))
 #define HMAX(v) _mm512_reduce_max_ps(v)
 #define HSUM(v) _mm512_reduce_add_ps(v)

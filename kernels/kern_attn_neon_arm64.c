@@ -11,6 +11,7 @@
 #define W 4
 #define NV 4
 #define VFMA(a, b, c) vfmaq_f32((c), (a), (b))
+#define VBC(x) vdupq_n_f32(x)
 #define VMAX(a, b) vmaxq_f32((a), (b))
 #define HMAX(v) vmaxvq_f32(v)
 #define HSUM(v) vaddvq_f32(v)

@@ -7,6 +7,7 @@
 //	NV           vectors per register block (R·NV accumulators fit the file)
 //	VFMA(a,b,c)  a·b + c, fused where the ISA has it
 //	VMAX(a,b)    lane-wise maximum
+//	VBC(x)       x in every lane
 //	HMAX, HSUM   (optional) horizontal maximum and sum
 //
 // Per call: the query rows [i0, i1) of head h, prescaled, and for each tile
@@ -29,7 +30,7 @@
 #define R 4
 #define KB (NV * W)
 
-ATTN_ATTR static inline VF FN(bc)(float x) { return (VF){0} + x; }
+ATTN_ATTR static inline VF FN(bc)(float x) { return VBC(x); }
 
 #ifndef HMAX
 ATTN_ATTR static inline float FN(hmax)(VF v) {
@@ -48,33 +49,52 @@ ATTN_ATTR static inline float FN(hsum)(VF v) {
 #define HSUM FN(hsum)
 #endif
 
-// vexp is e^x for x ≤ 0 by Cephes' expf (the shaders' dfExp): below
-// −87.3 it gives 2^−126 rather than 0, which the masked lanes then zero.
-ATTN_ATTR static inline VF FN(vexp)(VF x) {
-	x = VMAX(x, FN(bc)(-87.33654f));
-	// Round x·log2(e) to an integer n with the 1.5·2^23 trick: t's low bits are n.
-	VF t = VFMA(x, FN(bc)(1.44269504088896341f), FN(bc)(12582912.0f));
-	VF n = t - FN(bc)(12582912.0f);
-	VF r = VFMA(n, FN(bc)(-0.693359375f), x);
-	r = VFMA(n, FN(bc)(2.12194440e-4f), r);
-	VF p = FN(bc)(1.9875691500e-4f);
-	p = VFMA(p, r, FN(bc)(1.3981999507e-3f));
-	p = VFMA(p, r, FN(bc)(8.3334519073e-3f));
-	p = VFMA(p, r, FN(bc)(4.1665795894e-2f));
-	p = VFMA(p, r, FN(bc)(1.6666665459e-1f));
-	p = VFMA(p, r, FN(bc)(5.0000001201e-1f));
-	VF y = VFMA(p, r * r, r + FN(bc)(1.0f));
-	VI e = ((VI)t - 0x4B400000 + 127) << 23;
+// vexp2 is 2^x for x ≤ 0 by Cephes' exp2f (round to an integer n with the
+// 1.5·2^23 trick, a degree-6 polynomial for 2^(x−n)); below −126 it gives
+// 2^−126 rather than 0, which the masked lanes then zero. Scores are kept
+// in units of log2(e) (the queries are prescaled by it), so 2^x is e^s.
+ATTN_ATTR static inline VF FN(vexp2)(VF x) {
+	x = VMAX(x, FN(bc)(-126.0f));
+	VF t = x + FN(bc)(12582912.0f); // low bits: n = round(x)
+	VF r = x - (t - FN(bc)(12582912.0f));
+	VF p = FN(bc)(1.535336188319500e-4f);
+	p = VFMA(p, r, FN(bc)(1.339887440266574e-3f));
+	p = VFMA(p, r, FN(bc)(9.618437357674640e-3f));
+	p = VFMA(p, r, FN(bc)(5.550332471162809e-2f));
+	p = VFMA(p, r, FN(bc)(2.402264791363012e-1f));
+	p = VFMA(p, r, FN(bc)(6.931472028550421e-1f));
+	VF y = VFMA(p, r, FN(bc)(1.0f));
+	VI e = ((VI)t - (0x4B400000 - 127)) << 23;
 	return y * (VF)e;
 }
 
 // pv adds p · v for n keys into nd vectors of R rows of o (row stride dvp).
+// With few vectors per row (k3-tiny's dv of 16 is one AVX-512 vector) even
+// and odd keys go to separate accumulators, so that 2·R·nd chains of FMAs
+// hide their latency.
 ATTN_ATTR static inline __attribute__((always_inline)) void FN(pv)(float *o, int64_t dvp, const float *vt, const float *p,
                                                                    int64_t n, const int nd) {
-	VF acc[R][NV];
+	VF acc[R][NV], acc2[R][NV];
+	const int two = 2 * nd <= NV;
 	for (int r = 0; r < R; r++)
-		for (int u = 0; u < nd; u++) acc[r][u] = *(const VF *)(o + r * dvp + u * W);
-	for (int64_t j = 0; j < n; j++) {
+		for (int u = 0; u < nd; u++) acc[r][u] = *(const VF *)(o + r * dvp + u * W), acc2[r][u] = (VF){0};
+	int64_t j = 0;
+	if (two)
+		for (; j + 2 <= n; j += 2) {
+			VF vv[NV], vw[NV];
+			for (int u = 0; u < nd; u++) {
+				vv[u] = *(const VF *)(vt + j * dvp + u * W);
+				vw[u] = *(const VF *)(vt + (j + 1) * dvp + u * W);
+			}
+			for (int r = 0; r < R; r++) {
+				VF b = FN(bc)(p[r * DF_ATTN_BK + j]), c = FN(bc)(p[r * DF_ATTN_BK + j + 1]);
+				for (int u = 0; u < nd; u++) {
+					acc[r][u] = VFMA(b, vv[u], acc[r][u]);
+					acc2[r][u] = VFMA(c, vw[u], acc2[r][u]);
+				}
+			}
+		}
+	for (; j < n; j++) {
 		VF vv[NV];
 		for (int u = 0; u < nd; u++) vv[u] = *(const VF *)(vt + j * dvp + u * W);
 		for (int r = 0; r < R; r++) {
@@ -83,7 +103,7 @@ ATTN_ATTR static inline __attribute__((always_inline)) void FN(pv)(float *o, int
 		}
 	}
 	for (int r = 0; r < R; r++)
-		for (int u = 0; u < nd; u++) *(VF *)(o + r * dvp + u * W) = acc[r][u];
+		for (int u = 0; u < nd; u++) *(VF *)(o + r * dvp + u * W) = acc[r][u] + acc2[r][u];
 }
 
 // scores computes s[r][jb..jb+KB) = q_r · k_j for R rows (q: [R][qk]).
@@ -109,20 +129,21 @@ ATTN_ATTR void FN(df_attn_block)(const float *q, const float *k, const float *v,
 	enum { BK = DF_ATTN_BK, BQ = DF_ATTN_BQ };
 	const int64_t dvp = (dv + 15) & ~(int64_t)15;
 	float *kt = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-	float *vt = kt + qk * BK, *qs = vt + BK * dvp, *o = qs + BQ * qk, *pr = o + BQ * dvp;
-	float m[BQ], l[BQ];
+	float *vt = kt + qk * BK, *qs = vt + BK * dvp, *o = qs + BQ * qk, *pr = o + BQ * dvp, *lv = pr + R * BK;
+	float m[BQ];
 	const int64_t nq = i1 - i0;
+	const float scale2 = scale * 1.44269504088896341f;
 	for (int64_t i = 0; i < BQ; i++) {
 		if (i < nq) {
 			const float *qi = q + ((i0 + i) * nh + h) * qk;
-			for (int64_t c = 0; c < qk; c++) qs[i * qk + c] = qi[c] * scale;
+			for (int64_t c = 0; c < qk; c++) qs[i * qk + c] = qi[c] * scale2;
 		} else {
 			memset(qs + i * qk, 0, sizeof(float) * (size_t)qk);
 		}
 		m[i] = -INFINITY;
-		l[i] = 0;
 	}
 	memset(o, 0, sizeof(float) * (size_t)(BQ * dvp));
+	memset(lv, 0, sizeof(float) * (size_t)(BQ * W));
 	VI iota;
 	for (int u = 0; u < W; u++) iota[u] = u;
 	const int64_t keys = past + i1;
@@ -161,22 +182,23 @@ ATTN_ATTR void FN(df_attn_block)(const float *q, const float *k, const float *v,
 				for (int64_t j = W; j < nw; j += W) mx = VMAX(mx, *(const VF *)(pw + j));
 				float mnew = HMAX(mx);
 				if (m[i] > mnew) mnew = m[i];
-				const float corr = expf(m[i] - mnew); // 0 on the first tile
 				const VF mb = FN(bc)(mnew);
 				VF sum = (VF){0};
 				for (int64_t j = 0; j < nw; j += W) {
-					VF p = FN(vexp)(*(const VF *)(pw + j) - mb);
+					VF p = FN(vexp2)(*(const VF *)(pw + j) - mb);
 					if (j + W > n) p = (VF)((VI)p & (VI)(iota < ((VI){0} + (int)(n - j))));
 					sum += p;
 					*(VF *)(pw + j) = p;
 				}
 				for (int64_t j = nw; j < gw; j++) pw[j] = 0;
-				l[i] = l[i] * corr + HSUM(sum);
-				m[i] = mnew;
-				if (corr != 1.0f) {
-					const VF cb = FN(bc)(corr);
+				VF *li = (VF *)(lv + i * W);
+				if (mnew != m[i]) { // rescale by 2^(m − m'): 0 on the first tile
+					const VF cb = FN(vexp2)(FN(bc)(m[i] - mnew));
+					*li *= cb;
 					for (int64_t d = 0; d < dvp; d += W) *(VF *)(o + i * dvp + d) *= cb;
 				}
+				*li += sum;
+				m[i] = mnew;
 			}
 			for (int64_t d0 = 0; d0 < dvp; d0 += KB) {
 				float *od = o + r0 * dvp + d0;
@@ -194,7 +216,7 @@ ATTN_ATTR void FN(df_attn_block)(const float *q, const float *k, const float *v,
 		}
 	}
 	for (int64_t i = 0; i < nq; i++) {
-		const float inv = 1.0f / l[i];
+		const float inv = 1.0f / HSUM(*(const VF *)(lv + i * W));
 		float *di = dst + ((i0 + i) * nh + h) * dv;
 		for (int64_t d = 0; d < dv; d++) di[d] = o[i * dvp + d] * inv;
 	}
