@@ -28,7 +28,7 @@ import (
 // Tile shape, shared by every implementation (kern_attn.h has the same).
 const (
 	AttnBlockRows = 256 // query rows per task
-	AttnBlockKeys = 64 // keys per tile
+	AttnBlockKeys = 64  // keys per tile
 )
 
 // Attn is one attention call: the heads of one layer over T new positions.
