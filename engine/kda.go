@@ -131,7 +131,7 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 		kdaStep(o[:span], q[:span], k[:span], v[:span], g[:span], b[:nh], st.s, st.midS, nh, d, m.heads)
 		kdaStep(o[span:], q[span:], k[span:], v[span:], g[span:], b[nh:], st.midS, st.s, nh, d, m.heads)
 	case c.GateLowerBound == nil && T > kdaChunkSize:
-		kdaChunked(ctx, o, q, k, v, g, b, st.s, T, nh, d, kdaChunkSize)
+		kdaChunked(ctx, be, o, q, k, v, g, b, st.s, T, nh, d, kdaChunkSize, m.heads)
 	default:
 		kdaRecurrent(ctx, o, q, k, v, g, b, st.s, T, nh, d, m.heads)
 	}

@@ -29,3 +29,19 @@ func (b *fastBackend) Attention(ctx context.Context, a Attn) error {
 }
 
 func f32p(v []float32) *C.float { return (*C.float)(unsafe.Pointer(unsafe.SliceData(v))) }
+
+// Gemm runs the instruction set's C kernel on the caller's goroutine: the
+// products it serves are small (a chunk of the delta rule), and their
+// callers already spread heads over the cores.
+func (b *fastBackend) Gemm(g Gemm) {
+	g.mustShape()
+	if g.M == 0 || g.N == 0 {
+		return
+	}
+	acc := C.int(0)
+	if g.Acc {
+		acc = 1
+	}
+	C.df_gemm(C.int(b.isa), C.int64_t(g.M), C.int64_t(g.K), C.int64_t(g.N), f32p(g.A), C.int64_t(g.LDA),
+		f32p(g.B), C.int64_t(g.LDB), f32p(g.C), C.int64_t(g.LDC), acc)
+}

@@ -53,3 +53,16 @@ func TestAttentionBadShapesPanic(t *testing.T) {
 	require.Panics(t, func() { _ = kernels.Attention(t.Context(), kernels.Ref(), a) })
 	require.Panics(t, func() { kernels.AttentionRef(a) })
 }
+
+// TestGemmConformance holds every CPU backend's small-matrix product (ref:
+// GemmRef itself) to GemmRef.
+func TestGemmConformance(t *testing.T) {
+	t.Parallel()
+	conformance.Gemm(t, append([]kernels.Backend{kernels.Ref()}, kernels.FastBackends(t, 1)...)...)
+}
+
+func TestGemmBadShapesPanic(t *testing.T) {
+	t.Parallel()
+	g := kernels.Gemm{M: 2, K: 3, N: 2, LDA: 3, LDB: 2, LDC: 2, A: make([]float32, 6), B: make([]float32, 5), C: make([]float32, 4)}
+	require.Panics(t, func() { kernels.MatMulF32(kernels.Default(), g) })
+}

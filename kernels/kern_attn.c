@@ -48,3 +48,23 @@ void df_attn_block(int isa, const float *q, const float *k, const float *v, floa
 	}
 	df_attn_block_generic(q, k, v, dst, past, nh, qk, dv, scale, h, i0, i1, scratch);
 }
+
+void df_gemm(int isa, int64_t m, int64_t k, int64_t n, const float *a, int64_t lda, const float *b, int64_t ldb,
+             float *c, int64_t ldc, int acc) {
+	switch (isa) {
+#if defined(__x86_64__)
+	case DF_ISA_AVX512:
+		df_gemm_avx512(m, k, n, a, lda, b, ldb, c, ldc, acc);
+		return;
+	case DF_ISA_AVX2:
+		df_gemm_avx2(m, k, n, a, lda, b, ldb, c, ldc, acc);
+		return;
+#endif
+#if defined(__aarch64__)
+	case DF_ISA_NEON:
+		df_gemm_neon(m, k, n, a, lda, b, ldb, c, ldc, acc);
+		return;
+#endif
+	}
+	df_gemm_generic(m, k, n, a, lda, b, ldb, c, ldc, acc);
+}

@@ -14,9 +14,16 @@ void df_attn_block(int isa, const float *q, const float *k, const float *v, floa
                    int64_t qk, int64_t dv, float scale, int64_t h, int64_t i0, int64_t i1, float *scratch);
 int64_t df_attn_scratch(int64_t qk, int64_t dv);
 
+// df_gemm: c[i*ldc+j] (+ when acc)= Σ_p a[i*lda+p]·b[p*ldb+j], i < m, j < n,
+// each element summed over p in order.
+void df_gemm(int isa, int64_t m, int64_t k, int64_t n, const float *a, int64_t lda, const float *b, int64_t ldb,
+             float *c, int64_t ldc, int acc);
+
 #define DF_ATTN_DECL(SUFFIX)                                                                                          \
 	void df_attn_block_##SUFFIX(const float *q, const float *k, const float *v, float *dst, int64_t past, int64_t nh, \
-	                            int64_t qk, int64_t dv, float scale, int64_t h, int64_t i0, int64_t i1, float *scratch);
+	                            int64_t qk, int64_t dv, float scale, int64_t h, int64_t i0, int64_t i1, float *scratch); \
+	void df_gemm_##SUFFIX(int64_t m, int64_t k, int64_t n, const float *a, int64_t lda, const float *b, int64_t ldb,   \
+	                      float *c, int64_t ldc, int acc);
 DF_ATTN_DECL(generic)
 #if defined(__x86_64__)
 DF_ATTN_DECL(avx2)

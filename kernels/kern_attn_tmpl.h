@@ -222,6 +222,41 @@ ATTN_ATTR void FN(df_attn_block)(const float *q, const float *k, const float *v,
 	}
 }
 
+// gemm_rows computes rows (a constant after inlining) rows of c over the
+// full vectors of n, then the columns past them one at a time.
+ATTN_ATTR static inline __attribute__((always_inline)) void FN(gemm_rows)(int64_t k, int64_t n, const float *a,
+                                                                          int64_t lda, const float *b, int64_t ldb,
+                                                                          float *c, int64_t ldc, int acc,
+                                                                          const int rows) {
+	int64_t j = 0;
+	for (; j + W <= n; j += W) {
+		VF s[R];
+		for (int r = 0; r < rows; r++) {
+			s[r] = (VF){0};
+			if (acc) memcpy(&s[r], c + r * ldc + j, sizeof(VF));
+		}
+		for (int64_t p = 0; p < k; p++) {
+			VF bv;
+			memcpy(&bv, b + p * ldb + j, sizeof bv);
+			for (int r = 0; r < rows; r++) s[r] = VFMA(FN(bc)(a[r * lda + p]), bv, s[r]);
+		}
+		for (int r = 0; r < rows; r++) memcpy(c + r * ldc + j, &s[r], sizeof(VF));
+	}
+	for (; j < n; j++)
+		for (int r = 0; r < rows; r++) {
+			float s = acc ? c[r * ldc + j] : 0;
+			for (int64_t p = 0; p < k; p++) s = fmaf(a[r * lda + p], b[p * ldb + j], s);
+			c[r * ldc + j] = s;
+		}
+}
+
+ATTN_ATTR void FN(df_gemm)(int64_t m, int64_t k, int64_t n, const float *a, int64_t lda, const float *b, int64_t ldb,
+                           float *c, int64_t ldc, int acc) {
+	int64_t i = 0;
+	for (; i + R <= m; i += R) FN(gemm_rows)(k, n, a + i * lda, lda, b, ldb, c + i * ldc, ldc, acc, R);
+	for (; i < m; i++) FN(gemm_rows)(k, n, a + i * lda, lda, b, ldb, c + i * ldc, ldc, acc, 1);
+}
+
 #undef R
 #undef KB
 #undef FN
