@@ -104,3 +104,19 @@ func (m *Model) mlaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	be.MatMul(out, w.oProj, attn, T)
 	return nil
 }
+
+// Attention of a speculative pass (spec.go's rowByRow) runs one row at a
+// time, each as the decode step of its position, so that the pass keeps the
+// bits of the decode steps it stands for.
+func (b rowByRow) Attention(ctx context.Context, a kernels.Attn) error {
+	for t := range a.T {
+		row := a
+		row.T, row.Past = 1, a.Past+t
+		row.Q = a.Q[t*a.Heads*a.QK : (t+1)*a.Heads*a.QK]
+		row.Dst = a.Dst[t*a.Heads*a.DV : (t+1)*a.Heads*a.DV]
+		if err := kernels.Attention(ctx, b.Backend, row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
