@@ -77,7 +77,7 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	mat := func(wm kernels.Matrix, in []float32) []float32 {
 		y := make([]float32, T*wm.Rows)
 		if !stopped(ctx) { // once ctx ends the rest is skipped, and its error returned below
-			be.MatMul(y, wm, in, T)
+			matBlocks(be, y, wm, in, T)
 		}
 		return y
 	}
@@ -147,7 +147,7 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 			oh[j] *= sigmoid(gate[i*d+j])
 		}
 	}
-	be.MatMul(out, w.oProj, o, T)
+	matBlocks(be, out, w.oProj, o, T)
 	return nil
 }
 
