@@ -92,14 +92,10 @@ func (w *kdaChunk) run(be kernels.Backend, o, q, k, v, g, beta, S []float32, c0,
 	for r := 0; r < n; r += L {
 		m := min(L, n-r)
 		// Scaled rows of the sub-chunk: k_t, q_t ⊙ e^{Γ_t−Γ_r}.
-		for c := range w.dd {
-			w.dd[c] = 1
-		}
+		w.reset()
 		for t := r; t < r+m; t++ {
 			if t > r {
-				for c := range w.dd {
-					w.dd[c] *= w.eg[t*d+c]
-				}
+				w.carry(t, d)
 			}
 			kt, qt := row(k, t), row(q, t)
 			for c, f := range w.dd {
@@ -108,15 +104,10 @@ func (w *kdaChunk) run(be kernels.Backend, o, q, k, v, g, beta, S []float32, c0,
 		}
 		if r > 0 {
 			// Keys before the sub-chunk ⊙ e^{Γ_r−Γ_i}, transposed [d, r].
-			for c := range w.dd {
-				w.dd[c] = 1
-			}
+			w.reset()
 			for i := r - 1; i >= 0; i-- {
-				ki := row(k, i)
-				for c := range w.dd {
-					w.dd[c] *= w.eg[(i+1)*d+c]
-					w.kc[c*C+i] = ki[c] * w.dd[c]
-				}
+				w.carry(i+1, d)
+				w.transposed(row(k, i), i)
 			}
 			mm(w.a[r*C:], C, w.kq[r*d:], d, w.kc, C, m, d, r, false)
 			mm(w.b[r*C:], C, w.qq[r*d:], d, w.kc, C, m, d, r, false)
@@ -127,14 +118,10 @@ func (w *kdaChunk) run(be kernels.Backend, o, q, k, v, g, beta, S []float32, c0,
 		// Pairs inside the sub-chunk, the decay carried from i to t.
 		for i := r; i < r+m; i++ {
 			ki := row(k, i)
-			for c := range w.dd {
-				w.dd[c] = 1
-			}
+			w.reset()
 			for t := i; t < r+m; t++ {
 				if t > i {
-					for c := range w.dd {
-						w.dd[c] *= w.eg[t*d+c]
-					}
+					w.carry(t, d)
 				}
 				kt, qt := row(k, t), row(q, t)
 				var sa, sb float32
@@ -200,17 +187,33 @@ func (w *kdaChunk) run(be kernels.Backend, o, q, k, v, g, beta, S []float32, c0,
 			sr[j] *= last[c]
 		}
 	}
+	w.reset()
+	for i := n - 1; i >= 0; i-- {
+		if i < n-1 {
+			w.carry(i+1, d)
+		}
+		w.transposed(row(k, i), i)
+	}
+	mm(S, d, w.kc, C, w.u, d, d, n, d, true)
+}
+
+// reset sets the carried decay dd to 1.
+func (w *kdaChunk) reset() {
 	for c := range w.dd {
 		w.dd[c] = 1
 	}
-	for i := n - 1; i >= 0; i-- {
-		ki := row(k, i)
-		for c := range w.dd {
-			if i < n-1 {
-				w.dd[c] *= w.eg[(i+1)*d+c]
-			}
-			w.kc[c*C+i] = ki[c] * w.dd[c]
-		}
+}
+
+// carry multiplies the carried decay by token t's factors e^{g_t}.
+func (w *kdaChunk) carry(t, d int) {
+	for c := range w.dd {
+		w.dd[c] *= w.eg[t*d+c]
 	}
-	mm(S, d, w.kc, C, w.u, d, d, n, d, true)
+}
+
+// transposed writes key i ⊙ dd into column i of kc.
+func (w *kdaChunk) transposed(ki []float32, i int) {
+	for c, f := range w.dd {
+		w.kc[c*w.C+i] = ki[c] * f
+	}
 }

@@ -152,3 +152,24 @@ func worstRatio(want, got []float32, tol []float64) float64 {
 	}
 	return r
 }
+
+// BenchAttention times kernels.Attention on each backend over one layer's
+// prefill at the given shapes (each backend after the first is the limit
+// the first is reported against, in the same run). GFLOP/s counts
+// 2·(qk+dv) per visible (query, key) pair and head.
+func BenchAttention(b *testing.B, cases []AttnCase, bs ...kernels.Backend) {
+	for _, c := range cases {
+		a := NewAttn(rand.New(rand.NewPCG(1, 1)), c)
+		flops := float64(c.T) * float64(c.T+1) / 2 * float64(c.Heads) * 2 * float64(c.QK+c.DV)
+		for _, be := range bs {
+			b.Run(fmt.Sprintf("%s/%s", label(be), c), func(b *testing.B) {
+				for b.Loop() {
+					if err := kernels.Attention(b.Context(), be, a); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
