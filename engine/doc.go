@@ -21,10 +21,11 @@
 //	spineload.go   the pinned spine read in parallel, direct, checked as it lands
 //	attnres.go     Block Attention Residuals
 //	kda.go         Kimi Delta Attention; kda_chunk.go: its chunked prefill
-//	mla.go         multi-head latent attention (NoPE)
+//	mla.go         multi-head latent attention (NoPE), its attention in kernels' tiles
 //	moe.go, mlp.go router, routed and shared experts, dense MLP
 //	model.go       Open and the decoder; session.go, generate.go
 //	heads.go       attention heads spread over the cores (bit-identical)
+//	posblock.go    long prompts' batched products in blocks of positions
 //	spec.go        exact n-gram speculation (two-position verify passes)
 //	spineint8.go   the opt-in, non-exact int8 spine (convert-spine-int8)
 //	spinering.go   spine layers past the pinned prefix, streamed (STREAMING.md)

@@ -7,9 +7,10 @@ import (
 )
 
 // Attention heads are independent, and the per-head loops of the delta rule
-// and of MLA's softmax attention are plain Go: at K3's 96 heads they are
-// worth spreading over the cores. Each head's arithmetic is unchanged, so
-// the results are bit-identical whatever the number of workers.
+// are plain Go: at K3's 96 heads they are worth spreading over the cores.
+// Each head's arithmetic is unchanged, so the results are bit-identical
+// whatever the number of workers. (MLA's softmax attention runs in
+// kernels.Attention, which splits heads × query blocks the same way.)
 
 // minHeadWork is the work (in multiply-adds, roughly) below which a layer's
 // heads run on the caller's goroutine: the tiny test models stay serial.
@@ -29,8 +30,7 @@ func (h headSplit) workers(work int) int {
 }
 
 // ctxBlock is how many tokens of the delta rule run between two checks of
-// the context (attention checks before every row, whose cost grows with the
-// position): a cancelled request frees the engine within one block of one
+// the context (attention checks before every block of query rows): a cancelled request frees the engine within one block of one
 // layer, not at the end of a layer pass that takes minutes on a long prompt.
 const ctxBlock = 64
 

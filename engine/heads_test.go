@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/deltafin/deltafin/kernels"
 )
 
 // k3KDA returns random inputs of one K3 KDA layer (96 heads of 128) for T
@@ -53,17 +55,19 @@ func TestParallelHeadsAreBitIdentical(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, mlaLayer, 0)
-	x := make([]float32, 64*c.Hidden) // 64 positions: enough work for the parallel path
+	x := make([]float32, 200*c.Hidden) // 200 positions: several blocks, enough work for the parallel path
 	for i := range x {
 		x[i] = float32(i%17) / 17
 	}
-	attn := func(serial bool) []float32 {
-		m.heads.serial = serial
+	// MLA attention splits heads × query blocks over the backend's threads.
+	attn := func(threads int) []float32 {
+		be, err := kernels.Open(m.backend.Name(), threads)
+		require.NoError(t, err)
 		out := make([]float32, len(x))
-		_ = m.mlaForward(context.Background(), m.backend, out, x, 64, m.w.layers[mlaLayer].mla, &mlaCache{})
+		require.NoError(t, m.mlaForward(context.Background(), be, out, x, 200, m.w.layers[mlaLayer].mla, &mlaCache{}))
 		return out
 	}
-	require.Equal(t, attn(true), attn(false))
+	require.Equal(t, attn(1), attn(3))
 }
 
 // BenchmarkKDADecodeStep is one decode token of one K3 KDA layer's delta

@@ -77,7 +77,7 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	mat := func(wm kernels.Matrix, in []float32) []float32 {
 		y := make([]float32, T*wm.Rows)
 		if !stopped(ctx) { // once ctx ends the rest is skipped, and its error returned below
-			be.MatMul(y, wm, in, T)
+			matBlocks(be, y, wm, in, T)
 		}
 		return y
 	}
@@ -131,7 +131,7 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 		kdaStep(o[:span], q[:span], k[:span], v[:span], g[:span], b[:nh], st.s, st.midS, nh, d, m.heads)
 		kdaStep(o[span:], q[span:], k[span:], v[span:], g[span:], b[nh:], st.midS, st.s, nh, d, m.heads)
 	case c.GateLowerBound == nil && T > kdaChunkSize:
-		kdaChunked(ctx, o, q, k, v, g, b, st.s, T, nh, d, kdaChunkSize)
+		kdaChunked(ctx, be, o, q, k, v, g, b, st.s, T, nh, d, kdaChunkSize, m.heads)
 	default:
 		kdaRecurrent(ctx, o, q, k, v, g, b, st.s, T, nh, d, m.heads)
 	}
@@ -147,7 +147,7 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 			oh[j] *= sigmoid(gate[i*d+j])
 		}
 	}
-	be.MatMul(out, w.oProj, o, T)
+	matBlocks(be, out, w.oProj, o, T)
 	return nil
 }
 

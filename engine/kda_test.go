@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/deltafin/deltafin/kernels"
 )
 
 // kdaInputs draws a random head-batched KDA problem the way the layer
@@ -44,6 +46,7 @@ func TestKDAChunkedEqualsRecurrent(t *testing.T) {
 		{"ragged last chunk with state", 45, 2, 32, 8, -5, true},
 		{"strong decay over a long chunk", 200, 1, 16, 64, -20, true},
 		{"single token", 1, 2, 8, 64, -5, true},
+		{"heads in parallel, K3 width", 300, 4, 128, 64, -5, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,7 +62,7 @@ func TestKDAChunkedEqualsRecurrent(t *testing.T) {
 			o1 := make([]float32, len(q))
 			o2 := make([]float32, len(q))
 			kdaRecurrent(context.Background(), o1, q, k, v, g, beta, s1, tt.T, tt.nh, tt.d, headSplit{})
-			kdaChunked(context.Background(), o2, q, k, v, g, beta, s2, tt.T, tt.nh, tt.d, tt.C)
+			kdaChunked(context.Background(), kernels.Default(), o2, q, k, v, g, beta, s2, tt.T, tt.nh, tt.d, tt.C, headSplit{})
 			do, _ := maxAbsDiff(o1, o2)
 			ds, _ := maxAbsDiff(s1, s2)
 			t.Logf("max |Δ| output %.3g, state %.3g", do, ds)

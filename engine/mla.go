@@ -33,8 +33,8 @@ type mlaCache struct {
 
 // mlaForward runs T new tokens, appending them to the cache; token t
 // attends to every cached position and to new positions ≤ t. It checks ctx
-// before each position's attention row and returns its error, leaving
-// the cache torn (the session is unusable after a cancelled pass anyway).
+// before each block of attention rows and returns its error, leaving the
+// cache torn (the session is unusable after a cancelled pass anyway).
 //
 //	x: [T, H] (already input-normalised) → out: [T, H]
 func (m *Model) mlaForward(ctx context.Context, be kernels.Backend, out, x []float32, T int, w *mlaWeights, cache *mlaCache) error {
@@ -44,7 +44,7 @@ func (m *Model) mlaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	mat := func(wm kernels.Matrix, in []float32) []float32 {
 		y := make([]float32, T*wm.Rows)
 		if !stopped(ctx) { // once ctx ends the rest is skipped, and its error returned below
-			be.MatMul(y, wm, in, T)
+			matBlocks(be, y, wm, in, T)
 		}
 		return y
 	}
@@ -82,39 +82,15 @@ func (m *Model) mlaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// softmax(q·k / √qk) · v per head, causal; heads in parallel.
+	// softmax(q·k / √qk) · v per head, causal, in tiles of queries × keys
+	// with an online softmax (kernels.Attention): no T×T scores, heads ×
+	// query blocks spread over the backend's threads, ctx checked per block.
 	attn := make([]float32, T*nh*dv)
-	scale := float32(1 / math.Sqrt(float64(qk)))
-	parallelHeads(nh, m.heads.workers(T*(past+T)*nh*(qk+dv)), func(h0, h1 int) {
-		scores := make([]float32, past+T)
-		for t := 0; t < T; t++ {
-			if stopped(ctx) { // a row costs O(past): check every one
-				return
-			}
-			n := past + t + 1
-			for h := h0; h < h1; h++ {
-				qh := q[(t*nh+h)*qk : (t*nh+h+1)*qk]
-				for p := 0; p < n; p++ {
-					kp := cache.k[(p*nh+h)*qk : (p*nh+h+1)*qk]
-					var s float32
-					for i, a := range qh {
-						s += a * kp[i]
-					}
-					scores[p] = s * scale
-				}
-				softmax(scores[:n])
-				oh := attn[(t*nh+h)*dv : (t*nh+h+1)*dv]
-				for p := 0; p < n; p++ {
-					vp := cache.v[(p*nh+h)*dv : (p*nh+h+1)*dv]
-					a := scores[p]
-					for i, x := range vp {
-						oh[i] += a * x
-					}
-				}
-			}
-		}
+	err := kernels.Attention(ctx, be, kernels.Attn{
+		Dst: attn, Q: q, K: cache.k, V: cache.v,
+		T: T, Past: past, Heads: nh, QK: qk, DV: dv, Scale: float32(1 / math.Sqrt(float64(qk))),
 	})
-	if err := ctx.Err(); err != nil {
+	if err != nil {
 		return err
 	}
 
@@ -125,6 +101,22 @@ func (m *Model) mlaForward(ctx context.Context, be kernels.Backend, out, x []flo
 			attn[i] *= sigmoid(g[i])
 		}
 	}
-	be.MatMul(out, w.oProj, attn, T)
+	matBlocks(be, out, w.oProj, attn, T)
+	return nil
+}
+
+// Attention of a speculative pass (spec.go's rowByRow) runs one row at a
+// time, each as the decode step of its position, so that the pass keeps the
+// bits of the decode steps it stands for.
+func (b rowByRow) Attention(ctx context.Context, a kernels.Attn) error {
+	for t := range a.T {
+		row := a
+		row.T, row.Past = 1, a.Past+t
+		row.Q = a.Q[t*a.Heads*a.QK : (t+1)*a.Heads*a.QK]
+		row.Dst = a.Dst[t*a.Heads*a.DV : (t+1)*a.Heads*a.DV]
+		if err := kernels.Attention(ctx, b.Backend, row); err != nil {
+			return err
+		}
+	}
 	return nil
 }

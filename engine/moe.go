@@ -114,7 +114,7 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 	z := x
 	if c.Latent > 0 {
 		z = make([]float32, T*c.ExpertDim())
-		be.MatMul(z, w.down, x, T)
+		matBlocks(be, z, w.down, x, T)
 	}
 	var shared []float32
 	sharedFFN := func() {
@@ -150,7 +150,7 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 func (m *Model) route(be kernels.Backend, x []float32, T, layer, pos int, w *moeWeights) ([]route, error) {
 	c := m.cfg
 	logits := make([]float32, T*c.Experts) // [T, E]
-	be.MatMul(logits, w.router, x, T)
+	matBlocks(be, logits, w.router, x, T)
 	routes := make([]route, T)
 	for t := range routes {
 		routes[t] = c.router(logits[t*c.Experts:(t+1)*c.Experts], w.bias)
@@ -232,7 +232,7 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 				copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
 			}
 			y := make([]float32, len(u)*D)
-			be.ExpertFFN(y, ex, c.Act, in, len(u))
+			expertBlocks(be, y, ex, c.Act, in, len(u))
 			for i, tk := range u {
 				copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
 			}
@@ -281,7 +281,7 @@ func (m *Model) combine(be kernels.Backend, out []float32, routes []route, ys, s
 		if w.latentNorm != nil {
 			rmsNormRows(r, r, w.latentNorm, c.Eps, D)
 		}
-		be.MatMul(out, w.up, r, T)
+		matBlocks(be, out, w.up, r, T)
 	} else {
 		copy(out, r[:T*H])
 	}

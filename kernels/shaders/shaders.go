@@ -17,11 +17,12 @@ const (
 	MatMul = "matmul" // y = W·x over any kernels.DType, n positions (matvec, prefill, expert FFN)
 	Act    = "act"    // the expert FFN's gated activation, in place
 	MMTile = "mmtile" // y = W·x for n ≥ 2 positions in 64×32 tiles (prefill)
+	Attn   = "attn"   // causal softmax attention in tiles, online softmax (MLA prefill)
 )
 
 // Names lists every shader, in a fixed order (backends index pipelines by
 // it); each call returns a new slice.
-func Names() []string { return []string{MatMul, Act, MMTile} }
+func Names() []string { return []string{MatMul, Act, MMTile, Attn} }
 
 // Bindings is how many storage buffers a shader binds (SPIR-V bindings
 // 1..n), 0 for a name this package does not hold.
@@ -29,6 +30,8 @@ func Bindings(name string) int {
 	switch name {
 	case MatMul, MMTile:
 		return 4 // weights, scales, x, y
+	case Attn:
+		return 4 // q, k, v, dst
 	case Act:
 		return 2 // g, u
 	}

@@ -26,7 +26,7 @@ var (
 // their own (limited, resident budgets), and only a backend serialises the
 // calls to its device (TestConformance runs its cases in parallel on the
 // one backend).
-func device(t *testing.T) *gpu.Backend {
+func device(t testing.TB) *gpu.Backend {
 	t.Helper()
 	once.Do(func() {
 		sharedDev, openEr = OpenDevice()

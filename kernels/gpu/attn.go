@@ -1,0 +1,84 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/deltafin/deltafin/kernels"
+	"github.com/deltafin/deltafin/kernels/shaders"
+)
+
+// AttnMaxHead is the widest query/key or value head attn.comp holds in its
+// registers and shared tiles (MAXD there); wider heads run on the CPU.
+const AttnMaxHead = 256
+
+// attnRowsPerSubmit bounds one submission of attention to this many query
+// rows, so that a cancelled prefill returns after at most one such
+// submission rather than after the whole layer.
+const attnRowsPerSubmit = 1024
+
+// Attention runs the causal attention of a on the device (attn.comp): q, k
+// and v are copied into slots, the rows are dispatched 64 per workgroup and
+// head, attnRowsPerSubmit rows per submission with ctx checked between
+// them. What the device cannot take (a head wider than AttnMaxHead, a
+// buffer over its limit, a device error) runs on the fallback, and Err
+// says why.
+func (b *Backend) Attention(ctx context.Context, a kernels.Attn) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	err := b.attention(ctx, a)
+	if err == nil || ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return err
+	}
+	b.fail(err)
+	return kernels.Attention(ctx, b.fallback, a)
+}
+
+func (b *Backend) attention(ctx context.Context, a kernels.Attn) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if a.T == 0 {
+		return nil
+	}
+	n := a.Past + a.T
+	if a.QK > AttnMaxHead || a.DV > AttnMaxHead {
+		return fmt.Errorf("%w: attention heads of %d and %d exceed %d", ErrLimit, a.QK, a.DV, AttnMaxHead)
+	}
+	qb, kb, vb, db := 4*a.T*a.Heads*a.QK, 4*n*a.Heads*a.QK, 4*n*a.Heads*a.DV, 4*a.T*a.Heads*a.DV
+	if max(qb, kb, vb, db) > b.maxBuf() {
+		return fmt.Errorf("%w: attention over %d positions exceeds a %d-byte buffer", ErrLimit, n, b.maxBuf())
+	}
+	if a.Heads > b.dev.MaxGroups() {
+		return fmt.Errorf("%w: %d heads exceed %d workgroups", ErrLimit, a.Heads, b.dev.MaxGroups())
+	}
+	for _, s := range []struct {
+		slot int
+		v    []float32
+	}{{slotX, a.Q[:a.T*a.Heads*a.QK]}, {slotG, a.K[:n*a.Heads*a.QK]}, {slotU, a.V[:n*a.Heads*a.DV]}} {
+		if err := b.putF32(s.slot, s.v); err != nil {
+			return err
+		}
+	}
+	if _, err := b.slot(slotY, db); err != nil {
+		return err
+	}
+	for r0 := 0; r0 < a.T; r0 += attnRowsPerSubmit {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rows := min(attnRowsPerSubmit, a.T-r0)
+		if err := b.begin(); err != nil {
+			return err
+		}
+		push := []uint32{uint32(a.T), uint32(a.Past), uint32(a.Heads), uint32(a.QK), uint32(a.DV), f32bits(a.Scale), uint32(r0)}
+		if err := b.dispatch(shaders.Attn, []int{slotX, slotG, slotU, slotY}, push, (rows+63)/64, a.Heads, 1); err != nil {
+			return err
+		}
+		if err := b.submit(); err != nil {
+			return err
+		}
+	}
+	return b.getF32(slotY, a.Dst[:a.T*a.Heads*a.DV])
+}

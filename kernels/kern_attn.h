@@ -1,0 +1,36 @@
+// Tiled causal attention (kernels/attn.go has the algorithm): one call
+// computes query rows [i0, i1) of head h over every key they see.
+#ifndef DF_KERN_ATTN_H
+#define DF_KERN_ATTN_H
+
+#include <stdint.h>
+
+#define DF_ATTN_BQ 256 // query rows per call (AttnBlockRows)
+#define DF_ATTN_BK 64 // keys per tile (AttnBlockKeys)
+
+// q: [T, nh, qk], k: [past+T, nh, qk], v: [past+T, nh, dv], dst: [T, nh, dv];
+// scratch: df_attn_scratch(qk, dv) floats, not shared between threads.
+void df_attn_block(int isa, const float *q, const float *k, const float *v, float *dst, int64_t past, int64_t nh,
+                   int64_t qk, int64_t dv, float scale, int64_t h, int64_t i0, int64_t i1, float *scratch);
+int64_t df_attn_scratch(int64_t qk, int64_t dv);
+
+// df_gemm: c[i*ldc+j] (+ when acc)= Σ_p a[i*lda+p]·b[p*ldb+j], i < m, j < n,
+// each element summed over p in order.
+void df_gemm(int isa, int64_t m, int64_t k, int64_t n, const float *a, int64_t lda, const float *b, int64_t ldb,
+             float *c, int64_t ldc, int acc);
+
+#define DF_ATTN_DECL(SUFFIX)                                                                                          \
+	void df_attn_block_##SUFFIX(const float *q, const float *k, const float *v, float *dst, int64_t past, int64_t nh, \
+	                            int64_t qk, int64_t dv, float scale, int64_t h, int64_t i0, int64_t i1, float *scratch); \
+	void df_gemm_##SUFFIX(int64_t m, int64_t k, int64_t n, const float *a, int64_t lda, const float *b, int64_t ldb,   \
+	                      float *c, int64_t ldc, int acc);
+DF_ATTN_DECL(generic)
+#if defined(__x86_64__)
+DF_ATTN_DECL(avx2)
+DF_ATTN_DECL(avx512)
+#endif
+#if defined(__aarch64__)
+DF_ATTN_DECL(neon)
+#endif
+
+#endif
