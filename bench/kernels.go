@@ -166,8 +166,11 @@ func benchCases(shrink int) []benchCase {
 	matmul(kernels.F16, 12288, 7168, 1, false)
 	matmul(kernels.F32, 7168, 7168, 1, false)
 	matmul(kernels.MXFP4, 3072, 3584, 1, false) // one routed expert's w1
-	matmul(kernels.BF16, 12288, 7168, 8, false) // prefill, 8 positions
-	matmul(kernels.BF16, 12288, 7168, 64, false)
+	// Prefill: the blocked kernels, compute-bound from 64 positions on
+	// (flop_ratio, against the FMA peak of the same run).
+	for _, n := range []int{8, 64, 256, 512} {
+		matmul(kernels.BF16, 12288, 7168, n, false)
+	}
 	// The pinned spine as a GPU keeps it (kernels.Accelerate's decode
 	// rule): decode and prefill over weights already in device memory.
 	matmul(kernels.BF16, 12288, 7168, 1, true)

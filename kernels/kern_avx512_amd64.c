@@ -218,8 +218,61 @@ AVX512 static float avx512_dot(int dtype, const uint8_t *row, const uint8_t *rs,
 	}
 }
 
-static void avx512_decode(int dtype, const uint8_t *row, const uint8_t *rs, float *out, int64_t cols) {
-	df_avx2.decode(dtype, row, rs, out, cols);
+// Decoding, for the blocked matmul's panels (and DecodeRow's bits: exact).
+AVX512 static void avx512_decode(int dtype, const uint8_t *row, const uint8_t *rs, float *out, int64_t cols) {
+	int64_t c = 0;
+	switch (dtype) {
+	case DF_BF16:
+		for (; c + 16 <= cols; c += 16) _mm512_storeu_ps(out + c, ld_bf16(row + 2 * c));
+		break;
+	default:
+		df_avx2.decode(dtype, row, rs, out, cols);
+		return;
+	}
+	if (c < cols) df_generic.decode(dtype, row + df_row_bytes(dtype, c), rs, out + c, cols - c);
+}
+
+// The blocked matmul's register tile (kern_mm.c): mr ≤ 8 rows × 32
+// positions (two vectors; 16 for the last tile), 16 accumulators, each
+// step two vector loads of x and mr broadcast weights (folded into the
+// FMAs' memory operands). On two FMA ports that is 8 cycles of FMAs per
+// 10 loads.
+#define MM_MR 8
+AVX512 static inline __attribute__((always_inline)) void mm_tile_t(const int mr, const int nv, const float *a,
+                                                                  int64_t lda, const float *b, int64_t kc,
+                                                                  float *c, int64_t ldc, int first) {
+	__m512 acc[MM_MR][2];
+	for (int i = 0; i < mr; i++)
+		for (int v = 0; v < nv; v++) acc[i][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + i * ldc + 16 * v);
+	const int w = 16 * nv;
+	for (int64_t k = 0; k < kc; k++) {
+		const __m512 b0 = _mm512_loadu_ps(b + k * w), b1 = nv > 1 ? _mm512_loadu_ps(b + k * w + 16) : b0;
+		for (int i = 0; i < mr; i++) {
+			const __m512 ai = _mm512_set1_ps(a[i * lda + k]);
+			acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+			if (nv > 1) acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+		}
+	}
+	for (int i = 0; i < mr; i++)
+		for (int v = 0; v < nv; v++) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
+}
+
+#define MM_CASES(NV)                                                 \
+	switch (mr) {                                                    \
+	case 8: mm_tile_t(8, NV, a, lda, b, kc, c, ldc, first); return;  \
+	case 7: mm_tile_t(7, NV, a, lda, b, kc, c, ldc, first); return;  \
+	case 6: mm_tile_t(6, NV, a, lda, b, kc, c, ldc, first); return;  \
+	case 5: mm_tile_t(5, NV, a, lda, b, kc, c, ldc, first); return;  \
+	case 4: mm_tile_t(4, NV, a, lda, b, kc, c, ldc, first); return;  \
+	case 3: mm_tile_t(3, NV, a, lda, b, kc, c, ldc, first); return;  \
+	case 2: mm_tile_t(2, NV, a, lda, b, kc, c, ldc, first); return;  \
+	default: mm_tile_t(1, NV, a, lda, b, kc, c, ldc, first); return; \
+	}
+
+AVX512 static void avx512_mm_tile(int mr, int w, const float *a, int64_t lda, const float *b, int64_t kc,
+                                  float *c, int64_t ldc, int first) {
+	if (w == 32) MM_CASES(2)
+	MM_CASES(1)
 }
 
 static float avx512_dotf(const float *a, const float *b, int64_t cols) { return df_avx2.dotf(a, b, cols); }
@@ -252,7 +305,8 @@ AVX512 uint64_t df_read_avx512(const uint8_t *p, int64_t n) {
 	return s;
 }
 
-const df_rowkern df_avx512 = {avx512_dot, avx512_decode, avx512_dotf, avx512_dotf4, avx512_act, avx512_mx_layout};
+const df_rowkern df_avx512 = {avx512_dot,       avx512_decode, avx512_dotf, avx512_dotf4, avx512_act,
+                              avx512_mx_layout, avx512_mm_tile, MM_MR,       32,           16};
 
 // df_fma_avx512 is the FMA limit on AVX-512 CPUs: 16 independent chains of
 // 16 lanes, enough to cover two FMA units of 4-cycle latency twice over.
