@@ -171,6 +171,9 @@ func benchCases(shrink int) []benchCase {
 	for _, n := range []int{8, 64, 256, 512} {
 		matmul(kernels.BF16, 12288, 7168, n, false)
 	}
+	for _, n := range []int{8, 64, 256} {
+		matmul(kernels.I8, 12288, 7168, n, false)
+	}
 	// The pinned spine as a GPU keeps it (kernels.Accelerate's decode
 	// rule): decode and prefill over weights already in device memory.
 	matmul(kernels.BF16, 12288, 7168, 1, true)

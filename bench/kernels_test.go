@@ -34,7 +34,7 @@ func TestBenchReportsEveryKernelAgainstTheMeasuredLimit(t *testing.T) {
 		}
 		names[k.Name] += k.Threads
 	}
-	require.Len(t, names, 11, "nine matrix kernels, the fused expert and a layer of them; no resident ones on a CPU backend")
+	require.Len(t, names, 14, "twelve matrix kernels, the fused expert and a layer of them; no resident ones on a CPU backend")
 	all, err := kernels.Open("auto", 2)
 	require.NoError(t, err)
 	for name, threads := range names {

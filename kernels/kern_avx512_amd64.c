@@ -225,6 +225,11 @@ AVX512 static void avx512_decode(int dtype, const uint8_t *row, const uint8_t *r
 	case DF_BF16:
 		for (; c + 16 <= cols; c += 16) _mm512_storeu_ps(out + c, ld_bf16(row + 2 * c));
 		break;
+	case DF_I8: {
+		const __m512 sc = _mm512_set1_ps(df_f32bits(df_ld32(rs)));
+		for (; c + 16 <= cols; c += 16) _mm512_storeu_ps(out + c, _mm512_mul_ps(ld_i8(row + c), sc));
+		break;
+	}
 	default:
 		df_avx2.decode(dtype, row, rs, out, cols);
 		return;
