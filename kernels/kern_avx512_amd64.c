@@ -255,46 +255,56 @@ AVX512 static void avx512_decode(int dtype, const uint8_t *row, const uint8_t *r
 }
 
 // The blocked matmul's register tile (kern_mm.c): mr ≤ 8 rows × 32
-// positions (two vectors; 16 for the last tile), 16 accumulators, each
-// step two vector loads of x and mr broadcast weights (folded into the
-// FMAs' memory operands). On two FMA ports that is 8 cycles of FMAs per
-// 10 loads.
+// positions (two vectors; 8, 16 or 24 for the last tile, in a 256-bit
+// half), 16 accumulators, each step two vector loads of x and mr
+// broadcast weights (folded into the FMAs' memory operands). On two FMA
+// ports that is 8 cycles of FMAs per 10 loads.
 #define MM_MR 8
-AVX512 static inline __attribute__((always_inline)) void mm_tile_t(const int mr, const int nv, const float *a,
-                                                                  int64_t lda, const float *b, int64_t kc,
-                                                                  float *c, int64_t ldc, int first) {
+AVX512 static inline __attribute__((always_inline)) void mm_tile_t(const int mr, const int nz, const int ny,
+                                                                  const float *a, int64_t lda, const float *b,
+                                                                  int64_t kc, float *c, int64_t ldc, int first) {
 	__m512 acc[MM_MR][2];
-	for (int i = 0; i < mr; i++)
-		for (int v = 0; v < nv; v++) acc[i][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + i * ldc + 16 * v);
-	const int w = 16 * nv;
+	__m256 acy[MM_MR];
+	for (int i = 0; i < mr; i++) {
+		for (int v = 0; v < nz; v++) acc[i][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + i * ldc + 16 * v);
+		if (ny) acy[i] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + i * ldc + 16 * nz);
+	}
+	const int w = 16 * nz + 8 * ny;
 	for (int64_t k = 0; k < kc; k++) {
-		const __m512 b0 = _mm512_loadu_ps(b + k * w), b1 = nv > 1 ? _mm512_loadu_ps(b + k * w + 16) : b0;
+		__m512 bz[2];
+		for (int v = 0; v < nz; v++) bz[v] = _mm512_loadu_ps(b + k * w + 16 * v);
+		const __m256 by = ny ? _mm256_loadu_ps(b + k * w + 16 * nz) : _mm256_setzero_ps();
 		for (int i = 0; i < mr; i++) {
-			const __m512 ai = _mm512_set1_ps(a[i * lda + k]);
-			acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-			if (nv > 1) acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+			for (int v = 0; v < nz; v++) acc[i][v] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * lda + k]), bz[v], acc[i][v]);
+			if (ny) acy[i] = _mm256_fmadd_ps(_mm256_set1_ps(a[i * lda + k]), by, acy[i]);
 		}
 	}
-	for (int i = 0; i < mr; i++)
-		for (int v = 0; v < nv; v++) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
+	for (int i = 0; i < mr; i++) {
+		for (int v = 0; v < nz; v++) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
+		if (ny) _mm256_storeu_ps(c + i * ldc + 16 * nz, acy[i]);
+	}
 }
 
-#define MM_CASES(NV)                                                 \
-	switch (mr) {                                                    \
-	case 8: mm_tile_t(8, NV, a, lda, b, kc, c, ldc, first); return;  \
-	case 7: mm_tile_t(7, NV, a, lda, b, kc, c, ldc, first); return;  \
-	case 6: mm_tile_t(6, NV, a, lda, b, kc, c, ldc, first); return;  \
-	case 5: mm_tile_t(5, NV, a, lda, b, kc, c, ldc, first); return;  \
-	case 4: mm_tile_t(4, NV, a, lda, b, kc, c, ldc, first); return;  \
-	case 3: mm_tile_t(3, NV, a, lda, b, kc, c, ldc, first); return;  \
-	case 2: mm_tile_t(2, NV, a, lda, b, kc, c, ldc, first); return;  \
-	default: mm_tile_t(1, NV, a, lda, b, kc, c, ldc, first); return; \
+#define MM_CASES(NZ, NY)                                                     \
+	switch (mr) {                                                            \
+	case 8: mm_tile_t(8, NZ, NY, a, lda, b, kc, c, ldc, first); return;      \
+	case 7: mm_tile_t(7, NZ, NY, a, lda, b, kc, c, ldc, first); return;      \
+	case 6: mm_tile_t(6, NZ, NY, a, lda, b, kc, c, ldc, first); return;      \
+	case 5: mm_tile_t(5, NZ, NY, a, lda, b, kc, c, ldc, first); return;      \
+	case 4: mm_tile_t(4, NZ, NY, a, lda, b, kc, c, ldc, first); return;      \
+	case 3: mm_tile_t(3, NZ, NY, a, lda, b, kc, c, ldc, first); return;      \
+	case 2: mm_tile_t(2, NZ, NY, a, lda, b, kc, c, ldc, first); return;      \
+	default: mm_tile_t(1, NZ, NY, a, lda, b, kc, c, ldc, first); return;     \
 	}
 
 AVX512 static void avx512_mm_tile(int mr, int w, const float *a, int64_t lda, const float *b, int64_t kc,
                                   float *c, int64_t ldc, int first) {
-	if (w == 32) MM_CASES(2)
-	MM_CASES(1)
+	switch (w) {
+	case 32: MM_CASES(2, 0)
+	case 24: MM_CASES(1, 1)
+	case 16: MM_CASES(1, 0)
+	default: MM_CASES(0, 1)
+	}
 }
 
 static float avx512_dotf(const float *a, const float *b, int64_t cols) { return df_avx2.dotf(a, b, cols); }
@@ -328,7 +338,7 @@ AVX512 uint64_t df_read_avx512(const uint8_t *p, int64_t n) {
 }
 
 const df_rowkern df_avx512 = {avx512_dot,       avx512_decode, avx512_dotf, avx512_dotf4, avx512_act,
-                              avx512_mx_layout, avx512_mm_tile, MM_MR,       32,           16};
+                              avx512_mx_layout, avx512_mm_tile, MM_MR,       32,           8};
 
 // df_fma_avx512 is the FMA limit on AVX-512 CPUs: 16 independent chains of
 // 16 lanes, enough to cover two FMA units of 4-cycle latency twice over.
