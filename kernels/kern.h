@@ -79,7 +79,12 @@ typedef struct {
 // DF_MM_KC columns at a time into an fp32 panel, which every tile of
 // positions then reuses from L1. A register tile is mm_mr rows × one tile
 // of positions.
-enum { DF_MM_MC = 64, DF_MM_KC = 128 };
+#ifndef DF_MM_MC
+#define DF_MM_MC 64
+#endif
+#ifndef DF_MM_KC
+#define DF_MM_KC 128
+#endif
 
 // df_mm_params reports the ISA's tile (0 without a blocked kernel).
 int df_mm_params(int isa, int *mr, int *tile, int *pad);
