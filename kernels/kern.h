@@ -78,7 +78,7 @@ typedef struct {
 // position-contiguous per column; each block of DF_MM_MC rows is decoded
 // DF_MM_KC columns at a time into an fp32 panel, which every tile of
 // positions then reuses from L1. A register tile is mm_mr rows × one tile
-// of positions.
+// of positions. -D overrides the block sizes for experiments.
 #ifndef DF_MM_MC
 #define DF_MM_MC 64
 #endif

@@ -78,15 +78,6 @@ static void mm_block(const df_rowkern *k, int dtype, const uint8_t *data, const 
 			for (int64_t o = 0; o < piece; o += 64) __builtin_prefetch(next + o, 0, 2);
 			k->decode(dtype, row + off, rs, a + i * DF_MM_KC, kc);
 		}
-#ifdef MM_ROWS_OUTER
-		for (int64_t i = 0; i < mc; i += mr)
-			for (int64_t t0 = 0; t0 < P; t0 += tw) {
-				const int w = (int)mm_min(tw, P - t0);
-				const float *b = xp + t0 * cols + c0 * w;
-				k->mm_tile((int)mm_min(mr, mc - i), w, a + i * DF_MM_KC, DF_MM_KC, b, kc, cb + i * P + t0, P,
-				           c0 == 0);
-			}
-#else
 		for (int64_t t0 = 0; t0 < P; t0 += tw) {
 			const int w = (int)mm_min(tw, P - t0);
 			const float *b = xp + t0 * cols + c0 * w;
@@ -94,7 +85,6 @@ static void mm_block(const df_rowkern *k, int dtype, const uint8_t *data, const 
 				k->mm_tile((int)mm_min(mr, mc - i), w, a + i * DF_MM_KC, DF_MM_KC, b, kc, cb + i * P + t0, P,
 				           c0 == 0);
 		}
-#endif
 	}
 }
 
