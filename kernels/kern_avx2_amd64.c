@@ -157,23 +157,40 @@ AVX2 static void avx2_decode(int dtype, const uint8_t *row, const uint8_t *rs, f
 // positions (two vectors; 8 for the last tile), 12 accumulators of the 16
 // registers, each step two vector loads of x and mr broadcast weights.
 #define MM_MR 6
+// Named accumulators, not an array: with an array GCC 12 kept a copy of
+// every accumulator on the stack, a store per FMA (16 registers is tight).
+#define MM_ROWS(OP) OP(0) OP(1) OP(2) OP(3) OP(4) OP(5)
 AVX2 static inline __attribute__((always_inline)) void mm_tile_t(const int mr, const int nv, const float *a,
                                                                 int64_t lda, const float *b, int64_t kc, float *c,
                                                                 int64_t ldc, int first) {
-	__m256 acc[MM_MR][2];
-	for (int i = 0; i < mr; i++)
-		for (int v = 0; v < nv; v++) acc[i][v] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + i * ldc + 8 * v);
+	const __m256 z = _mm256_setzero_ps();
+	__m256 c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z, c41 = z, c50 = z, c51 = z;
+#define MM_LOAD(i)                                                        \
+	if (mr > i && !first) {                                               \
+		c##i##0 = _mm256_loadu_ps(c + i * ldc);                           \
+		if (nv > 1) c##i##1 = _mm256_loadu_ps(c + i * ldc + 8);           \
+	}
+#define MM_FMA(i)                                                         \
+	if (mr > i) {                                                         \
+		const __m256 ai = _mm256_broadcast_ss(a + i * lda + k);           \
+		c##i##0 = _mm256_fmadd_ps(ai, b0, c##i##0);                       \
+		if (nv > 1) c##i##1 = _mm256_fmadd_ps(ai, b1, c##i##1);           \
+	}
+#define MM_STORE(i)                                                       \
+	if (mr > i) {                                                         \
+		_mm256_storeu_ps(c + i * ldc, c##i##0);                           \
+		if (nv > 1) _mm256_storeu_ps(c + i * ldc + 8, c##i##1);           \
+	}
+	MM_ROWS(MM_LOAD)
 	const int w = 8 * nv;
 	for (int64_t k = 0; k < kc; k++) {
 		const __m256 b0 = _mm256_loadu_ps(b + k * w), b1 = nv > 1 ? _mm256_loadu_ps(b + k * w + 8) : b0;
-		for (int i = 0; i < mr; i++) {
-			const __m256 ai = _mm256_broadcast_ss(a + i * lda + k);
-			acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-			if (nv > 1) acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
-		}
+		MM_ROWS(MM_FMA)
 	}
-	for (int i = 0; i < mr; i++)
-		for (int v = 0; v < nv; v++) _mm256_storeu_ps(c + i * ldc + 8 * v, acc[i][v]);
+	MM_ROWS(MM_STORE)
+#undef MM_LOAD
+#undef MM_FMA
+#undef MM_STORE
 }
 
 #define MM_CASES(NV)                                                 \
