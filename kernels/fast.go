@@ -94,6 +94,15 @@ func newFast(info isaInfo, threads int) *fastBackend {
 // on padding.
 const mmMinPositions = 8
 
+// mmSlab is the most positions one blocked pass packs: a longer prompt
+// runs in passes of this many, each reading the weights once more (512
+// FLOPs per weight, far past the machine's balance of compute to memory),
+// so that the packed copy of x stays at 512·cols floats (15 MB for K3's
+// 7168) instead of doubling a long prompt's activations, and each
+// thread's partial sums at 128 KiB. 256 and 512 positions ran at the
+// same fraction of the FMA peak (README).
+const mmSlab = 512
+
 // blocked reports whether n positions take the blocked kernels.
 func (b *fastBackend) blocked(n int) bool { return b.mmRows > 0 && n >= mmMinPositions }
 
@@ -128,14 +137,17 @@ func (b *fastBackend) MatMul(dst []float32, w Matrix, x []float32, n int) {
 		return
 	}
 	if b.blocked(n) {
-		xp, p := b.packed(x, w.Cols, n)
-		t := b.tasks.getFor(b.isa, &b.bufs, fastExec)
-		t.op, t.w, t.x, t.dst, t.n = opMatMulBlocked, w, *xp, dst, n
-		t.scratchLen = C.DF_MM_MC*C.DF_MM_KC + C.DF_MM_MC*p
-		t.nphase, t.rows[0], t.chunk[0] = 1, w.Rows, b.mmChunk(w.Rows)
-		b.pool.run(t)
-		b.tasks.put(t)
-		b.bufs.put(xp)
+		for t0 := 0; t0 < n; t0 += mmSlab {
+			m := min(mmSlab, n-t0)
+			xp, p := b.packed(x[t0*w.Cols:], w.Cols, m)
+			t := b.tasks.getFor(b.isa, &b.bufs, fastExec)
+			t.op, t.w, t.x, t.dst, t.n = opMatMulBlocked, w, *xp, dst[t0*w.Rows:], m
+			t.scratchLen = C.DF_MM_MC*C.DF_MM_KC + C.DF_MM_MC*p
+			t.nphase, t.rows[0], t.chunk[0] = 1, w.Rows, b.mmChunk(w.Rows)
+			b.pool.run(t)
+			b.tasks.put(t)
+			b.bufs.put(xp)
+		}
 		return
 	}
 	var xb *[]float32
@@ -169,7 +181,10 @@ func (b *fastBackend) ExpertFFN(dst []float32, e Expert, act Activation, x []flo
 		return
 	}
 	if b.blocked(n) && e.W1.DType == e.W3.DType {
-		b.expertFFNBlocked(dst, e, act, x, n)
+		for t0 := 0; t0 < n; t0 += mmSlab {
+			m := min(mmSlab, n-t0)
+			b.expertFFNBlocked(dst[t0*dim:], e, act, x[t0*dim:], m)
+		}
 		return
 	}
 	gb, ub := b.bufs.get(n*inter), b.bufs.get(n*inter)
