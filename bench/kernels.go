@@ -68,8 +68,9 @@ type KernelResult struct {
 	// with this kernel's: on a shared machine, the fairer of the two.
 	PairedRatio float64 `json:"paired_ratio"`
 	// GFLOPS is a matmul's arithmetic rate, 2·rows·cols·positions
-	// operations a call, and FLOPRatio that over FMAPeakGFLOPS (both
-	// absent for the expert kernels).
+	// operations a call (an expert's three matrices for the multi-position
+	// expert FFN), and FLOPRatio that over FMAPeakGFLOPS (both absent for
+	// the decode expert kernels).
 	GFLOPS    float64 `json:"gflops,omitempty"`
 	FLOPRatio float64 `json:"flop_ratio,omitempty"`
 }
@@ -166,8 +167,15 @@ func benchCases(shrink int) []benchCase {
 	matmul(kernels.F16, 12288, 7168, 1, false)
 	matmul(kernels.F32, 7168, 7168, 1, false)
 	matmul(kernels.MXFP4, 3072, 3584, 1, false) // one routed expert's w1
-	matmul(kernels.BF16, 12288, 7168, 8, false) // prefill, 8 positions
-	matmul(kernels.BF16, 12288, 7168, 64, false)
+	// Prefill: the blocked kernels, compute-bound from 64 positions on
+	// (flop_ratio, against the FMA peak of the same run).
+	for _, n := range []int{8, 64, 256, 512} {
+		matmul(kernels.BF16, 12288, 7168, n, false)
+	}
+	for _, n := range []int{8, 64, 256} {
+		matmul(kernels.I8, 12288, 7168, n, false)
+		matmul(kernels.MXFP4, 3072, 3584, n, false) // a routed expert's w1 over the positions routed to it
+	}
 	// The pinned spine as a GPU keeps it (kernels.Accelerate's decode
 	// rule): decode and prefill over weights already in device memory.
 	matmul(kernels.BF16, 12288, 7168, 1, true)
@@ -193,6 +201,15 @@ func benchCases(shrink int) []benchCase {
 		name: fmt.Sprintf("expert_ffn_mxfp4_%dx%d", inter, dim), bytes: 3 * (d1 + s1),
 		mats: func(slot []byte) []kernels.Matrix { e := expert(slot); return []kernels.Matrix{e.W1, e.W2, e.W3} },
 		call: func(b kernels.Backend, slot []byte, _ uint64) { b.ExpertFFN(dst, expert(slot), act, x, 1) },
+	})
+	// The same expert in prefill, over the 64 positions routed to it (a
+	// prompt of a few hundred tokens): the blocked kernels.
+	const ffnN = 64
+	xn, dstn := benchVec(ffnN*dim), make([]float32, ffnN*dim)
+	out = append(out, benchCase{
+		name: fmt.Sprintf("expert_ffn_mxfp4_%dx%d_t%d", inter, dim, ffnN), bytes: 3 * (d1 + s1), flops: 3 * 2 * inter * dim * ffnN,
+		mats: func(slot []byte) []kernels.Matrix { e := expert(slot); return []kernels.Matrix{e.W1, e.W2, e.W3} },
+		call: func(b kernels.Backend, slot []byte, _ uint64) { b.ExpertFFN(dstn, expert(slot), act, xn, ffnN) },
 	})
 
 	// A decode token's whole MoE layer: its 16 routed experts (K3's top-k),

@@ -45,13 +45,18 @@ func TestThreadsAndConcurrencyDoNotChangeBits(t *testing.T) {
 	w := randMatrix(rng, MXFP4, 1001, 512)
 	e := Expert{W1: randMatrix(rng, MXFP4, 96, 256), W2: randMatrix(rng, MXFP4, 256, 96), W3: randMatrix(rng, MXFP4, 96, 256)}
 	act := Activation{Kind: SiTU, Beta: 4, LinearBeta: 25}
-	x := randVec(rng, 3*512)
+	x := randVec(rng, 65*512)
+	const nb = 65 // the blocked kernels, a tail tile included
 	for _, one := range fastBackends(t, 1) {
 		name := one.Name()
 		want := make([]float32, 3*1001)
 		one.MatMul(want, w, x, 3)
 		wantFFN := make([]float32, 256)
 		one.ExpertFFN(wantFFN, e, act, x[:256], 1)
+		wantB := make([]float32, nb*1001)
+		one.MatMul(wantB, w, x, nb)
+		wantFFNB := make([]float32, 9*256)
+		one.ExpertFFN(wantFFNB, e, act, x[:9*256], 9)
 		many, err := Open(name, 5)
 		require.NoError(t, err)
 		var wg sync.WaitGroup
@@ -64,6 +69,12 @@ func TestThreadsAndConcurrencyDoNotChangeBits(t *testing.T) {
 					gotFFN := make([]float32, 256)
 					many.ExpertFFN(gotFFN, e, act, x[:256], 1)
 					require.Equal(t, wantFFN, gotFFN)
+					gotB := make([]float32, nb*1001)
+					many.MatMul(gotB, w, x, nb)
+					require.Equal(t, wantB, gotB)
+					gotFFNB := make([]float32, 9*256)
+					many.ExpertFFN(gotFFNB, e, act, x[:9*256], 9)
+					require.Equal(t, wantFFNB, gotFFNB)
 				}
 			})
 		}

@@ -74,10 +74,53 @@ type fastBackend struct {
 	pool    *pool
 	tasks   taskPool
 	bufs    bufPool
+	// mmRows is the blocked matmul's register tile rows (kern_mm.c), 0
+	// where the instruction set has none.
+	mmRows int
 }
 
 func newFast(info isaInfo, threads int) *fastBackend {
-	return &fastBackend{name: info.name, isa: info.isa, threads: threads, pool: newPool(threads)}
+	b := &fastBackend{name: info.name, isa: info.isa, threads: threads, pool: newPool(threads)}
+	var mr, tile, pad C.int
+	if C.df_mm_params(C.int(info.isa), &mr, &tile, &pad) != 0 {
+		b.mmRows = int(mr)
+	}
+	return b
+}
+
+// mmMinPositions is where MatMul and ExpertFFN take the blocked kernels
+// (kern_mm.c): below it, widening each row once and running it over the
+// positions four at a time reads the weights as fast and wastes no lanes
+// on padding.
+const mmMinPositions = 8
+
+// mmSlab is the most positions one blocked pass packs: a longer prompt
+// runs in passes of this many, each reading the weights once more (512
+// FLOPs per weight, far past the machine's balance of compute to memory),
+// so that the packed copy of x stays at 512·cols floats (15 MB for K3's
+// 7168) instead of doubling a long prompt's activations, and each
+// thread's partial sums at 128 KiB. 256 and 512 positions ran at the
+// same fraction of the FMA peak (README).
+const mmSlab = 512
+
+// blocked reports whether n positions take the blocked kernels.
+func (b *fastBackend) blocked(n int) bool { return b.mmRows > 0 && n >= mmMinPositions }
+
+// packed returns x (n positions of cols) in the blocked kernels' layout,
+// in a buffer from b.bufs, and the padded position count.
+func (b *fastBackend) packed(x []float32, cols, n int) (*[]float32, int) {
+	p := int(C.df_mm_padded(C.int(b.isa), C.int64_t(n)))
+	xp := b.bufs.get(p * cols)
+	C.df_mm_pack(C.int(b.isa), floatPtr(x[:n*cols]), C.int64_t(cols), C.int64_t(n), floatPtr(*xp))
+	return xp, p
+}
+
+// mmChunk is the blocked kernels' chunk of rows: a block of DF_MM_MC rows,
+// or fewer (whole register tiles) where that leaves fewer than 4 chunks
+// per thread.
+func (b *fastBackend) mmChunk(rows int) int {
+	perThread := (rows + 4*b.threads - 1) / (4 * b.threads)
+	return min(C.DF_MM_MC, max((perThread+b.mmRows-1)/b.mmRows*b.mmRows, b.mmRows))
 }
 
 func (b *fastBackend) Name() string { return b.name }
@@ -91,6 +134,20 @@ func (b *fastBackend) MatMul(dst []float32, w Matrix, x []float32, n int) {
 	mustValid(w)
 	checkMatMul(dst, w, x, n)
 	if n <= 0 {
+		return
+	}
+	if b.blocked(n) {
+		for t0 := 0; t0 < n; t0 += mmSlab {
+			m := min(mmSlab, n-t0)
+			xp, p := b.packed(x[t0*w.Cols:], w.Cols, m)
+			t := b.tasks.getFor(b.isa, &b.bufs, fastExec)
+			t.op, t.w, t.x, t.dst, t.n = opMatMulBlocked, w, *xp, dst[t0*w.Rows:], m
+			t.scratchLen = C.DF_MM_MC*C.DF_MM_KC + C.DF_MM_MC*p
+			t.nphase, t.rows[0], t.chunk[0] = 1, w.Rows, b.mmChunk(w.Rows)
+			b.pool.run(t)
+			b.tasks.put(t)
+			b.bufs.put(xp)
+		}
 		return
 	}
 	var xb *[]float32
@@ -121,6 +178,13 @@ func (b *fastBackend) ExpertFFN(dst []float32, e Expert, act Activation, x []flo
 	checkFFN(dst, e, x, n)
 	inter, dim := e.W1.Rows, e.W1.Cols
 	if n <= 0 {
+		return
+	}
+	if b.blocked(n) && e.W1.DType == e.W3.DType {
+		for t0 := 0; t0 < n; t0 += mmSlab {
+			m := min(mmSlab, n-t0)
+			b.expertFFNBlocked(dst[t0*dim:], e, act, x[t0*dim:], m)
+		}
 		return
 	}
 	gb, ub := b.bufs.get(n*inter), b.bufs.get(n*inter)
@@ -162,6 +226,24 @@ func (b *fastBackend) ExpertFFN(dst []float32, e Expert, act Activation, x []flo
 	b.bufs.put(xb, gxb, gb, ub)
 }
 
+// expertFFNBlocked is ExpertFFN over n ≥ mmMinPositions positions: x
+// packed once, phase 0 writes act(W1·x, W3·x) straight into W2's packed
+// x layout, phase 1 runs W2 over it.
+func (b *fastBackend) expertFFNBlocked(dst []float32, e Expert, act Activation, x []float32, n int) {
+	inter, dim := e.W1.Rows, e.W1.Cols
+	xp, p := b.packed(x, dim, n)
+	gp := b.bufs.get(p * inter)
+	t := b.tasks.getFor(b.isa, &b.bufs, fastExec)
+	t.op, t.w, t.w3, t.w2, t.x, t.dst, t.gx, t.n, t.act = opFFNBlocked, e.W1, e.W3, e.W2, *xp, dst, *gp, n, act
+	t.scratchLen = C.DF_MM_MC*C.DF_MM_KC + 2*C.DF_MM_MC*p
+	t.nphase = 2
+	t.rows[0], t.chunk[0] = inter, b.mmChunk(inter)
+	t.rows[1], t.chunk[1] = dim, b.mmChunk(dim)
+	b.pool.run(t)
+	b.tasks.put(t)
+	b.bufs.put(xp, gp)
+}
+
 // chunkRows picks the rows of one chunk, the unit of claiming: about 32 KiB
 // of weights, a few microseconds of memory traffic per core. A phase ends
 // when its last chunk does, and the others wait for it, so the unit is
@@ -197,6 +279,8 @@ const (
 	opMatMul uint8 = iota
 	opFFN
 	opFFNs // several experts, one position each (experts_fast.go)
+	opMatMulBlocked
+	opFFNBlocked
 )
 
 // fastLayoutG lays out the FFN's g for W2's MXFP4 matvec.
@@ -215,6 +299,15 @@ func fastExec(t *task, ph, lo, hi int, scratch []float32) {
 		execExperts(t, ph, lo, hi)
 	case t.op == opMatMul:
 		matRows(t.isa, t.w, t.x, t.n, t.dst, lo, hi, sp)
+	case t.op == opMatMulBlocked:
+		mmRows(t.isa, t.w, t.x, t.n, t.dst, lo, hi, sp)
+	case t.op == opFFNBlocked && ph == 0:
+		C.df_mm_ffn_up(C.int(t.isa), C.int(t.w.DType), bytePtr(t.w.Data), bytePtr(t.w.Scales),
+			bytePtr(t.w3.Data), bytePtr(t.w3.Scales), C.int64_t(t.w.Rows), C.int64_t(t.w.Cols),
+			C.int64_t(lo), C.int64_t(hi), floatPtr(t.x), C.int64_t(t.n), floatPtr(t.gx), sp,
+			C.int(t.act.Kind), C.float(t.act.Beta), C.float(t.act.LinearBeta))
+	case t.op == opFFNBlocked:
+		mmRows(t.isa, t.w2, t.gx, t.n, t.dst, lo, hi, sp)
 	case ph == 0: // opFFN: W1, W3 and the activation
 		upRows(t.isa, t.w, t.w3, t.act, t.x, t.n, t.g, t.u, lo, hi, sp)
 	default: // opFFN: W2
@@ -228,6 +321,12 @@ func matRows(isa int, w Matrix, x []float32, n int, dst []float32, lo, hi int, s
 	C.df_matmul_rows(C.int(isa), C.int(w.DType), bytePtr(w.Data), bytePtr(w.Scales),
 		C.int64_t(w.Cols), C.int64_t(lo), C.int64_t(hi), floatPtr(x), C.int64_t(n),
 		floatPtr(dst), C.int64_t(w.Rows), scratch)
+}
+
+// mmRows is matRows for the blocked kernels, over x packed.
+func mmRows(isa int, w Matrix, xp []float32, n int, dst []float32, lo, hi int, scratch *C.float) {
+	C.df_mm_rows(C.int(isa), C.int(w.DType), bytePtr(w.Data), bytePtr(w.Scales), C.int64_t(w.Cols),
+		C.int64_t(lo), C.int64_t(hi), floatPtr(xp), C.int64_t(n), floatPtr(dst), C.int64_t(w.Rows), scratch)
 }
 
 // upRows computes rows [lo, hi) of an expert's first half, g = act(W1·x,

@@ -129,7 +129,7 @@ static float gen_dot(int dtype, const uint8_t *row, const uint8_t *rs, const flo
 
 const df_rowkern df_generic = {gen_dot, gen_decode, gen_dotf, 0, 0};
 
-static const df_rowkern *kern_for(int isa) {
+const df_rowkern *df_kern_for(int isa) {
 #if defined(__x86_64__)
 	if (isa == DF_ISA_AVX2) return &df_avx2;
 	if (isa == DF_ISA_AVX512) return &df_avx512;
@@ -150,7 +150,7 @@ void df_mx_group_layout(const float *x, int64_t cols, float *xp) {
 }
 
 void df_mx_layout(int isa, const float *x, int64_t cols, float *xp) {
-	const df_rowkern *k = kern_for(isa);
+	const df_rowkern *k = df_kern_for(isa);
 	if (k->mx_layout) {
 		k->mx_layout(x, cols, xp);
 		return;
@@ -161,13 +161,13 @@ void df_mx_layout(int isa, const float *x, int64_t cols, float *xp) {
 void df_decode_row(int isa, int dtype, const uint8_t *data, const uint8_t *scales, int64_t cols,
                    int64_t r, float *out) {
 	int64_t rb = df_row_bytes(dtype, cols), sb = df_row_scales(dtype, cols);
-	kern_for(isa)->decode(dtype, data + r * rb, scales ? scales + r * sb : 0, out, cols);
+	df_kern_for(isa)->decode(dtype, data + r * rb, scales ? scales + r * sb : 0, out, cols);
 }
 
 void df_matmul_rows(int isa, int dtype, const uint8_t *data, const uint8_t *scales,
                     int64_t cols, int64_t r0, int64_t r1, const float *x, int64_t n,
                     float *dst, int64_t ldd, float *scratch) {
-	const df_rowkern *k = kern_for(isa);
+	const df_rowkern *k = df_kern_for(isa);
 	int64_t rb = df_row_bytes(dtype, cols), sb = df_row_scales(dtype, cols);
 	for (int64_t r = r0; r < r1; r++) {
 		const uint8_t *row = data + r * rb;
@@ -209,7 +209,7 @@ void df_ffn_up_rows(int isa, int dtype1, const uint8_t *d1, const uint8_t *s1,
                     int64_t rows, int64_t cols, int64_t r0, int64_t r1,
                     const float *x, int64_t n, float *g, float *u, float *scratch,
                     int kind, float beta, float lbeta) {
-	const df_rowkern *k = kern_for(isa);
+	const df_rowkern *k = df_kern_for(isa);
 	if (n == 1) {
 		// Row by row, W1 and W3 alternating: each row's prefetches run into
 		// the next row of the same matrix, so both streams stay warm.

@@ -64,7 +64,45 @@ typedef struct {
 	// Writes x (cols, a multiple of 32) in the layout dot reads for MXFP4;
 	// NULL: df_mx_group_layout.
 	void (*mx_layout)(const float *x, int64_t cols, float *xp);
+	// The blocked matmul's register tile (kern_mm.c; NULL: the row path at
+	// every n): c[i*ldc + t] = (first ? 0 : c[i*ldc + t]) + Σ_k a[i*lda + k]·b[k*w + t]
+	// for i < mr (≤ mm_mr) and t < w (mm_tile, or mm_pad for a last tile),
+	// the k in order, one FMA each.
+	void (*mm_tile)(int mr, int w, const float *a, int64_t lda, const float *b, int64_t kc, float *c,
+	                int64_t ldc, int first);
+	int mm_mr, mm_tile_w, mm_pad;
 } df_rowkern;
+
+// Blocked matmul (kern_mm.c), for n of about 8 and more positions. x is
+// packed once per call (df_mm_pack) into tiles of mm_tile_w positions,
+// position-contiguous per column; each block of DF_MM_MC rows is decoded
+// DF_MM_KC columns at a time into an fp32 panel, which every tile of
+// positions then reuses from L1. A register tile is mm_mr rows × one tile
+// of positions. -D overrides the block sizes for experiments.
+#ifndef DF_MM_MC
+#define DF_MM_MC 64
+#endif
+#ifndef DF_MM_KC
+#define DF_MM_KC 128
+#endif
+
+// df_mm_params reports the ISA's tile (0 without a blocked kernel).
+int df_mm_params(int isa, int *mr, int *tile, int *pad);
+// Positions padded to the ISA's pad: the packed x holds df_mm_padded·cols floats.
+int64_t df_mm_padded(int isa, int64_t n);
+// The packed layout: tile j (positions tile·j on) at xp + tile·j·cols, column
+// k's w positions at + k·w; positions n and up are zero.
+void df_mm_pack(int isa, const float *x, int64_t cols, int64_t n, float *xp);
+// dst[t*ldd + r] = Σ_c W[r,c]·x_t[c] for r in [r0, r1), t < n, x packed;
+// scratch holds DF_MM_MC·DF_MM_KC + DF_MM_MC·df_mm_padded floats.
+void df_mm_rows(int isa, int dtype, const uint8_t *data, const uint8_t *scales, int64_t cols,
+                int64_t r0, int64_t r1, const float *xp, int64_t n, float *dst, int64_t ldd, float *scratch);
+// The expert FFN's first half over packed x: rows [r0, r1) of
+// act(W1·x, W3·x), written packed into gp (the x of W2, whose cols are
+// rows); scratch holds DF_MM_MC·DF_MM_KC + 2·DF_MM_MC·df_mm_padded floats.
+void df_mm_ffn_up(int isa, int dtype, const uint8_t *d1, const uint8_t *s1, const uint8_t *d3,
+                  const uint8_t *s3, int64_t rows, int64_t cols, int64_t r0, int64_t r1, const float *xp,
+                  int64_t n, float *gp, float *scratch, int kind, float beta, float lbeta);
 
 // x in the layout of the MXFP4 matvec of isa, into xp (cols floats).
 void df_mx_layout(int isa, const float *x, int64_t cols, float *xp);
@@ -75,6 +113,7 @@ void df_mx_group_layout(const float *x, int64_t cols, float *xp);
 float df_act1(int kind, float beta, float lbeta, float g, float u);
 
 extern const df_rowkern df_generic;
+const df_rowkern *df_kern_for(int isa);
 #if defined(__x86_64__)
 uint64_t df_read_avx2(const uint8_t *p, int64_t n);
 uint64_t df_read_avx512(const uint8_t *p, int64_t n);

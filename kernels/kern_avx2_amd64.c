@@ -129,17 +129,84 @@ AVX2 static void avx2_decode(int dtype, const uint8_t *row, const uint8_t *rs, f
 		for (; c + 8 <= cols; c += 8) _mm256_storeu_ps(out + c, _mm256_mul_ps(ld_i8(row + c), sc));
 		break;
 	}
-	}
-	if (c == 0 || c < cols) {
-		// F32, MXFP4 and the tails: the portable decoder is exact and the row
-		// is reused for every position, so its speed matters little.
-		int64_t es = df_row_bytes(dtype, 1);
-		if (dtype == DF_MXFP4 || c == 0) {
-			df_generic.decode(dtype, row, rs, out, cols);
-		} else {
-			df_generic.decode(dtype, row + es * c, rs, out + c, cols - c);
+	case DF_MXFP4: {
+		// 4 bytes give 8 columns: each byte twice, shifted by 0 or 4 per
+		// lane; vpermps of the low 3 bits gives the magnitude, bit 3 the
+		// sign (−0 included), then the block's scale: one rounding, as in
+		// the reference.
+		const __m256 tbl = _mm256_loadu_ps(df_e2m1);
+		const __m256i sh = _mm256_set_epi32(4, 0, 4, 0, 4, 0, 4, 0), eight = _mm256_set1_epi32(8);
+		for (; c + 32 <= cols; c += 32) {
+			const __m256 sc = _mm256_set1_ps(df_e8m0[rs[c / 32]]);
+			for (int j = 0; j < 32; j += 8) {
+				__m128i b = _mm_cvtsi32_si128((int)df_ld32(row + (c + j) / 2));
+				__m256i v = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(_mm_unpacklo_epi8(b, b)), sh);
+				__m256 m = _mm256_permutevar8x32_ps(tbl, v);
+				__m256 f = _mm256_or_ps(m, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(v, eight), 28)));
+				_mm256_storeu_ps(out + c + j, _mm256_mul_ps(f, sc));
+			}
 		}
+		return; // cols is a multiple of 32
 	}
+	}
+	// F32 and the tails: the portable decoder is exact.
+	if (c < cols) df_generic.decode(dtype, row + df_row_bytes(dtype, c), rs, out + c, cols - c);
+}
+
+// The blocked matmul's register tile (kern_mm.c): mr ≤ 6 rows × 16
+// positions (two vectors; 8 for the last tile), 12 accumulators of the 16
+// registers, each step two vector loads of x and mr broadcast weights.
+#define MM_MR 6
+// Named accumulators, not an array: with an array GCC 12 kept a copy of
+// every accumulator on the stack, a store per FMA (16 registers is tight).
+#define MM_ROWS(OP) OP(0) OP(1) OP(2) OP(3) OP(4) OP(5)
+AVX2 static inline __attribute__((always_inline)) void mm_tile_t(const int mr, const int nv, const float *a,
+                                                                int64_t lda, const float *b, int64_t kc, float *c,
+                                                                int64_t ldc, int first) {
+	const __m256 z = _mm256_setzero_ps();
+	__m256 c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z, c41 = z, c50 = z, c51 = z;
+#define MM_LOAD(i)                                                        \
+	if (mr > i && !first) {                                               \
+		c##i##0 = _mm256_loadu_ps(c + i * ldc);                           \
+		if (nv > 1) c##i##1 = _mm256_loadu_ps(c + i * ldc + 8);           \
+	}
+#define MM_FMA(i)                                                         \
+	if (mr > i) {                                                         \
+		const __m256 ai = _mm256_broadcast_ss(a + i * lda + k);           \
+		c##i##0 = _mm256_fmadd_ps(ai, b0, c##i##0);                       \
+		if (nv > 1) c##i##1 = _mm256_fmadd_ps(ai, b1, c##i##1);           \
+	}
+#define MM_STORE(i)                                                       \
+	if (mr > i) {                                                         \
+		_mm256_storeu_ps(c + i * ldc, c##i##0);                           \
+		if (nv > 1) _mm256_storeu_ps(c + i * ldc + 8, c##i##1);           \
+	}
+	MM_ROWS(MM_LOAD)
+	const int w = 8 * nv;
+	for (int64_t k = 0; k < kc; k++) {
+		const __m256 b0 = _mm256_loadu_ps(b + k * w), b1 = nv > 1 ? _mm256_loadu_ps(b + k * w + 8) : b0;
+		MM_ROWS(MM_FMA)
+	}
+	MM_ROWS(MM_STORE)
+#undef MM_LOAD
+#undef MM_FMA
+#undef MM_STORE
+}
+
+#define MM_CASES(NV)                                                 \
+	switch (mr) {                                                    \
+	case 6: mm_tile_t(6, NV, a, lda, b, kc, c, ldc, first); return;  \
+	case 5: mm_tile_t(5, NV, a, lda, b, kc, c, ldc, first); return;  \
+	case 4: mm_tile_t(4, NV, a, lda, b, kc, c, ldc, first); return;  \
+	case 3: mm_tile_t(3, NV, a, lda, b, kc, c, ldc, first); return;  \
+	case 2: mm_tile_t(2, NV, a, lda, b, kc, c, ldc, first); return;  \
+	default: mm_tile_t(1, NV, a, lda, b, kc, c, ldc, first); return; \
+	}
+
+AVX2 static void avx2_mm_tile(int mr, int w, const float *a, int64_t lda, const float *b, int64_t kc, float *c,
+                              int64_t ldc, int first) {
+	if (w == 16) MM_CASES(2)
+	MM_CASES(1)
 }
 
 // Prefill: each widened weight vector is loaded once for four positions.
@@ -248,7 +315,7 @@ AVX2 static void avx2_act(int kind, float beta, float lbeta, float *g, const flo
 	}
 }
 
-const df_rowkern df_avx2 = {avx2_dot, avx2_decode, avx2_dotf, avx2_dotf4, avx2_act};
+const df_rowkern df_avx2 = {avx2_dot, avx2_decode, avx2_dotf, avx2_dotf4, avx2_act, 0, avx2_mm_tile, MM_MR, 16, 8};
 
 AVX2 uint64_t df_read_avx2(const uint8_t *p, int64_t n) {
 	__m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;

@@ -218,8 +218,93 @@ AVX512 static float avx512_dot(int dtype, const uint8_t *row, const uint8_t *rs,
 	}
 }
 
-static void avx512_decode(int dtype, const uint8_t *row, const uint8_t *rs, float *out, int64_t cols) {
-	df_avx2.decode(dtype, row, rs, out, cols);
+// Decoding, for the blocked matmul's panels (and DecodeRow's bits: exact,
+// −0 included). MXFP4: 8 bytes give 16 columns, each byte twice
+// (unpacklo), shifted by 0 or 4 per lane so that the column's nibble is in
+// the low 4 bits vpermps reads, then times the block's scale: the
+// reference's one rounding.
+AVX512 static void avx512_decode(int dtype, const uint8_t *row, const uint8_t *rs, float *out, int64_t cols) {
+	int64_t c = 0;
+	switch (dtype) {
+	case DF_BF16:
+		for (; c + 16 <= cols; c += 16) _mm512_storeu_ps(out + c, ld_bf16(row + 2 * c));
+		break;
+	case DF_I8: {
+		const __m512 sc = _mm512_set1_ps(df_f32bits(df_ld32(rs)));
+		for (; c + 16 <= cols; c += 16) _mm512_storeu_ps(out + c, _mm512_mul_ps(ld_i8(row + c), sc));
+		break;
+	}
+	case DF_MXFP4: {
+		const __m512 tbl = _mm512_loadu_ps(df_e2m1);
+		const __m512i sh = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0);
+		for (; c + 32 <= cols; c += 32) {
+			const __m512 sc = _mm512_set1_ps(df_e8m0[rs[c / 32]]);
+			__m128i b = _mm_loadu_si128((const __m128i *)(row + c / 2));
+			__m512i lo = _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, b)), sh);
+			__m512i hi = _mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm_unpackhi_epi8(b, b)), sh);
+			_mm512_storeu_ps(out + c, _mm512_mul_ps(_mm512_permutexvar_ps(lo, tbl), sc));
+			_mm512_storeu_ps(out + c + 16, _mm512_mul_ps(_mm512_permutexvar_ps(hi, tbl), sc));
+		}
+		return; // cols is a multiple of 32
+	}
+	default:
+		df_avx2.decode(dtype, row, rs, out, cols);
+		return;
+	}
+	if (c < cols) df_generic.decode(dtype, row + df_row_bytes(dtype, c), rs, out + c, cols - c);
+}
+
+// The blocked matmul's register tile (kern_mm.c): mr ≤ 8 rows × 32
+// positions (two vectors; 8, 16 or 24 for the last tile, in a 256-bit
+// half), 16 accumulators, each step two vector loads of x and mr
+// broadcast weights (folded into the FMAs' memory operands). On two FMA
+// ports that is 8 cycles of FMAs per 10 loads.
+#define MM_MR 8
+AVX512 static inline __attribute__((always_inline)) void mm_tile_t(const int mr, const int nz, const int ny,
+                                                                  const float *a, int64_t lda, const float *b,
+                                                                  int64_t kc, float *c, int64_t ldc, int first) {
+	__m512 acc[MM_MR][2];
+	__m256 acy[MM_MR];
+	for (int i = 0; i < mr; i++) {
+		for (int v = 0; v < nz; v++) acc[i][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + i * ldc + 16 * v);
+		if (ny) acy[i] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + i * ldc + 16 * nz);
+	}
+	const int w = 16 * nz + 8 * ny;
+	for (int64_t k = 0; k < kc; k++) {
+		__m512 bz[2];
+		for (int v = 0; v < nz; v++) bz[v] = _mm512_loadu_ps(b + k * w + 16 * v);
+		const __m256 by = ny ? _mm256_loadu_ps(b + k * w + 16 * nz) : _mm256_setzero_ps();
+		for (int i = 0; i < mr; i++) {
+			for (int v = 0; v < nz; v++) acc[i][v] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * lda + k]), bz[v], acc[i][v]);
+			if (ny) acy[i] = _mm256_fmadd_ps(_mm256_set1_ps(a[i * lda + k]), by, acy[i]);
+		}
+	}
+	for (int i = 0; i < mr; i++) {
+		for (int v = 0; v < nz; v++) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
+		if (ny) _mm256_storeu_ps(c + i * ldc + 16 * nz, acy[i]);
+	}
+}
+
+#define MM_CASES(NZ, NY)                                                     \
+	switch (mr) {                                                            \
+	case 8: mm_tile_t(8, NZ, NY, a, lda, b, kc, c, ldc, first); return;      \
+	case 7: mm_tile_t(7, NZ, NY, a, lda, b, kc, c, ldc, first); return;      \
+	case 6: mm_tile_t(6, NZ, NY, a, lda, b, kc, c, ldc, first); return;      \
+	case 5: mm_tile_t(5, NZ, NY, a, lda, b, kc, c, ldc, first); return;      \
+	case 4: mm_tile_t(4, NZ, NY, a, lda, b, kc, c, ldc, first); return;      \
+	case 3: mm_tile_t(3, NZ, NY, a, lda, b, kc, c, ldc, first); return;      \
+	case 2: mm_tile_t(2, NZ, NY, a, lda, b, kc, c, ldc, first); return;      \
+	default: mm_tile_t(1, NZ, NY, a, lda, b, kc, c, ldc, first); return;     \
+	}
+
+AVX512 static void avx512_mm_tile(int mr, int w, const float *a, int64_t lda, const float *b, int64_t kc,
+                                  float *c, int64_t ldc, int first) {
+	switch (w) {
+	case 32: MM_CASES(2, 0)
+	case 24: MM_CASES(1, 1)
+	case 16: MM_CASES(1, 0)
+	default: MM_CASES(0, 1)
+	}
 }
 
 static float avx512_dotf(const float *a, const float *b, int64_t cols) { return df_avx2.dotf(a, b, cols); }
@@ -252,7 +337,8 @@ AVX512 uint64_t df_read_avx512(const uint8_t *p, int64_t n) {
 	return s;
 }
 
-const df_rowkern df_avx512 = {avx512_dot, avx512_decode, avx512_dotf, avx512_dotf4, avx512_act, avx512_mx_layout};
+const df_rowkern df_avx512 = {avx512_dot,       avx512_decode, avx512_dotf, avx512_dotf4, avx512_act,
+                              avx512_mx_layout, avx512_mm_tile, MM_MR,       32,           8};
 
 // df_fma_avx512 is the FMA limit on AVX-512 CPUs: 16 independent chains of
 // 16 lanes, enough to cover two FMA units of 4-cycle latency twice over.

@@ -105,11 +105,45 @@ static float neon_dot(int dtype, const uint8_t *row, const uint8_t *rs, const fl
 
 static float neon_dotf(const float *a, const float *b, int64_t cols) { return dot_f32((const uint8_t *)a, b, cols); }
 
+// Decoding, for the prefill paths (exact, −0 included). MXFP4: the
+// nibbles of 16 bytes zipped into column order, then the half-precision
+// table of dot_mx, widened and times the block's scale (one rounding, as
+// in the reference).
 static void neon_decode(int dtype, const uint8_t *row, const uint8_t *rs, float *out, int64_t cols) {
 	int64_t c = 0;
-	if (dtype == DF_BF16)
+	switch (dtype) {
+	case DF_BF16:
 		for (; c + 4 <= cols; c += 4) vst1q_f32(out + c, ld_bf16(row + 2 * c));
-	df_generic.decode(dtype, row + df_row_bytes(dtype, 1) * c, rs, out + c, cols - c);
+		break;
+	case DF_I8: {
+		const float sc = df_f32bits(df_ld32(rs));
+		for (; c + 8 <= cols; c += 8) {
+			int16x8_t v = vmovl_s8(vld1_s8((const int8_t *)row + c));
+			vst1q_f32(out + c, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(v))), sc));
+			vst1q_f32(out + c + 4, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(v))), sc));
+		}
+		break;
+	}
+	case DF_MXFP4: {
+		const uint8x16_t lut = vld1q_u8(e2m1_f16_hi), z = vdupq_n_u8(0);
+		for (; c + 32 <= cols; c += 32) {
+			const float sc = df_e8m0[rs[c / 32]];
+			uint8x16_t v = vld1q_u8(row + c / 2);
+			uint8x16_t lo = vandq_u8(v, vdupq_n_u8(15)), hi = vshrq_n_u8(v, 4);
+			uint8x16_t q[2] = {vqtbl1q_u8(lut, vzip1q_u8(lo, hi)), vqtbl1q_u8(lut, vzip2q_u8(lo, hi))};
+			for (int j = 0; j < 2; j++) {
+				float16x8_t h0 = vreinterpretq_f16_u8(vzip1q_u8(z, q[j])), h1 = vreinterpretq_f16_u8(vzip2q_u8(z, q[j]));
+				float *o = out + c + 16 * j;
+				vst1q_f32(o, vmulq_n_f32(vcvt_f32_f16(vget_low_f16(h0)), sc));
+				vst1q_f32(o + 4, vmulq_n_f32(vcvt_high_f32_f16(h0), sc));
+				vst1q_f32(o + 8, vmulq_n_f32(vcvt_f32_f16(vget_low_f16(h1)), sc));
+				vst1q_f32(o + 12, vmulq_n_f32(vcvt_high_f32_f16(h1), sc));
+			}
+		}
+		return; // cols is a multiple of 32
+	}
+	}
+	if (c < cols) df_generic.decode(dtype, row + df_row_bytes(dtype, c), rs, out + c, cols - c);
 }
 
 // Prefill: each widened weight vector is loaded once for four positions.
@@ -140,7 +174,57 @@ static void neon_dotf4(const float *a, const float *x, int64_t ldx, int64_t cols
 	}
 }
 
-const df_rowkern df_neon = {neon_dot, neon_decode, neon_dotf, neon_dotf4, 0};
+// The blocked matmul's register tile (kern_mm.c): mr ≤ 4 rows × 16
+// positions (four vectors; 8 for the last tile), 16 accumulators: four
+// FMA pipes of 4-cycle latency (Apple's P cores) need 16 chains. Four
+// columns of a row come in one load and are used by lane (fmla by
+// element), so a step of 4 columns is mr + 4·nv loads for 16·mr·nv/4·4 FMAs.
+#define MM_MR 4
+static inline __attribute__((always_inline)) void mm_tile_t(const int mr, const int nv, const float *a, int64_t lda,
+                                                           const float *b, int64_t kc, float *c, int64_t ldc,
+                                                           int first) {
+	float32x4_t acc[MM_MR][4];
+	for (int i = 0; i < mr; i++)
+		for (int v = 0; v < nv; v++) acc[i][v] = first ? vdupq_n_f32(0) : vld1q_f32(c + i * ldc + 4 * v);
+	const int w = 4 * nv;
+	int64_t k = 0;
+#define MM_STEP(L)                                                                \
+	{                                                                             \
+		float32x4_t bv[4];                                                        \
+		for (int v = 0; v < nv; v++) bv[v] = vld1q_f32(b + (k + (L)) * w + 4 * v); \
+		for (int i = 0; i < mr; i++)                                              \
+			for (int v = 0; v < nv; v++) acc[i][v] = vfmaq_laneq_f32(acc[i][v], bv[v], av[i], (L)); \
+	}
+	for (; k + 4 <= kc; k += 4) {
+		float32x4_t av[MM_MR];
+		for (int i = 0; i < mr; i++) av[i] = vld1q_f32(a + i * lda + k);
+		MM_STEP(0) MM_STEP(1) MM_STEP(2) MM_STEP(3)
+	}
+#undef MM_STEP
+	for (; k < kc; k++)
+		for (int i = 0; i < mr; i++) {
+			const float32x4_t ai = vld1q_dup_f32(a + i * lda + k);
+			for (int v = 0; v < nv; v++) acc[i][v] = vfmaq_f32(acc[i][v], ai, vld1q_f32(b + k * w + 4 * v));
+		}
+	for (int i = 0; i < mr; i++)
+		for (int v = 0; v < nv; v++) vst1q_f32(c + i * ldc + 4 * v, acc[i][v]);
+}
+
+#define MM_CASES(NV)                                                 \
+	switch (mr) {                                                    \
+	case 4: mm_tile_t(4, NV, a, lda, b, kc, c, ldc, first); return;  \
+	case 3: mm_tile_t(3, NV, a, lda, b, kc, c, ldc, first); return;  \
+	case 2: mm_tile_t(2, NV, a, lda, b, kc, c, ldc, first); return;  \
+	default: mm_tile_t(1, NV, a, lda, b, kc, c, ldc, first); return; \
+	}
+
+static void neon_mm_tile(int mr, int w, const float *a, int64_t lda, const float *b, int64_t kc, float *c,
+                         int64_t ldc, int first) {
+	if (w == 16) MM_CASES(4)
+	MM_CASES(2)
+}
+
+const df_rowkern df_neon = {neon_dot, neon_decode, neon_dotf, neon_dotf4, 0, 0, neon_mm_tile, MM_MR, 16, 8};
 
 // df_fma_neon is the FMA limit on arm64: 24 independent chains of 4 lanes,
 // enough for four FMA pipes of 4-cycle latency (Apple's P cores) and more.

@@ -58,9 +58,13 @@ func expertFFN(t *testing.T, bs []kernels.Backend) {
 	shapes := []shape{
 		{kernels.MXFP4, 32, 64, 1}, {kernels.MXFP4, 96, 32, 3}, {kernels.MXFP4, 64, 128, 11},
 		{kernels.BF16, 7, 13, 1}, {kernels.BF16, 33, 17, 2}, {kernels.F32, 5, 3, 4}, {kernels.I8, 9, 31, 1},
+		// The blocked kernels: row blocks, tiles and panels with tails.
+		{kernels.MXFP4, 64, 128, 8}, {kernels.MXFP4, 96, 160, 65}, {kernels.BF16, 33, 17, 9},
+		{kernels.I8, 70, 131, 64}, {kernels.F16, 9, 31, 200}, {kernels.BF16, 131, 257, 23},
 	}
 	if !testing.Short() {
-		shapes = append(shapes, shape{kernels.MXFP4, 3072, 3584, 1}, shape{kernels.MXFP4, 3072, 3584, 3})
+		shapes = append(shapes, shape{kernels.MXFP4, 3072, 3584, 1}, shape{kernels.MXFP4, 3072, 3584, 3},
+			shape{kernels.MXFP4, 3072, 3584, 20})
 	}
 	var cases []ffnCase
 	for _, sh := range shapes {

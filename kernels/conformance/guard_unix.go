@@ -35,7 +35,7 @@ func staysInside(t *testing.T, bs []kernels.Backend) {
 	var cases []matCase
 	for _, dt := range allDTypes {
 		for _, cols := range []int{32, 128, 160, 512, 640, 3584} {
-			for _, n := range []int{1, 2} {
+			for _, n := range []int{1, 2, 9} { // 9: the blocked kernels
 				cases = append(cases, matCase{dt, 3, cols, n})
 			}
 		}

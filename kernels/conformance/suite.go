@@ -141,8 +141,10 @@ func checkMatMul(t *testing.T, bs []kernels.Backend, rng *rand.Rand, c matCase, 
 var allDTypes = []kernels.DType{kernels.F32, kernels.BF16, kernels.F16, kernels.I8, kernels.MXFP4}
 
 // matMulRandom: every dtype on shapes around the kernels' block edges (8
-// and 32 columns, MXFP4's 128-column chunks) and 9 positions (two GPU
-// passes of 8).
+// and 32 columns, MXFP4's 128-column chunks; the blocked matmul's 128-column
+// panels, 64-row blocks and register tiles of 6 and 8 rows) and positions
+// around its tiles of 8, 16 and 32 and the GPU's passes of 8, up to 512.
+// The larger position counts run on fewer shapes, every edge still covered.
 func matMulRandom(t *testing.T, bs []kernels.Backend) {
 	var cases []matCase
 	for _, dt := range allDTypes {
@@ -150,9 +152,13 @@ func matMulRandom(t *testing.T, bs []kernels.Backend) {
 		if dt == kernels.MXFP4 {
 			colsList = []int{32, 64, 96, 224, 384, 512}
 		}
-		for _, rows := range []int{1, 3, 7, 13, 65} {
-			for _, cols := range colsList {
-				for _, n := range []int{1, 2, 3, 7, 9} {
+		for _, rows := range []int{1, 3, 7, 13, 65, 131} {
+			for ci, cols := range colsList {
+				for _, n := range []int{1, 2, 3, 7, 8, 9, 63, 64, 65, 200, 512, 1100} {
+					if n >= 63 && (rows == 3 || ci%2 == 1) || n >= 200 && rows == 13 || rows == 131 && n < 8 ||
+						n == 1100 && (rows != 7 || ci > 2) { // 1100: three passes of at most 512
+						continue
+					}
 					cases = append(cases, matCase{dt, rows, cols, n})
 				}
 			}
@@ -184,6 +190,9 @@ func matMulK3(t *testing.T, bs []kernels.Backend) {
 		{kernels.BF16, 1031, 7168, 5},
 		{kernels.I8, 1031, 7168, 5},
 		{kernels.MXFP4, 1031, 7168, 5},
+		{kernels.BF16, 1031, 7168, 64}, // the blocked kernels: 16 row blocks and a tail
+		{kernels.I8, 515, 7168, 65},
+		{kernels.MXFP4, 3584, 3072, 33},
 		{kernels.BF16, 4099, 7168, 1}, // a slice of lm_head's rows, an odd count
 	}
 	if slow {
