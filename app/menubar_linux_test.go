@@ -86,8 +86,9 @@ func TestDownloadAsksFirst(t *testing.T) {
 	require.NoError(t, os.WriteFile(answer, []byte("1"), 0o644))
 	deps := testDeps(cfg, t.TempDir())
 	// zenity's shape: the question in its arguments, the answer in its
-	// exit status.
-	deps.Desktop = cmdDesktop{confirm: [][]string{{"sh", "-c", `printf '%s\n' "$@" > "$0"; exit $(cat "$1")`, asked, answer}}}
+	// exit status. The question lands whole (written aside, then renamed):
+	// the test reads it as soon as the file exists.
+	deps.Desktop = cmdDesktop{confirm: [][]string{{"sh", "-c", `printf '%s\n' "$@" > "$0.part" && mv "$0.part" "$0"; exit $(cat "$1")`, asked, answer}}}
 	a := startApp(t, cfg, deps)
 	a.Click(ItemDownloadStream)
 	require.Eventually(t, func() bool { _, err := os.Stat(asked); return err == nil }, 20*time.Second, 5*time.Millisecond)
