@@ -32,7 +32,8 @@
 //	stats.go       Model.Stats: bytes read, cache and prefetch hits, disk idle
 //	probe.go       the expert store without a model, for bench slice
 //	drives.go      ExpertDrive: replicas of experts on other disks
-//	readsched.go   the expert reads spread over the mirror and the drives
+//	readsched.go   the expert reads spread over the mirror and the drives;
+//	               expertread.go: the readers that carry them out
 //	heat.go        the expert heat histogram, halved every N tokens
 //
 // A prompt runs expert-major: every position of a layer is routed first,

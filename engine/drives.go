@@ -70,18 +70,11 @@ func ExpertSpans(ctx context.Context, dir string, open OpenSource) (map[ckpt.Exp
 // experts' spans, or an error saying the checkpoint has none to use (for
 // what).
 func mxfp4Experts(ctx context.Context, dir string, open OpenSource, what string) (*config, map[ckpt.ExpertID]ckpt.ExpertSpan, error) {
-	c, err := loadConfig(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	ck, err := openCheckpoint(ctx, dir, open)
+	c, ck, err := openIndex(ctx, dir, open)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer ck.close()
-	if err := ck.validate(c); err != nil {
-		return nil, nil, err
-	}
 	if !c.ExpertsMXFP4 || c.Experts == 0 || len(ck.experts) == 0 {
 		return nil, nil, fmt.Errorf("%w: %s has no MXFP4 routed experts to %s", ErrConfig, dir, what)
 	}

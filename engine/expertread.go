@@ -1,0 +1,188 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"golang.org/x/sys/unix"
+)
+
+// The expert store's readers: each drive's goroutines take chunk reads from
+// the scheduler (readsched.go), read them from the mirror or a replica, and
+// settle the entry whose bytes they fill.
+
+// reader is one of drive d's readers: it reads the jobs the scheduler
+// hands it until the store closes.
+func (s *spanStore) reader(d *schedDrive) {
+	defer s.wg.Done()
+	for {
+		j, ok := s.sched.next(d)
+		if !ok {
+			return
+		}
+		var n int64
+		var err error
+		if d.dev == nil {
+			n, err = s.read(j)
+		} else {
+			n, err = s.readReplica(d, j)
+		}
+		if s.sched.finished(d, j, n, err, s.ctx.Err() != nil) {
+			continue
+		}
+		s.chunkDone(j.e, err, n, d.idx)
+	}
+}
+
+// chunkDone records one chunk, read from drive d; the last one checks the
+// expert (its replicas' checksum when a drive filled part of it, then its
+// scales) and publishes the entry.
+func (s *spanStore) chunkDone(e *entry, err error, n int64, d int) {
+	s.stats.diskBytes.Add(n)
+	e.mu.Lock()
+	if e.err == nil {
+		e.err = err
+	}
+	if err == nil && d > 0 {
+		e.fromRep |= 1 << d
+	}
+	e.pending--
+	last := e.pending == 0
+	from := e.fromRep
+	e.mu.Unlock()
+	if !last {
+		return
+	}
+	s.stats.reads.Add(1)
+	if e.err == nil {
+		sp := s.spans[e.id]
+		lo := s.base(sp)
+		e.data = e.buf[sp.Offset-lo : sp.Offset-lo+sp.Size : sp.Offset-lo+sp.Size]
+		bad := from != 0 && SpanCRC(e.data) != e.reps[bits.TrailingZeros64(from)].CRC32C
+		if bad && s.ctx.Err() != nil {
+			e.err, e.data = errStoreClosed, nil // closing: nothing reads it again
+		} else if bad {
+			// A bad byte on a drive: read the expert again from the
+			// others (the mirror holds it) and let the drive repair it.
+			s.sched.markCorrupt(e, from)
+			s.stats.corrupt.Add(1)
+			e.data = nil
+			jobs := s.jobs(e, true)
+			e.mu.Lock()
+			e.fromRep, e.pending = 0, len(jobs)
+			e.mu.Unlock()
+			s.sched.mu.Lock()
+			s.sched.push(jobs, true)
+			s.sched.mu.Unlock()
+			return
+		} else if err := checkExpertScales(e.id, sp.Shard, e.data); err != nil {
+			// Checked once per read from disk (a cached expert is not read again).
+			e.err, e.data = err, nil
+		}
+	}
+	// Drop the read's reference before waking waiters, so that a batch
+	// released right after Wait sees the entry as its own to cache.
+	s.mu.Lock()
+	s.unref(e)
+	s.mu.Unlock()
+	close(e.done)
+}
+
+// base is the file offset of the first byte of an entry's buffer: the span
+// widened to the alignment of direct reads when its shard is read direct.
+func (s *spanStore) base(sp ckpt.ExpertSpan) int64 {
+	if s.shards[sp.Shard].direct {
+		return alignDown(sp.Offset)
+	}
+	return sp.Offset
+}
+
+// readable says whether a chunk of e is still to be read: not after Close
+// (errStoreClosed), nor for a dropped prefetch (errDropped).
+func (s *spanStore) readable(e *entry) error {
+	if err := s.ctx.Err(); err != nil {
+		return errStoreClosed
+	}
+	if e.dropped.Load() {
+		return errDropped
+	}
+	return nil
+}
+
+// read fills one chunk of e's buffer from its shard: the buffer holds the
+// file range covering the span (aligned for direct descriptors, since the
+// span need not start on a block boundary). It returns the bytes read from
+// the device.
+func (s *spanStore) read(j readJob) (int64, error) {
+	e := j.e
+	if err := s.readable(e); err != nil {
+		return 0, err
+	}
+	sp := s.spans[e.id]
+	sf := s.shards[sp.Shard]
+	if sf.ensure != nil {
+		if err := sf.ensure.Ensure(s.ctx, sp.Offset, sp.Size); err != nil {
+			return 0, fmt.Errorf("engine: fetch %s (%s bytes %d to %d): %w", e.id, sp.Shard, sp.Offset, sp.Offset+sp.Size, err)
+		}
+	}
+	base := s.base(sp)
+	s.meter.change(1)
+	got, err := preadFull(sf.fd, e.buf[j.lo-base:j.hi-base], j.lo, sf.direct)
+	s.meter.change(-1)
+	if err != nil {
+		return got, fmt.Errorf("engine: read %s from %s bytes %d to %d: %w", e.id, sp.Shard, sp.Offset, sp.Offset+sp.Size, err)
+	}
+	if need := min(j.hi, sp.Offset+sp.Size) - j.lo; got < need {
+		return got, truncatedError(e.id, sp, j.lo+got)
+	}
+	if !sf.direct && s.mode != ioBuffered {
+		dropRange(sf.f, j.lo, j.hi-j.lo)
+	}
+	return got, nil
+}
+
+// readReplica fills one chunk of e's buffer from drive d's replica, which
+// holds the expert's ReplicaRange: chunk [lo, hi) of the shard lies at
+// Offset + lo − alignDown(span offset) in it.
+func (s *spanStore) readReplica(d *schedDrive, j readJob) (int64, error) {
+	e := j.e
+	if err := s.readable(e); err != nil {
+		return 0, err
+	}
+	sp := s.spans[e.id]
+	base := s.base(sp)
+	r := e.reps[d.idx]
+	s.meter.change(1)
+	err := r.Source.ReadAt(s.ctx, e.buf[j.lo-base:j.hi-base], r.Offset+j.lo-alignDown(sp.Offset))
+	s.meter.change(-1)
+	if err != nil {
+		return 0, fmt.Errorf("engine: read %s from drive %s: %w", e.id, d.name, err)
+	}
+	return j.hi - j.lo, nil
+}
+
+// preadFull reads until buf is full or the file ends. A direct read that
+// comes back short has met the end of the file: asking again at an
+// unaligned offset would fail with EINVAL instead of reporting it.
+func preadFull(fd int, buf []byte, off int64, direct bool) (int64, error) {
+	var got int64
+	for got < int64(len(buf)) {
+		n, err := unix.Pread(fd, buf[got:], off+got)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return got, err
+		}
+		if n == 0 {
+			break
+		}
+		got += int64(n)
+		if direct && n%ioAlign != 0 {
+			break
+		}
+	}
+	return got, nil
+}
