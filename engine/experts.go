@@ -21,6 +21,10 @@ type expertStore interface {
 	// prefetch hints that layer's experts ids will probably be acquired
 	// soon; it never blocks and never changes what acquire returns.
 	prefetch(layer int, ids []int)
+	// prefetchPart starts reading the next group of a selection already
+	// made (a prefill's union): certain, so it may evict cold cached
+	// experts for buffers where a guess would be skipped.
+	prefetchPart(layer int, ids []int)
 	// prefetchPrevious prefetches the experts layer used last time: about
 	// 31% of a token's experts repeat from the previous token.
 	prefetchPrevious(layer int)
@@ -149,6 +153,8 @@ func (s *ramExperts) acquire(_ context.Context, layer int, ids, _ []int) (expert
 }
 
 func (s *ramExperts) prefetch(int, []int) {}
+
+func (s *ramExperts) prefetchPart(int, []int) {}
 
 func (s *ramExperts) prefetchPrevious(int) {}
 

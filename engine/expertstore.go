@@ -405,7 +405,7 @@ func (s *spanStore) AcquirePart(ctx context.Context, layer int, ids, union []int
 		}
 		switch {
 		case e == nil:
-			e = s.newEntry(id, s.takeBuffer(true))
+			e = s.newEntry(id, s.takeBuffer(bufDemand))
 			s.stats.misses.Add(1)
 			s.submit(e, true)
 		case e.spec:
@@ -447,7 +447,16 @@ func (s *spanStore) AcquirePart(ctx context.Context, layer int, ids, union []int
 // that never blocks and never changes which experts a batch gets. The engine
 // calls it with the previous token's selection of a layer, and with the next
 // layer's selection as soon as its router has run.
-func (s *spanStore) Prefetch(layer int, ids []int) {
+func (s *spanStore) Prefetch(layer int, ids []int) { s.prefetch(layer, ids, bufGuess) }
+
+// PrefetchPart is Prefetch for the next group of a selection the router has
+// already made (a prefill's union, acquired a group at a time): certain, not
+// a guess, so when the budget's buffers are all taken it evicts the coldest
+// cached expert rather than leave the disk one group deep while the
+// current group computes.
+func (s *spanStore) PrefetchPart(layer int, ids []int) { s.prefetch(layer, ids, bufCertain) }
+
+func (s *spanStore) prefetch(layer int, ids []int, need bufNeed) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -458,7 +467,7 @@ func (s *spanStore) Prefetch(layer int, ids []int) {
 		if _, ok := s.spans[id]; !ok || s.entries[id] != nil || s.specN >= s.prefetchCap {
 			continue
 		}
-		buf := s.takeBuffer(false)
+		buf := s.takeBuffer(need)
 		if buf == nil {
 			return
 		}
@@ -537,28 +546,42 @@ func (s *spanStore) jobs(e *entry, demand bool) []readJob {
 	return jobs
 }
 
-// takeBuffer returns a free buffer. Demand reads may evict (wrong
-// prefetches first, then the coldest cached expert) or allocate past the
-// budget rather than wait; prefetches only use what is free. Called with mu
-// held.
-func (s *spanStore) takeBuffer(demand bool) []byte {
+// bufNeed says how much a read may do to get a buffer.
+type bufNeed uint8
+
+const (
+	bufGuess   bufNeed = iota // a prefetch guess: only what is free or within the budget
+	bufCertain                // a part of a selection already made: may also evict, never exceed
+	bufDemand                 // a demand read: may also allocate past the budget rather than wait
+)
+
+// takeBuffer returns a free buffer, or nil where need allows no more.
+// Within the budget it allocates; past it, certain and demand reads evict
+// (wrong prefetches first, then the coldest cached expert), and a demand
+// read that finds nothing to evict allocates anyway. Called with mu held.
+func (s *spanStore) takeBuffer(need bufNeed) []byte {
 	if n := len(s.free); n > 0 {
 		b := s.free[n-1]
 		s.free = s.free[:n-1]
 		return b
 	}
 	limit := s.cacheCap + s.prefetchCap + 2*maxTopK
-	if s.nbufs < limit || demand {
-		if s.nbufs >= limit {
-			if v := s.victim(); v != nil {
-				s.drop(v)
-				if n := len(s.free); n > 0 {
-					b := s.free[n-1]
-					s.free = s.free[:n-1]
-					return b
-				}
-			}
+	if s.nbufs < limit {
+		s.nbufs++
+		return alignedBytes(s.bufSize)
+	}
+	if need == bufGuess {
+		return nil
+	}
+	if v := s.victim(); v != nil {
+		s.drop(v)
+		if n := len(s.free); n > 0 {
+			b := s.free[n-1]
+			s.free = s.free[:n-1]
+			return b
 		}
+	}
+	if need == bufDemand {
 		s.nbufs++
 		return alignedBytes(s.bufSize)
 	}

@@ -211,6 +211,52 @@ func TestPrefetchNeverChangesTheExperts(t *testing.T) {
 	require.Zero(t, st.CachedNow)
 }
 
+// A prefill's next group is certain: with every buffer of the budget taken
+// (a full cache and a held batch), a guess is skipped but the next group's
+// read evicts the coldest cached expert and starts.
+func TestPrefetchPartEvictsWhereAGuessWaits(t *testing.T) {
+	t.Parallel()
+	dir, spans := writeTinyModel(t, []int{1}, 40)
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, CacheExperts: 2, PrefetchExperts: 1, Readers: 2})
+	require.NoError(t, err)
+	defer s.Close()
+	wait := func(b *spanBatch, n int) {
+		for i := range n {
+			_, err := b.Wait(t.Context(), i)
+			require.NoError(t, err)
+		}
+	}
+	b, err := s.Acquire(t.Context(), 1, []int{0, 1})
+	require.NoError(t, err)
+	wait(b, 2)
+	b.Release()
+	require.Equal(t, 2, s.Stats().CachedNow)
+	// 2 cached + 33 held = the budget's 2 + 1 + 2·16 buffers, none free.
+	var held []int
+	for e := 2; e < 35; e++ {
+		held = append(held, e)
+	}
+	hb, err := s.Acquire(t.Context(), 1, held)
+	require.NoError(t, err)
+	wait(hb, len(held))
+	defer hb.Release()
+
+	s.Prefetch(1, []int{35})
+	require.Zero(t, s.Stats().SpecReads, "a guess only takes free buffers")
+	s.PrefetchPart(1, []int{35})
+	st := s.Stats()
+	require.Equal(t, int64(1), st.SpecReads, "the next group's read starts")
+	require.Equal(t, 1, st.CachedNow, "by evicting a cached expert")
+
+	b, err = s.Acquire(t.Context(), 1, []int{35})
+	require.NoError(t, err)
+	got, err := b.Wait(t.Context(), 0)
+	require.NoError(t, err)
+	require.Equal(t, spanBytes(t, dir, spans[ckpt.ExpertID{Layer: 1, Expert: 35}]), got)
+	b.Release()
+	require.Equal(t, int64(1), s.Stats().SpecHits)
+}
+
 // copySource is a shard of a sparse mirror that Ensure fills from the
 // complete file, as the downloader's Source fills it from the hub.
 type copySource struct {

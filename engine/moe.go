@@ -108,7 +108,7 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 		return err
 	}
 	if len(work.groups) > 1 {
-		m.experts.prefetch(layer, work.groups[1])
+		m.experts.prefetchPart(layer, work.groups[1])
 	}
 
 	z := x
@@ -209,7 +209,7 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 				return nil, err
 			}
 			if g+1 < len(work.groups) {
-				m.experts.prefetch(layer, work.groups[g+1])
+				m.experts.prefetchPart(layer, work.groups[g+1])
 			}
 		}
 		if T == 1 {

@@ -159,6 +159,8 @@ func (s *streamExperts) acquire(ctx context.Context, layer int, ids, union []int
 
 func (s *streamExperts) prefetch(layer int, ids []int) { s.store.Prefetch(layer, ids) }
 
+func (s *streamExperts) prefetchPart(layer int, ids []int) { s.store.PrefetchPart(layer, ids) }
+
 func (s *streamExperts) prefetchPrevious(layer int) { s.store.PrefetchPrevious(layer) }
 
 func (s *streamExperts) close() error {
