@@ -36,6 +36,9 @@ type KernelsOptions struct {
 	Shrink int
 	// Only keeps the kernels whose name contains it (empty: all).
 	Only string
+	// MaxPositions drops the products over more positions than this (0:
+	// none dropped): a software GPU in the tests takes minutes over them.
+	MaxPositions int
 }
 
 // KernelsReport is what `deltafin bench kernels --json` prints.
@@ -87,7 +90,8 @@ type benchCase struct {
 	call func(b kernels.Backend, slot []byte, key uint64)
 	// resident: the matrices get keys, so a GPU backend reads them from
 	// its own memory after the first pass; only benched on GPU backends.
-	resident bool
+	resident  bool
+	positions int // of a matrix product (0: an expert case)
 }
 
 // matBytes is the size of a matrix's elements and of its scales.
@@ -153,7 +157,7 @@ func benchCases(shrink int) []benchCase {
 			name += "_resident"
 		}
 		out = append(out, benchCase{
-			name: name, bytes: data + scales, flops: 2 * rows * cols * n, resident: resident,
+			name: name, bytes: data + scales, flops: 2 * rows * cols * n, resident: resident, positions: n,
 			mats: func(slot []byte) []kernels.Matrix { m, _ := matAt(slot, dt, rows, cols, 0); return []kernels.Matrix{m} },
 			call: func(b kernels.Backend, slot []byte, key uint64) {
 				m, _ := matAt(slot, dt, rows, cols, 0)
@@ -255,6 +259,9 @@ func Kernels(ctx context.Context, opt KernelsOptions) (KernelsReport, error) {
 	}
 	opt.Shrink = max(opt.Shrink, 1)
 	cases := benchCases(opt.Shrink)
+	if opt.MaxPositions > 0 {
+		cases = slices.DeleteFunc(cases, func(c benchCase) bool { return c.positions > opt.MaxPositions })
+	}
 	if opt.Only != "" {
 		cases = slices.DeleteFunc(cases, func(c benchCase) bool { return !strings.Contains(c.name, opt.Only) })
 		if len(cases) == 0 {

@@ -108,7 +108,11 @@ func benchKernels(ctx context.Context, cfg app.Config, w io.Writer, opt BenchKer
 		gpus = nil // a GPU backend was asked for: its report is the main one
 	}
 	for _, name := range gpus {
-		g, err := bench.Kernels(ctx, bench.KernelsOptions{Backend: name, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime, Shrink: opt.GPUShrink, Only: opt.Only})
+		gopt := bench.KernelsOptions{Backend: name, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime, Shrink: opt.GPUShrink, Only: opt.Only}
+		if opt.GPUShrink > 1 {
+			gopt.MaxPositions = 64 // a shrunk (test) run on a software GPU: the longer products take minutes there
+		}
+		g, err := bench.Kernels(ctx, gopt)
 		if err != nil {
 			return fmt.Errorf("app: bench kernels on %s: %w", name, err)
 		}
