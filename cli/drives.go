@@ -48,6 +48,18 @@ func Drives(ctx context.Context, c *Call) error {
 		return err
 	}
 	cfg := c.Config
+	if sub == "add" || sub == "remove" || sub == "scrub" {
+		// The drives' manifests and the drive list are the running app's
+		// too: one writer per data directory.
+		lock, err := app.LockDataDir(cfg.DataDir)
+		if err != nil {
+			if errors.Is(err, app.ErrRunning) {
+				return fmt.Errorf("%w: use its menu's Expert drives… entry, or quit it first", err)
+			}
+			return err
+		}
+		defer lock.Close()
+	}
 	switch {
 	case sub == "list":
 		return listDrives(cfg, c.Stdout)

@@ -69,3 +69,25 @@ func TestDrivesAddListRunRemove(t *testing.T) {
 	_, err = call("remove", drive)
 	require.ErrorIs(t, err, app.ErrDrive)
 }
+
+// While the app (or a server) holds the data directory, drives add,
+// remove and scrub are refused with who holds it; list still answers.
+func TestDrivesRefusedWhileTheAppRuns(t *testing.T) {
+	t.Parallel()
+	cfg := app.DefaultConfig(func(string) string { return "" })
+	cfg.DataDir = t.TempDir()
+	lock, err := app.LockDataDir(cfg.DataDir)
+	require.NoError(t, err)
+	defer lock.Close()
+	call := func(args ...string) error {
+		var out bytes.Buffer
+		return Drives(t.Context(), &Call{Command: Command{Name: "drives"}, Config: cfg, Args: args, Stdout: &out, Stderr: &out})
+	}
+	drive := t.TempDir()
+	for _, args := range [][]string{{"add", drive, "--all"}, {"remove", drive}, {"scrub"}} {
+		err := call(args...)
+		require.ErrorIs(t, err, app.ErrRunning, args)
+		require.ErrorContains(t, err, "Expert drives…", args)
+	}
+	require.NoError(t, call("list"))
+}
