@@ -216,7 +216,7 @@ func TestFlipOnDiskAfterVerificationIsFoundByRepair(t *testing.T) {
 	t.Parallel()
 	h := newFakeHub(t)
 	dir := t.TempDir()
-	m, p := setup(t, t.Context(), options(h, dir), Stream)
+	m, _ := setup(t, t.Context(), options(h, dir), Stream)
 	require.NoError(t, m.Close())
 	n := int64(binary.LittleEndian.Uint64(h.Files[healShard].Data))
 	f, err := os.OpenFile(filepath.Join(dir, healShard), os.O_RDWR, 0)
@@ -226,7 +226,7 @@ func TestFlipOnDiskAfterVerificationIsFoundByRepair(t *testing.T) {
 	require.NoError(t, f.Close())
 	opts := options(h, dir)
 	opts.Repair = true
-	m, p = setup(t, t.Context(), opts, Stream)
+	m, p := setup(t, t.Context(), opts, Stream)
 	requireSpineIdentical(t, h, p, dir)
 	spine, err := m.Coverage(p.SpineWork())
 	require.NoError(t, err)

@@ -30,7 +30,6 @@ var tinyDir = filepath.Join("..", "testdata", "k3-tiny")
 type gate struct {
 	server.Model
 	limit   int
-	mu      sync.Mutex
 	permits chan struct{}
 	opened  chan struct{}
 	once    sync.Once

@@ -161,7 +161,7 @@ func (h *Hub) serveCAS(w http.ResponseWriter, r *http.Request) {
 func parseDirty(v string) ([][2]int64, error) {
 	spec, ok := strings.CutPrefix(v, "bytes=")
 	if !ok {
-		return nil, fmt.Errorf("X-Range-Dirty %q is not bytes=a-b,...", v)
+		return nil, fmt.Errorf("X-Range-Dirty %q is not a list of bytes=a-b ranges", v)
 	}
 	var out [][2]int64
 	for _, part := range strings.Split(spec, ",") {
