@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/deltafin/deltafin/internal/flock"
 )
 
 // ErrRunning is LockDataDir's error when another Deltafin (the app or
@@ -46,9 +46,9 @@ func LockDataDir(dir string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: instance lock: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := flock.Try(f); err != nil {
 		defer f.Close()
-		if !errors.Is(err, unix.EWOULDBLOCK) {
+		if !errors.Is(err, flock.ErrHeld) {
 			return nil, fmt.Errorf("app: instance lock %s: %w", path, err)
 		}
 		var o lockOwner

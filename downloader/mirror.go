@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/deltafin/deltafin/internal/flock"
 )
 
 // Options configure a Mirror. Zero values take the defaults in brackets.
@@ -190,9 +190,9 @@ func lockDir(path string) (*os.File, error) {
 	if err != nil {
 		return nil, diskError(err, path)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := flock.Try(f); err != nil {
 		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
+		if errors.Is(err, flock.ErrHeld) {
 			return nil, fmt.Errorf("%w: another deltafin process (the app or a setup) is using %s; quit it or wait for it to finish", ErrBusy, filepath.Dir(filepath.Dir(path)))
 		}
 		return nil, fmt.Errorf("downloader: lock %s: %w", path, err)
