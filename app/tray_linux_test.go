@@ -274,9 +274,12 @@ func TestTrayOverDBus(t *testing.T) {
 		return strings.HasPrefix(m.status(), "Downloading ") && strings.HasPrefix(m.title(), "↓ ") && progressBar(w, h, busy) > 0
 	}, 20*time.Second, 10*time.Millisecond, "no download progress in the menu, the title and the icon")
 	hub.release()
-	require.Eventually(t, func() bool { return strings.HasPrefix(m.status(), "Stream install") }, 20*time.Second, 10*time.Millisecond)
-	_, _, done := m.icon()
-	require.Equal(t, idle, done, "the plain icon is back once the download is done")
+	// The status line and the icon are separate DBus properties, updated
+	// one after the other: wait for both.
+	require.Eventually(t, func() bool {
+		_, _, done := m.icon()
+		return strings.HasPrefix(m.status(), "Stream install") && bytes.Equal(idle, done)
+	}, 20*time.Second, 10*time.Millisecond, "the status says stream install and the plain icon is back once the download is done")
 	n := desk.waitNotification(t, "Download finished")
 	require.Equal(t, "Deltafin", n.App)
 	require.Contains(t, n.Body, "stream mode")
