@@ -49,7 +49,7 @@ type screen struct {
 func startScreen(t *testing.T) *screen {
 	for _, tool := range screenTools {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed (make deps installs it)", tool)
+			t.Fatalf("%s is not installed (make deps installs it)", tool)
 		}
 	}
 	s := &screen{t: t, w: 900, h: 600}
