@@ -25,6 +25,9 @@ type expertStore interface {
 	// made (a prefill's union): certain, so it may evict cold cached
 	// experts for buffers where a guess would be skipped.
 	prefetchPart(layer int, ids []int)
+	// prefetchAhead starts reading later parts of a selection already
+	// made, as deep as spare buffers allow, evicting nothing.
+	prefetchAhead(layer int, ids []int)
 	// prefetchPrevious prefetches the experts layer used last time: about
 	// 31% of a token's experts repeat from the previous token.
 	prefetchPrevious(layer int)
@@ -155,6 +158,8 @@ func (s *ramExperts) acquire(_ context.Context, layer int, ids, _ []int) (expert
 func (s *ramExperts) prefetch(int, []int) {}
 
 func (s *ramExperts) prefetchPart(int, []int) {}
+
+func (s *ramExperts) prefetchAhead(int, []int) {}
 
 func (s *ramExperts) prefetchPrevious(int) {}
 

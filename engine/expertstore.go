@@ -456,15 +456,27 @@ func (s *spanStore) Prefetch(layer int, ids []int) { s.prefetch(layer, ids, bufG
 // current group computes.
 func (s *spanStore) PrefetchPart(layer int, ids []int) { s.prefetch(layer, ids, bufCertain) }
 
+// PrefetchAhead starts reading experts of a selection already made beyond
+// the next group (a prompt's experts as its chunks are routed, and the
+// rest of its union while earlier groups compute), as deep as the budget
+// has buffers to spare: it evicts nothing, so a cached expert the same
+// selection needs later is never dropped to read another, and it may use
+// the cache's unfilled share as well as the prefetch window.
+func (s *spanStore) PrefetchAhead(layer int, ids []int) { s.prefetch(layer, ids, bufAhead) }
+
 func (s *spanStore) prefetch(layer int, ids []int, need bufNeed) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return
 	}
+	specCap := s.prefetchCap
+	if need == bufAhead {
+		specCap += s.cacheCap
+	}
 	for _, x := range ids {
 		id := ckpt.ExpertID{Layer: layer, Expert: x}
-		if _, ok := s.spans[id]; !ok || s.entries[id] != nil || s.specN >= s.prefetchCap {
+		if _, ok := s.spans[id]; !ok || s.entries[id] != nil || s.specN >= specCap {
 			continue
 		}
 		buf := s.takeBuffer(need)
@@ -551,6 +563,7 @@ type bufNeed uint8
 
 const (
 	bufGuess   bufNeed = iota // a prefetch guess: only what is free or within the budget
+	bufAhead                  // a selection's later part: the same, with a deeper window
 	bufCertain                // a part of a selection already made: may also evict, never exceed
 	bufDemand                 // a demand read: may also allocate past the budget rather than wait
 )
@@ -570,7 +583,7 @@ func (s *spanStore) takeBuffer(need bufNeed) []byte {
 		s.nbufs++
 		return alignedBytes(s.bufSize)
 	}
-	if need == bufGuess {
+	if need <= bufAhead {
 		return nil
 	}
 	if v := s.victim(); v != nil {

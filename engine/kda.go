@@ -101,21 +101,25 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 
 	// Per head: L2-normalise q and k, scale q by d^−½; β = σ(b̃);
 	// decay g ∈ (lb, 0) (K3) or −exp(A_log)·softplus(·) (Kimi-Linear).
+	// Each token is independent: a prompt's tokens are split over the cores.
 	scale := float32(math.Sqrt(float64(d)))
-	for t := 0; t < T; t++ {
-		for h := 0; h < nh; h++ {
-			o := t*P + h*d
-			l2Normalize(q[o : o+d])
-			l2Normalize(k[o : o+d])
-			for i := o; i < o+d; i++ {
-				q[i] /= scale
+	decay := kdaDecay(w.aLog)
+	parallelHeads(T, m.heads.workers(T*P*8), func(t0, t1 int) {
+		for t := t0; t < t1; t++ {
+			for h := 0; h < nh; h++ {
+				o := t*P + h*d
+				l2Normalize(q[o : o+d])
+				l2Normalize(k[o : o+d])
+				for i := o; i < o+d; i++ {
+					q[i] /= scale
+				}
 			}
+			for i := t * nh; i < (t+1)*nh; i++ {
+				b[i] = sigmoid(b[i])
+			}
+			kdaGate(g[t*P:(t+1)*P], decay, w.dtBias, c.GateLowerBound, nh, d)
 		}
-		for i := t * nh; i < (t+1)*nh; i++ {
-			b[i] = sigmoid(b[i])
-		}
-		kdaGate(g[t*P:(t+1)*P], w.aLog, w.dtBias, c.GateLowerBound, nh, d)
-	}
+	})
 
 	// The delta rule, in the operation order of each model's reference: for
 	// K3 the per-token recurrence for every T (what k3-tiny's reference
@@ -140,33 +144,43 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	}
 
 	// Gated per-head RMSNorm: o_h ← RMSNorm_{o_norm}(o_h) ⊙ σ(gate_h).
-	for i := 0; i < T*nh; i++ {
-		oh := o[i*d : (i+1)*d]
-		rmsNorm(oh, oh, w.oNorm, c.Eps)
-		for j := range oh {
-			oh[j] *= sigmoid(gate[i*d+j])
+	parallelHeads(T*nh, m.heads.workers(T*P*8), func(i0, i1 int) {
+		for i := i0; i < i1; i++ {
+			oh := o[i*d : (i+1)*d]
+			rmsNorm(oh, oh, w.oNorm, c.Eps)
+			for j := range oh {
+				oh[j] *= sigmoid(gate[i*d+j])
+			}
 		}
-	}
+	})
 	matBlocks(be, out, w.oProj, o, T)
 	return nil
 }
 
+// kdaDecay is exp(A_log), computed once per pass rather than per token:
+// the per-channel (K3) or per-head (Kimi-Linear) decay rate of kdaGate.
+func kdaDecay(aLog []float32) []float32 {
+	a := make([]float32, len(aLog))
+	for i, v := range aLog {
+		a[i] = float32(math.Exp(float64(v)))
+	}
+	return a
+}
+
 // kdaGate turns the decay-gate pre-activation g̃ (one token, [nh·d]) into
-// the log-decay g in place.
+// the log-decay g in place; a = exp(A_log) (kdaDecay).
 //
-//	K3 (lower bound lb):  g[h,k] = lb · σ(exp(A_log[k]) · (g̃[h,k] + dt_bias[h,k]))
-//	Kimi-Linear:          g[h,k] = −exp(A_log[h]) · softplus(g̃[h,k] + dt_bias[h,k])
-func kdaGate(g, aLog, dtBias []float32, lowerBound *float32, nh, d int) {
+//	K3 (lower bound lb):  g[h,k] = lb · σ(a[k] · (g̃[h,k] + dt_bias[h,k]))
+//	Kimi-Linear:          g[h,k] = −a[h] · softplus(g̃[h,k] + dt_bias[h,k])
+func kdaGate(g, a, dtBias []float32, lowerBound *float32, nh, d int) {
 	for h := 0; h < nh; h++ {
 		for j := 0; j < d; j++ {
 			i := h*d + j
 			x := g[i] + dtBias[i]
 			if lowerBound != nil {
-				a := float32(math.Exp(float64(aLog[j])))
-				g[i] = *lowerBound * sigmoid(a*x)
+				g[i] = *lowerBound * sigmoid(a[j]*x)
 			} else {
-				a := float32(math.Exp(float64(aLog[h])))
-				g[i] = -a * softplus(x)
+				g[i] = -a[h] * softplus(x)
 			}
 		}
 	}
@@ -178,32 +192,50 @@ func kdaGate(g, aLog, dtBias []float32, lowerBound *float32, nh, d int) {
 //	y[t,c] = silu(Σ_j window_t[c,j] · w[c,j]),  window_t = [state[c,·], x_1..x_t][last K]
 //
 // x: [T, P] raw projections; state: [P, K−1], updated to the last K−1 raw
-// inputs. Returns y: [T, P].
+// inputs. Returns y: [T, P]. Token-major over a block of channels, so a
+// prompt reads x row by row (a channel-major walk strides P floats per
+// token and misses the cache on every one: 1.5 s of a 512-token K3 layer),
+// and the blocks run on every core; each sum is the same, in the same
+// order, as a decode step's.
 //
 // mid, when not nil, receives the window after the first token (the state
 // a speculative pass rewinds to).
 func shortConv(x, w, state, mid []float32, P, K int) []float32 {
 	T := len(x) / P
 	y := make([]float32, len(x))
-	win := make([]float32, K)
-	for c := 0; c < P; c++ {
-		st := state[c*(K-1) : (c+1)*(K-1)]
-		wc := w[c*K : (c+1)*K]
-		copy(win, st)
+	// in is the raw input at time tt of channel c: x for tt ≥ 0, the
+	// carried window before it.
+	in := func(tt, c int) float32 {
+		if tt >= 0 {
+			return x[tt*P+c]
+		}
+		return state[c*(K-1)+K-1+tt]
+	}
+	parallelHeads(P, headSplit{}.workers(T*P*K*4), func(c0, c1 int) {
 		for t := 0; t < T; t++ {
-			win[K-1] = x[t*P+c]
-			var s float32
-			for j := 0; j < K; j++ {
-				s += win[j] * wc[j]
-			}
-			y[t*P+c] = silu(s)
-			copy(win, win[1:])
-			if t == 0 && mid != nil {
-				copy(mid[c*(K-1):(c+1)*(K-1)], win[:K-1])
+			for c := c0; c < c1; c++ {
+				wc := w[c*K : (c+1)*K]
+				var s float32
+				for j := 0; j < K; j++ {
+					s += in(t-(K-1)+j, c) * wc[j]
+				}
+				y[t*P+c] = silu(s)
 			}
 		}
-		copy(st, win[:K-1])
-	}
+		win := make([]float32, K-1)
+		for c := c0; c < c1; c++ {
+			if mid != nil {
+				for i := range win {
+					win[i] = in(i-(K-2), c)
+				}
+				copy(mid[c*(K-1):(c+1)*(K-1)], win)
+			}
+			for i := range win {
+				win[i] = in(T-(K-1)+i, c)
+			}
+			copy(state[c*(K-1):(c+1)*(K-1)], win)
+		}
+	})
 	return y
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -121,18 +122,76 @@ func TestShortConvCarriesState(t *testing.T) {
 	}
 }
 
+// shortConvByChannel is shortConv as first written, one channel at a
+// time through a sliding window: the reference its parallel, token-major
+// form must match bit for bit.
+func shortConvByChannel(x, w, state, mid []float32, P, K int) []float32 {
+	T := len(x) / P
+	y := make([]float32, len(x))
+	win := make([]float32, K)
+	for c := 0; c < P; c++ {
+		st := state[c*(K-1) : (c+1)*(K-1)]
+		wc := w[c*K : (c+1)*K]
+		copy(win, st)
+		for t := 0; t < T; t++ {
+			win[K-1] = x[t*P+c]
+			var s float32
+			for j := 0; j < K; j++ {
+				s += win[j] * wc[j]
+			}
+			y[t*P+c] = silu(s)
+			copy(win, win[1:])
+			if t == 0 && mid != nil {
+				copy(mid[c*(K-1):(c+1)*(K-1)], win[:K-1])
+			}
+		}
+		copy(st, win[:K-1])
+	}
+	return y
+}
+
+// TestShortConvMatchesByChannel runs a prompt-sized conv (split over the
+// cores) and short ones (1 and 2 tokens, fewer than the window) against
+// the channel-at-a-time reference: outputs, carried state and the
+// speculative pass's mid window, bit for bit.
+func TestShortConvMatchesByChannel(t *testing.T) {
+	t.Parallel()
+	const P, K = 1536, 4
+	r := rand.New(rand.NewPCG(5, 5))
+	w := make([]float32, P*K)
+	st0 := make([]float32, P*(K-1))
+	for _, v := range [][]float32{w, st0} {
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+	}
+	for _, T := range []int{1, 2, 3, 70} {
+		x := make([]float32, T*P)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		stA, stB := slices.Clone(st0), slices.Clone(st0)
+		midA, midB := make([]float32, P*(K-1)), make([]float32, P*(K-1))
+		got := shortConv(x, w, stA, midA, P, K)
+		want := shortConvByChannel(x, w, stB, midB, P, K)
+		require.Equal(t, want, got, "T=%d outputs", T)
+		require.Equal(t, stB, stA, "T=%d state", T)
+		require.Equal(t, midB, midA, "T=%d mid", T)
+	}
+}
+
 func TestKDAGate(t *testing.T) {
 	t.Parallel()
 	lb := float32(-5)
 	aLog := []float32{0, float32(math.Log(2))} // per channel (K3)
 	dt := []float32{0.5, -1, 0, 0}             // [nh=2, d=2]
 	g := []float32{0.5, 1, 3, -2}
-	kdaGate(g, aLog, dt, &lb, 2, 2)
+	kdaGate(g, kdaDecay(aLog), dt, &lb, 2, 2)
 	require.InDeltaSlice(t, []float32{-5 * sigmoid(1), -5 * sigmoid(0), -5 * sigmoid(3), -5 * sigmoid(-4)}, g, 1e-6)
 
 	aLogHead := []float32{0, float32(math.Log(3))} // per head (Kimi-Linear)
 	g = []float32{0.5, 1, 3, -2}
-	kdaGate(g, aLogHead, dt, nil, 2, 2)
+	kdaGate(g, kdaDecay(aLogHead), dt, nil, 2, 2)
 	require.InDeltaSlice(t, []float32{-softplus(1), -softplus(0), -3 * softplus(3), -3 * softplus(-2)}, g, 1e-6)
 	require.Equal(t, float32(25), softplus(25))
 }

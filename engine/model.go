@@ -315,28 +315,42 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 			partial = nil
 		}
 		rmsNormRows(x, aIn, lw.inNorm, c.Eps, H)
-		var err error
-		switch {
-		case lw.kda != nil:
-			err = m.kdaForward(ctx, be, y, x, T, lw.kda, s.kda[i], s.verifying)
-		default:
-			err = m.mlaForward(ctx, be, y, x, T, lw.mla, s.mla[i])
-		}
-		if err == nil {
-			err = ctx.Err() // before the MLP: a long prompt's is seconds of work
-		}
-		if err != nil {
-			return nil, err
-		}
 		if partial == nil {
 			partial = make([]float32, T*H)
 		}
-		add(partial, y)
-		mIn := mix(lw.mlpRes)
-		rmsNormRows(x, mIn, lw.postNorm, c.Eps, H)
-		m.lookahead(i, mIn, T)
+		var routes []route // made here when the attention ran in chunks
+		var order []int
+		mlpIn := x
+		if m.routesEarly(s, lw, T) {
+			// A prompt before streamed experts: attention and routing
+			// chunk by chunk, the experts each chunk names read while
+			// the next chunk's attention runs (prefill.go).
+			mlpIn = make([]float32, T*H)
+			var err error
+			if routes, order, err = m.attendAndRoute(ctx, be, s, i, lw, x, y, partial, mlpIn, blocks, T); err != nil {
+				return nil, err
+			}
+		} else {
+			var err error
+			switch {
+			case lw.kda != nil:
+				err = m.kdaForward(ctx, be, y, x, T, lw.kda, s.kda[i], s.verifying)
+			default:
+				err = m.mlaForward(ctx, be, y, x, T, lw.mla, s.mla[i])
+			}
+			if err == nil {
+				err = ctx.Err() // before the MLP: a long prompt's is seconds of work
+			}
+			if err != nil {
+				return nil, err
+			}
+			add(partial, y)
+			mIn := mix(lw.mlpRes)
+			rmsNormRows(x, mIn, lw.postNorm, c.Eps, H)
+			m.lookahead(i, mIn, T)
+		}
 		if lw.moe != nil {
-			if err := m.moeForward(ctx, be, y, x, T, i, s.pos, lw.moe); err != nil {
+			if err := m.moeForward(ctx, be, y, mlpIn, T, i, s.pos, lw.moe, routes, order); err != nil {
 				return nil, err
 			}
 		} else {

@@ -96,19 +96,28 @@ func topK(x []float32, k int) []int {
 // The experts' reads start as soon as the router has chosen, so they
 // overlap the latent projection and the shared experts; in a prompt the
 // shared experts run at the first wait for a routed expert's bytes.
-func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []float32, T, layer, pos int, w *moeWeights) error {
+//
+// routes, when not nil, are the tokens' selections already made (a prompt
+// routed chunk by chunk as its attention ran, prefill.go) and order their
+// union in the order it was read; nil routes are computed here and the
+// union taken in ascending ids.
+func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []float32, T, layer, pos int, w *moeWeights, routes []route, order []int) error {
 	c := m.cfg
-	routes, err := m.route(be, x, T, layer, pos, w)
-	if err != nil {
-		return err
+	if routes == nil {
+		var err error
+		if routes, err = m.route(be, x, T, layer, pos, w); err != nil {
+			return err
+		}
+		order = nil
 	}
-	work := expertMajor(routes, c.TopK)
+	work := expertMajor(routes, c.TopK, order)
 	batch, err := m.experts.acquire(ctx, layer, work.groups[0], work.union)
 	if err != nil {
 		return err
 	}
 	if len(work.groups) > 1 {
 		m.experts.prefetchPart(layer, work.groups[1])
+		m.experts.prefetchAhead(layer, work.union[len(work.groups[0])+len(work.groups[1]):])
 	}
 
 	z := x
@@ -152,10 +161,15 @@ func (m *Model) route(be kernels.Backend, x []float32, T, layer, pos int, w *moe
 	logits := make([]float32, T*c.Experts) // [T, E]
 	matBlocks(be, logits, w.router, x, T)
 	routes := make([]route, T)
-	for t := range routes {
-		routes[t] = c.router(logits[t*c.Experts:(t+1)*c.Experts], w.bias)
-		if m.routerTrace != nil {
-			if err := m.routerTrace.Record(pos+t, layer, routes[t].ids); err != nil {
+	// Each token's top-k is its own: a prompt's are split over the cores.
+	parallelHeads(T, m.heads.workers(T*c.Experts*16), func(t0, t1 int) {
+		for t := t0; t < t1; t++ {
+			routes[t] = c.router(logits[t*c.Experts:(t+1)*c.Experts], w.bias)
+		}
+	})
+	if m.routerTrace != nil {
+		for t, r := range routes {
+			if err := m.routerTrace.Record(pos+t, layer, r.ids); err != nil {
 				return nil, err
 			}
 		}
@@ -167,27 +181,32 @@ func (m *Model) route(be kernels.Backend, x []float32, T, layer, pos int, w *moe
 // runs once over all the tokens that chose it.
 type expertWork struct {
 	users  map[int][]int // expert → its (token, slot) pairs as token·K + slot
-	union  []int         // every selected expert, ascending
+	union  []int         // every selected expert, in reading order
 	groups [][]int       // union in acquisition groups of at most maxTopK
 }
 
 // expertMajor inverts routes. A prefill's union can name hundreds of
 // experts; they are acquired a decode token's worth (maxTopK) at a time,
-// the next group prefetched.
-func expertMajor(routes []route, K int) expertWork {
+// the next group prefetched. The union is order (the experts in the order
+// a prompt routed chunk by chunk read them: the first to arrive run
+// first) or, when order is nil, ascending ids. The combine sums in route
+// order, so the order changes no output.
+func expertMajor(routes []route, K int, order []int) expertWork {
 	w := expertWork{users: make(map[int][]int)}
 	for t, r := range routes {
 		for j, id := range r.ids {
 			w.users[id] = append(w.users[id], t*K+j)
 		}
 	}
-	ids := make([]int, 0, len(w.users))
-	for id := range w.users {
-		ids = append(ids, id)
+	w.union = order
+	if order == nil {
+		w.union = make([]int, 0, len(w.users))
+		for id := range w.users {
+			w.union = append(w.union, id)
+		}
+		sort.Ints(w.union)
 	}
-	sort.Ints(ids)
-	w.union = ids
-	for len(ids) > 0 {
+	for ids := w.union; len(ids) > 0; {
 		n := min(len(ids), maxTopK)
 		w.groups, ids = append(w.groups, ids[:n]), ids[n:]
 	}
@@ -209,7 +228,10 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 				return nil, err
 			}
 			if g+1 < len(work.groups) {
+				// The next group is certain; the rest is topped up as
+				// far as the buffers this group's release freed allow.
 				m.experts.prefetchPart(layer, work.groups[g+1])
+				m.experts.prefetchAhead(layer, work.union[min((g+2)*maxTopK, len(work.union)):])
 			}
 		}
 		if T == 1 {
@@ -269,14 +291,18 @@ func (m *Model) combine(be kernels.Backend, out []float32, routes []route, ys, s
 	c := m.cfg
 	H, D, K := c.Hidden, c.ExpertDim(), c.TopK
 	r := make([]float32, T*D)
-	for t, rt := range routes {
-		acc := r[t*D : (t+1)*D]
-		for j, wj := range rt.w {
-			for i, v := range ys[(t*K+j)*D : (t*K+j+1)*D] {
-				acc[i] += wj * v
+	// Tokens are independent: a prompt's are split over the cores (the
+	// combine is the last thing before lm_head, with the disk done).
+	parallelHeads(T, m.heads.workers(T*K*D), func(t0, t1 int) {
+		for t := t0; t < t1; t++ {
+			acc := r[t*D : (t+1)*D]
+			for j, wj := range routes[t].w {
+				for i, v := range ys[(t*K+j)*D : (t*K+j+1)*D] {
+					acc[i] += wj * v
+				}
 			}
 		}
-	}
+	})
 	if c.Latent > 0 {
 		if w.latentNorm != nil {
 			rmsNormRows(r, r, w.latentNorm, c.Eps, D)

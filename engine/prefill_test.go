@@ -114,3 +114,48 @@ func TestPrefillEqualsPerTokenPath(t *testing.T) {
 		})
 	}
 }
+
+// TestPromptRoutedInChunks: before streamed experts, a prompt's attention
+// and routing run chunk by chunk (prefill.go), each chunk's experts read
+// while the next chunk's attention runs. The logits are those of the
+// whole-layer pass (the same prompt over RAM experts), and with the
+// budget's buffers enough for the union no expert waits for a demand
+// read: every one was prefetched before the expert-major pass asked.
+func TestPromptRoutedInChunks(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("..", "testdata", "k3-tiny")
+	ids := make([]int, 3*routeChunk+37) // chunks of 64, 128, 128 and the rest: the last takes the tail
+	for i := range ids {
+		ids[i] = (i*31 + 7) % 500
+	}
+	whole, err := Open(t.Context(), dir, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = whole.Close() })
+	want, err := whole.NewSession().Forward(t.Context(), ids, true)
+	require.NoError(t, err)
+
+	plan := BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 256}
+	m, err := Open(t.Context(), dir, Options{Stream: &StreamOptions{Plan: &plan}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	kinds := map[string]bool{}
+	for i := range m.w.layers {
+		lw := &m.w.layers[i]
+		require.Equal(t, lw.moe != nil, m.routesEarly(m.NewSession(), lw, len(ids)), "layer %d", i)
+		if lw.moe != nil {
+			kinds[map[bool]string{true: "KDA", false: "MLA"}[lw.kda != nil]] = true
+		}
+	}
+	require.Len(t, kinds, 2, "chunks before both attentions")
+	got, err := m.NewSession().Forward(t.Context(), ids, true)
+	require.NoError(t, err)
+	for i := range ids {
+		require.Equal(t, want[i], got[i], "position %d", i)
+	}
+	st := m.experts.(*streamExperts).store.Stats()
+	t.Logf("store %+v", st)
+	require.Greater(t, st.Reads, int64(maxTopK), "the unions span more than one acquire group")
+	require.Zero(t, st.Misses, "no expert read on demand: all prefetched as the chunks were routed")
+	require.Equal(t, st.Reads, st.SpecHits)
+	require.Zero(t, st.SpecWasted)
+}

@@ -161,6 +161,8 @@ func (s *streamExperts) prefetch(layer int, ids []int) { s.store.Prefetch(layer,
 
 func (s *streamExperts) prefetchPart(layer int, ids []int) { s.store.PrefetchPart(layer, ids) }
 
+func (s *streamExperts) prefetchAhead(layer int, ids []int) { s.store.PrefetchAhead(layer, ids) }
+
 func (s *streamExperts) prefetchPrevious(layer int) { s.store.PrefetchPrevious(layer) }
 
 func (s *streamExperts) close() error {
