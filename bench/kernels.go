@@ -206,15 +206,19 @@ func benchCases(shrink int) []benchCase {
 		mats: func(slot []byte) []kernels.Matrix { e := expert(slot); return []kernels.Matrix{e.W1, e.W2, e.W3} },
 		call: func(b kernels.Backend, slot []byte, _ uint64) { b.ExpertFFN(dst, expert(slot), act, x, 1) },
 	})
-	// The same expert in prefill, over the 64 positions routed to it (a
-	// prompt of a few hundred tokens): the blocked kernels.
-	const ffnN = 64
-	xn, dstn := benchVec(ffnN*dim), make([]float32, ffnN*dim)
-	out = append(out, benchCase{
-		name: fmt.Sprintf("expert_ffn_mxfp4_%dx%d_t%d", inter, dim, ffnN), bytes: 3 * (d1 + s1), flops: 3 * 2 * inter * dim * ffnN,
-		mats: func(slot []byte) []kernels.Matrix { e := expert(slot); return []kernels.Matrix{e.W1, e.W2, e.W3} },
-		call: func(b kernels.Backend, slot []byte, _ uint64) { b.ExpertFFN(dstn, expert(slot), act, xn, ffnN) },
-	})
+	// The same expert in prefill, over the positions routed to it: 64 in a
+	// prompt of a few thousand tokens, about 25 in a 512-token one (K3's
+	// 16 of 896 experts: bench slice --prefill 512 gives 331 experts 24.75
+	// positions each), 16 and 32 around it. The blocked kernels.
+	for _, ffnN := range []int{16, 24, 32, 64} {
+		xn, dstn := benchVec(ffnN*dim), make([]float32, ffnN*dim)
+		out = append(out, benchCase{
+			name: fmt.Sprintf("expert_ffn_mxfp4_%dx%d_t%d", inter, dim, ffnN), bytes: 3 * (d1 + s1), flops: 3 * 2 * inter * dim * ffnN,
+			positions: ffnN,
+			mats:      func(slot []byte) []kernels.Matrix { e := expert(slot); return []kernels.Matrix{e.W1, e.W2, e.W3} },
+			call:      func(b kernels.Backend, slot []byte, _ uint64) { b.ExpertFFN(dstn, expert(slot), act, xn, ffnN) },
+		})
+	}
 
 	// A decode token's whole MoE layer: its 16 routed experts (K3's top-k),
 	// spans one after another, in one kernels.ExpertsFFN call.

@@ -14,9 +14,10 @@ import (
 type choice struct{ layer, expert int }
 
 // replayPrefillReads reads the experts a prefill chose, each once, through
-// a cold cacheless store with the page cache bypassed and no compute, in
-// the prefill's order (by layer, each layer's union in ascending ids, a
-// decode token's worth at a time with the next group prefetched) and
+// a cold cacheless store with the page cache bypassed and no compute (by
+// layer, each layer's union in ascending ids, a decode token's worth at a
+// time with the next group prefetched; the prefill reads the same set in
+// the order its chunks name them) and
 // returns the seconds it took: the disk's floor for that prompt's time to
 // first token, measured in the same run.
 func replayPrefillReads(ctx context.Context, dir string, chosen map[choice]bool) (float64, error) {
