@@ -60,7 +60,8 @@ func (c *insideCtx) Err() error {
 // context of 4096 there) cancelled in the middle
 // of an attention layer or a delta-rule layer returns ctx's error before
 // that layer completes, on both tiny models (K3's recurrent KDA and
-// Kimi-Linear's chunked one). A whole MLA layer over 20k positions takes
+// Kimi-Linear's chunked one), and on k3-tiny with streamed experts, whose
+// layers attend and route chunk by chunk. A whole MLA layer over 20k positions takes
 // over a minute here; the time from the end of ctx to the return is
 // logged.
 func TestCancelInsideLayer(t *testing.T) {
@@ -69,8 +70,18 @@ func TestCancelInsideLayer(t *testing.T) {
 	for i := range ids {
 		ids[i] = (i*7 + 3) % 500 // inside both vocabularies (1024 and 512)
 	}
-	for _, dir := range []string{filepath.Join("..", "testdata", "k3-tiny"), filepath.Join("..", "testdata", "kimi-linear-tiny", "hf")} {
-		m, err := Open(t.Context(), dir, Options{})
+	streamed := BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 64}
+	for _, tc := range []struct {
+		dir  string
+		opts Options
+	}{
+		{filepath.Join("..", "testdata", "k3-tiny"), Options{}},
+		{filepath.Join("..", "testdata", "kimi-linear-tiny", "hf"), Options{}},
+		// Streamed experts: attention and routing chunk by chunk (prefill.go).
+		{filepath.Join("..", "testdata", "k3-tiny"), Options{Stream: &StreamOptions{Plan: &streamed}}},
+	} {
+		dir := tc.dir
+		m, err := Open(t.Context(), dir, tc.opts)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = m.Close() })
 		for _, kind := range []layerKind{layerMLA, layerKDA} {
