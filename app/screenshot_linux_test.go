@@ -78,11 +78,20 @@ func startScreen(t *testing.T) *screen {
 	t.Cleanup(func() { s.conn.Close() })
 
 	s.start("status-notifier-watcher")
+	// The watcher takes its name before it exports its object: an item
+	// registering in between gets UnknownObject, and the app's systray
+	// does not try again. Wait until the object answers.
+	watcher := s.conn.Object(sniWatcher, "/StatusNotifierWatcher")
 	require.Eventually(t, func() bool {
-		var has bool
-		return s.conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, sniWatcher).Store(&has) == nil && has
+		_, err := watcher.GetProperty(sniWatcher + ".RegisteredStatusNotifierItems")
+		return err == nil
 	}, 20*time.Second, 20*time.Millisecond, "no StatusNotifierWatcher")
 	s.start("gtk-sni-tray-standalone", "--bottom")
+	require.Eventually(t, func() bool {
+		v, err := watcher.GetProperty(sniWatcher + ".IsStatusNotifierHostRegistered")
+		host, _ := v.Value().(bool)
+		return err == nil && host
+	}, 20*time.Second, 20*time.Millisecond, "the tray host never registered with the watcher")
 	return s
 }
 
