@@ -167,16 +167,7 @@ func (s *apiServer) responseDone(r server.Response) {
 	if finished == nil {
 		return
 	}
-	var answer, reasoning string
-	for _, it := range r.Output {
-		for _, p := range it.Content {
-			if it.Type == "message" {
-				answer += p.Text
-			} else {
-				reasoning += p.Text
-			}
-		}
-	}
+	reasoning, answer := r.Texts()
 	if answer == "" {
 		answer = reasoning // cut off while thinking: its first words say what it was about
 	}

@@ -49,3 +49,21 @@ func attnResRows(dst []float32, values [][]float32, w attnResWeights, eps float3
 		attnResMix(dst[o:o+H], row, w, eps, key)
 	}
 }
+
+// mixRows is the AttnRes mix of the block sums and the partial sum over
+// rows [t0, t1) (the mix is row by row): [t1−t0, H]. A pass mixes all its
+// rows; a prompt attending chunk by chunk, a chunk's (prefill.go).
+func (m *Model) mixRows(blocks [][]float32, partial []float32, res attnResWeights, t0, t1 int) []float32 {
+	c := m.cfg
+	H := c.Hidden
+	if c.AttnResBlock == 0 || len(blocks) == 0 {
+		return partial[t0*H : t1*H]
+	}
+	rows := make([][]float32, 0, len(blocks)+1)
+	for _, b := range blocks {
+		rows = append(rows, b[t0*H:t1*H])
+	}
+	dst := make([]float32, (t1-t0)*H)
+	attnResRows(dst, append(rows, partial[t0*H:t1*H]), res, c.Eps, H)
+	return dst
+}

@@ -265,14 +265,7 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		trace(-1, partial)
 	}
 	var blocks [][]float32 // completed block sums, each [T, H]
-	mix := func(res attnResWeights) []float32 {
-		if c.AttnResBlock == 0 || len(blocks) == 0 {
-			return partial
-		}
-		dst := make([]float32, T*H)
-		attnResRows(dst, append(blocks[:len(blocks):len(blocks)], partial), res, c.Eps, H)
-		return dst
-	}
+	mix := func(res attnResWeights) []float32 { return m.mixRows(blocks, partial, res, 0, T) }
 	x := make([]float32, T*H)
 	y := make([]float32, T*H)
 	// Spine layers past the pinned prefix come from the ring (spinering.go):

@@ -104,20 +104,3 @@ func (m *Model) attendAndRoute(ctx context.Context, be kernels.Backend, s *Sessi
 	}
 	return routes, order, nil
 }
-
-// mixRows is forward's AttnRes mix of the block sums and the partial sum,
-// rows [t0, t1) only (the mix is row by row): [t1−t0, H].
-func (m *Model) mixRows(blocks [][]float32, partial []float32, res attnResWeights, t0, t1 int) []float32 {
-	c := m.cfg
-	H := c.Hidden
-	if c.AttnResBlock == 0 || len(blocks) == 0 {
-		return partial[t0*H : t1*H]
-	}
-	rows := make([][]float32, 0, len(blocks)+1)
-	for _, b := range blocks {
-		rows = append(rows, b[t0*H:t1*H])
-	}
-	dst := make([]float32, (t1-t0)*H)
-	attnResRows(dst, append(rows, partial[t0*H:t1*H]), res, c.Eps, H)
-	return dst
-}

@@ -133,6 +133,21 @@ type Response struct {
 	OutputError *OutputError `json:"output_error,omitempty"`
 }
 
+// Texts is the response's output text: the message items' (the answer)
+// and every other item's (the reasoning), each in output order.
+func (r Response) Texts() (reasoning, answer string) {
+	for _, it := range r.Output {
+		for _, p := range it.Content {
+			if it.Type == "message" {
+				answer += p.Text
+			} else {
+				reasoning += p.Text
+			}
+		}
+	}
+	return reasoning, answer
+}
+
 // ResponseError is a failed response's error.
 type ResponseError struct {
 	Code    string `json:"code"`

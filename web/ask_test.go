@@ -23,15 +23,7 @@ func answerText(t *testing.T, base, id string) (status, reasoning, answer string
 	require.Equal(t, http.StatusOK, code, body)
 	var r server.Response
 	require.NoError(t, json.Unmarshal([]byte(body), &r))
-	for _, it := range r.Output {
-		for _, p := range it.Content {
-			if it.Type == "message" {
-				answer += p.Text
-			} else {
-				reasoning += p.Text
-			}
-		}
-	}
+	reasoning, answer = r.Texts()
 	return r.Status, reasoning, answer
 }
 
