@@ -19,7 +19,7 @@ import (
 func TestOpenModelStreamsK3Tiny(t *testing.T) {
 	data := t.TempDir()
 	trace := filepath.Join(t.TempDir(), "trace.jsonl")
-	cfg := Config{DataDir: data, RAMGB: (10<<30 + 2<<20) / 1e9, Trace: trace}
+	cfg := Config{DataDir: data, RAMGB: (2 << 20) / 1e9, Trace: trace}
 	model := filepath.Join("..", "testdata", "k3-tiny")
 	m, err := OpenModel(t.Context(), cfg, ModelRef{Dir: model})
 	require.NoError(t, err)

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"math"
+	"runtime/debug"
 	"strings"
 )
 
@@ -14,8 +16,12 @@ var ErrBudget = fmt.Errorf("engine: RAM budget too small")
 // BudgetInput describes the machine and the checkpoint for PlanBudget.
 type BudgetInput struct {
 	TotalRAM     int64 // physical RAM (sysinfo: MemTotal, hw.memsize)
-	AvailableRAM int64 // allocatable now (MemAvailable; free+inactive+purgeable on macOS); 0 = unknown
-	OverrideRAM  int64 // --ram-gb: plan as if the machine had this much; 0 = use TotalRAM
+	AvailableRAM int64 // allocatable now (MemAvailable; free+purgeable on macOS); 0 = unknown
+	// OverrideRAM is --ram-gb: the RAM Deltafin may take, all of it
+	// (weights, the expert cache and the working set); no reserve is
+	// subtracted, since the person who set it has left the rest to the
+	// system. 0 = plan from what the machine has available now.
+	OverrideRAM int64
 	// GlobalBytes are spine bytes outside the decoder layers that stay in
 	// RAM (embedding, lm_head, final norms).
 	GlobalBytes int64
@@ -34,9 +40,15 @@ type BudgetInput struct {
 // BudgetPlan is how RAM is spent: a reserve for the system, spine layers
 // pinned in layer order, an expert cache in what remains.
 type BudgetPlan struct {
-	RAM     int64 `json:"ram"`     // the RAM planned for (override or physical)
-	Reserve int64 `json:"reserve"` // max(10 GiB, 18% of RAM), left to the system
-	Usable  int64 `json:"usable"`  // RAM − reserve − working set (and no more than is available)
+	RAM int64 `json:"ram"` // the RAM planned for: --ram-gb, else what is available now (else physical)
+	// Reserve is left to the system out of RAM: nothing under --ram-gb;
+	// else the headroom above the working set that keeps the page cache
+	// and other programs' growth from pushing Deltafin into the
+	// out-of-memory killer (Headroom), and no less than the fixed share of
+	// physical RAM (max(10 GiB, 18%)) the OS itself needs.
+	Reserve int64 `json:"reserve"`
+	Working int64 `json:"working"` // the engine's working set beside the weights
+	Usable  int64 `json:"usable"`  // RAM − reserve − working set: for weights and the expert cache
 	// GlobalsPinned says the embedding, lm_head and the final norms stay in
 	// RAM; they are pinned before any layer because every token reads them.
 	GlobalsPinned bool  `json:"globals_pinned"`
@@ -48,35 +60,65 @@ type BudgetPlan struct {
 	RingBytes    int64 `json:"ring_bytes"`
 	CacheBytes   int64 `json:"cache_bytes"`   // the routed-expert cache
 	CacheExperts int   `json:"cache_experts"` // CacheBytes ÷ the span size
+	// SlotBytes is the RAM one cached expert takes (its aligned buffer), so
+	// that a shrunk cache (Model.SetCacheBudget) can be sized in bytes.
+	SlotBytes int64 `json:"slot_bytes"`
 	// StreamedSpineBytes is read from disk every token (the spine not pinned).
 	StreamedSpineBytes int64 `json:"streamed_spine_bytes"`
+	// SpineShortBytes is the RAM more that would pin the whole spine (0
+	// when it is pinned): what --ram-gb would have to add to stop reading
+	// StreamedSpineBytes per token.
+	SpineShortBytes int64 `json:"spine_short_bytes"`
 	// ExpertBytesPerToken is the routed-expert traffic per token with the
 	// cache hit rate of uniform routing (heat ranking does better: a floor).
 	ExpertBytesPerToken int64 `json:"expert_bytes_per_token"`
 	DiskBytesPerToken   int64 `json:"disk_bytes_per_token"` // StreamedSpineBytes + ExpertBytesPerToken
 }
 
-// systemReserve is the RAM left to the OS and other programs:
-// max(10 GiB, 18% of ram).
+// systemReserve is the RAM of the whole machine left to the OS and other
+// programs: max(10 GiB, 18% of ram).
 func systemReserve(ram int64) int64 { return max(10*gib, ram*18/100) }
+
+// Headroom is what a plan leaves free of the RAM available now, above the
+// working set: an eighth of it, at least 1 GiB. It is room for the page
+// cache the spine's reads and the program's own files go through, and for
+// other programs to grow a little before the monitor has to shrink the
+// expert cache; planning to the last byte of MemAvailable is what put a
+// 10.3 GB machine into the out-of-memory killer.
+func Headroom(available int64) int64 { return max(gib, available/8) }
 
 // PlanBudget splits RAM between the pinned spine and the expert cache. A
 // budget that pins nothing still runs (every layer streams); only a budget
 // without room for the working set is refused.
+//
+// Without an override the plan is the RAM available now less Headroom, and
+// never more than physical RAM less the system's fixed share (which is all
+// there is to go on when availability is unknown). With --ram-gb the plan
+// is that many bytes for Deltafin in all, working set included.
 func PlanBudget(in BudgetInput) (BudgetPlan, error) {
-	p := BudgetPlan{RAM: in.TotalRAM}
-	if in.OverrideRAM > 0 {
+	p := BudgetPlan{RAM: in.TotalRAM, Working: in.WorkingBytes}
+	var free int64
+	switch {
+	case in.OverrideRAM > 0:
 		p.RAM = in.OverrideRAM
-	}
-	p.Reserve = systemReserve(p.RAM)
-	free := p.RAM - p.Reserve
-	if in.OverrideRAM == 0 && in.AvailableRAM > 0 {
-		free = min(free, in.AvailableRAM)
+		free = p.RAM
+	default:
+		p.Reserve = systemReserve(in.TotalRAM)
+		free = in.TotalRAM - p.Reserve
+		if in.AvailableRAM > 0 && in.AvailableRAM-Headroom(in.AvailableRAM) < free {
+			p.RAM = in.AvailableRAM
+			p.Reserve = Headroom(in.AvailableRAM)
+			free = p.RAM - p.Reserve
+		}
 	}
 	p.Usable = free - in.WorkingBytes
 	if p.Usable < 0 {
-		return p, fmt.Errorf("%w: %s of RAM leaves %s after the %s system reserve, and the engine's working set needs %s",
-			ErrBudget, fmtBytes(p.RAM), fmtBytes(max(free, 0)), fmtBytes(p.Reserve), fmtBytes(in.WorkingBytes))
+		what := fmt.Sprintf("%s of RAM leaves %s after the %s kept free", fmtBytes(p.RAM), fmtBytes(max(free, 0)), fmtBytes(p.Reserve))
+		if in.OverrideRAM > 0 {
+			what = fmt.Sprintf("--ram-gb %s", fmtBytes(p.RAM))
+		}
+		return p, fmt.Errorf("%w: %s, and the engine's working set needs %s",
+			ErrBudget, what, fmtBytes(in.WorkingBytes))
 	}
 	left := p.Usable
 	// ring(i) is the streamed spine's two buffers when layers i.. stream.
@@ -95,15 +137,19 @@ func PlanBudget(in BudgetInput) (BudgetPlan, error) {
 		spine += b
 	}
 	// Layer order: a prefix is pinned, never a scattering, so the streamed
-	// part is one run that the ring reads ahead of compute. A layer is
-	// pinned only if the ring for the layers after it still fits.
-	for i, b := range in.LayerBytes {
-		if !p.GlobalsPinned || b+ring(i+1) > left {
-			break
+	// part is one run that the ring reads ahead of compute. The longest
+	// prefix whose ring for the layers after it still fits is pinned; the
+	// whole spine needs no ring, so it can fit where a prefix one layer
+	// shorter does not (each prefix is tried, not grown until one fails).
+	if p.GlobalsPinned {
+		var prefix int64
+		for i, b := range in.LayerBytes {
+			prefix += b
+			if prefix+ring(i+1) <= left {
+				p.PinnedLayers, p.PinnedBytes = i+1, in.GlobalBytes+prefix
+			}
 		}
-		left -= b
-		p.PinnedBytes += b
-		p.PinnedLayers++
+		left -= p.PinnedBytes - in.GlobalBytes
 	}
 	p.RingBytes = ring(p.PinnedLayers)
 	if p.RingBytes > left {
@@ -112,8 +158,13 @@ func PlanBudget(in BudgetInput) (BudgetPlan, error) {
 	}
 	left -= p.RingBytes
 	p.StreamedSpineBytes = spine - p.PinnedBytes
+	if p.StreamedSpineBytes > 0 {
+		// Pinning everything needs the spine in RAM instead of the ring.
+		p.SpineShortBytes = spine - p.Usable
+	}
 	if in.SpanBytes > 0 {
 		slot := alignUp(in.SpanBytes) + ioAlign // a store buffer
+		p.SlotBytes = slot
 		p.CacheExperts = int(left / slot)
 		if total := in.MoELayers * in.ExpertsPerLayer; p.CacheExperts > total {
 			p.CacheExperts = total
@@ -131,8 +182,8 @@ func PlanBudget(in BudgetInput) (BudgetPlan, error) {
 // String is the plan as printed at startup.
 func (p BudgetPlan) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "RAM plan: %s, %s reserved for the system, %s for weights\n",
-		fmtBytes(p.RAM), fmtBytes(p.Reserve), fmtBytes(p.Usable))
+	fmt.Fprintf(&b, "RAM plan: %s, %s kept free, %s working set, %s for weights\n",
+		fmtBytes(p.RAM), fmtBytes(p.Reserve), fmtBytes(p.Working), fmtBytes(p.Usable))
 	globals := "streamed"
 	if p.GlobalsPinned {
 		globals = "pinned"
@@ -145,7 +196,29 @@ func (p BudgetPlan) String() string {
 		globals, layers, fmtBytes(p.PinnedBytes), fmtBytes(p.StreamedSpineBytes), fmtBytes(p.RingBytes))
 	fmt.Fprintf(&b, "  expert cache: %s (%d experts)\n", fmtBytes(p.CacheBytes), p.CacheExperts)
 	fmt.Fprintf(&b, "  expected from disk per token: %s (%s of experts)", fmtBytes(p.DiskBytesPerToken), fmtBytes(p.ExpertBytesPerToken))
+	if s := p.SpineWarning(); s != "" {
+		b.WriteString("\n  " + s)
+	}
 	return b.String()
+}
+
+// SpineWarning says what the plan gives up when it streams the spine, and
+// what that costs per token, or "" when the whole spine is pinned. Decode
+// falls off a cliff there (each token reads the streamed layers from disk
+// on top of its experts), so a small change of --ram-gb must not cross it
+// silently.
+func (p BudgetPlan) SpineWarning() string {
+	if p.StreamedSpineBytes <= 0 {
+		return ""
+	}
+	head := ""
+	if !p.GlobalsPinned {
+		head = "the embedding and lm_head and "
+	}
+	// --ram-gb is Deltafin's whole share: the working set and the spine.
+	need := p.RAM - p.Reserve + p.SpineShortBytes
+	return fmt.Sprintf("the spine does not fit: %sthe layers from %d on are read from disk every token, %s per token on top of the experts; %s more RAM (--ram-gb %.1f) would pin it",
+		head, p.PinnedLayers, fmtBytes(p.StreamedSpineBytes), fmtBytes(p.SpineShortBytes), math.Ceil(float64(need)/1e8)/10)
 }
 
 // fmtBytes writes n in GB (10^9) with two decimals, or MB below 1 GB.
@@ -154,4 +227,49 @@ func fmtBytes(n int64) string {
 		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
 	}
 	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+}
+
+// SetCacheBudget resizes the routed-expert cache to at most bytes of RAM,
+// never beyond what the plan gave it, and returns the bytes it may now take
+// (whole experts). Shrinking drops the coldest cached experts at once and
+// hands their buffers back to the OS (experts a pass holds at that moment
+// are evicted as the cache turns over). It is how a running model gives memory back when the
+// machine runs short (the app's memory monitor) without reopening: the
+// cache is the only part of the plan that can shrink without changing
+// which bytes a token reads. A model without an expert store returns 0.
+func (m *Model) SetCacheBudget(bytes int64) int64 {
+	se, ok := m.experts.(*streamExperts)
+	if !ok || m.plan.SlotBytes <= 0 {
+		return 0
+	}
+	n := int(min(max(bytes, 0)/m.plan.SlotBytes, int64(m.plan.CacheExperts)))
+	if se.store.setCacheCap(n) {
+		// The buffers were Go memory: return it now, not at the next GC
+		// cycle the allocator happens to run.
+		debug.FreeOSMemory()
+	}
+	return int64(n) * m.plan.SlotBytes
+}
+
+// setCacheCap sets the cache's capacity to n experts, dropping the coldest
+// cached ones beyond it and forgetting spare buffers beyond the new buffer
+// limit; it reports whether memory was let go.
+func (s *spanStore) setCacheCap(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cacheCap = n
+	freed := false
+	for s.cached > n {
+		v := s.coldestCached()
+		if v == nil {
+			break // the rest are held by a pass; unref drops them later
+		}
+		s.drop(v)
+	}
+	for limit := s.cacheCap + s.prefetchCap + 2*maxTopK; s.nbufs > limit && len(s.free) > 0; s.nbufs-- {
+		s.free[len(s.free)-1] = nil
+		s.free = s.free[:len(s.free)-1]
+		freed = true
+	}
+	return freed
 }

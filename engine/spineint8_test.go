@@ -141,7 +141,7 @@ func TestInt8SpineHalvesThePlannedSpine(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "i8")
 	require.NoError(t, ConvertSpineInt8(t.Context(), dir, out, nil))
 	plan := func(i8 string) BudgetPlan {
-		m, err := Open(t.Context(), dir, Options{SpineInt8: i8, Stream: &StreamOptions{TotalRAM: 64 << 30, OverrideRAM: 10<<30 + 2<<20}})
+		m, err := Open(t.Context(), dir, Options{SpineInt8: i8, Stream: &StreamOptions{TotalRAM: 64 << 30, OverrideRAM: 2 << 20}})
 		require.NoError(t, err)
 		defer m.Close()
 		return m.Plan()
