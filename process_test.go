@@ -171,7 +171,7 @@ func TestServeRefusesRAMAboveTheMachine(t *testing.T) {
 	code, lines := d.exit(t)
 	require.Equal(t, 1, code)
 	require.Len(t, lines, 1, "refused before loading: no model line")
-	require.Regexp(t, `^deltafin: app: --ram-gb is more than this machine's RAM: --ram-gb 100000, and this machine has [0-9.]+ GB`, lines[0])
+	require.Regexp(t, `^deltafin: --ram-gb is more than this machine's RAM: --ram-gb 100000, and this machine has [0-9.]+ GB`, lines[0])
 }
 
 // TestServeServesTheDemo: deltafin serve with nothing installed serves the

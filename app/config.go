@@ -40,7 +40,8 @@ type Config struct {
 	// Jobs is the number of parallel range requests (--jobs).
 	Jobs int
 	// KeepFreeGB is the free disk, in GB, every download leaves (setup and
-	// fetch-experts --keep-free, and the menu's downloads); 0: 100 GB.
+	// fetch-experts --keep-free, and the menu's downloads); 0: a tenth of
+	// the model's full size, 1 to 100 GB (downloader.HeadroomFor).
 	KeepFreeGB float64
 	// Run holds `deltafin run`'s flags (run.go).
 	Run RunConfig

@@ -105,6 +105,9 @@ func openDrives(ctx context.Context, cfg Config, dir string, open engine.OpenSou
 
 // Close closes the model, then its expert drives.
 func (m *Model) Close() error {
+	if m.stopWatch != nil {
+		m.stopWatch()
+	}
 	err := m.Model.Close()
 	for _, d := range m.drives {
 		if derr := d.Close(); err == nil {

@@ -116,24 +116,23 @@ func OpenPlan(ctx context.Context, cfg Config, opts downloader.Options) (*downlo
 	return m, p, nil
 }
 
-// OrDefaultHeadroom is the free space kept after an install: h, or
-// downloader.DefaultHeadroom when h is not set.
-func OrDefaultHeadroom(h int64) int64 {
+// KeptFree is the free space kept after installing a model of full size
+// bytes: h, or downloader.HeadroomFor the model when h is not set.
+func KeptFree(h, full int64) int64 {
 	if h <= 0 {
-		return downloader.DefaultHeadroom
+		return downloader.HeadroomFor(full)
 	}
 	return h
 }
 
 // Headroom is the free space every download leaves, in bytes: KeepFreeGB,
-// or downloader.DefaultHeadroom when it is not set.
-func (c Config) Headroom() int64 { return OrDefaultHeadroom(int64(c.KeepFreeGB * 1e9)) }
+// or 0 when it is not set (KeptFree scales it to the model).
+func (c Config) Headroom() int64 { return max(int64(c.KeepFreeGB*1e9), 0) }
 
 // chooseMode picks the install mode for the menu's download as setup does:
 // mode (Auto chooses by free disk) against the plan's stream and full totals,
 // keeping headroom free.
 func chooseMode(m *downloader.Mirror, p *downloader.Plan, mode downloader.Mode, headroom int64) (downloader.Mode, error) {
-	headroom = OrDefaultHeadroom(headroom)
 	stream, err := m.Totals(p.Work(downloader.Stream))
 	if err != nil {
 		return "", err

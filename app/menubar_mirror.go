@@ -186,11 +186,15 @@ func (d *mirrorInstall) Estimate(ctx context.Context, mode DownloadMode) (Estima
 	if err != nil {
 		return Estimate{}, err
 	}
+	full, err := m.Totals(p.Work(downloader.Full))
+	if err != nil {
+		return Estimate{}, err
+	}
 	free, err := sysinfo.FreeDisk(m.Dir())
 	if err != nil {
 		return Estimate{}, fmt.Errorf("app: %w", err)
 	}
-	return Estimate{ToDownload: t.Missing(), Present: t.Present, Free: int64(free), KeepFree: OrDefaultHeadroom(d.headroom)}, nil
+	return Estimate{ToDownload: t.Missing(), Present: t.Present, Free: int64(free), KeepFree: KeptFree(d.headroom, full.Total)}, nil
 }
 
 // Warm fetches every missing byte, the experts the router traces and heat

@@ -46,6 +46,7 @@ type Model struct {
 	// int8 spine): callers say so wherever the output is shown.
 	Approximate string
 	drives      []*drives.Drive // the expert drives it reads from (drives.go)
+	stopWatch   func()          // stops the memory monitor (memwatch.go), or nil
 }
 
 // OpenModel is the one way every entry point (deltafin run, deltafin serve,
@@ -118,7 +119,7 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 
 // ErrRAM is CheckRAM's error: --ram-gb asks for more memory than the
 // machine has.
-var ErrRAM = errors.New("app: --ram-gb is more than this machine's RAM")
+var ErrRAM = errors.New("--ram-gb is more than this machine's RAM")
 
 // CheckRAM refuses a --ram-gb above the machine's physical memory before
 // anything is loaded: the plan would pin more weights than fit, and loading

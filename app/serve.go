@@ -64,6 +64,10 @@ func NewServer(sc ServerConfig, m *Model, jobs Jobs, log *slog.Logger) (*server.
 		log.Warn(m.Approximate)
 	}
 	log.Info("model", "id", m.Info().ID, "backend", m.Info().Backend, "plan", fmt.Sprint(m.Plan()))
+	if w := m.Plan().SpineWarning(); w != "" {
+		log.Warn(w)
+	}
+	m.WatchMemory(log)
 	return s, nil
 }
 

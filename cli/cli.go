@@ -110,7 +110,7 @@ func (c *Call) parse(fs *flag.FlagSet, args []string) error {
 
 // addRAMFlag binds --ram-gb, shared by the commands that load a model.
 func addRAMFlag(fs *flag.FlagSet, cfg *app.Config) {
-	fs.Float64Var(&cfg.RAMGB, "ram-gb", cfg.RAMGB, "plan memory as if the machine had this many GB (default: measured)")
+	fs.Float64Var(&cfg.RAMGB, "ram-gb", cfg.RAMGB, "the RAM Deltafin may take, in GB, all of it (weights, expert cache, working set; nothing is reserved from it): set it to the memory really left for Deltafin (default: what is available now, less a headroom of an eighth for the page cache)")
 }
 
 // addModelFlags binds the flags of the commands that generate (run, serve):

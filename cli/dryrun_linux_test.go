@@ -75,7 +75,7 @@ func TestKeepFree(t *testing.T) {
 	require.Contains(t, got, "(2.5 GB kept free)")
 	got, err = run(Setup, "--dry-run")
 	require.NoError(t, err)
-	require.Contains(t, got, "(100 GB kept free)", "the default is unchanged")
+	require.Contains(t, got, "(1.0 GB kept free)", "the default scales with the model: the tiny one keeps the 1 GB floor, not K3's 100 GB")
 	free, err := freeDisk(cfg.DataDir)
 	require.NoError(t, err)
 	huge := float64(free)/1e9 + 1

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 
 	"github.com/deltafin/deltafin/app"
 	"github.com/deltafin/deltafin/checkpoint"
@@ -23,7 +25,7 @@ func Setup(ctx context.Context, c *Call) error {
 	hubFlags(fs, cfg)
 	stream := fs.Bool("stream", false, "download metadata and the spine; experts arrive on demand")
 	full := fs.Bool("full", false, "download everything (about 1.7 TB for K3)")
-	auto := fs.Bool("auto", false, "full if --keep-free GB (100) stay free afterwards, else stream (the default)")
+	auto := fs.Bool("auto", false, "full if --keep-free GB stay free afterwards, else stream (the default)")
 	dryRun := fs.Bool("dry-run", false, "print each mode's totals and what is present, download nothing")
 	keepFree := keepFreeFlag(fs)
 	repair := fs.Bool("repair", false, "re-verify everything present (hash complete files, fetch shard headers again) and fetch again what fails; keeps the install's mode unless one is given")
@@ -72,14 +74,30 @@ func FetchExperts(ctx context.Context, c *Call) error {
 	return fetchExperts(ctx, *cfg, FetchOptions{Layers: *layers, DryRun: *dryRun, Headroom: headroomGB(*keepFree)}, c.Stdout)
 }
 
-// keepFreeFlag is --keep-free GB: the free disk a download leaves.
+// keepFreeFlag is --keep-free GB: the free disk a download leaves; left
+// out, it scales with the model (downloader.HeadroomFor).
 func keepFreeFlag(fs *flag.FlagSet) *float64 {
-	return fs.Float64("keep-free", downloader.DefaultHeadroom/1e9, "GB of disk to leave free after the download (0: none)")
+	gb := math.NaN() // not given
+	fs.Func("keep-free", "GB of disk to leave free after the download (0: none; default: a tenth of the model's full size, 1 to 100 GB)", func(s string) error {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("want a size in GB")
+		}
+		gb = v
+		return nil
+	})
+	return &gb
 }
 
-// headroomGB turns --keep-free into bytes; 0 keeps one byte (none to speak
-// of), and a negative value is refused by checkKeepFree.
-func headroomGB(gb float64) int64 { return max(1, int64(gb*1e9)) }
+// headroomGB turns --keep-free into bytes: left out (NaN from keepFreeFlag) 0,
+// which scales with the model; 0 keeps one byte (none to speak of); a
+// negative value given is refused by checkKeepFree.
+func headroomGB(gb float64) int64 {
+	if math.IsNaN(gb) {
+		return 0
+	}
+	return max(1, int64(gb*1e9))
+}
 
 func checkKeepFree(fs *flag.FlagSet, gb float64) error {
 	if gb < 0 {
@@ -150,7 +168,7 @@ func setupModel(ctx context.Context, cfg app.Config, opts SetupOptions, out io.W
 	if err != nil {
 		return err
 	}
-	headroom := app.OrDefaultHeadroom(opts.Headroom)
+	headroom := app.KeptFree(opts.Headroom, full.Total)
 	mode, chooseErr := downloader.Choose(opts.Mode, stream, full, int64(free), headroom)
 	if opts.Repair && opts.Mode == downloader.Auto {
 		// Keep the install's mode: full when every expert is there.
@@ -269,7 +287,6 @@ func fetchExperts(ctx context.Context, cfg app.Config, opts FetchOptions, out io
 
 func fetchMissing(ctx context.Context, cfg app.Config, opts FetchOptions, out io.Writer) error {
 	layers, dryRun := opts.Layers, opts.DryRun
-	headroom := app.OrDefaultHeadroom(opts.Headroom)
 	ui := newProgressUI(out)
 	m, p, err := app.OpenPlan(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event, ReadOnly: dryRun})
 	if err != nil {
@@ -293,6 +310,11 @@ func fetchMissing(ctx context.Context, cfg app.Config, opts FetchOptions, out io
 	if err != nil {
 		return err
 	}
+	whole, err := m.Totals(p.Work(downloader.Full))
+	if err != nil {
+		return err
+	}
+	headroom := app.KeptFree(opts.Headroom, whole.Total)
 	free, err := freeDisk(m.Dir())
 	if err != nil {
 		return err

@@ -7,15 +7,26 @@ import (
 	"strings"
 )
 
-// DefaultHeadroom is the free space an install must leave on the disk
-// (decimal 100 GB, as the previous Deltafin planner).
+// DefaultHeadroom is the most free space an install leaves on the disk by
+// default (decimal 100 GB, as the previous Deltafin planner), kept for a
+// model K3's size.
 const DefaultHeadroom = 100_000_000_000
+
+// HeadroomFor is the free space an install of a model whose full size is
+// size bytes leaves by default: a tenth of that, at least 1 GB and at most
+// DefaultHeadroom. A fixed 100 GB refused a 3 MB model on a disk with 76 GB
+// free; the margin is for the model's growth (stream → full, repairs) and
+// the system's, so it scales with the model.
+func HeadroomFor(size int64) int64 { return min(DefaultHeadroom, max(1_000_000_000, size/10)) }
 
 // Choose decides the mode to install: requested Full or Stream must fit
 // with headroom bytes left free; Auto takes Full when it fits, else Stream
 // when it fits. When nothing fits the error (ErrNoSpace) names the exact
-// amount to free.
+// amount to free. A headroom of 0 or less is HeadroomFor the full install.
 func Choose(requested Mode, stream, full Totals, free, headroom int64) (Mode, error) {
+	if headroom <= 0 {
+		headroom = HeadroomFor(full.Total)
+	}
 	fits := func(t Totals) bool { return free-t.Missing() >= headroom }
 	short := func(t Totals) int64 { return t.Missing() + headroom - free }
 	switch requested {

@@ -182,3 +182,22 @@ func TestPlanRefusesABrokenExpertLayout(t *testing.T) {
 	require.ErrorContains(t, err, shard)
 	require.ErrorContains(t, err, "layer 1 expert 4")
 }
+
+// TestHeadroomForScalesWithTheModel: the default free-disk margin is a
+// tenth of the model, 1 to 100 GB, so a 3 MB model installs on a disk with
+// 76 GB free (a fixed 100 GB refused it) and K3 keeps its 100 GB.
+func TestHeadroomForScalesWithTheModel(t *testing.T) {
+	t.Parallel()
+	const MB, GB = 1_000_000, 1_000_000_000
+	for _, tc := range []struct {
+		size, want int64
+	}{{3 * MB, 1 * GB}, {215 * GB, 21.5 * GB}, {1700 * GB, 100 * GB}} {
+		require.Equal(t, tc.want, HeadroomFor(tc.size), "model of %d bytes", tc.size)
+	}
+	tiny := Totals{Total: 3 * MB}
+	got, err := Choose(Auto, tiny, tiny, 76*GB, 0)
+	require.NoError(t, err, "a 3 MB model on a disk with 76 GB free")
+	require.Equal(t, Full, got)
+	_, err = Choose(Full, tiny, tiny, 76*GB, DefaultHeadroom)
+	require.ErrorIs(t, err, ErrNoSpace, "an explicit margin still holds")
+}
