@@ -21,7 +21,7 @@ func commands() []cli.Command {
 	return []cli.Command{
 		{Name: "app", Summary: "start the menu-bar app (the default with no arguments)", Run: cli.App(demoModel)},
 		{Name: "serve", Summary: "serve the OpenAI-compatible API without the menu bar", Run: cli.Serve(demoModel)},
-		{Name: "run", Summary: "generate from a prompt or token ids on the command line", Run: cli.Run},
+		{Name: "run", Summary: "generate from a prompt or token ids on the command line", Run: cli.Run(demoModel)},
 		{Name: "setup", Summary: "download the model (stream, full or auto)", Run: cli.Setup},
 		{Name: "fetch-experts", Summary: "download missing routed experts (stream to full)", Run: cli.FetchExperts},
 		{Name: "warm", Summary: "rank missing experts by use and optionally fetch them", Run: cli.Warm},

@@ -95,3 +95,38 @@ func TestAppKeepFreeFlag(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "--keep-free -1 is not a disk size in GB")
 }
+
+// TestFlagsWithoutACommandStartTheApp: deltafin --port N, --data-dir X and
+// the app's other flags without a command are the app's (the default
+// command), not an unknown command "--port"; the app takes --api-key.
+func TestFlagsWithoutACommandStartTheApp(t *testing.T) {
+	t.Parallel()
+	code, _, errOut := runArgs(t, nil, "--data-dir", t.TempDir(), "--keep-free", "-1")
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, "--keep-free -1 is not a disk size in GB", "the app's own validation ran")
+	code, _, errOut = runArgs(t, nil, "--port", "9000", "--help")
+	require.Equal(t, 0, code)
+	require.Contains(t, errOut, "Usage: deltafin app")
+	require.Contains(t, errOut, "-api-key")
+	require.NotContains(t, errOut, "unknown command")
+}
+
+// TestBenchHelpListsEveryTarget: bench --help names each subcommand.
+func TestBenchHelpListsEveryTarget(t *testing.T) {
+	t.Parallel()
+	code, _, errOut := runArgs(t, nil, "bench", "--help")
+	require.Equal(t, 0, code)
+	for _, target := range []string{"kernels", "slice", "prefill", "project", "heat"} {
+		require.Regexp(t, `(?m)^  `+target+` `, errOut)
+	}
+}
+
+// TestRunFallsBackToTheDemo: with nothing installed, run uses the demo
+// model as serve and the app do, and says so.
+func TestRunFallsBackToTheDemo(t *testing.T) {
+	t.Parallel()
+	code, out, errOut := runArgs(t, map[string]string{"DELTAFIN_HOME": t.TempDir()}, "run", "--prompt", "Hello", "--max-new", "2")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "running the demo model")
+	require.NotEmpty(t, out)
+}

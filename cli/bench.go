@@ -15,8 +15,18 @@ import (
 	"github.com/deltafin/deltafin/kernels"
 )
 
+// benchTargets are bench's subcommands, for its usage.
+var benchTargets = [][2]string{
+	{"kernels", "memory bandwidth and FMA peak, then each kernel as a ratio to them"},
+	{"slice", "disk read bandwidth, steady decode over a K3-shaped slice, projected s/token of K3"},
+	{"prefill", "s, tokens/s and FLOP ratio per prompt length (--model DIR --tokens ...)"},
+	{"project", "K3's s/token on a machine (--ram-gb, --drive-gbps, --compute; --table for the Macs)"},
+	{"heat", "the expert cache's hit rate on a router trace"},
+}
+
 // Bench dispatches on the target, the first argument: `bench kernels`
-// (issue #5), `bench slice` (issue #6) or `bench prefill` (issue #19).
+// (issue #5), `bench slice` (issue #6) `bench prefill` (issue #19),
+// `bench project` or `bench heat`.
 func Bench(ctx context.Context, c *Call) error {
 	cfg := &c.Config
 	target := ""
@@ -36,7 +46,16 @@ func Bench(ctx context.Context, c *Call) error {
 	if target == "heat" {
 		return benchHeatCmd(ctx, c, args) // its own flags (bench_heat.go)
 	}
-	fs := c.flags("kernels|slice|prefill")
+	fs := c.flags("kernels|slice|prefill|project|heat")
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprintf(fs.Output(), "\nTargets (each takes --help for its own flags):\n")
+		for _, t := range benchTargets {
+			fmt.Fprintf(fs.Output(), "  %-9s %s\n", t[0], t[1])
+		}
+		fmt.Fprintf(fs.Output(), "\nThe flags above are kernels'.\n")
+	}
 	var opt BenchKernelsOptions
 	fs.BoolVar(&opt.JSON, "json", false, "print the report as JSON")
 	bufMiB := fs.Int("buffer-mib", 1024, "buffer the memory read and the weights stream over (MiB; keep it far above the last-level cache)")
@@ -52,9 +71,9 @@ func Bench(ctx context.Context, c *Call) error {
 	case "kernels":
 		return benchKernels(ctx, *cfg, c.Stdout, opt)
 	case "":
-		fmt.Fprintln(fs.Output(), "deltafin bench needs a target: kernels, slice or prefill")
+		fmt.Fprintln(fs.Output(), "deltafin bench needs a target: kernels, slice, prefill, project or heat")
 	default:
-		fmt.Fprintf(fs.Output(), "unknown bench target %q: want kernels, slice or prefill\n", target)
+		fmt.Fprintf(fs.Output(), "unknown bench target %q: want kernels, slice, prefill, project or heat\n", target)
 	}
 	fs.Usage()
 	return errUsage

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/deltafin/deltafin/app"
 )
@@ -38,7 +39,13 @@ var errUsage = errors.New("usage")
 // 2 for a command-line mistake.
 func Main(ctx context.Context, commands []Command, args []string, stdout, stderr io.Writer, getenv app.Getenv) int {
 	name := "app"
-	if len(args) > 0 {
+	if len(args) > 0 && !isFlag(args[0]) {
+		name, args = args[0], args[1:]
+	} else if len(args) > 0 && !isTopLevel(args[0]) {
+		// Flags without a command are the app's: deltafin --port 9000
+		// and deltafin --data-dir X start it, as plain deltafin does.
+		name = "app"
+	} else if len(args) > 0 {
 		name, args = args[0], args[1:]
 	}
 	switch name {
@@ -68,6 +75,19 @@ func Main(ctx context.Context, commands []Command, args []string, stdout, stderr
 	fmt.Fprintf(stderr, "deltafin: unknown command %q\n\n", name)
 	usage(stderr, commands)
 	return 2
+}
+
+// isFlag says whether arg is a flag rather than a command name.
+func isFlag(arg string) bool { return strings.HasPrefix(arg, "-") }
+
+// isTopLevel says whether arg is one of deltafin's own flags (help and
+// version), not the app's.
+func isTopLevel(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "-version", "--version":
+		return true
+	}
+	return false
 }
 
 func usage(w io.Writer, commands []Command) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -23,7 +24,14 @@ import (
 )
 
 // Run is `deltafin run`: one generation from the command line.
-func Run(ctx context.Context, c *Call) error {
+//
+// With no --model and nothing installed it runs demo, the built-in demo
+// model, as serve and the app do, and says so.
+func Run(demo func() (iofs.FS, error)) func(ctx context.Context, c *Call) error {
+	return func(ctx context.Context, c *Call) error { return runCmd(ctx, c, demo) }
+}
+
+func runCmd(ctx context.Context, c *Call, demo func() (iofs.FS, error)) error {
 	cfg := &c.Config
 	fs := c.flags("")
 	addModelFlags(fs, cfg)
@@ -51,7 +59,7 @@ func Run(ctx context.Context, c *Call) error {
 	if cfg.NotifyAfter > 0 {
 		r.Notify = app.NewNotifier("Deltafin")
 	}
-	return runPrompt(ctx, *cfg, c.Stdout, c.Stderr)
+	return runPromptOr(ctx, *cfg, demo, c.Stdout, c.Stderr)
 }
 
 // ParseIDs parses "1,2,3" into token ids.
@@ -110,6 +118,12 @@ type RunOutput struct {
 // the stats with finish reason "interrupted" and returns an error wrapping
 // context.Canceled.
 func runPrompt(ctx context.Context, cfg app.Config, stdout, stderr io.Writer) (err error) {
+	return runPromptOr(ctx, cfg, nil, stdout, stderr)
+}
+
+// runPromptOr is runPrompt falling back to demo when nothing is installed
+// (nil: no fallback).
+func runPromptOr(ctx context.Context, cfg app.Config, demo func() (iofs.FS, error), stdout, stderr io.Writer) (err error) {
 	rc := cfg.Run
 	if err := rc.Validate(); err != nil {
 		return err
@@ -119,11 +133,19 @@ func runPrompt(ctx context.Context, cfg app.Config, stdout, stderr io.Writer) (e
 	// "text" to --ids runs when the model directory has one.
 	ref := app.ModelRef{Dir: rc.Model, NeedTokenizer: rc.Prompt != ""}
 	if ref.Dir == "" {
-		if ref.Mirror, err = app.OpenInstalled(ctx, cfg); err != nil {
+		switch ref.Mirror, err = app.OpenInstalled(ctx, cfg); {
+		case errors.Is(err, app.ErrNoModel) && demo != nil:
+			if ref.Dir, err = app.UnpackDemo(cfg, demo); err != nil {
+				return err
+			}
+			cfg.DataDir = ref.Dir // the demo keeps its own heat histogram
+			fmt.Fprintln(stderr, "nothing is installed: running the demo model (random weights, gibberish answers); run deltafin setup for Kimi K3")
+		case err != nil:
 			return err
+		default:
+			defer ref.Mirror.Close()
+			ref.Dir = ref.Mirror.Dir()
 		}
-		defer ref.Mirror.Close()
-		ref.Dir = ref.Mirror.Dir()
 	}
 	m, err := app.OpenModel(ctx, cfg, ref)
 	if err != nil {
