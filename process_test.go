@@ -134,7 +134,7 @@ func TestHeadlessAppAndOneInstance(t *testing.T) {
 		second := startDeltafin(t, env, args...)
 		code, lines := second.exit(t)
 		require.Equal(t, 1, code)
-		require.Contains(t, lines, "deltafin: app: Deltafin is already running (pid "+strconv.Itoa(first.cmd.Process.Pid)+", "+url+")")
+		require.Contains(t, lines, "deltafin: Deltafin is already running (pid "+strconv.Itoa(first.cmd.Process.Pid)+", "+url+")")
 	}
 
 	require.NoError(t, first.cmd.Process.Kill()) // kill -9: no chance to clean up

@@ -130,9 +130,9 @@ func TestConnectingToASilentHub(t *testing.T) {
 	require.Equal(t, "Connecting to the hub…", strings.SplitN(statusLine(st), " · ", 2)[0])
 	require.False(t, a.Menu().Item(ItemDownloadStream).Enabled, "no second download while connecting")
 	n := desk.waitNotification(t, "Download failed")
-	require.True(t, strings.HasPrefix(n.Body, "app: the hub at "+cfg.HFEndpoint+" did not answer in 2s (check the"), n.Body)
+	require.True(t, strings.HasPrefix(n.Body, "the hub at "+cfg.HFEndpoint+" did not answer in 2s (check the"), n.Body)
 	st = waitFor(t, a, "given up", func(s State) bool { return !s.Connecting })
-	require.True(t, strings.HasPrefix(st.Problem, "Download failed: app: the hub at "), st.Problem)
+	require.True(t, strings.HasPrefix(st.Problem, "Download failed: the hub at "), st.Problem)
 }
 
 func waitFor(t *testing.T, a *App, what string, ok func(State) bool) State {

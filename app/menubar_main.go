@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/adrg/xdg"
 
@@ -86,7 +87,7 @@ func RunMenuBar(ctx context.Context, cfg Config, deps Deps, log *slog.Logger, ou
 // runHeadless says where the API is once the server answers (or why it does
 // not), then keeps the app running until ctx ends.
 func (a *App) runHeadless(ctx context.Context, why error, out io.Writer) error {
-	reason := shortError(why)
+	reason := strings.ReplaceAll(UserText(why), "\n", " ") // whole, not cut: the advice is at its end
 	for {
 		st := a.State()
 		switch {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/deltafin/deltafin/checkpoint"
@@ -306,7 +307,7 @@ func DescribeDesktop(ctx context.Context, cfg Config) string {
 	warning, err := checkDesktop(ctx, cfg)
 	switch {
 	case err != nil:
-		return shortError(err)
+		return strings.ReplaceAll(UserText(err), "\n", " ") // the whole advice: doctor is where it is read
 	case warning != "":
 		return warning
 	}

@@ -29,7 +29,7 @@ const maxProblemLen = 80
 // maxProblemLen characters with an ellipsis. Errors from tools (xdg-open,
 // the hub) can run to many lines; the whole text goes to the log.
 func shortError(err error) string {
-	s := strings.TrimSpace(err.Error())
+	s := strings.TrimSpace(UserText(err))
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = strings.TrimSpace(s[:i]) + " …"
 	}

@@ -15,16 +15,19 @@ func TestShortError(t *testing.T) {
 	t.Parallel()
 	long := "downloader: GET https://huggingface.co/moonshotai/Kimi-K3/resolve/c5d1dd4c428bd1ce8b88c5044f3b6ccde9e3b721/model-00001-of-000064.safetensors: 503 Service Unavailable"
 	for _, tc := range []struct{ in, want string }{
-		{"app: short", "app: short"},
+		{"app: short", "short"},
+		{"app: open model: engine: RAM budget too small: x", "open model: RAM budget too small: x"},
+		{"the job store: full", "the job store: full"},
 		{"xdg-open: no method available for opening '/data'\nline 2\nline 3", "xdg-open: no method available for opening '/data' …"},
-		{long, "downloader: GET…"},
+		{long, "GET https://huggingface.co/moonshotai/Kimi-K3/resolve/c5d1dd4c428bd1ce8b88c5044f3b6ccde9e3b721/model-…"},
 	} {
 		got := shortError(errors.New(tc.in))
 		require.LessOrEqual(t, len([]rune(got)), maxProblemLen+2, got)
 		require.NotContains(t, got, "\n")
 		if tc.in == long {
 			require.True(t, strings.HasSuffix(got, "…"), got)
-			require.True(t, strings.HasPrefix(long, strings.TrimSuffix(got, "…")), got)
+			require.True(t, strings.HasPrefix(long, "downloader: "+strings.TrimSuffix(got, "…")), got)
+			require.False(t, strings.HasPrefix(got, "downloader:"), "no package prefix shown")
 			continue
 		}
 		require.Equal(t, tc.want, got)

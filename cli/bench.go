@@ -119,7 +119,7 @@ type GPUBenchReport struct {
 func benchKernels(ctx context.Context, cfg app.Config, w io.Writer, opt BenchKernelsOptions) error {
 	main, err := bench.Kernels(ctx, bench.KernelsOptions{Backend: cfg.Kernels, BufferBytes: opt.BufferBytes, MinTime: opt.MinTime, Shrink: opt.Shrink, Only: opt.Only})
 	if err != nil {
-		return fmt.Errorf("app: bench kernels: %w", err)
+		return fmt.Errorf("bench kernels: %w", err)
 	}
 	rep := BenchKernelsReport{KernelsReport: main}
 	gpus := kernels.Registered()
@@ -133,7 +133,7 @@ func benchKernels(ctx context.Context, cfg app.Config, w io.Writer, opt BenchKer
 		}
 		g, err := bench.Kernels(ctx, gopt)
 		if err != nil {
-			return fmt.Errorf("app: bench kernels on %s: %w", name, err)
+			return fmt.Errorf("bench kernels on %s: %w", name, err)
 		}
 		rep.GPU = append(rep.GPU, GPUBenchReport{Device: deviceOf(name), KernelsReport: g})
 	}

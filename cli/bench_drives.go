@@ -44,7 +44,7 @@ func benchSliceDrives(ctx context.Context, dir string, layout bench.SliceLayout,
 		Log: func(f string, a ...any) { fmt.Fprintf(log, f+"\n", a...) },
 	})
 	if err != nil {
-		return fmt.Errorf("app: bench slice: %w", err)
+		return fmt.Errorf("bench slice: %w", err)
 	}
 	if o.JSON {
 		enc := json.NewEncoder(out)

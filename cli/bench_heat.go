@@ -26,11 +26,11 @@ func benchHeatCmd(ctx context.Context, c *Call, args []string) error {
 	}
 	cs, bad, ok := parseInts(*caches, 0)
 	if !ok {
-		return fmt.Errorf("app: bench heat: --cache: %q is not a cache size", bad)
+		return fmt.Errorf("bench heat: --cache: %q is not a cache size", bad)
 	}
 	hs, bad, ok := parseInts(*halfLives, -1)
 	if !ok {
-		return fmt.Errorf("app: bench heat: --half-life: %q is not a half-life (tokens, or -1)", bad)
+		return fmt.Errorf("bench heat: --half-life: %q is not a half-life (tokens, or -1)", bad)
 	}
 	runs, err := bench.TraceHitRates(ctx, *model, strings.Split(*trace, ","), cs, hs)
 	if err != nil {

@@ -69,7 +69,7 @@ func benchPrefill(ctx context.Context, cfg app.Config, w io.Writer, o BenchPrefi
 	defer m.Close()
 	rep, err := bench.Prefill(ctx, m.Model, o.Prefill)
 	if err != nil {
-		return fmt.Errorf("app: bench prefill: %w", err)
+		return fmt.Errorf("bench prefill: %w", err)
 	}
 	if o.JSON {
 		enc := json.NewEncoder(w)

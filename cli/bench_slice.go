@@ -102,7 +102,7 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("app: bench slice: %w", err)
+		return fmt.Errorf("bench slice: %w", err)
 	}
 	if len(o.DriveGBps) > 0 {
 		return benchSliceDrives(ctx, dir, layout, o, out, log)
@@ -136,7 +136,7 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 		case "streamed":
 			eo.EngineStreamed = true
 		default:
-			return fmt.Errorf("app: bench slice: --engine-plan %q: want natural, streamed or both", o.EnginePlan)
+			return fmt.Errorf("bench slice: --engine-plan %q: want natural, streamed or both", o.EnginePlan)
 		}
 	}
 	if o.CPUProfile != "" {
@@ -146,7 +146,7 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 	}
 	rep, err := bench.BenchSlice(ctx, eo)
 	if err != nil {
-		return fmt.Errorf("app: bench slice: %w", err)
+		return fmt.Errorf("bench slice: %w", err)
 	}
 	if o.JSON {
 		enc := json.NewEncoder(out)

@@ -69,7 +69,7 @@ func Main(ctx context.Context, commands []Command, args []string, stdout, stderr
 		case errors.Is(err, errUsage):
 			return 2
 		}
-		fmt.Fprintf(stderr, "deltafin: %v\n", err)
+		fmt.Fprintf(stderr, "deltafin: %s\n", app.UserText(err))
 		return 1
 	}
 	fmt.Fprintf(stderr, "deltafin: unknown command %q\n\n", name)

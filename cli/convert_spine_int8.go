@@ -27,7 +27,7 @@ func ConvertSpineInt8(ctx context.Context, c *Call) error {
 // where --spine int8 reads it. A rerun resumes an interrupted conversion.
 func convertSpineInt8(ctx context.Context, cfg app.Config, model, out string, log io.Writer) error {
 	if model == "" {
-		return fmt.Errorf("app: convert-spine-int8 needs --model DIR")
+		return fmt.Errorf("convert-spine-int8 needs --model DIR")
 	}
 	if out == "" {
 		out = engine.SpineInt8Dir(model)

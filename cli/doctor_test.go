@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/deltafin/deltafin/app"
@@ -63,6 +64,8 @@ func TestDoctorNamesModelDesktopAndLog(t *testing.T) {
 	r := diagnose(t.Context(), cfg)
 	require.Contains(t, r.Model, "not installed")
 	require.Contains(t, r.MenuBar, "DBUS_SESSION_BUS_ADDRESS is unset")
+	require.True(t, strings.HasSuffix(r.MenuBar, "(use `deltafin serve` on a headless machine)"), "the whole advice, not an ellipsis: %s", r.MenuBar)
+	require.NotContains(t, r.MenuBar, "app:")
 	require.Equal(t, filepath.Join(cfg.DataDir, "logs", "deltafin.log"), r.LogFile)
 	require.Contains(t, r.Version, "deltafin "+app.Version)
 	entries, err := os.ReadDir(cfg.DataDir)

@@ -66,7 +66,7 @@ func runCmd(ctx context.Context, c *Call, demo func() (iofs.FS, error)) error {
 func ParseIDs(s string) ([]int, error) {
 	ids, bad, ok := parseInts(s, 0)
 	if !ok {
-		return nil, fmt.Errorf("app: --ids: %q is not a token id (want comma-separated non-negative integers)", bad)
+		return nil, fmt.Errorf("--ids: %q is not a token id (want comma-separated non-negative integers)", bad)
 	}
 	return ids, nil
 }
@@ -150,7 +150,7 @@ func runPromptOr(ctx context.Context, cfg app.Config, demo func() (iofs.FS, erro
 	m, err := app.OpenModel(ctx, cfg, ref)
 	if err != nil {
 		if rc.Prompt != "" && errors.Is(err, tokenizer.ErrMissing) {
-			return fmt.Errorf("app: --prompt needs the model's tokenizer: %w", err)
+			return fmt.Errorf("--prompt needs the model's tokenizer: %w", err)
 		}
 		return err
 	}
@@ -268,7 +268,7 @@ func runPromptOr(ctx context.Context, cfg app.Config, demo func() (iofs.FS, erro
 		}
 	}
 	if interrupted {
-		return fmt.Errorf("app: interrupted after %d tokens: %w", res.Tokens, ctx.Err())
+		return fmt.Errorf("interrupted after %d tokens: %w", res.Tokens, ctx.Err())
 	}
 	return nil
 }
@@ -288,7 +288,7 @@ type logitsFile struct {
 func createLogitsFile(path string) (*logitsFile, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return nil, fmt.Errorf("app: --logits-out: %w", err)
+		return nil, fmt.Errorf("--logits-out: %w", err)
 	}
 	return &logitsFile{path: path, f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
 }
@@ -316,7 +316,7 @@ func (l *logitsFile) commit() (int, error) {
 	}
 	if err != nil {
 		os.Remove(l.f.Name())
-		return 0, fmt.Errorf("app: --logits-out %s: %w", l.path, err)
+		return 0, fmt.Errorf("--logits-out %s: %w", l.path, err)
 	}
 	l.f = nil
 	return l.rows, nil

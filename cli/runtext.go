@@ -119,7 +119,7 @@ func (p *textPrinter) write(s string, reasoning bool) {
 func (p *textPrinter) put(s string) {
 	if p.err == nil {
 		if _, err := io.WriteString(p.w, s); err != nil {
-			p.err = fmt.Errorf("app: writing output: %w", err)
+			p.err = fmt.Errorf("writing output: %w", err)
 		}
 	}
 }

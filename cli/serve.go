@@ -69,7 +69,7 @@ func serve(ctx context.Context, cfg app.Config, demo func() (fs.FS, error), log 
 	defer func() { err = errors.Join(err, lock.Close()) }()
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(sc.Host, strconv.Itoa(sc.Port)))
 	if err != nil {
-		return fmt.Errorf("app: listen on %s:%d (use --port to pick another): %w", sc.Host, sc.Port, err)
+		return fmt.Errorf("listen on %s:%d (use --port to pick another): %w", sc.Host, sc.Port, err)
 	}
 	defer ln.Close()
 	ref := app.ModelRef{Dir: sc.ModelDir, NeedTokenizer: true}

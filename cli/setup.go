@@ -302,7 +302,7 @@ func fetchMissing(ctx context.Context, cfg app.Config, opts FetchOptions, out io
 		}
 		work = p.ExpertWork(set)
 		if len(work) == 0 {
-			return fmt.Errorf("app: --layers %s selects no MoE layer of %s", layers, cfg.Repo)
+			return fmt.Errorf("--layers %s selects no MoE layer of %s", layers, cfg.Repo)
 		}
 		what = fmt.Sprintf("the experts of layers %s (%d experts)", layers, len(work))
 	}
@@ -338,7 +338,7 @@ func fetchMissing(ctx context.Context, cfg app.Config, opts FetchOptions, out io
 // interrupted explains a Ctrl-C: nothing is lost, running again continues.
 func interrupted(cmd string, err error) error {
 	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("app: %s interrupted; everything downloaded is kept but the last few MiB of each transfer in flight: run deltafin %s again to continue (%w)", cmd, cmd, err)
+		return fmt.Errorf("%s interrupted; everything downloaded is kept but the last few MiB of each transfer in flight: run deltafin %s again to continue (%w)", cmd, cmd, err)
 	}
 	return err
 }
@@ -373,14 +373,14 @@ func warmExperts(ctx context.Context, cfg app.Config, opts WarmOptions, out io.W
 		}
 	}
 	if len(traces) == 0 && heat == "" {
-		return fmt.Errorf("app: warm has nothing to rank: pass --trace FILE (written by deltafin run --trace) or keep traces as %s", filepath.Join(cfg.DataDir, "router_trace*.jsonl"))
+		return fmt.Errorf("warm has nothing to rank: pass --trace FILE (written by deltafin run --trace) or keep traces as %s", filepath.Join(cfg.DataDir, "router_trace*.jsonl"))
 	}
 	counts := map[checkpoint.ExpertID]float64{}
 	routes := 0
 	for _, name := range traces {
 		f, err := os.Open(name)
 		if err != nil {
-			return fmt.Errorf("app: trace: %w", err)
+			return fmt.Errorf("trace: %w", err)
 		}
 		n, err := downloader.ReadTrace(f, name, counts)
 		f.Close()
@@ -392,7 +392,7 @@ func warmExperts(ctx context.Context, cfg app.Config, opts WarmOptions, out io.W
 	if heat != "" {
 		f, err := os.Open(heat)
 		if err != nil {
-			return fmt.Errorf("app: heat histogram: %w", err)
+			return fmt.Errorf("heat histogram: %w", err)
 		}
 		err = downloader.ReadHeat(f, heat, counts)
 		f.Close()
