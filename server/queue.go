@@ -28,8 +28,10 @@ type queue struct {
 	maxQueue int
 	now      func() time.Time
 	// prefillRate and decodeRate are tokens per second measured on
-	// finished generations (smoothed); 0 = not measured yet.
+	// finished generations (prefill and decode, below); 0 = not measured
+	// yet.
 	prefillRate, decodeRate float64
+	prefill, decode         rateSample
 	// generated counts every token generated since start; recent holds
 	// the last finished generations' figures, oldest first.
 	generated int64
@@ -177,24 +179,44 @@ func (t *ticket) measure(res engine.Result) {
 	q := t.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	smooth := func(rate *float64, n int, d time.Duration) {
-		if n < 1 || d <= 0 {
-			return
-		}
-		r := float64(n) / d.Seconds()
-		if *rate == 0 {
-			*rate = r
-		} else {
-			*rate = (*rate + r) / 2
-		}
-	}
-	smooth(&q.prefillRate, res.PromptTokens, res.Prefill)
-	smooth(&q.decodeRate, res.Tokens, res.Decode)
+	q.prefillRate = q.prefill.add(res.PromptTokens, res.Prefill)
+	// The first token comes from the prefill's logits: decode ran one
+	// pass per token after it. (A max_tokens 1 request decoded nothing in
+	// microseconds, and counting its token made the rate 58,295 tok/s.)
+	q.decodeRate = q.decode.add(res.Tokens-1, res.Decode)
 	if len(q.recent) == recentKept {
 		q.recent = q.recent[1:]
 	}
 	q.recent = append(q.recent, Generation{ID: t.st.ID, PromptTokens: res.PromptTokens, Tokens: res.Tokens,
 		PrefillSeconds: res.Prefill.Seconds(), DecodeSeconds: res.Decode.Seconds()})
+}
+
+// rateSample measures a rate over many tokens: the tokens and seconds of
+// recent generations added up (halved past rateWindow tokens, so old runs
+// fade), not an average of per-request rates a short request dominates.
+type rateSample struct{ tokens, seconds float64 }
+
+const (
+	// minRateTokens is the fewest tokens a rate is measured over: below
+	// it the rate (and every ETA from it) stays unknown.
+	minRateTokens = 8
+	rateWindow    = 4096
+)
+
+// add folds n tokens in d into the sample and returns the rate, 0 while
+// fewer than minRateTokens have been measured.
+func (r *rateSample) add(n int, d time.Duration) float64 {
+	if n > 0 && d > 0 {
+		r.tokens += float64(n)
+		r.seconds += d.Seconds()
+		for r.tokens > rateWindow {
+			r.tokens, r.seconds = r.tokens/2, r.seconds/2
+		}
+	}
+	if r.tokens < minRateTokens || r.seconds <= 0 {
+		return 0
+	}
+	return r.tokens / r.seconds
 }
 
 // release gives the turn to the first in line, or leaves the line. It is

@@ -121,7 +121,7 @@ func TestQueueProgress(t *testing.T) {
 	q.now = func() time.Time { return now }
 	a := enter(t, q, "a")
 	require.Nil(t, q.status().Running.ETASeconds, "no ETA before a measurement")
-	a.measure(engine.Result{PromptTokens: 100, Prefill: time.Second, Tokens: 10, Decode: 5 * time.Second})
+	a.measure(engine.Result{PromptTokens: 100, Prefill: time.Second, Tokens: 11, Decode: 5 * time.Second})
 	a.release()
 
 	b := enter(t, q, "b") // 10 prompt tokens, at most 20 new
@@ -144,7 +144,30 @@ func TestQueueProgress(t *testing.T) {
 	// The counts the web page draws: every token generated, and the
 	// finished generations' figures.
 	require.Equal(t, int64(1), qs.Generated)
-	require.Equal(t, []Generation{{ID: "a", PromptTokens: 100, Tokens: 10, PrefillSeconds: 1, DecodeSeconds: 5}}, qs.Recent)
+	require.Equal(t, []Generation{{ID: "a", PromptTokens: 100, Tokens: 11, PrefillSeconds: 1, DecodeSeconds: 5}}, qs.Recent)
 	b.release()
 	c.release()
+}
+
+// TestQueueRateIsMeasuredOverRealLengths: a max_tokens 1 request (its one
+// token from the prefill, microseconds of "decode") measures nothing: no
+// rate and no ETA until generations of real length were timed, and a short
+// one afterwards barely moves the rate.
+func TestQueueRateIsMeasuredOverRealLengths(t *testing.T) {
+	t.Parallel()
+	q := newQueue(2)
+	a := enter(t, q, "a")
+	a.measure(engine.Result{PromptTokens: 5, Prefill: 50 * time.Millisecond, Tokens: 1, Decode: 17 * time.Microsecond})
+	qs := q.status()
+	require.Zero(t, qs.DecodeRate, "one token decoded nothing")
+	require.Nil(t, qs.Running.ETASeconds, "no ETA until measured")
+	a.measure(engine.Result{PromptTokens: 5, Prefill: 50 * time.Millisecond, Tokens: 5, Decode: 2 * time.Second})
+	require.Zero(t, q.status().DecodeRate, "4 decoded tokens are too few to measure")
+	a.measure(engine.Result{PromptTokens: 5, Prefill: 50 * time.Millisecond, Tokens: 17, Decode: 8 * time.Second})
+	qs = q.status()
+	require.InDelta(t, 20.0/10, qs.DecodeRate, 1e-9, "20 tokens in 10 s")
+	require.NotNil(t, qs.Running.ETASeconds)
+	a.measure(engine.Result{PromptTokens: 5, Prefill: 50 * time.Millisecond, Tokens: 1, Decode: 17 * time.Microsecond})
+	require.InDelta(t, 2, q.status().DecodeRate, 1e-9, "a one-token request moves nothing")
+	a.release()
 }
