@@ -113,6 +113,7 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 	if err != nil {
 		return s.busy()
 	}
+	t.name(chatTitle(g))
 	defer t.release()
 	ctx := c.Request().Context()
 	if g.stream {

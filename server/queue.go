@@ -67,6 +67,9 @@ type ticket struct {
 type JobStatus struct {
 	ID    string `json:"id"`
 	Kind  string `json:"kind"`  // "chat.completion" | "text_completion" | "response"
+	// Title is the request's first words (its last user message), what
+	// the menu and the page call the job.
+	Title string `json:"title,omitempty"`
 	State string `json:"state"` // "queued" | "prefilling" | "generating"
 	// PromptTokens are the prompt tokens the engine runs (a continued
 	// conversation runs only its new ones); PromptDone of them are done,

@@ -141,6 +141,7 @@ func (s *Server) createResponse(c echo.Context) error {
 	if err != nil {
 		return s.busy()
 	}
+	t.name(inputTitle(rec.Input))
 	if stored {
 		req, err := json.Marshal(rec)
 		if err == nil {

@@ -242,7 +242,7 @@ func (s *Server) Resume() error {
 			continue
 		}
 		j := newRespJob(pj.ID, &rec, s.baseResponse(pj.ID, &rec), true, toks)
-		t := s.queue.admit(pj.ID, "response", len(rec.Prompt)+len(toks), rec.MaxNew)
+		t := s.queue.admit(pj.ID, "response", len(rec.Prompt)+len(toks), rec.MaxNew).name(inputTitle(rec.Input))
 		s.log.Info("resuming response", "id", pj.ID, "tokens_so_far", len(toks))
 		s.startJob(s.life, j, t)
 	}

@@ -223,15 +223,22 @@ func (w *Web) queue(c echo.Context) error {
 			}
 		}
 	}
+	// A job in a conversation is named by the conversation's title; one
+	// from the API by the request's first words (JobStatus.Title, kept as
+	// server_title when the conversation's title overrides it).
 	type job struct {
 		server.JobStatus
+		ServerTitle  string `json:"server_title,omitempty"`
 		Conversation string `json:"conversation_id,omitempty"`
 		Title        string `json:"title,omitempty"`
 	}
 	var jobs []job
 	add := func(st server.JobStatus) {
 		id, t, _ := strings.Cut(titles[st.ID], "\x00")
-		jobs = append(jobs, job{st, id, t})
+		if t == "" {
+			t = st.Title
+		}
+		jobs = append(jobs, job{st, st.Title, id, t})
 	}
 	if qs.Running != nil {
 		add(*qs.Running)

@@ -118,3 +118,26 @@ func TestStop(t *testing.T) {
 	status, _, _ := answerText(t, s.base, rid)
 	require.Equal(t, "cancelled", status)
 }
+
+// TestJobsListNamesAndPlacesAPIJobs: answers started over the API are
+// listed by their first words, not their resp_… ids; one waiting behind
+// another says "waiting, 1 ahead"; and no ETA shows before a rate has been
+// measured.
+func TestJobsListNamesAndPlacesAPIJobs(t *testing.T) {
+	t.Parallel()
+	s := serve(t, "")
+	for _, input := range []string{"Count the stars over the harbour tonight please", "Name three rivers"} {
+		code, body := call(t, http.MethodPost, s.base+"/v1/responses", `{"model":"deltafin-demo","input":`+strconv.Quote(input)+`,"background":true,"max_output_tokens":8}`, "Content-Type", "application/json")
+		require.Equal(t, http.StatusOK, code, body)
+	}
+	ctx := tab(t)
+	do(t, ctx, chromedp.Navigate(s.base+"/"))
+	until(t, ctx, "both jobs listed", `document.querySelectorAll("#jobs .job").length === 2`)
+	until(t, ctx, "the first by its words", `document.querySelector("#jobs .job").textContent.includes("Count the stars over the harbour tonight please")`)
+	until(t, ctx, "the second waiting behind it", `document.querySelectorAll("#jobs .job")[1].textContent.includes("Name three rivers") && document.querySelectorAll("#jobs .job")[1].textContent.includes("waiting, 1 ahead")`)
+	text := eval[string](t, ctx, `document.querySelector("#jobs").textContent`)
+	require.NotContains(t, text, "resp_")
+	require.NotContains(t, text, "left", "no ETA before a rate is measured")
+	shot(t, ctx, "jobs-waiting")
+	s.gate.open()
+}

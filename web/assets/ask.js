@@ -215,14 +215,23 @@
       ul.replaceChildren(el("li", { class: "dim", text: "none" }));
       return;
     }
-    ul.replaceChildren(...q.jobs.map((j) => {
-      const rate = j.state === "generating" && q.decode_tokens_per_second ? q.decode_tokens_per_second.toFixed(2) + " tok/s" : "rate not measured yet";
-      const name = j.title ? el("a", { href: "#" + j.conversation_id, text: j.title }) : el("span", { text: j.id });
+    // The jobs come running first, then the line in order: a queued one
+    // has every job before it ahead. No rate and no ETA until the server
+    // has measured one over real generations.
+    ul.replaceChildren(...q.jobs.map((j, i) => {
+      const words = j.title || j.server_title || (j.kind === "response" ? "an API response" : "an API request");
+      const name = j.conversation_id ? el("a", { href: "#" + j.conversation_id, text: words }) : el("span", { text: words });
+      let state;
+      if (j.state === "queued") state = "waiting, " + i + " ahead";
+      else if (j.state === "prefilling") state = "reading the prompt " + j.prompt_done + "/" + j.prompt_tokens;
+      else state = j.tokens + " tokens";
+      const parts = [];
+      if (j.state === "generating" && q.decode_tokens_per_second) parts.push(q.decode_tokens_per_second.toFixed(2) + " tok/s");
+      if (j.eta_seconds != null) parts.push("at most " + duration(j.eta_seconds) + " left");
       return el("li", { class: "job", "data-id": j.id },
         name, el("br"),
-        el("span", { class: "state", text: j.state }),
-        el("span", { text: " · prompt " + j.prompt_done + "/" + j.prompt_tokens + " · " + j.tokens + " tokens · " + rate +
-          " · ETA " + duration(j.eta_seconds) }));
+        el("span", { class: "state", text: state }),
+        el("span", { text: parts.length ? " · " + parts.join(" · ") : "" }));
     }));
   }
 
