@@ -22,6 +22,7 @@ type Answering struct {
 	PromptDone, PromptTokens int // the running job's prompt, read so far
 	Tokens                   int // the running job's generated tokens
 	ETA                      time.Duration
+	Title                    string // the running job's first words
 }
 
 // answeringPoll is how often the menu reads the queue.
@@ -53,7 +54,7 @@ func answeringOf(q server.QueueStatus) Answering {
 	ans := Answering{Queued: len(q.Queued)}
 	if r := q.Running; r != nil {
 		ans.Running = true
-		ans.PromptDone, ans.PromptTokens, ans.Tokens = r.PromptDone, r.PromptTokens, r.Tokens
+		ans.PromptDone, ans.PromptTokens, ans.Tokens, ans.Title = r.PromptDone, r.PromptTokens, r.Tokens, r.Title
 		if r.ETASeconds != nil {
 			ans.ETA = time.Duration(*r.ETASeconds * float64(time.Second))
 		}
@@ -61,15 +62,16 @@ func answeringOf(q server.QueueStatus) Answering {
 	return ans
 }
 
-// line is the status text: "Answering… 1 queued · reading the prompt 40%".
+// line is the status text: "Answering “Why is the sky blue?” · reading
+// the prompt 40% · 1 waiting, 1 ahead".
 func (a Answering) line() string {
 	if !a.Running && a.Queued == 0 {
 		return ""
 	}
 	var b strings.Builder
 	b.WriteString("Answering…")
-	if a.Queued > 0 {
-		fmt.Fprintf(&b, " %d queued", a.Queued)
+	if a.Title != "" {
+		fmt.Fprintf(&b, " “%s”", a.Title)
 	}
 	switch {
 	case a.Tokens > 0:
@@ -79,6 +81,13 @@ func (a Answering) line() string {
 	}
 	if a.ETA > 0 {
 		fmt.Fprintf(&b, " · at most %s left", formatETA(a.ETA))
+	}
+	// Each waiting answer has the running one and those before it ahead.
+	switch {
+	case a.Queued == 1:
+		b.WriteString(" · 1 waiting, 1 ahead")
+	case a.Queued > 1:
+		fmt.Fprintf(&b, " · %d waiting, the last %d ahead", a.Queued, a.Queued)
 	}
 	return b.String()
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // TestBackgroundAnswerAcrossQuit: two background responses on the demo
-// server show as "Answering… 1 queued" in the menu (the first runs until
+// server show as "Answering… “Tell me everything.” … 1 waiting, 1 ahead" in
+// the menu, the running one by its first words (the first runs until
 // cancelled); the app quits while they run and asks nothing; the next
 // launch resumes both, and once the first is cancelled the second's end
 // sends the long-answer notification with its first words.
@@ -44,7 +45,10 @@ func TestBackgroundAnswerAcrossQuit(t *testing.T) {
 		ids = append(ids, r.ID)
 	}
 	st = waitFor(t, a, "answering", func(s State) bool { return s.Answering.Running && s.Answering.Queued == 1 })
-	require.Contains(t, BuildMenu(st).Items[ItemStatus].Label, "Answering… 1 queued")
+	label := BuildMenu(st).Items[ItemStatus].Label
+	require.Contains(t, label, "Answering… “Tell me everything.”")
+	require.Contains(t, label, "1 waiting, 1 ahead")
+	require.NotContains(t, label, "resp_")
 	require.Equal(t, "answering…", BuildMenu(st).Title)
 	require.NoError(t, a.Close(context.Background()), "quitting while a job runs")
 

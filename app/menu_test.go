@@ -37,11 +37,15 @@ func TestBuildMenu(t *testing.T) {
 		{name: "answering with one queued", st: with(func(s *State) {
 			s.Install, s.ServerAddr = InstallState{Mode: InstallFull}, "http://127.0.0.1:8000"
 			s.Answering = Answering{Running: true, Queued: 1, PromptDone: 40, PromptTokens: 100, ETA: 3 * time.Minute}
-		}), status: "Full install · serving http://127.0.0.1:8000 · Answering… 1 queued · reading the prompt 40% · at most 3 min left", title: "answering…"},
+		}), status: "Full install · serving http://127.0.0.1:8000 · Answering… · reading the prompt 40% · at most 3 min left · 1 waiting, 1 ahead", title: "answering…"},
 		{name: "answering, decoding", st: with(func(s *State) {
 			s.Install = InstallState{Mode: InstallFull}
 			s.Answering = Answering{Running: true, PromptDone: 100, PromptTokens: 100, Tokens: 12}
 		}), status: "Full install · Answering… · 12 tokens", title: "answering…"},
+		{name: "answering by its first words, three waiting", st: with(func(s *State) {
+			s.Install = InstallState{Mode: InstallFull}
+			s.Answering = Answering{Running: true, Queued: 3, Tokens: 5, Title: "Why is the sky blue?"}
+		}), status: "Full install · Answering… “Why is the sky blue?” · 5 tokens · 3 waiting, the last 3 ahead", title: "answering…"},
 		{name: "waiting for the hub", st: with(func(s *State) {
 			s.Downloading, s.Pending = true, ModeStream
 			s.Download = Progress{Done: 41, Total: 100, ETA: 3 * time.Hour, Waiting: downloader.WaitMessage(30*time.Second, true)}
