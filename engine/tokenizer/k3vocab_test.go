@@ -124,3 +124,13 @@ func requireSameIDs(t *testing.T, want, got []int, msg string, args ...any) {
 		t.Fatalf("%s: want %d ids, got %d (equal up to %d)", fmt.Sprintf(msg, args...), len(want), len(got), n)
 	}
 }
+
+// BenchmarkLoadK3 loads K3's real 163,584-rank vocabulary from disk, as a
+// server start does.
+func BenchmarkLoadK3(b *testing.B) {
+	for b.Loop() {
+		if _, err := Load(k3Dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
