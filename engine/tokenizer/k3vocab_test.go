@@ -83,6 +83,8 @@ func TestK3VocabFile(t *testing.T) {
 
 	require.Equal(t, fx.Gold, tok.Encode("The capital of France is"), "the spec's gold ids")
 	require.Equal(t, []int{1008, 10484, 318, 15383, 387}, fx.Gold)
+	// The prompt of the spec's second oracle (K3-ARCHITECTURE §7.3).
+	require.Equal(t, []int{1008, 10604, 19645, 306, 1088, 17860, 2403, 387}, tok.Encode("The largest planet in our solar system is"))
 }
 
 // Every case of the real tiktoken core, with specials as text and as ids.
