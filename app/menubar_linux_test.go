@@ -208,7 +208,7 @@ func TestDownloadFailureNeedsTheUser(t *testing.T) {
 	a := startApp(t, cfg, deps)
 	a.Click(ItemDownloadStream) // the disk check refuses before anything is asked
 	n := desk.waitNotification(t, "Download failed")
-	require.Regexp(t, `^downloader: .*free [0-9.]+ [kMGTPE]B more for stream mode`, n.Body)
+	require.Regexp(t, `^not enough free disk: free [0-9.]+ [kMGTPE]B more for stream mode`, n.Body)
 	st := waitFor(t, a, "problem shown", func(s State) bool { return s.Problem != "" })
 	require.Equal(t, "Download failed: "+n.Body, a.Menu().Item(ItemStatus).Label)
 	require.Zero(t, st.Pending, "a download refused by the disk check never started")
