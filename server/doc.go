@@ -25,7 +25,9 @@
 //     stored, followed by any number of clients, resumed at start);
 //     responses.go: its endpoints.
 //   - queue.go: one generation at a time for every endpoint, a bounded
-//     FIFO line with progress and ETAs; engine.go: the small interface
+//     FIFO line with progress and ETAs (rates measured over real
+//     lengths); jobtitle.go: a job's name, its request's first words;
+//     engine.go: the small interface
 //     over the engine the server depends on; reuse.go: the last
 //     conversation's session, continued when a prompt extends it;
 //     memo.go: the exact response memo; sse.go: events plus heartbeat
