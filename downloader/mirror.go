@@ -62,6 +62,15 @@ type Options struct {
 	// carrying ErrDiskFull) and continue after Resume, as the menu-bar app
 	// wants; otherwise Fetch returns ErrDiskFull, as the CLI wants.
 	WaitOnDiskFull bool
+	// AllowUnverified lets the engine's reads (a Source's Ensure and
+	// ReadAt) use bytes that cannot be verified (state.go); without it
+	// they fail with ErrUnverified after the bytes are fetched.
+	AllowUnverified bool
+	// Disagreement receives a verifier disagreement: a window fetched
+	// again came back byte-identical and still did not give the file's Xet
+	// hash, so the check itself may be what is wrong. The bytes stay
+	// present, not verified, and the transfer goes on; the caller logs it.
+	Disagreement func(Disagreement)
 }
 
 func (o *Options) defaults() {
