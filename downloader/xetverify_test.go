@@ -3,8 +3,8 @@ package downloader
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/binary"
+	"encoding/hex"
 	"net/http"
 	"os"
 	"path/filepath"
