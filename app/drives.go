@@ -111,6 +111,11 @@ func (m *Model) Close() error {
 			err = derr
 		}
 	}
+	if m.folderMirror != nil {
+		if derr := m.folderMirror.Close(); err == nil {
+			err = derr
+		}
+	}
 	return err
 }
 
