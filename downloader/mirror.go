@@ -47,7 +47,8 @@ type Options struct {
 	Clock  Clock
 	Jitter func() float64
 	// StallTimeout aborts (and retries) a request that delivers no byte for
-	// this long [60s].
+	// this long [15s]: a transfer that stalls is noticed in seconds, and a
+	// slow one (any byte in 15 s) is never cut.
 	StallTimeout time.Duration
 	// Progress receives the transfer's progress events, one at a time.
 	Progress func(Event)
@@ -102,9 +103,12 @@ func (o *Options) defaults() {
 		o.BackoffMax = 30 * time.Second
 	}
 	if o.StallTimeout <= 0 {
-		o.StallTimeout = 60 * time.Second
+		o.StallTimeout = DefaultStallTimeout
 	}
 }
+
+// DefaultStallTimeout is Options.StallTimeout's default.
+const DefaultStallTimeout = 15 * time.Second
 
 // metaDir holds the mirror's own state, next to the repository's files.
 const metaDir = ".deltafin"
