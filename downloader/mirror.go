@@ -31,6 +31,11 @@ type Options struct {
 	// fetched is fsynced and marked present every CommitEvery bytes, so a
 	// kill, a crash or a full disk loses less than that per stream.
 	CommitEvery int64
+	// CommitInterval is the same unit in time [2s]: a range being fetched
+	// is also made durable once this long has passed since it last was,
+	// so that on a slow link (300 kB/s takes 28 s for 8 MiB) a kill loses
+	// seconds of transfer, not CommitEvery bytes. Options.Clock tells it.
+	CommitInterval time.Duration
 	// RetryBudget is how long one range keeps retrying transient failures
 	// (timeouts, 5xx, dropped connections) without progress [2m];
 	// RateLimitBudget is the same while the hub answers 429 [10m]. Any byte
@@ -83,6 +88,9 @@ func (o *Options) defaults() {
 	}
 	if o.CommitEvery <= 0 {
 		o.CommitEvery = 8 << 20
+	}
+	if o.CommitInterval <= 0 {
+		o.CommitInterval = 2 * time.Second
 	}
 	if o.RetryBudget <= 0 {
 		o.RetryBudget = 2 * time.Minute
@@ -633,9 +641,13 @@ func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (
 		}
 	}()
 	buf := make([]byte, min(1<<20, end-off, m.opts.CommitEvery))
+	clock := m.opts.Clock
+	lastCommit := clock.Now()
 	for off+written < end {
 		// Fill the buffer read by read: any byte that arrives proves the
-		// request alive and re-arms the watchdog; writes stay large.
+		// request alive and re-arms the watchdog; writes stay large, but
+		// a slow link that is due a commit (CommitInterval) writes what
+		// it has.
 		want := int(min(int64(len(buf)), end-off-written))
 		k := 0
 		var rerr error
@@ -645,6 +657,9 @@ func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (
 			if n > 0 {
 				k += n
 				watchdog.Reset(m.opts.StallTimeout)
+				if clock.Now().Sub(lastCommit) >= m.opts.CommitInterval {
+					break
+				}
 			}
 		}
 		if k > 0 {
@@ -655,11 +670,11 @@ func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (
 				return written, diskError(werr, fs.path)
 			}
 		}
-		if off+written-committed >= m.opts.CommitEvery {
+		if due := off + written - committed; due >= m.opts.CommitEvery || (due > 0 && clock.Now().Sub(lastCommit) >= m.opts.CommitInterval) {
 			if err := m.commit(fs, Range{committed, off + written}); err != nil {
 				return written, err
 			}
-			committed = off + written
+			committed, lastCommit = off+written, clock.Now()
 		}
 		if rerr != nil && (rerr != io.EOF || off+written < end) {
 			if !watchdog.Stop() && ctx.Err() == nil {
