@@ -338,6 +338,9 @@ func (m *Mirror) file(name string) (*fileState, error) {
 	// The map may only describe bytes of a file that still has its size.
 	if st, err := os.Stat(fs.path); err != nil || st.Size() != e.Size {
 		p = presence{Version: presenceVersion, Size: e.Size}
+	} else if p.Verified != "" && p.VerifiedMtime != 0 && st.ModTime().UnixNano() != p.VerifiedMtime {
+		// Changed on disk since it was verified: hash it again.
+		p.Verified, p.VerifiedMtime = "", 0
 	}
 	fs.pres = p
 	m.files[name] = fs
