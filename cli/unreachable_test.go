@@ -37,7 +37,7 @@ func TestDryRunOfAHubThatCannotBeReached(t *testing.T) {
 			require.ErrorIs(t, err, app.ErrUnreachable)
 			require.ErrorContains(t, err, "set HF_ENDPOINT or check the network")
 			require.NotContains(t, err.Error(), "giving up after", "not retried")
-			t.Logf("%s: the hint after %v", endpoint, took.Round(time.Millisecond))
+			t.Logf("%s: the hint after %v: %v", endpoint, took.Round(time.Millisecond), err)
 		})
 	}
 }

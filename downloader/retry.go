@@ -92,7 +92,7 @@ func (r *retrier) wait(ctx context.Context, err error) error {
 	}
 	r.attempts++
 	if unreachable(err) && !r.m.hub.answered.Load() {
-		return fmt.Errorf("%w: %s: %s: %w", ErrUnreachable, r.what, r.m.unreachableHint(), err)
+		return permanent(fmt.Errorf("%w: %s: %w", ErrUnreachable, r.what, err)) // the app adds the HF_ENDPOINT hint
 	}
 	var busy *hubBusyError
 	isBusy := errors.As(err, &busy)

@@ -33,7 +33,6 @@ func TestUnreachableHubIsNotRetriedUntilItAnswered(t *testing.T) {
 		rt := retrier{m: m, what: "tree listing"}
 		err := rt.wait(t.Context(), cause)
 		require.ErrorIs(t, err, ErrUnreachable)
-		require.ErrorContains(t, err, "set HF_ENDPOINT or check the network")
 	}
 	require.Empty(t, clk.slept(), "no retry")
 	require.Empty(t, msgs)
