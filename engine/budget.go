@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"strings"
+
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // gib is 2^30 bytes.
@@ -113,7 +115,7 @@ func PlanBudget(in BudgetInput) (BudgetPlan, error) {
 	left -= p.RingBytes
 	p.StreamedSpineBytes = spine - p.PinnedBytes
 	if in.SpanBytes > 0 {
-		slot := alignUp(in.SpanBytes) + ioAlign // a store buffer
+		slot := directio.AlignUp(in.SpanBytes) + directio.Align // a store buffer
 		p.CacheExperts = int(left / slot)
 		if total := in.MoELayers * in.ExpertsPerLayer; p.CacheExperts > total {
 			p.CacheExperts = total

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 func TestSystemReserve(t *testing.T) {
@@ -35,7 +36,7 @@ func TestPlanBudget(t *testing.T) {
 		GlobalBytes: 1 * gib, LayerBytes: layers, WorkingBytes: gib / 2,
 		SpanBytes: ckpt.ExpertSpanBytes, MoELayers: 3, ExpertsPerLayer: 896, TopK: 16,
 	}
-	slot := alignUp(ckpt.ExpertSpanBytes) + ioAlign
+	slot := directio.AlignUp(ckpt.ExpertSpanBytes) + directio.Align
 	for _, tc := range []struct {
 		name       string
 		total      int64

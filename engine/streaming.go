@@ -8,6 +8,7 @@ import (
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/checkpoint/safetensors"
+	"github.com/deltafin/deltafin/internal/directio"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -37,7 +38,7 @@ type StreamOptions struct {
 	// HeatHalfLife is the tokens between halvings of the heat histogram
 	// (0: DefaultHeatHalfLife; negative: cumulative counts).
 	HeatHalfLife int
-	mode         ioMode // ioDirect; tests read buffered too
+	mode         directio.Mode // directio.Direct; tests read buffered too
 }
 
 // spineTensors groups the spine's tensors (every tensor but the routed
@@ -117,7 +118,7 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 	if c.ExpertsMXFP4 && c.Experts > 0 {
 		span = ckpt.ExpertSpanSize(c.MoEIntermediate, c.ExpertDim())
 	}
-	working := int64(2*maxTopK+32) * (alignUp(span) + ioAlign)
+	working := int64(2*maxTopK+32) * (directio.AlignUp(span) + directio.Align)
 	return PlanBudget(BudgetInput{
 		TotalRAM: o.TotalRAM, AvailableRAM: o.AvailableRAM, OverrideRAM: o.OverrideRAM,
 		GlobalBytes: globals, LayerBytes: layers, WorkingBytes: working,
