@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/drives"
 	"github.com/deltafin/deltafin/engine"
 )
@@ -74,24 +75,28 @@ func RemoveExpertDrive(cfg Config, path string) (DriveEntry, error) {
 }
 
 // openDrives opens the added drives for the model in dir, skipping (with a
-// warning) those that cannot be opened now: a drive that is not plugged
-// in only costs its bandwidth.
-func openDrives(ctx context.Context, cfg Config, dir string, open engine.OpenSource) ([]*drives.Drive, error) {
+// warning to log) those that cannot be opened now: a drive that is not
+// plugged in only costs its bandwidth. A model without MXFP4 routed experts
+// streams nothing to spread, and uses none; any other failure to list the
+// model's experts is the open's error, not a reason to ignore the drives.
+func openDrives(ctx context.Context, cfg Config, dir string, open engine.OpenSource, log *slog.Logger) ([]*drives.Drive, error) {
 	entries, err := ExpertDrives(cfg)
 	if err != nil || len(entries) == 0 {
 		return nil, err
 	}
 	spans, err := engine.ExpertSpans(ctx, dir, open)
-	if err != nil {
-		// A model without MXFP4 experts streams nothing to spread.
+	switch {
+	case errors.Is(err, ckpt.ErrNoExperts):
 		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("the model's experts, for the expert drives: %w", err)
 	}
 	layout := drives.Layout(spans)
 	var out []*drives.Drive
 	for _, e := range entries {
 		d, err := drives.Open(e.Path, layout)
 		if err != nil {
-			slog.Warn("expert drive skipped", "path", e.Path, "err", err)
+			log.Warn("expert drive skipped", "path", e.Path, "err", err)
 			continue
 		}
 		if d.Info().Experts == 0 {

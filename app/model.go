@@ -30,6 +30,10 @@ type ModelRef struct {
 	// NeedTokenizer refuses a directory without a tokenizer before any
 	// weight is read (the server and --prompt need one; --ids does not).
 	NeedTokenizer bool
+	// Log receives the warnings of opening (a --ram-gb above what is free,
+	// an expert drive skipped): the command's log, so they reach the log
+	// file. Nil: slog.Default().
+	Log *slog.Logger
 }
 
 // Model is an opened model with everything opened for it: the engine's
@@ -61,6 +65,10 @@ type Model struct {
 // shard's header against its file's size, the index and every tensor
 // against the config (engine.Open) before it reads a weight.
 func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
+	log := ref.Log
+	if log == nil {
+		log = slog.Default()
+	}
 	if cfg.RAMGB > 0 {
 		mem, err := sysinfo.ReadMemory()
 		if err != nil {
@@ -71,7 +79,7 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 			return nil, err
 		}
 		if warning != "" {
-			slog.Warn(warning)
+			log.Warn(warning)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(ref.Dir, "config.json")); err != nil {
@@ -97,7 +105,7 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 	if ref.Mirror != nil {
 		eo.OpenSource = MirrorSource(ref.Mirror)
 	}
-	if m.drives, err = openDrives(ctx, cfg, ref.Dir, eo.OpenSource); err != nil {
+	if m.drives, err = openDrives(ctx, cfg, ref.Dir, eo.OpenSource, log); err != nil {
 		return nil, err
 	}
 	for _, d := range m.drives {

@@ -76,7 +76,7 @@ func mxfp4Experts(ctx context.Context, dir string, open OpenSource, what string)
 	}
 	defer ck.close()
 	if !c.ExpertsMXFP4 || c.Experts == 0 || len(ck.experts) == 0 {
-		return nil, nil, fmt.Errorf("%w: %s has no MXFP4 routed experts to %s", ErrConfig, dir, what)
+		return nil, nil, fmt.Errorf("%w: %s has %w to %s", ErrConfig, dir, ckpt.ErrNoExperts, what)
 	}
 	return c, ck.experts, nil
 }

@@ -203,10 +203,11 @@ func (b *streamBatch) release() { b.b.Release() }
 // diagnoseTruncation explains a shard whose header the parser rejected: if
 // the file ends inside a routed expert, the error names that expert and its
 // bytes rather than whichever tensor the parser met first. It returns nil
-// when the file is not cut inside an expert.
-func diagnoseTruncation(name string, src Source) error {
+// when the file is not cut inside an expert. It reads under the open's ctx:
+// a stream install's header may be fetched from the hub.
+func diagnoseTruncation(ctx context.Context, name string, src Source) error {
 	var prefix [8]byte
-	if err := src.ReadAt(context.Background(), prefix[:], 0); err != nil {
+	if err := src.ReadAt(ctx, prefix[:], 0); err != nil {
 		return nil
 	}
 	n, err := safetensors.HeaderLength(prefix[:], src.Size())
@@ -214,7 +215,7 @@ func diagnoseTruncation(name string, src Source) error {
 		return nil
 	}
 	buf := make([]byte, n)
-	if err := src.ReadAt(context.Background(), buf, 8); err != nil {
+	if err := src.ReadAt(ctx, buf, 8); err != nil {
 		return nil
 	}
 	// Trust the offsets as if the file were whole, to see what it cuts.
