@@ -13,9 +13,9 @@ import (
 	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/drives"
 	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/tokenizer"
 	"github.com/deltafin/deltafin/internal/sysinfo"
 	"github.com/deltafin/deltafin/kernels"
+	"github.com/deltafin/deltafin/tokenizer"
 )
 
 // ModelRef names the model OpenModel opens.

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/deltafin/deltafin/chat"
 	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/chat"
 	"github.com/deltafin/deltafin/store"
 	"github.com/labstack/echo/v4"
 )
