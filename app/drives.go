@@ -74,22 +74,16 @@ func RemoveExpertDrive(cfg Config, path string) (DriveEntry, error) {
 	return e, saveState(cfg.DataDir, s)
 }
 
-// openDrives opens the added drives for the model in dir, skipping (with a
-// warning to log) those that cannot be opened now: a drive that is not
-// plugged in only costs its bandwidth. A model without MXFP4 routed experts
-// streams nothing to spread, and uses none; any other failure to list the
-// model's experts is the open's error, not a reason to ignore the drives.
-func openDrives(ctx context.Context, cfg Config, dir string, open engine.OpenSource, log *slog.Logger) ([]*drives.Drive, error) {
+// openDrives opens the added drives for a model whose routed experts are
+// spans (the engine's own index parse: StreamOptions.OpenDrives), skipping
+// (with a warning to log) those that cannot be opened now: a drive that is
+// not plugged in only costs its bandwidth. The engine calls it only for a
+// model that streams MXFP4 experts, so a failure to list them is the
+// open's error and never a reason to ignore the drives.
+func openDrives(cfg Config, spans map[ckpt.ExpertID]ckpt.ExpertSpan, log *slog.Logger) ([]*drives.Drive, error) {
 	entries, err := ExpertDrives(cfg)
 	if err != nil || len(entries) == 0 {
 		return nil, err
-	}
-	spans, err := engine.ExpertSpans(ctx, dir, open)
-	switch {
-	case errors.Is(err, ckpt.ErrNoExperts):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("the model's experts, for the expert drives: %w", err)
 	}
 	layout := drives.Layout(spans)
 	var out []*drives.Drive

@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +11,57 @@ import (
 
 	"github.com/deltafin/deltafin/engine"
 )
+
+// addUnopenableDrive adds an expert drive at a path that is a file, so that
+// opening it fails, and returns the path.
+func addUnopenableDrive(t *testing.T, cfg Config) string {
+	t.Helper()
+	notADir := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(notADir, []byte("x"), 0o644))
+	_, err := AddExpertDrive(cfg, DriveEntry{Path: notADir, Share: 1})
+	require.NoError(t, err)
+	return notADir
+}
+
+// TestOpenModelOpensDrivesFromItsOwnIndex: the added drives are opened from
+// the experts the engine's one index parse found, during the open, and a
+// drive that cannot be opened is skipped with a warning in the log the
+// caller passed (the app's log file), not the process-wide default.
+func TestOpenModelOpensDrivesFromItsOwnIndex(t *testing.T) {
+	cfg := DefaultConfig(func(string) string { return "" })
+	cfg.DataDir = t.TempDir()
+	require.NoError(t, cfg.Validate())
+	path := addUnopenableDrive(t, cfg)
+	var buf bytes.Buffer
+	m, err := OpenModel(t.Context(), cfg, ModelRef{Dir: filepath.Join("..", "testdata", "k3-tiny"), Log: slog.New(slog.NewTextHandler(&buf, nil))})
+	require.NoError(t, err)
+	require.NoError(t, m.Close())
+	require.Contains(t, buf.String(), "expert drive skipped")
+	require.Contains(t, buf.String(), path)
+}
+
+// TestOpenModelReportsAModelItCannotList: with a drive added, a model whose
+// index cannot be read (a shard cut short) fails the open with the shard
+// named; the drives are never opened.
+func TestOpenModelReportsAModelItCannotList(t *testing.T) {
+	cfg := DefaultConfig(func(string) string { return "" })
+	cfg.DataDir = t.TempDir()
+	require.NoError(t, cfg.Validate())
+	addUnopenableDrive(t, cfg)
+	dir := copyModel(t, "k3-tiny")
+	shards, err := filepath.Glob(filepath.Join(dir, "model-*.safetensors"))
+	require.NoError(t, err)
+	require.NotEmpty(t, shards)
+	last := shards[len(shards)-1]
+	st, err := os.Stat(last)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(last, st.Size()/2))
+	var buf bytes.Buffer
+	_, err = OpenModel(t.Context(), cfg, ModelRef{Dir: dir, Log: slog.New(slog.NewTextHandler(&buf, nil))})
+	require.ErrorIs(t, err, engine.ErrCheckpoint)
+	require.ErrorContains(t, err, filepath.Base(last))
+	require.NotContains(t, buf.String(), "expert drive", "no drive is opened for a model that fails its index")
+}
 
 // copyModel copies the testdata model name into a temporary directory.
 func copyModel(t *testing.T, name string) string {
@@ -28,56 +78,3 @@ func copyModel(t *testing.T, name string) string {
 	return dst
 }
 
-// TestOpenDrivesReportsAModelItCannotList: with a drive added, a model
-// whose experts cannot be listed (a shard cut short) is an error of the
-// open, not a model without experts whose drives are silently ignored.
-func TestOpenDrivesReportsAModelItCannotList(t *testing.T) {
-	t.Parallel()
-	cfg := Config{DataDir: t.TempDir()}
-	_, err := AddExpertDrive(cfg, DriveEntry{Path: t.TempDir(), Share: 1})
-	require.NoError(t, err)
-	dir := copyModel(t, "k3-tiny")
-	shards, err := filepath.Glob(filepath.Join(dir, "model-*.safetensors"))
-	require.NoError(t, err)
-	require.NotEmpty(t, shards)
-	last := shards[len(shards)-1]
-	st, err := os.Stat(last)
-	require.NoError(t, err)
-	require.NoError(t, os.Truncate(last, st.Size()/2))
-
-	ds, err := openDrives(t.Context(), cfg, dir, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	require.ErrorIs(t, err, engine.ErrCheckpoint, "a cut shard is reported")
-	require.ErrorContains(t, err, filepath.Base(last))
-	require.Empty(t, ds)
-}
-
-// TestOpenDrivesWithoutExperts: a model with no MXFP4 routed experts (the
-// float-expert Kimi-Linear layout) streams nothing, so its added drives are
-// not used, and that is no error.
-func TestOpenDrivesWithoutExperts(t *testing.T) {
-	t.Parallel()
-	cfg := Config{DataDir: t.TempDir()}
-	_, err := AddExpertDrive(cfg, DriveEntry{Path: t.TempDir(), Share: 1})
-	require.NoError(t, err)
-	ds, err := openDrives(t.Context(), cfg, filepath.Join("..", "testdata", "kimi-linear-tiny", "hf"), nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	require.NoError(t, err)
-	require.Empty(t, ds)
-}
-
-// TestOpenDrivesWarnsInTheGivenLog: a drive that cannot be opened is
-// skipped with a warning in the log the caller passed (the app's log file),
-// not the process-wide default logger.
-func TestOpenDrivesWarnsInTheGivenLog(t *testing.T) {
-	t.Parallel()
-	cfg := Config{DataDir: t.TempDir()}
-	notADir := filepath.Join(t.TempDir(), "file")
-	require.NoError(t, os.WriteFile(notADir, []byte("x"), 0o644))
-	_, err := AddExpertDrive(cfg, DriveEntry{Path: notADir, Share: 1})
-	require.NoError(t, err)
-	var buf bytes.Buffer
-	ds, err := openDrives(t.Context(), cfg, filepath.Join("..", "testdata", "k3-tiny"), nil, slog.New(slog.NewTextHandler(&buf, nil)))
-	require.NoError(t, err)
-	require.Empty(t, ds)
-	require.Contains(t, buf.String(), "expert drive skipped")
-	require.Contains(t, buf.String(), notADir)
-}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/drives"
 	"github.com/deltafin/deltafin/engine"
@@ -105,11 +106,16 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 	if ref.Mirror != nil {
 		eo.OpenSource = MirrorSource(ref.Mirror)
 	}
-	if m.drives, err = openDrives(ctx, cfg, ref.Dir, eo.OpenSource, log); err != nil {
-		return nil, err
-	}
-	for _, d := range m.drives {
-		stream.Drives = append(stream.Drives, d)
+	stream.OpenDrives = func(_ context.Context, spans map[ckpt.ExpertID]ckpt.ExpertSpan) ([]engine.ExpertDrive, error) {
+		var err error
+		if m.drives, err = openDrives(cfg, spans, log); err != nil {
+			return nil, err
+		}
+		out := make([]engine.ExpertDrive, len(m.drives))
+		for i, d := range m.drives {
+			out[i] = d
+		}
+		return out, nil
 	}
 	if cfg.Spine == "int8" {
 		eo.SpineInt8 = engine.SpineInt8Dir(ref.Dir)

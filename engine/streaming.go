@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
@@ -35,6 +36,12 @@ type StreamOptions struct {
 	// reads from the checkpoint only what no working drive holds (bench).
 	Drives     []ExpertDrive
 	MirrorLast bool
+	// OpenDrives, when set, is called once by Open with the routed experts
+	// its own index parse found, before the expert store opens, and the
+	// drives it returns join Drives: a caller that picks drives by the
+	// model's expert layout needs no second parse of the index (about a
+	// second on the full K3). An error fails the open.
+	OpenDrives func(ctx context.Context, spans map[ckpt.ExpertID]ckpt.ExpertSpan) ([]ExpertDrive, error)
 	// HeatHalfLife is the tokens between halvings of the heat histogram
 	// (0: DefaultHeatHalfLife; negative: cumulative counts).
 	HeatHalfLife int
@@ -140,9 +147,17 @@ func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *confi
 		// and overwrite it at close.
 		heat, _ = loadHeat(o.HeatPath, c.Layers, c.Experts)
 	}
+	drives := o.Drives
+	if o.OpenDrives != nil {
+		more, err := o.OpenDrives(ctx, ck.experts)
+		if err != nil {
+			return nil, err
+		}
+		drives = append(slices.Clip(drives), more...)
+	}
 	s, err := openSpanStore(ctx, spanStoreOptions{
 		Dir: dir, Spans: ck.experts, Mode: o.mode, Heat: heat, Sources: ck.sources(), CacheExperts: cache, meter: meter,
-		Drives: o.Drives, MirrorLast: o.MirrorLast, HeatHalfLife: o.HeatHalfLife,
+		Drives: drives, MirrorLast: o.MirrorLast, HeatHalfLife: o.HeatHalfLife,
 	})
 	if err != nil {
 		return nil, err
