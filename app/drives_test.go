@@ -77,4 +77,3 @@ func copyModel(t *testing.T, name string) string {
 	}
 	return dst
 }
-
