@@ -10,7 +10,7 @@ import (
 
 	"github.com/deltafin/deltafin/app"
 	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/tokenizer"
 )
 
 // TestDemoModelEmbedded: the embedded demo unpacks into a directory the

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafin/deltafin/chat"
 	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/chat"
-	"github.com/deltafin/deltafin/engine/tokenizer"
 	"github.com/deltafin/deltafin/store"
+	"github.com/deltafin/deltafin/tokenizer"
 	"github.com/stretchr/testify/require"
 )
 

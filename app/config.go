@@ -9,7 +9,7 @@ import (
 
 	"github.com/adrg/xdg"
 
-	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/chat"
 	"github.com/deltafin/deltafin/kernels"
 )
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/drives"
 	"github.com/deltafin/deltafin/engine"
 )
@@ -73,25 +74,23 @@ func RemoveExpertDrive(cfg Config, path string) (DriveEntry, error) {
 	return e, saveState(cfg.DataDir, s)
 }
 
-// openDrives opens the added drives for the model in dir, skipping (with a
-// warning) those that cannot be opened now: a drive that is not plugged
-// in only costs its bandwidth.
-func openDrives(ctx context.Context, cfg Config, dir string, open engine.OpenSource) ([]*drives.Drive, error) {
+// openDrives opens the added drives for a model whose routed experts are
+// spans (the engine's own index parse: StreamOptions.OpenDrives), skipping
+// (with a warning to log) those that cannot be opened now: a drive that is
+// not plugged in only costs its bandwidth. The engine calls it only for a
+// model that streams MXFP4 experts, so a failure to list them is the
+// open's error and never a reason to ignore the drives.
+func openDrives(cfg Config, spans map[ckpt.ExpertID]ckpt.ExpertSpan, log *slog.Logger) ([]*drives.Drive, error) {
 	entries, err := ExpertDrives(cfg)
 	if err != nil || len(entries) == 0 {
 		return nil, err
-	}
-	spans, err := engine.ExpertSpans(ctx, dir, open)
-	if err != nil {
-		// A model without MXFP4 experts streams nothing to spread.
-		return nil, nil
 	}
 	layout := drives.Layout(spans)
 	var out []*drives.Drive
 	for _, e := range entries {
 		d, err := drives.Open(e.Path, layout)
 		if err != nil {
-			slog.Warn("expert drive skipped", "path", e.Path, "err", err)
+			log.Warn("expert drive skipped", "path", e.Path, "err", err)
 			continue
 		}
 		if d.Info().Experts == 0 {

@@ -70,7 +70,7 @@ func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err erro
 			return "", err
 		}
 	}
-	cfg, ref, control, token := s.cfg, ModelRef{NeedTokenizer: true}, s.control, s.token
+	cfg, ref, control, token := s.cfg, ModelRef{NeedTokenizer: true, Log: s.log}, s.control, s.token
 	s.mu.Unlock()
 	if demo {
 		if s.demo == nil {

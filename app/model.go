@@ -10,12 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/drives"
 	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/tokenizer"
 	"github.com/deltafin/deltafin/internal/sysinfo"
 	"github.com/deltafin/deltafin/kernels"
+	"github.com/deltafin/deltafin/tokenizer"
 )
 
 // ModelRef names the model OpenModel opens.
@@ -30,6 +31,10 @@ type ModelRef struct {
 	// NeedTokenizer refuses a directory without a tokenizer before any
 	// weight is read (the server and --prompt need one; --ids does not).
 	NeedTokenizer bool
+	// Log receives the warnings of opening (a --ram-gb above what is free,
+	// an expert drive skipped): the command's log, so they reach the log
+	// file. Nil: slog.Default().
+	Log *slog.Logger
 }
 
 // Model is an opened model with everything opened for it: the engine's
@@ -65,6 +70,10 @@ type Model struct {
 // shard's header against its file's size, the index and every tensor
 // against the config (engine.Open) before it reads a weight.
 func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
+	log := ref.Log
+	if log == nil {
+		log = slog.Default()
+	}
 	if cfg.RAMGB > 0 {
 		mem, err := sysinfo.ReadMemory()
 		if err != nil {
@@ -75,7 +84,7 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 			return nil, err
 		}
 		if warning != "" {
-			slog.Warn(warning)
+			log.Warn(warning)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(ref.Dir, "config.json")); err != nil {
@@ -102,11 +111,16 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 	if eo.OpenSource, m.folderMirror, err = openFolder(ctx, cfg, ref); err != nil {
 		return nil, err
 	}
-	if m.drives, err = openDrives(ctx, cfg, ref.Dir, eo.OpenSource); err != nil {
-		return nil, err
-	}
-	for _, d := range m.drives {
-		stream.Drives = append(stream.Drives, d)
+	stream.OpenDrives = func(_ context.Context, spans map[ckpt.ExpertID]ckpt.ExpertSpan) ([]engine.ExpertDrive, error) {
+		var err error
+		if m.drives, err = openDrives(cfg, spans, log); err != nil {
+			return nil, err
+		}
+		out := make([]engine.ExpertDrive, len(m.drives))
+		for i, d := range m.drives {
+			out[i] = d
+		}
+		return out, nil
 	}
 	if cfg.Spine == "int8" {
 		eo.SpineInt8 = engine.SpineInt8Dir(ref.Dir)

@@ -22,6 +22,10 @@ const MXFP4Group = 32
 // U8 span each in the canonical order.
 var ErrExpertLayout = errors.New("checkpoint: routed expert layout")
 
+// ErrNoExperts reports a checkpoint with no MXFP4 routed experts (a dense
+// or float-expert model): nothing to stream, replicate or probe.
+var ErrNoExperts = errors.New("no MXFP4 routed experts")
+
 // An ExpertID names one routed expert of one MoE layer (layer numbers are the
 // checkpoint's decoder layer indices, 1..92 in K3).
 type ExpertID struct{ Layer, Expert int }

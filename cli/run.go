@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/deltafin/deltafin/app"
+	"github.com/deltafin/deltafin/chat"
 	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/chat"
-	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/tokenizer"
 )
 
 // Run is `deltafin run`: one generation from the command line.

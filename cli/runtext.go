@@ -5,8 +5,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/deltafin/deltafin/engine/chat"
-	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/chat"
+	"github.com/deltafin/deltafin/tokenizer"
 )
 
 // ANSI escapes for the terminal: reasoning is dimmed, the answer plain.

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deltafin/deltafin/app"
-	"github.com/deltafin/deltafin/engine/chat"
-	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/chat"
+	"github.com/deltafin/deltafin/tokenizer"
 )
 
 func tinyTokenizer(t *testing.T) *tokenizer.Tokenizer {

@@ -72,7 +72,7 @@ func serve(ctx context.Context, cfg app.Config, demo func() (fs.FS, error), log 
 		return fmt.Errorf("listen on %s:%d (use --port to pick another): %w", sc.Host, sc.Port, err)
 	}
 	defer ln.Close()
-	ref := app.ModelRef{Dir: sc.ModelDir, NeedTokenizer: true}
+	ref := app.ModelRef{Dir: sc.ModelDir, NeedTokenizer: true, Log: log}
 	if ref.Dir == "" {
 		switch ref.Mirror, err = app.OpenInstalled(ctx, cfg); {
 		case errors.Is(err, app.ErrNoModel) && demo != nil:

@@ -15,8 +15,8 @@ import (
 	"github.com/deltafin/deltafin/app"
 	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/downloader/hubtest"
-	"github.com/deltafin/deltafin/engine/tokenizer"
 	"github.com/deltafin/deltafin/internal/testref"
+	"github.com/deltafin/deltafin/tokenizer"
 	"github.com/stretchr/testify/require"
 )
 

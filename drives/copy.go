@@ -13,6 +13,7 @@ import (
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/internal/directio"
 	"github.com/deltafin/deltafin/internal/sysinfo"
 )
 
@@ -223,8 +224,8 @@ func (d *Drive) Scrub(ctx context.Context, m Mirror) (checked, repaired int, err
 
 // checkCopy reads r's copy from the device and compares its span's
 // checksum.
-func checkCopy(ctx context.Context, f *engine.DirectFile, r record, sp ckpt.ExpertSpan) (bool, error) {
-	buf := engine.AlignedBuffer(int(alignUp(r.Len)))
+func checkCopy(ctx context.Context, f *directio.File, r record, sp ckpt.ExpertSpan) (bool, error) {
+	buf := directio.Buffer(int(alignUp(r.Len)))
 	if err := f.ReadAt(ctx, buf, r.Slot); err != nil {
 		return false, fmt.Errorf("drives: read back %s: %w", r.id(), err)
 	}
@@ -258,7 +259,7 @@ func (d *Drive) startCopy(m Mirror) (*copier, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.file == nil {
-		if d.file, err = engine.OpenDirectFile(w.Name()); err != nil {
+		if d.file, err = directio.OpenFile(w.Name()); err != nil {
 			w.Close()
 			return nil, fmt.Errorf("drives: %w", err)
 		}

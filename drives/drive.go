@@ -12,6 +12,7 @@ import (
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // Mirror is where copies come from: the checkpoint's directory, how its
@@ -51,7 +52,7 @@ type Drive struct {
 	mu     sync.RWMutex
 	man    manifest
 	held   map[ckpt.ExpertID]record // the good copies
-	file   *engine.DirectFile       // experts.bin; nil while nothing is copied
+	file   *directio.File           // experts.bin; nil while nothing is copied
 	err    error                    // the last failure to record a Corrupt
 }
 
@@ -76,7 +77,7 @@ func Open(path, layout string) (*Drive, error) {
 		}
 	}
 	if len(m.Experts) > 0 {
-		if d.file, err = engine.OpenDirectFile(filepath.Join(d.dir, dataName)); err != nil {
+		if d.file, err = directio.OpenFile(filepath.Join(d.dir, dataName)); err != nil {
 			return nil, fmt.Errorf("drives: %s: %w", path, err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // probeChunk is the size of one probe read: the engine's expert reads are
@@ -43,7 +43,7 @@ func (d *Drive) Probe(ctx context.Context, size int64) (ProbeResult, error) {
 	if err := writeProbe(path, size); err != nil {
 		return ProbeResult{}, err
 	}
-	f, err := engine.OpenDirectFile(path)
+	f, err := directio.OpenFile(path)
 	if err != nil {
 		return ProbeResult{}, fmt.Errorf("drives: %w", err)
 	}
@@ -104,7 +104,7 @@ func writeProbe(path string, size int64) error {
 }
 
 // probeRead reads the file once with depth readers and returns GB/s.
-func probeRead(ctx context.Context, f *engine.DirectFile, size int64, depth int) (float64, error) {
+func probeRead(ctx context.Context, f *directio.File, size int64, depth int) (float64, error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make([]error, depth)
@@ -113,7 +113,7 @@ func probeRead(ctx context.Context, f *engine.DirectFile, size int64, depth int)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := engine.AlignedBuffer(probeChunk)
+			buf := directio.Buffer(probeChunk)
 			for {
 				off := (next.Add(1) - 1) * probeChunk
 				if off >= size {

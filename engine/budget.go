@@ -5,6 +5,8 @@ import (
 	"math"
 	"runtime/debug"
 	"strings"
+
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // gib is 2^30 bytes.
@@ -163,7 +165,7 @@ func PlanBudget(in BudgetInput) (BudgetPlan, error) {
 		p.SpineShortBytes = spine - p.Usable
 	}
 	if in.SpanBytes > 0 {
-		slot := alignUp(in.SpanBytes) + ioAlign // a store buffer
+		slot := directio.AlignUp(in.SpanBytes) + directio.Align // a store buffer
 		p.SlotBytes = slot
 		p.CacheExperts = int(left / slot)
 		if total := in.MoELayers * in.ExpertsPerLayer; p.CacheExperts > total {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 func TestSystemReserve(t *testing.T) {
@@ -35,7 +36,7 @@ func TestPlanBudget(t *testing.T) {
 		GlobalBytes: 1 * gib, LayerBytes: layers, WorkingBytes: gib / 2,
 		SpanBytes: ckpt.ExpertSpanBytes, MoELayers: 3, ExpertsPerLayer: 896, TopK: 16,
 	}
-	slot := alignUp(ckpt.ExpertSpanBytes) + ioAlign
+	slot := directio.AlignUp(ckpt.ExpertSpanBytes) + directio.Align
 	for _, tc := range []struct {
 		name       string
 		total      int64
@@ -95,7 +96,7 @@ func TestPlanBudgetLeavesHeadroom(t *testing.T) {
 		layers[i] = 300e6
 	}
 	base := BudgetInput{
-		GlobalBytes: 2e9, LayerBytes: layers, WorkingBytes: 64 * (alignUp(ckpt.ExpertSpanBytes) + ioAlign),
+		GlobalBytes: 2e9, LayerBytes: layers, WorkingBytes: 64 * (directio.AlignUp(ckpt.ExpertSpanBytes) + directio.Align),
 		SpanBytes: ckpt.ExpertSpanBytes, MoELayers: 60, ExpertsPerLayer: 896, TopK: 16,
 	}
 	for _, tc := range []struct {
@@ -249,7 +250,7 @@ func TestTraceWritesOneLinePerLayer(t *testing.T) {
 func TestSetCacheBudgetShrinksTheCache(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("..", "testdata", "k3-tiny")
-	m, err := Open(t.Context(), dir, Options{Stream: &StreamOptions{TotalRAM: 64 << 30, OverrideRAM: 64 << 20, mode: ioBuffered}})
+	m, err := Open(t.Context(), dir, Options{Stream: &StreamOptions{TotalRAM: 64 << 30, OverrideRAM: 64 << 20, mode: directio.Buffered}})
 	require.NoError(t, err)
 	defer m.Close()
 	p := m.Plan()

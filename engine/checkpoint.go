@@ -112,7 +112,7 @@ func (ck *checkpoint) index(ctx context.Context, dir string, files []string, ind
 				s := ck.shards[i]
 				var err error
 				if s.hdr, err = safetensors.Read(readerAt{ctx, s.src}, s.src.Size()); err != nil {
-					if errs[i] = diagnoseTruncation(s.name, s.src); errs[i] == nil {
+					if errs[i] = diagnoseTruncation(ctx, s.name, s.src); errs[i] == nil {
 						errs[i] = fmt.Errorf("%w: %s: %v", ErrCheckpoint, s.name, err)
 					}
 				}

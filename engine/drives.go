@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
-	"os"
 	"time"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // Expert drives: directories on other disks that hold replicas of some
@@ -47,7 +47,7 @@ type Replica struct {
 // the span widened to 4096-byte boundaries, as direct reads of the shard
 // read it. Bytes past the shard's end are zeros in the copy.
 func ReplicaRange(sp ckpt.ExpertSpan) (lo, hi int64) {
-	return alignDown(sp.Offset), alignUp(sp.Offset + sp.Size)
+	return directio.AlignDown(sp.Offset), directio.AlignUp(sp.Offset + sp.Size)
 }
 
 // SpanCRC is the checksum a replica records: CRC-32C of the span's bytes.
@@ -76,69 +76,9 @@ func mxfp4Experts(ctx context.Context, dir string, open OpenSource, what string)
 	}
 	defer ck.close()
 	if !c.ExpertsMXFP4 || c.Experts == 0 || len(ck.experts) == 0 {
-		return nil, nil, fmt.Errorf("%w: %s has no MXFP4 routed experts to %s", ErrConfig, dir, what)
+		return nil, nil, fmt.Errorf("%w: %s has %w to %s", ErrConfig, dir, ckpt.ErrNoExperts, what)
 	}
 	return c, ck.experts, nil
-}
-
-// DirectFile is a Source over a local file read with direct I/O where the
-// buffer, offset and length allow it (the store's reads always do), and
-// through the page cache otherwise: what a drive's replica files are.
-type DirectFile struct {
-	direct, plain *os.File
-	isDirect      bool
-	size          int64
-}
-
-// OpenDirectFile opens path as a DirectFile.
-func OpenDirectFile(path string) (*DirectFile, error) {
-	plain, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	st, err := plain.Stat()
-	if err != nil {
-		plain.Close()
-		return nil, err
-	}
-	d, isDirect, err := openShard(path, ioDirect)
-	if err != nil {
-		plain.Close()
-		return nil, err
-	}
-	return &DirectFile{direct: d, plain: plain, isDirect: isDirect, size: st.Size()}, nil
-}
-
-// ReadAt fills p from off; a short read is an error.
-func (f *DirectFile) ReadAt(ctx context.Context, p []byte, off int64) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	fd := f.plain
-	aligned := f.isDirect && off%ioAlign == 0 && len(p)%ioAlign == 0 && addrOf(p)%ioAlign == 0
-	if aligned {
-		fd = f.direct
-	}
-	got, err := preadFull(int(fd.Fd()), p, off, aligned)
-	if err != nil {
-		return err
-	}
-	if got < int64(len(p)) {
-		return fmt.Errorf("engine: %s: %d bytes at %d, the file ends after %d", f.plain.Name(), len(p), off, got)
-	}
-	return nil
-}
-
-// Size is the file's length at open.
-func (f *DirectFile) Size() int64 { return f.size }
-
-// Close closes both descriptors; later reads fail, as an unplugged drive's.
-func (f *DirectFile) Close() error {
-	err := f.direct.Close()
-	if perr := f.plain.Close(); err == nil {
-		err = perr
-	}
-	return err
 }
 
 // DriveStats is one drive's reads since the store opened: the mirror first
@@ -180,7 +120,3 @@ func subDrives(a, b []DriveStats) []DriveStats {
 	}
 	return out
 }
-
-// AlignedBuffer returns n zeroed bytes at an address direct reads accept
-// (16 KiB-aligned), for a drive's read-back checks.
-func AlignedBuffer(n int) []byte { return alignedBytes(n) }

@@ -1,12 +1,11 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"math/bits"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
-	"golang.org/x/sys/unix"
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // The expert store's readers: each drive's goroutines take chunk reads from
@@ -94,7 +93,7 @@ func (s *spanStore) chunkDone(e *entry, err error, n int64, d int) {
 // widened to the alignment of direct reads when its shard is read direct.
 func (s *spanStore) base(sp ckpt.ExpertSpan) int64 {
 	if s.shards[sp.Shard].direct {
-		return alignDown(sp.Offset)
+		return directio.AlignDown(sp.Offset)
 	}
 	return sp.Offset
 }
@@ -129,7 +128,7 @@ func (s *spanStore) read(j readJob) (int64, error) {
 	}
 	base := s.base(sp)
 	s.meter.change(1)
-	got, err := preadFull(sf.fd, e.buf[j.lo-base:j.hi-base], j.lo, sf.direct)
+	got, err := directio.ReadFull(sf.fd, e.buf[j.lo-base:j.hi-base], j.lo, sf.direct)
 	s.meter.change(-1)
 	if err != nil {
 		return got, fmt.Errorf("engine: read %s from %s bytes %d to %d: %w", e.id, sp.Shard, sp.Offset, sp.Offset+sp.Size, err)
@@ -137,15 +136,15 @@ func (s *spanStore) read(j readJob) (int64, error) {
 	if need := min(j.hi, sp.Offset+sp.Size) - j.lo; got < need {
 		return got, truncatedError(e.id, sp, j.lo+got)
 	}
-	if !sf.direct && s.mode != ioBuffered {
-		dropRange(sf.f, j.lo, j.hi-j.lo)
+	if !sf.direct && s.mode != directio.Buffered {
+		directio.DropRange(sf.f, j.lo, j.hi-j.lo)
 	}
 	return got, nil
 }
 
 // readReplica fills one chunk of e's buffer from drive d's replica, which
 // holds the expert's ReplicaRange: chunk [lo, hi) of the shard lies at
-// Offset + lo − alignDown(span offset) in it.
+// Offset + lo − directio.AlignDown(span offset) in it.
 func (s *spanStore) readReplica(d *schedDrive, j readJob) (int64, error) {
 	e := j.e
 	if err := s.readable(e); err != nil {
@@ -155,34 +154,10 @@ func (s *spanStore) readReplica(d *schedDrive, j readJob) (int64, error) {
 	base := s.base(sp)
 	r := e.reps[d.idx]
 	s.meter.change(1)
-	err := r.Source.ReadAt(s.ctx, e.buf[j.lo-base:j.hi-base], r.Offset+j.lo-alignDown(sp.Offset))
+	err := r.Source.ReadAt(s.ctx, e.buf[j.lo-base:j.hi-base], r.Offset+j.lo-directio.AlignDown(sp.Offset))
 	s.meter.change(-1)
 	if err != nil {
 		return 0, fmt.Errorf("engine: read %s from drive %s: %w", e.id, d.name, err)
 	}
 	return j.hi - j.lo, nil
-}
-
-// preadFull reads until buf is full or the file ends. A direct read that
-// comes back short has met the end of the file: asking again at an
-// unaligned offset would fail with EINVAL instead of reporting it.
-func preadFull(fd int, buf []byte, off int64, direct bool) (int64, error) {
-	var got int64
-	for got < int64(len(buf)) {
-		n, err := unix.Pread(fd, buf[got:], off+got)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return got, err
-		}
-		if n == 0 {
-			break
-		}
-		got += int64(n)
-		if direct && n%ioAlign != 0 {
-			break
-		}
-	}
-	return got, nil
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // ErrTruncated reports a shard that ends inside a routed expert.
@@ -28,7 +29,7 @@ var errStoreClosed = errors.New("engine: expert store closed")
 type spanStoreOptions struct {
 	Dir   string                            // model directory holding the shards
 	Spans map[ckpt.ExpertID]ckpt.ExpertSpan // every routed expert (ckpt.IndexExperts over each shard)
-	Mode  ioMode                            // ioDirect unless a measurement says otherwise
+	Mode  directio.Mode                     // directio.Direct unless a measurement says otherwise
 	Heat  *heatMap                          // nil: a fresh in-memory histogram
 	// Sources are the shards' Sources by name (the checkpoint's): a shard
 	// whose Source is an Ensurer has each expert made present (one Ensure
@@ -68,7 +69,7 @@ type spanStoreOptions struct {
 type spanStore struct {
 	spans       map[ckpt.ExpertID]ckpt.ExpertSpan
 	shards      map[string]*shardFile
-	mode        ioMode
+	mode        directio.Mode
 	heat        *heatMap
 	bufSize     int
 	cacheCap    int
@@ -169,7 +170,7 @@ func openSpanStore(ctx context.Context, opts spanStoreOptions) (*spanStore, erro
 	}
 	s := &spanStore{
 		spans: opts.Spans, shards: map[string]*shardFile{}, mode: opts.Mode, heat: opts.Heat,
-		meter: opts.meter, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: alignUp(int64(opts.ChunkBytes)),
+		meter: opts.meter, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: directio.AlignUp(int64(opts.ChunkBytes)),
 		entries: map[ckpt.ExpertID]*entry{}, last: map[int][]int{},
 	}
 	var err error
@@ -213,7 +214,7 @@ func openSpanStore(ctx context.Context, opts spanStoreOptions) (*spanStore, erro
 		return nil, truncatedError(id, sp, sizes[sp.Shard])
 	}
 	// A covering aligned range is at most one block longer at each end.
-	s.bufSize = int(alignUp(maxSpan) + ioAlign)
+	s.bufSize = int(directio.AlignUp(maxSpan) + directio.Align)
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	for _, d := range s.sched.drives {
 		for range d.readers {
@@ -248,8 +249,8 @@ func firstTruncated(spans map[ckpt.ExpertID]ckpt.ExpertSpan, sizes map[string]in
 
 // openShardFile opens a shard for the engine's own preads; src is its
 // Source (nil: none), kept when it is an Ensurer.
-func openShardFile(path, name string, mode ioMode, src Source) (*shardFile, int64, error) {
-	f, direct, err := openShard(path, mode)
+func openShardFile(path, name string, mode directio.Mode, src Source) (*shardFile, int64, error) {
+	f, direct, err := directio.Open(path, mode)
 	if err != nil {
 		return nil, 0, fmt.Errorf("engine: open shard %s: %w", name, err)
 	}
@@ -546,7 +547,7 @@ func (s *spanStore) jobs(e *entry, demand bool) []readJob {
 	sp := s.spans[e.id]
 	lo, hi := sp.Offset, sp.Offset+sp.Size
 	if s.shards[sp.Shard].direct {
-		lo, hi = alignDown(lo), alignUp(hi)
+		lo, hi = directio.AlignDown(lo), directio.AlignUp(hi)
 	}
 	if s.shards[sp.Shard].ensure != nil {
 		return []readJob{{e, lo, hi, demand}}
@@ -581,7 +582,7 @@ func (s *spanStore) takeBuffer(need bufNeed) []byte {
 	limit := s.cacheCap + s.prefetchCap + 2*maxTopK
 	if s.nbufs < limit {
 		s.nbufs++
-		return alignedBytes(s.bufSize)
+		return directio.Buffer(s.bufSize)
 	}
 	if need <= bufAhead {
 		return nil
@@ -596,7 +597,7 @@ func (s *spanStore) takeBuffer(need bufNeed) []byte {
 	}
 	if need == bufDemand {
 		s.nbufs++
-		return alignedBytes(s.bufSize)
+		return directio.Buffer(s.bufSize)
 	}
 	return nil
 }

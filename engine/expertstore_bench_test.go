@@ -13,6 +13,7 @@ import (
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/checkpoint/safetensors"
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // benchModel writes one layer of 48 K3-sized experts (842 MB) once per run.
@@ -49,18 +50,18 @@ func BenchmarkExpertStoreLayer(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				f, direct, err := openShard(filepath.Join(dir, sp.Shard), ioDirect)
+				f, direct, err := directio.Open(filepath.Join(dir, sp.Shard), directio.Direct)
 				require.NoError(b, err)
 				defer f.Close()
-				lo, hi := alignDown(sp.Offset), alignUp(sp.Offset+sp.Size)
-				buf := alignedBytes(int(hi - lo))
-				_, err = preadFull(int(f.Fd()), buf, lo, direct)
+				lo, hi := directio.AlignDown(sp.Offset), directio.AlignUp(sp.Offset+sp.Size)
+				buf := directio.Buffer(int(hi - lo))
+				_, err = directio.ReadFull(int(f.Fd()), buf, lo, direct)
 				require.NoError(b, err)
 			}()
 		}
 		wg.Wait()
 	}
-	s, err := openSpanStore(b.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: ioDirect})
+	s, err := openSpanStore(b.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: directio.Direct})
 	require.NoError(b, err)
 	defer s.Close()
 	store := func(sel []int) {

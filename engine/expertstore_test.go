@@ -14,6 +14,7 @@ import (
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/checkpoint/safetensors"
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // Tiny experts: inter 64, latent 96 → a 9,792-byte span, so spans start and
@@ -66,17 +67,17 @@ func TestExpertStoreReadsTheBytesOnDisk(t *testing.T) {
 	dir, spans := writeTinyModel(t, []int{1, 2}, 12)
 	for _, tc := range []struct {
 		name  string
-		mode  ioMode
+		mode  directio.Mode
 		cache int
 		chunk int
 	}{
-		{"direct, no cache", ioDirect, 0, 0},
-		{"direct, cache 5", ioDirect, 5, 0},
-		{"direct, 4096-byte chunks", ioDirect, 0, 4096},
-		{"direct, 5000-byte chunks round up", ioDirect, 2, 5000},
-		{"buffered", ioBuffered, 3, 0},
-		{"buffered, chunks", ioBuffered, 0, 4096},
-		{"drop-behind", ioDropBehind, 0, 0},
+		{"direct, no cache", directio.Direct, 0, 0},
+		{"direct, cache 5", directio.Direct, 5, 0},
+		{"direct, 4096-byte chunks", directio.Direct, 0, 4096},
+		{"direct, 5000-byte chunks round up", directio.Direct, 2, 5000},
+		{"buffered", directio.Buffered, 3, 0},
+		{"buffered, chunks", directio.Buffered, 0, 4096},
+		{"drop-behind", directio.DropBehind, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: tc.mode, CacheExperts: tc.cache, Readers: 4, ChunkBytes: tc.chunk})
@@ -139,15 +140,15 @@ func TestAlignedRangeEdgeCases(t *testing.T) {
 		{"K3 span at an odd offset", 8 + 1234568, ckpt.ExpertSpanBytes, 1232896, 18784256},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lo, hi := alignDown(tc.off), alignUp(tc.off+tc.n)
+			lo, hi := directio.AlignDown(tc.off), directio.AlignUp(tc.off+tc.n)
 			require.Equal(t, tc.wantLo, lo)
 			require.Equal(t, tc.wantHi, hi)
-			require.LessOrEqual(t, hi-lo, alignUp(tc.n)+ioAlign, "a store buffer must hold the covering range")
+			require.LessOrEqual(t, hi-lo, directio.AlignUp(tc.n)+directio.Align, "a store buffer must hold the covering range")
 		})
 	}
-	b := alignedBytes(12345)
+	b := directio.Buffer(12345)
 	require.Len(t, b, 12345)
-	require.Zero(t, addrOf(b)%bufAlign)
+	require.Zero(t, directio.Addr(b)%directio.BufAlign)
 }
 
 func TestExpertCacheKeepsTheHottest(t *testing.T) {
@@ -398,10 +399,10 @@ func TestExpertMatricesViewTheSpan(t *testing.T) {
 		require.NoError(t, m.err, m.name)
 	}
 	// The K3 offsets inside the span (docs/MODEL.md §4.3).
-	base := addrOf(b)
-	require.Equal(t, uintptr(5_849_088), addrOf(e.W2.Data)-base)
-	require.Equal(t, uintptr(11_354_112), addrOf(e.W2.Scales)-base)
-	require.Equal(t, uintptr(17_203_200), addrOf(e.W3.Scales)-base)
+	base := directio.Addr(b)
+	require.Equal(t, uintptr(5_849_088), directio.Addr(e.W2.Data)-base)
+	require.Equal(t, uintptr(11_354_112), directio.Addr(e.W2.Scales)-base)
+	require.Equal(t, uintptr(17_203_200), directio.Addr(e.W3.Scales)-base)
 	_, err = expertMatrices(b[:100], 3072, 3584)
 	require.True(t, errors.Is(err, ckpt.ErrExpertLayout))
 }
@@ -455,5 +456,5 @@ func TestWrongPrefetchesStopReading(t *testing.T) {
 	require.Equal(t, int64(8), st.SpecWasted)
 	// Reading all nine experts would take at least 9 × 12288 bytes; the
 	// demanded one and the chunks in flight take at most about three.
-	require.Less(t, st.DiskBytes, 4*alignUp(ckpt.ExpertSpanSize(tinyInter, tinyLatent)), "dropped prefetches were not read to the end")
+	require.Less(t, st.DiskBytes, 4*directio.AlignUp(ckpt.ExpertSpanSize(tinyInter, tinyLatent)), "dropped prefetches were not read to the end")
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // The full-size K3 layout without its weights: K3's config.json (the
-// dimensions of /work/shared/docs/K3-ARCHITECTURE.md §1.2, docs/MODEL.md),
+// dimensions of docs/MODEL.md, on testdata/k3-tiny/config.json's schema),
 // 96 shards named as K3's whose headers list all 497,220 tensors with
 // their real names, dtypes, shapes and offsets, and whose data sections
 // are holes (the files are truncated to their full length: sparse, no

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/deltafin/deltafin/internal/directio"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -141,7 +142,7 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 		for _, l := range byLayer[:m.pinned] {
 			refs = append(refs, l...)
 		}
-		mode := ioDirect
+		mode := directio.Direct
 		if stream != nil {
 			mode = stream.mode
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/internal/directio"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -27,11 +28,11 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		plan  BudgetPlan
-		mode  ioMode
+		mode  directio.Mode
 		cache bool
 	}{
-		{"no cache, every layer pinned", BudgetPlan{PinnedLayers: 1 << 20}, ioDirect, false},
-		{"no cache, spine streamed, buffered", BudgetPlan{}, ioBuffered, false},
+		{"no cache, every layer pinned", BudgetPlan{PinnedLayers: 1 << 20}, directio.Direct, false},
+		{"no cache, spine streamed, buffered", BudgetPlan{}, directio.Buffered, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			trace := filepath.Join(t.TempDir(), "trace.jsonl")
@@ -70,9 +71,9 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 			for id := range distinct {
 				sp := store.spans[id]
 				needed += sp.Size
-				covering += alignUp(sp.Offset+sp.Size) - alignDown(sp.Offset)
+				covering += directio.AlignUp(sp.Offset+sp.Size) - directio.AlignDown(sp.Offset)
 			}
-			if tc.mode == ioDirect {
+			if tc.mode == directio.Direct {
 				// (a range at the end of a shard reads short)
 				require.LessOrEqual(t, st.DiskBytes, covering, "each covering range read once")
 				require.GreaterOrEqual(t, st.DiskBytes, needed)

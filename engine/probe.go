@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/deltafin/deltafin/internal/directio"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -46,10 +47,10 @@ type Probe struct {
 // OpenProbe opens dir's checkpoint (config and headers only) and an expert
 // store over its MXFP4 routed experts.
 func OpenProbe(ctx context.Context, dir string, o ProbeOptions) (*Probe, error) {
-	mode := ioDirect
+	mode := directio.Direct
 	if o.Mode != "" {
 		var err error
-		if mode, err = parseIOMode(o.Mode); err != nil {
+		if mode, err = directio.ParseMode(o.Mode); err != nil {
 			return nil, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // gatedDrive is an expert drive over replicas written here, whose reads
@@ -36,7 +37,7 @@ type gatedSource struct {
 }
 
 func (s gatedSource) ReadAt(ctx context.Context, p []byte, off int64) error {
-	s.g.started <- s.byAt[alignDown(off)] // a whole-expert read starts within its first block
+	s.g.started <- s.byAt[directio.AlignDown(off)] // a whole-expert read starts within its first block
 	select {
 	case <-s.g.release:
 	case <-ctx.Done():
@@ -64,7 +65,7 @@ func newGatedDrive(t *testing.T, name, dir string, spans map[ckpt.ExpertID]ckpt.
 		require.NoError(t, err)
 		g.reps[id] = Replica{Offset: at, CRC32C: SpanCRC(b[sp.Offset:sp.End()])}
 		byAt[at] = id
-		at += alignUp(hi - lo)
+		at += directio.AlignUp(hi - lo)
 	}
 	require.NoError(t, f.Close())
 	src, err := OpenFile(t.Context(), path)
@@ -83,7 +84,7 @@ func TestNoDriveIdlesWhileAnotherHasAQueue(t *testing.T) {
 	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{2}, 4)
 	a, b := newGatedDrive(t, "a", dir, spans), newGatedDrive(t, "b", dir, spans)
-	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: ioBuffered, Readers: 2, ChunkBytes: 1 << 20,
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: directio.Buffered, Readers: 2, ChunkBytes: 1 << 20,
 		Drives: []ExpertDrive{a, b}, MirrorLast: true})
 	require.NoError(t, err)
 	defer s.Close()
@@ -109,7 +110,7 @@ func TestDemandReadsGoBeforePrefetches(t *testing.T) {
 	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{2, 3}, 4)
 	a := newGatedDrive(t, "a", dir, spans)
-	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: ioBuffered, Readers: 2, ChunkBytes: 1 << 20,
+	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: directio.Buffered, Readers: 2, ChunkBytes: 1 << 20,
 		Drives: []ExpertDrive{a}, MirrorLast: true})
 	require.NoError(t, err)
 	defer s.Close()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/deltafin/deltafin/checkpoint/safetensors"
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // Loading the pinned spine at the disk's bandwidth. The spine a Model keeps
@@ -95,7 +96,7 @@ type pinnedLoad struct {
 // loadPinned reads the tensors refs into RAM and checks the float ones
 // for NaN and Inf; it returns each tensor's bytes. Files opened for direct
 // reads are closed before it returns (the buffers stay).
-func loadPinned(ctx context.Context, dir string, refs []*tensorRef, mode ioMode) (map[*tensorRef][]byte, OpenStats, error) {
+func loadPinned(ctx context.Context, dir string, refs []*tensorRef, mode directio.Mode) (map[*tensorRef][]byte, OpenStats, error) {
 	start := time.Now()
 	st := OpenStats{Readers: pinnedReaders}
 	exts, files, err := pinnedExtents(dir, refs, mode)
@@ -151,7 +152,7 @@ func loadPinned(ctx context.Context, dir string, refs []*tensorRef, mode ioMode)
 
 // pinnedExtents sorts refs by shard and offset and merges neighbours into
 // extents with their buffers; it opens the shards read by descriptor.
-func pinnedExtents(dir string, refs []*tensorRef, mode ioMode) ([]*pinnedExtent, []*shardFile, error) {
+func pinnedExtents(dir string, refs []*tensorRef, mode directio.Mode) ([]*pinnedExtent, []*shardFile, error) {
 	refs = slices.Clone(refs)
 	slices.SortFunc(refs, func(a, b *tensorRef) int {
 		if c := strings.Compare(a.shard.name, b.shard.name); c != 0 {
@@ -187,9 +188,9 @@ func pinnedExtents(dir string, refs []*tensorRef, mode ioMode) ([]*pinnedExtent,
 	for _, e := range exts {
 		e.lo, e.hi = e.off, e.off+e.n
 		if e.sf != nil && e.sf.direct {
-			e.lo, e.hi = alignDown(e.lo), alignUp(e.hi)
+			e.lo, e.hi = directio.AlignDown(e.lo), directio.AlignUp(e.hi)
 		}
-		e.buf = alignedBytes(int(e.hi - e.lo))
+		e.buf = directio.Buffer(int(e.hi - e.lo))
 	}
 	return exts, opened, nil
 }
@@ -253,7 +254,7 @@ func (l *pinnedLoad) read(j pinnedJob) error {
 			return failed("fetching bytes %d to %d: %v", lo, hi, err)
 		}
 	}
-	got, err := preadFull(sf.fd, buf, j.lo, sf.direct)
+	got, err := directio.ReadFull(sf.fd, buf, j.lo, sf.direct)
 	l.bytes.Add(got)
 	if err != nil {
 		return failed("reading %d bytes at %d: %v", len(buf), j.lo, err)
@@ -262,7 +263,7 @@ func (l *pinnedLoad) read(j pinnedJob) error {
 		return fmt.Errorf("%w: %w: %s ends at byte %d, inside the spine", ErrCheckpoint, ErrTruncated, sf.name, j.lo+got)
 	}
 	if !sf.direct {
-		dropRange(sf.f, j.lo, int64(len(buf)))
+		directio.DropRange(sf.f, j.lo, int64(len(buf)))
 	}
 	return nil
 }

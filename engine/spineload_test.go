@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // spineLoadDir writes a single-file checkpoint with a BF16 matrix spanning
@@ -49,12 +51,12 @@ func TestLoadPinnedReadsTheStoredBytes(t *testing.T) {
 	dir, want := spineLoadDir(t, -1)
 	for _, tc := range []struct {
 		name string
-		mode ioMode
+		mode directio.Mode
 		open OpenSource
 	}{
-		{"direct", ioDirect, OpenFile},
-		{"buffered", ioBuffered, OpenFile},
-		{"ReadAt", ioDirect, func(ctx context.Context, p string) (Source, error) {
+		{"direct", directio.Direct, OpenFile},
+		{"buffered", directio.Buffered, OpenFile},
+		{"ReadAt", directio.Direct, func(ctx context.Context, p string) (Source, error) {
 			s, err := OpenFile(ctx, p)
 			return plainSource{s}, err
 		}},
@@ -88,7 +90,7 @@ func TestLoadPinnedRefusesNaNInAnyPiece(t *testing.T) {
 	ck, err := openCheckpoint(t.Context(), dir, OpenFile)
 	require.NoError(t, err)
 	defer ck.close()
-	_, _, err = loadPinned(t.Context(), dir, []*tensorRef{ck.tensors["m"], ck.tensors["v"], ck.tensors["h"]}, ioDirect)
+	_, _, err = loadPinned(t.Context(), dir, []*tensorRef{ck.tensors["m"], ck.tensors["v"], ck.tensors["h"]}, directio.Direct)
 	require.ErrorIs(t, err, ErrNotFinite)
 	require.ErrorContains(t, err, `model.safetensors: tensor "m": element 4718587 (row 1151)`)
 }
@@ -102,7 +104,7 @@ func TestLoadPinnedNamesAShardCutAfterOpen(t *testing.T) {
 	require.NoError(t, err)
 	defer ck.close()
 	require.NoError(t, os.Truncate(filepath.Join(dir, "model.safetensors"), ck.tensors["m"].t.Offset+5<<20))
-	_, _, err = loadPinned(t.Context(), dir, []*tensorRef{ck.tensors["m"], ck.tensors["v"]}, ioDirect)
+	_, _, err = loadPinned(t.Context(), dir, []*tensorRef{ck.tensors["m"], ck.tensors["v"]}, directio.Direct)
 	require.ErrorIs(t, err, ErrTruncated)
 	require.ErrorContains(t, err, "model.safetensors ends at byte")
 }

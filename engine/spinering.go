@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // spineRing streams the spine layers past the pinned prefix. A streamed
@@ -100,7 +102,7 @@ const spineGap = 1 << 20
 
 // newSpineRing starts streaming layers first..Layers-1 of the checkpoint in
 // dir: the first two loads start at once.
-func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *config, first int, mode ioMode, meter *ioMeter) (*spineRing, error) {
+func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *config, first int, mode directio.Mode, meter *ioMeter) (*spineRing, error) {
 	r := &spineRing{ck: ck, i8: i8, cfg: c, first: first, n: c.Layers, fast: i8 == nil, files: map[string]*shardFile{}, chunk: readChunk, next: first, meter: meter}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	var slotBytes int64
@@ -128,7 +130,7 @@ func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *config
 	for range spineSlots {
 		s := &spineSlot{}
 		if r.fast {
-			s.buf = alignedBytes(int(slotBytes))
+			s.buf = directio.Buffer(int(slotBytes))
 		}
 		r.free = append(r.free, s)
 	}
@@ -146,7 +148,7 @@ func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *config
 
 // layerExtents sorts a layer's spine tensors by shard and offset and merges
 // neighbours into extents.
-func (r *spineRing) layerExtents(dir string, refs []*tensorRef, mode ioMode) ([]spineExtent, error) {
+func (r *spineRing) layerExtents(dir string, refs []*tensorRef, mode directio.Mode) ([]spineExtent, error) {
 	sort.Slice(refs, func(a, b int) bool {
 		if refs[a].shard.name != refs[b].shard.name {
 			return refs[a].shard.name < refs[b].shard.name
@@ -174,7 +176,7 @@ func (r *spineRing) layerExtents(dir string, refs []*tensorRef, mode ioMode) ([]
 		e := &ext[k]
 		e.lo, e.hi = e.off, e.off+e.n
 		if e.sf.direct {
-			e.lo, e.hi = alignDown(e.lo), alignUp(e.hi)
+			e.lo, e.hi = directio.AlignDown(e.lo), directio.AlignUp(e.hi)
 		}
 	}
 	return ext, nil
@@ -254,7 +256,7 @@ func (r *spineRing) read(j spineJob) error {
 		}
 	}
 	r.meter.change(1)
-	got, err := preadFull(sf.fd, j.buf, j.lo, sf.direct)
+	got, err := directio.ReadFull(sf.fd, j.buf, j.lo, sf.direct)
 	r.meter.change(-1)
 	r.bytes.Add(got)
 	if err != nil {
@@ -264,7 +266,7 @@ func (r *spineRing) read(j spineJob) error {
 		return fmt.Errorf("%w: %w: %s ends at byte %d, inside layer %d's spine", ErrCheckpoint, ErrTruncated, sf.name, j.lo+got, j.ld.layer)
 	}
 	if !sf.direct {
-		dropRange(sf.f, j.lo, int64(len(j.buf)))
+		directio.DropRange(sf.f, j.lo, int64(len(j.buf)))
 	}
 	return nil
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/checkpoint/safetensors"
+	"github.com/deltafin/deltafin/internal/directio"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -34,10 +36,16 @@ type StreamOptions struct {
 	// reads from the checkpoint only what no working drive holds (bench).
 	Drives     []ExpertDrive
 	MirrorLast bool
+	// OpenDrives, when set, is called once by Open with the routed experts
+	// its own index parse found, before the expert store opens, and the
+	// drives it returns join Drives: a caller that picks drives by the
+	// model's expert layout needs no second parse of the index (about a
+	// second on the full K3). An error fails the open.
+	OpenDrives func(ctx context.Context, spans map[ckpt.ExpertID]ckpt.ExpertSpan) ([]ExpertDrive, error)
 	// HeatHalfLife is the tokens between halvings of the heat histogram
 	// (0: DefaultHeatHalfLife; negative: cumulative counts).
 	HeatHalfLife int
-	mode         ioMode // ioDirect; tests read buffered too
+	mode         directio.Mode // directio.Direct; tests read buffered too
 }
 
 // spineTensors groups the spine's tensors (every tensor but the routed
@@ -117,7 +125,7 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 	if c.ExpertsMXFP4 && c.Experts > 0 {
 		span = ckpt.ExpertSpanSize(c.MoEIntermediate, c.ExpertDim())
 	}
-	working := int64(2*maxTopK+32) * (alignUp(span) + ioAlign)
+	working := int64(2*maxTopK+32) * (directio.AlignUp(span) + directio.Align)
 	return PlanBudget(BudgetInput{
 		TotalRAM: o.TotalRAM, AvailableRAM: o.AvailableRAM, OverrideRAM: o.OverrideRAM,
 		GlobalBytes: globals, LayerBytes: layers, WorkingBytes: working,
@@ -139,9 +147,17 @@ func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *confi
 		// and overwrite it at close.
 		heat, _ = loadHeat(o.HeatPath, c.Layers, c.Experts)
 	}
+	drives := o.Drives
+	if o.OpenDrives != nil {
+		more, err := o.OpenDrives(ctx, ck.experts)
+		if err != nil {
+			return nil, err
+		}
+		drives = append(slices.Clip(drives), more...)
+	}
 	s, err := openSpanStore(ctx, spanStoreOptions{
 		Dir: dir, Spans: ck.experts, Mode: o.mode, Heat: heat, Sources: ck.sources(), CacheExperts: cache, meter: meter,
-		Drives: o.Drives, MirrorLast: o.MirrorLast, HeatHalfLife: o.HeatHalfLife,
+		Drives: drives, MirrorLast: o.MirrorLast, HeatHalfLife: o.HeatHalfLife,
 	})
 	if err != nil {
 		return nil, err
@@ -202,10 +218,11 @@ func (b *streamBatch) release() { b.b.Release() }
 // diagnoseTruncation explains a shard whose header the parser rejected: if
 // the file ends inside a routed expert, the error names that expert and its
 // bytes rather than whichever tensor the parser met first. It returns nil
-// when the file is not cut inside an expert.
-func diagnoseTruncation(name string, src Source) error {
+// when the file is not cut inside an expert. It reads under the open's ctx:
+// a stream install's header may be fetched from the hub.
+func diagnoseTruncation(ctx context.Context, name string, src Source) error {
 	var prefix [8]byte
-	if err := src.ReadAt(context.Background(), prefix[:], 0); err != nil {
+	if err := src.ReadAt(ctx, prefix[:], 0); err != nil {
 		return nil
 	}
 	n, err := safetensors.HeaderLength(prefix[:], src.Size())
@@ -213,7 +230,7 @@ func diagnoseTruncation(name string, src Source) error {
 		return nil
 	}
 	buf := make([]byte, n)
-	if err := src.ReadAt(context.Background(), buf, 8); err != nil {
+	if err := src.ReadAt(ctx, buf, 8); err != nil {
 		return nil
 	}
 	// Trust the offsets as if the file were whole, to see what it cuts.

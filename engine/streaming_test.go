@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // TestK3TinyStreamedGivesTheReferenceTokens runs k3-tiny through the
@@ -25,7 +27,7 @@ func TestK3TinyStreamedGivesTheReferenceTokens(t *testing.T) {
 	}{
 		{"expert cache of 2, every layer pinned", StreamOptions{Plan: &BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 2}}, 10},
 		{"zero pinned layers, no expert cache", StreamOptions{Plan: &BudgetPlan{PinnedLayers: 0, CacheExperts: 0}}, 0},
-		{"buffered reads, 3 pinned layers", StreamOptions{mode: ioBuffered, Plan: &BudgetPlan{PinnedLayers: 3, CacheExperts: 5}}, 3},
+		{"buffered reads, 3 pinned layers", StreamOptions{mode: directio.Buffered, Plan: &BudgetPlan{PinnedLayers: 3, CacheExperts: 5}}, 3},
 		// --ram-gb of 2 MiB, all of it for Deltafin: the working set takes 0.8 MB and
 		// the planner pins the head and the first layers that fit.
 		{"planned from --ram-gb", StreamOptions{TotalRAM: 64 << 30, OverrideRAM: 2 << 20}, -1},

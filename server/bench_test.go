@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/chat"
 )
 
 // BenchmarkServerOverhead compares a completion through the HTTP server

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/chat"
 )
 
 // This file reads K3's thinking controls, the same on every endpoint, and

@@ -1,6 +1,6 @@
 // Package server is the OpenAI-compatible HTTP API on echo, at the end of
 // the data flow (downloader → disk → engine → kernels → tokens → server):
-// it renders chat requests in the K3 chat format (engine/chat), runs every
+// it renders chat requests in the K3 chat format (chat), runs every
 // generation as a job in one FIFO queue in front of the engine, and streams
 // the tokens back as server-sent events in OpenAI's formats. Stored and
 // background responses live in the store (package store) and resume after

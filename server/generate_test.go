@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafin/deltafin/chat"
 	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/chat"
 	"github.com/stretchr/testify/require"
 )
 

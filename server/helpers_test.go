@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/tokenizer"
 	"github.com/deltafin/deltafin/store"
+	"github.com/deltafin/deltafin/tokenizer"
 	"github.com/stretchr/testify/require"
 )
 

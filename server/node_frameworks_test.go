@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/chat"
 	"github.com/stretchr/testify/require"
 )
 

@@ -3,7 +3,7 @@ package server
 import (
 	"testing"
 
-	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/chat"
 	"github.com/stretchr/testify/require"
 )
 

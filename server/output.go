@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deltafin/deltafin/chat"
 	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/chat"
-	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/tokenizer"
 	"github.com/labstack/echo/v4"
 )
 

@@ -7,15 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/chat"
 	"github.com/stretchr/testify/require"
 )
 
 // usage.prompt_tokens (input_tokens on the Responses API) is the rendered
 // prompt's token count exactly: Moonshot's vendor verifier checks it
 // against fixed constants. Here the count is made apart from the server:
-// K3's renderer (engine/chat), then every segment encoded on its own by
-// engine/tokenizer, the trusted ones with specials (K3-ARCHITECTURE §7.2:
+// K3's renderer (chat), then every segment encoded on its own by
+// tokenizer, the trusted ones with specials (K3-ARCHITECTURE §7.2:
 // segment boundaries are part of the token contract).
 func renderedCount(t *testing.T, msgs []chat.Message, opts chat.Options) int {
 	t.Helper()

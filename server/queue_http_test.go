@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/chat"
 	"github.com/stretchr/testify/require"
 )
 

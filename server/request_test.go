@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/chat"
 	"github.com/stretchr/testify/require"
 )
 

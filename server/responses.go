@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deltafin/deltafin/chat"
 	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/chat"
 	"github.com/deltafin/deltafin/store"
 	"github.com/labstack/echo/v4"
 )

@@ -5,9 +5,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/deltafin/deltafin/chat"
 	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/chat"
-	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/tokenizer"
 )
 
 // respRender turns a response's generated tokens into its output items

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/chat"
 	"github.com/deltafin/deltafin/store"
 	"github.com/stretchr/testify/require"
 )

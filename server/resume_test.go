@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/chat"
 	"github.com/deltafin/deltafin/store"
 	"github.com/stretchr/testify/require"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafin/deltafin/engine/chat"
+	"github.com/deltafin/deltafin/chat"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/require"

@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/deltafin/deltafin/engine/tokenizer"
 	"github.com/deltafin/deltafin/store"
+	"github.com/deltafin/deltafin/tokenizer"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 )

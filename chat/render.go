@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/tokenizer"
 )
 
 // The control markers. They are special tokens, and only ever produced from

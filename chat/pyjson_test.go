@@ -12,7 +12,7 @@ import (
 // testdata/chat/pyjson_cases.json holds what CPython's json module makes of
 // tool-call arguments and tool declarations (see its _provenance).
 func TestPythonJSONCases(t *testing.T) {
-	raw, err := os.ReadFile("../../testdata/chat/pyjson_cases.json")
+	raw, err := os.ReadFile("../testdata/chat/pyjson_cases.json")
 	require.NoError(t, err)
 	var fx struct {
 		Cases []struct {

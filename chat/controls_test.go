@@ -13,7 +13,7 @@ import (
 // compares them byte for byte with the Kimi-K3 Jinja port's rendering
 // (testdata/chat/gen_control_cases.py).
 func TestControlCases(t *testing.T) {
-	raw, err := os.ReadFile("../../testdata/chat/control_cases.json")
+	raw, err := os.ReadFile("../testdata/chat/control_cases.json")
 	require.NoError(t, err)
 	var cases []struct {
 		fixtureCase

@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/deltafin/deltafin/engine/chat"
-	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/chat"
+	"github.com/deltafin/deltafin/tokenizer"
 )
 
 // A chat turn in and out: render and tokenize the conversation, then split
 // the generated ids into reasoning and answer as they stream.
 func Example() {
-	tok, err := tokenizer.Load("../../testdata/tokenizer")
+	tok, err := tokenizer.Load("../testdata/tokenizer")
 	if err != nil {
 		panic(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const fixtureDir = "../../testdata/tokenizer"
+const fixtureDir = "../testdata/tokenizer"
 
 func loadFixture(t testing.TB) *Tokenizer {
 	t.Helper()
@@ -76,7 +76,7 @@ func nonNil(ids []int) []int {
 
 // The same tiktoken files ship inside the k3-tiny checkpoint.
 func TestLoadK3Tiny(t *testing.T) {
-	tok, err := Load("../../testdata/k3-tiny")
+	tok, err := Load("../testdata/k3-tiny")
 	require.NoError(t, err)
 	require.Equal(t, 1024, tok.VocabSize())
 	for name, want := range map[string]int{"[BOS]": 768, "[EOS]": 769, "<|end_of_msg|>": 770, "<|open|>": 771, "<|close|>": 772, "<|sep|>": 773, "[UNK]": 1022, "[PAD]": 1023} {

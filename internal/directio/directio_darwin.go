@@ -1,4 +1,4 @@
-package engine
+package directio
 
 import (
 	"os"
@@ -6,16 +6,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openShardOS sets F_NOCACHE for direct and drop-behind reads: macOS has no
+// openOS sets F_NOCACHE for direct and drop-behind reads: macOS has no
 // O_DIRECT and no posix_fadvise, and F_NOCACHE needs no alignment (aligned
 // reads are still faster, which is why the store reads aligned ranges on
 // every platform). Runs only on macOS; compile-checked on Linux.
-func openShardOS(path string, mode ioMode) (*os.File, bool, error) {
+func openOS(path string, mode Mode) (*os.File, bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, false, err
 	}
-	if mode == ioBuffered {
+	if mode == Buffered {
 		return f, false, nil
 	}
 	if _, err := unix.FcntlInt(f.Fd(), unix.F_NOCACHE, 1); err != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/tokenizer"
 )
 
 type fixtureCase struct {
@@ -63,7 +63,7 @@ func fromOpenAI(t *testing.T, raw json.RawMessage) Message {
 }
 
 func loadCases(t *testing.T) []fixtureCase {
-	raw, err := os.ReadFile("../../testdata/chat/chat_cases.json")
+	raw, err := os.ReadFile("../testdata/chat/chat_cases.json")
 	require.NoError(t, err)
 	var cases []fixtureCase
 	require.NoError(t, json.Unmarshal(raw, &cases))
@@ -101,7 +101,7 @@ func joined(segs []Segment) string {
 var controlText = map[string]bool{Open: true, Close: true, Sep: true, EndOfMsg: true}
 
 func TestChatCases(t *testing.T) {
-	tok, err := tokenizer.Load("../../testdata/tokenizer")
+	tok, err := tokenizer.Load("../testdata/tokenizer")
 	require.NoError(t, err)
 	for _, c := range loadCases(t) {
 		t.Run(c.Name, func(t *testing.T) {
@@ -142,7 +142,7 @@ func TestChatCases(t *testing.T) {
 // literal <|open|> is plain text, so the special appears 4 times
 // (docs/MODEL.md §7).
 func TestUserTextCannotInjectControl(t *testing.T) {
-	tok, err := tokenizer.Load("../../testdata/tokenizer")
+	tok, err := tokenizer.Load("../testdata/tokenizer")
 	require.NoError(t, err)
 	segs, err := Render([]Message{{Role: "user", Content: "Hello <|open|> & goodbye"}}, DefaultOptions())
 	require.NoError(t, err)
@@ -284,7 +284,7 @@ func TestInternalMessages(t *testing.T) {
 
 func TestPromptNeedsControlTokens(t *testing.T) {
 	dir := t.TempDir()
-	model, err := os.ReadFile("../../testdata/tokenizer/tiktoken.model")
+	model, err := os.ReadFile("../testdata/tokenizer/tiktoken.model")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(dir+"/tiktoken.model", model, 0o644))
 	require.NoError(t, os.WriteFile(dir+"/tokenizer_config.json", []byte(`{"added_tokens_decoder":{}}`), 0o644))
@@ -301,7 +301,7 @@ func TestPromptNeedsControlTokens(t *testing.T) {
 // writes an assistant turn with no reasoning and no content, so that the
 // model writes a call.
 func TestFormatCases(t *testing.T) {
-	raw, err := os.ReadFile("../../testdata/chat/format_cases.json")
+	raw, err := os.ReadFile("../testdata/chat/format_cases.json")
 	require.NoError(t, err)
 	var cases []struct {
 		Name  string `json:"name"`

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/tokenizer"
 )
 
 // FuzzParserChunking: any split of the text into Add calls gives the same
@@ -48,7 +48,7 @@ func FuzzParserChunking(f *testing.F) {
 // FuzzRenderNoInjection: whatever the user, name and reasoning text, the
 // only special ids in the prompt are the control segments'.
 func FuzzRenderNoInjection(f *testing.F) {
-	tok, err := tokenizer.Load("../../testdata/tokenizer")
+	tok, err := tokenizer.Load("../testdata/tokenizer")
 	require.NoError(f, err)
 	f.Add("Hello <|open|> & \"bye\"", "al\"ice", "<|close|>think<|sep|>", "[BOS]")
 	f.Fuzz(func(t *testing.T, user, name, reasoning, answer string) {
@@ -90,7 +90,7 @@ func FuzzRenderNoInjection(f *testing.F) {
 // up to the text), every call's fragments add up to its arguments, typed
 // arguments are JSON, and the result does not depend on the chunking.
 func FuzzParseCalls(f *testing.F) {
-	tok, err := tokenizer.Load("../../testdata/tokenizer")
+	tok, err := tokenizer.Load("../testdata/tokenizer")
 	require.NoError(f, err)
 	for _, tr := range allTurns(&testing.T{}, tok) {
 		f.Add(tr.gen, uint64(7), tr.opts.Thinking, false, "")

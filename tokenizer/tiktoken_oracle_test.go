@@ -25,7 +25,7 @@ func tiktokenNode(t testing.TB, args ...string) *exec.Cmd {
 	node, err := exec.LookPath("node")
 	require.NoError(t, err, "node is needed: `make deps` installs it")
 	_, err = os.Stat(filepath.Join(tiktokenNodeDir, "node_modules", "tiktoken", "package.json"))
-	require.NoError(t, err, "the tiktoken npm package is missing: run `make deps` (npm ci in engine/tokenizer/testdata/tiktokennode)")
+	require.NoError(t, err, "the tiktoken npm package is missing: run `make deps` (npm ci in tokenizer/testdata/tiktokennode)")
 	dir, err := filepath.Abs(k3Dir)
 	require.NoError(t, err)
 	cmd := exec.CommandContext(t.Context(), node, append([]string{"encode.mjs", dir}, args...)...)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/tokenizer"
 )
 
 // On K3's real vocabulary the gold rendering of K3-ARCHITECTURE §7.2 is 38
@@ -13,7 +13,7 @@ import (
 // kind of fixed constant Moonshot's vendor verifier checks
 // usage.prompt_tokens against.
 func TestK3GoldPromptCount(t *testing.T) {
-	tok, err := tokenizer.Load("../../testdata/k3-tokenizer")
+	tok, err := tokenizer.Load("../testdata/k3-tokenizer")
 	require.NoError(t, err)
 	require.NoError(t, CheckTokenizer(tok))
 	msgs := []Message{{Role: "user", Content: "Hello <|open|> & goodbye"}}

@@ -1,4 +1,4 @@
-package engine
+package directio
 
 import (
 	"errors"
@@ -7,8 +7,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func openShardOS(path string, mode ioMode) (*os.File, bool, error) {
-	if mode == ioDirect {
+func openOS(path string, mode Mode) (*os.File, bool, error) {
+	if mode == Direct {
 		f, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
 		if err == nil {
 			return f, true, nil

@@ -14,7 +14,7 @@ import (
 )
 
 // K3's real vocabulary (163,584 ranks) and cases from the real tiktoken core.
-const k3Dir = "../../testdata/k3-tokenizer"
+const k3Dir = "../testdata/k3-tokenizer"
 
 // k3VocabSHA256 is the hash moonshotai/Kimi-K3 pins for its tiktoken.model.
 const k3VocabSHA256 = "b6c497a7469b33ced9c38afb1ad6e47f03f5e5dc05f15930799210ec050c5103"

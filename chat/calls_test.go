@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/tokenizer"
 )
 
 // turn is one assistant turn with tool calls, rendered by the Jinja port:
@@ -52,7 +52,7 @@ func renderedTurns(t *testing.T, tok *tokenizer.Tokenizer, name string, msgs []M
 // calls, every argument type, the Python-JSON cases, text that looks like
 // markup inside values and names.
 func extraConversations(t *testing.T) (names []string, convs [][]Message) {
-	raw, err := os.ReadFile("../../testdata/chat/pyjson_cases.json")
+	raw, err := os.ReadFile("../testdata/chat/pyjson_cases.json")
 	require.NoError(t, err)
 	var fx struct {
 		Cases []struct {
@@ -212,7 +212,7 @@ func checkEvents(t *testing.T, text string, evs []Event, out Output) {
 // calls that were rendered: whole, cut in two at every byte, one byte at a
 // time, and token by token from its ids.
 func TestParseRenderedCalls(t *testing.T) {
-	tok, err := tokenizer.Load("../../testdata/tokenizer")
+	tok, err := tokenizer.Load("../testdata/tokenizer")
 	require.NoError(t, err)
 	for _, tr := range allTurns(t, tok) {
 		t.Run(tr.name, func(t *testing.T) {
@@ -243,7 +243,7 @@ func TestParseRenderedCalls(t *testing.T) {
 // nothing: the calls completed before the cut are kept, and a call cut in
 // the middle comes back as content, with an error.
 func TestParseCutCalls(t *testing.T) {
-	tok, err := tokenizer.Load("../../testdata/tokenizer")
+	tok, err := tokenizer.Load("../testdata/tokenizer")
 	require.NoError(t, err)
 	for _, tr := range allTurns(t, tok) {
 		t.Run(tr.name, func(t *testing.T) {
@@ -382,7 +382,7 @@ func TestForcedCallParse(t *testing.T) {
 // and tool names that spell markers in ordinary tokens (as the renderer
 // writes them) come back exactly, which the text alone cannot tell.
 func TestTokenParserLiteralMarkers(t *testing.T) {
-	tok, err := tokenizer.Load("../../testdata/tokenizer")
+	tok, err := tokenizer.Load("../testdata/tokenizer")
 	require.NoError(t, err)
 	reply := Message{Role: "assistant", Content: "see <|open|>tools<|sep|> here", ReasoningContent: "a <|close|>think<|sep|> b",
 		ToolCalls: []ToolCall{

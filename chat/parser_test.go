@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/tokenizer"
 )
 
 const canonical = "Let me think. a<b.<|close|>think<|sep|><|open|>response<|sep|>The answer is 4 <|open|x.<|close|>response<|sep|><|close|>message<|sep|>"
@@ -89,7 +89,7 @@ func TestParserStreamed(t *testing.T) {
 // From token ids: markers arrive as special tokens with the tag word as an
 // ordinary token between them.
 func TestTokenParser(t *testing.T) {
-	tok, err := tokenizer.Load("../../testdata/tokenizer")
+	tok, err := tokenizer.Load("../testdata/tokenizer")
 	require.NoError(t, err)
 	for _, c := range parseCases {
 		t.Run(c.name, func(t *testing.T) {

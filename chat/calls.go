@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/deltafin/deltafin/engine/tokenizer"
+	"github.com/deltafin/deltafin/tokenizer"
 )
 
 // This file reads a tools block: the calls, their typed arguments
