@@ -115,9 +115,20 @@ func codex(t *testing.T, base string) (string, string, error) {
 	config := `model = "` + tinyID + `"
 model_provider = "deltafin"
 check_for_update_on_startup = false
+# K3's reasoning items carry the whole reasoning, not a summary; web
+# search is OpenAI's hosted tool; subagents and goals add tools that are
+# not function tools.
+model_reasoning_summary = "none"
+web_search = "disabled"
 
 [analytics]
 enabled = false
+
+[agents]
+enabled = false
+
+[features]
+goals = false
 
 [model_providers.deltafin]
 name = "Deltafin"

@@ -138,14 +138,21 @@ func checkResponseFields(req *ResponseRequest) *apiError {
 	switch {
 	case req.TopLogprobs != nil && *req.TopLogprobs != 0:
 		return unsupported("top_logprobs", "logprobs are not available")
-	case len(req.Include) > 0:
-		return unsupported("include[0]", "%q is not available", req.Include[0])
 	case !isNull(req.Conversation):
 		return unsupported("conversation", "conversations are not available; chain responses with previous_response_id")
 	case !isNull(req.Prompt):
 		return unsupported("prompt", "prompt templates are not available")
 	case req.Truncation != nil && *req.Truncation != "disabled":
 		return unsupported("truncation", "only \"disabled\": a conversation longer than the context is refused, never cut")
+	}
+	for i, inc := range req.Include {
+		// A client without stored responses (Codex: store false) asks
+		// for the reasoning's encrypted form to send it back; K3's
+		// reasoning items carry their text in the clear, and a reasoning
+		// item sent back is rendered from it.
+		if inc != "reasoning.encrypted_content" {
+			return unsupported(fmt.Sprintf("include[%d]", i), "%q is not available", inc)
+		}
 	}
 	if req.Text != nil {
 		if req.Text.Verbosity != nil && *req.Text.Verbosity != "medium" {

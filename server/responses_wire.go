@@ -36,6 +36,9 @@ type ResponseRequest struct {
 	SafetyIdentifier   *string            `json:"safety_identifier"`
 	Conversation       json.RawMessage    `json:"conversation"`
 	Prompt             json.RawMessage    `json:"prompt"`
+	// ClientMetadata is the client's own bookkeeping (Codex sends its
+	// turn and session ids with every request): accepted, not used.
+	ClientMetadata map[string]json.RawMessage `json:"client_metadata"`
 	// Stop is an extension (chat's stop sequences): up to four strings.
 	Stop json.RawMessage `json:"stop"`
 }

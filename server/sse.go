@@ -19,12 +19,12 @@ import (
 // and is returned by every later write, so the generation's emit callback
 // sees a vanished client at its next token.
 type sseWriter struct {
-	mu   sync.Mutex
-	w    http.ResponseWriter
-	rc   *http.ResponseController
-	err  error
-	stop chan struct{}
-	done chan struct{}
+	mu       sync.Mutex
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	err      error
+	stop     chan struct{}
+	done     chan struct{}
 	beatText []byte // what the heartbeat writes
 }
 
