@@ -174,12 +174,16 @@ type agentCase struct {
 	name       string
 	run        func(*testing.T, string) (string, string, error)
 	tool, args string // the shell tool as the agent declares it
+	// cutError is how the agent reports an answer cut by the token limit
+	// (it exits non-zero): the demo model's random weights rarely end a
+	// turn before the cap.
+	cutError string
 }
 
 var agentCases = []agentCase{
-	{"claude-code", claude, "Bash", xtmlArg("command", "echo "+toolOutput) + xtmlArg("description", "Print a greeting")},
-	{"codex", codex, "exec_command", xtmlArg("cmd", "echo "+toolOutput)},
-	{"opencode", opencode, "bash", xtmlArg("command", "echo "+toolOutput) + xtmlArg("description", "Print a greeting")},
+	{"claude-code", claude, "Bash", xtmlArg("command", "echo "+toolOutput) + xtmlArg("description", "Print a greeting"), "response exceeded the"},
+	{"codex", codex, "exec_command", xtmlArg("cmd", "echo "+toolOutput), "reason: max_output_tokens"},
+	{"opencode", opencode, "bash", xtmlArg("command", "echo "+toolOutput) + xtmlArg("description", "Print a greeting"), ""},
 }
 
 // TestAgentsToolLoop: each agent completes a whole tool loop on agentK3
@@ -206,17 +210,3 @@ func TestAgentsToolLoop(t *testing.T) {
 	}
 }
 
-// demoMaxTokens caps the demo model's answers in TestAgentsDemo.
-const demoMaxTokens = 16
-
-// TestAgentsDemo: each agent makes its round trips on the demo model and
-// exits without a client error.
-func TestAgentsDemo(t *testing.T) {
-	for _, ac := range agentCases {
-		t.Run(ac.name, func(t *testing.T) {
-			base := serveForAgent(t, nil, demoMaxTokens)
-			stdout, stderr, err := ac.run(t, base)
-			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-		})
-	}
-}
