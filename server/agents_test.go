@@ -209,4 +209,3 @@ func TestAgentsToolLoop(t *testing.T) {
 		})
 	}
 }
-
