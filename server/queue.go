@@ -64,7 +64,7 @@ type ticket struct {
 // JobStatus is one job's place and progress.
 type JobStatus struct {
 	ID    string `json:"id"`
-	Kind  string `json:"kind"`  // "chat.completion" | "text_completion" | "response"
+	Kind  string `json:"kind"`  // "chat.completion" | "text_completion" | "response" | "message"
 	State string `json:"state"` // "queued" | "prefilling" | "generating"
 	// PromptTokens are the prompt tokens the engine runs (a continued
 	// conversation runs only its new ones); PromptDone of them are done,
