@@ -34,6 +34,7 @@ type msgOutput struct {
 	openType string
 	next     int
 	thinking strings.Builder
+	closed   bool // the heartbeat is stopped
 }
 
 // pingEvent is Anthropic's keep-alive, sent while the model works.
@@ -46,7 +47,8 @@ func (o *msgOutput) answerID() string { return o.id }
 func (o *msgOutput) gone() bool       { return o.sse != nil && o.sse.failed() }
 
 func (o *msgOutput) close() {
-	if o.sse != nil {
+	if o.sse != nil && !o.closed {
+		o.closed = true
 		o.sse.close()
 	}
 }
@@ -238,6 +240,7 @@ func (o *msgOutput) end(c echo.Context, finish string, promptTokens int) error {
 	if err := o.closeBlock(); err != nil {
 		return err
 	}
+	o.close() // no ping after message_stop
 	md := map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": reason, "stop_sequence": seq}, "usage": u}
 	if oe != nil {

@@ -27,7 +27,7 @@ func TestResponsesRefuses(t *testing.T) {
 		{`,"tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","function":{"name":"f"}}`, "tool_choice.function"},
 		{`,"tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"web_search_preview"}`, "tool_choice.type"},
 		{`,"max_tool_calls":0`, "max_tool_calls"},
-		{`,"include":["reasoning.encrypted_content"]`, "include[0]"},
+		{`,"include":["reasoning.encrypted_content","message.output_text.logprobs"]`, "include[1]"},
 		{`,"text":{"format":{"type":"json_object"}}`, "text.format"},
 		{`,"reasoning":{"effort":"medium"}`, "reasoning.effort"},
 		{`,"reasoning":{"summary":"auto"}`, "reasoning.summary"},
