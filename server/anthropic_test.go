@@ -66,7 +66,7 @@ func TestMessagesErrors(t *testing.T) {
 		{"host", ok, []string{"x-api-key", "k", "Host", "evil.example"}, 403, "permission_error", "evil.example"},
 		{"max_tokens", `{"model":"` + tinyID + `","messages":[{"role":"user","content":"hi"}]}`, []string{"x-api-key", "k"}, 400, "invalid_request_error", "max_tokens"},
 		{"unknown field", `{"model":"` + tinyID + `","max_tokens":8,"nope":1,"messages":[{"role":"user","content":"hi"}]}`, []string{"x-api-key", "k"}, 400, "invalid_request_error", "nope"},
-		{"model", `{"model":"claude-x","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, []string{"Authorization", "Bearer k"}, 404, "not_found_error", tinyID},
+		{"stop_sequences", `{"model":"` + tinyID + `","max_tokens":8,"stop_sequences":[""],"messages":[{"role":"user","content":"hi"}]}`, []string{"Authorization", "Bearer k"}, 400, "invalid_request_error", "stop_sequences[0]"},
 		{"tool_result", `{"model":"` + tinyID + `","max_tokens":8,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":"r"}]}]}`, []string{"x-api-key", "k"}, 400, "invalid_request_error", "messages[0].content[0].tool_use_id"},
 		{"prefill", `{"model":"` + tinyID + `","max_tokens":8,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"Sure"}]}`, []string{"x-api-key", "k"}, 400, "invalid_request_error", "messages[1]"},
 		{"temperature", `{"model":"` + tinyID + `","max_tokens":8,"temperature":1.5,"messages":[{"role":"user","content":"hi"}]}`, []string{"x-api-key", "k"}, 400, "invalid_request_error", "temperature"},

@@ -163,9 +163,9 @@ func TestNodeAnthropic(t *testing.T) {
 	}
 	t.Run("errors", func(t *testing.T) {
 		e := got.Errors
-		require.Equal(t, http.StatusNotFound, e["model"].Status)
-		require.Equal(t, "not_found_error", e["model"].Type)
-		require.Contains(t, e["model"].Message, tinyID)
+		require.Equal(t, http.StatusBadRequest, e["top_k"].Status)
+		require.Equal(t, "invalid_request_error", e["top_k"].Type)
+		require.Contains(t, e["top_k"].Message, "top_k")
 		require.Equal(t, http.StatusUnauthorized, e["auth"].Status)
 		require.Equal(t, "authentication_error", e["auth"].Type)
 		require.Equal(t, http.StatusBadRequest, e["image"].Status)

@@ -69,7 +69,7 @@ async function sdkTool(stream) {
 async function sdkErrors() {
   const out = {};
   for (const [name, c, req] of [
-    ['model', client, { model: 'claude-nope', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }],
+    ['top_k', client, { model, max_tokens: 8, top_k: -1, messages: [{ role: 'user', content: 'hi' }] }],
     ['auth', new Anthropic({ baseURL, apiKey: 'wrong', maxRetries: 0 }), { model, max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }],
     ['image', client, { model, max_tokens: 8, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] }] }],
   ]) {
