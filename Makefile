@@ -43,7 +43,7 @@ endef
 
 # npm packages the tests use (the official openai client, run by
 # server/node_test.go), installed from the committed package-lock.json.
-NPM_DIRS := server/testdata/node downloader/testdata/xetnode tokenizer/testdata/tiktokennode
+NPM_DIRS := server/testdata/node server/testdata/agents downloader/testdata/xetnode tokenizer/testdata/tiktokennode
 
 .PHONY: all build build-deps run test vet fmt-check darwin-vet info-plist unit kernels-arm64 engine-arm64 deps bench app lint clean shaders shaders-check gpu-bundle
 

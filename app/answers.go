@@ -12,10 +12,11 @@ import (
 // machine awake while it runs (busy) and reports its length and the first
 // words of its answer when it ends (finished), without the server knowing
 // about the menu bar. It reads the answer from the response as it streams:
-// the OpenAI JSON body, or the content deltas of server-sent events.
+// the OpenAI or Anthropic JSON body, or the content (text) deltas of
+// server-sent events.
 func watchGenerations(h http.Handler, busy func(reason string) func(), finished func(time.Duration, string)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || (r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/v1/completions") {
+		if r.Method != http.MethodPost || (r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/v1/completions" && r.URL.Path != "/v1/messages") {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -94,9 +95,18 @@ func (a *answerWriter) scan(p []byte) {
 	}
 }
 
-// completion is the part of OpenAI's chat, completion and chunk objects
-// that carries text.
+// completion is the part of OpenAI's chat, completion and chunk objects,
+// and of Anthropic's message and content_block_delta events, that carries
+// the answer's text.
 type completion struct {
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	Delta struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"delta"`
 	Choices []struct {
 		Text    string `json:"text"`
 		Message struct {
@@ -109,6 +119,14 @@ type completion struct {
 }
 
 func (a *answerWriter) add(c completion) {
+	for _, b := range c.Content {
+		if b.Type == "text" {
+			a.content.WriteString(b.Text)
+		}
+	}
+	if c.Delta.Type == "text_delta" {
+		a.content.WriteString(c.Delta.Text)
+	}
 	if len(c.Choices) == 0 {
 		return
 	}

@@ -43,6 +43,20 @@ func TestWatchGenerations(t *testing.T) {
 		}
 		fmt.Fprint(w, `{"choices":[{"text":" and so on"}]}`)
 	})
+	api.HandleFunc("POST /v1/messages", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("stream") == "" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"type":"message","content":[{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"text","text":"Lyon is not the capital."}]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: ping\ndata: {\"type\":\"ping\"}\n\n")
+		fmt.Fprint(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hmm\"}}\n\n")
+		for _, part := range []string{"Paris ", "it is."} {
+			fmt.Fprintf(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":%q}}\n\n", part)
+		}
+		fmt.Fprint(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	})
 	api.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{}`) })
 
 	var mu sync.Mutex
@@ -68,6 +82,8 @@ func TestWatchGenerations(t *testing.T) {
 		{"chat", "POST", "/v1/chat/completions", []string{"Paris is the capital."}},
 		{"chat streamed", "POST", "/v1/chat/completions?stream=1", []string{"The capital is Paris."}},
 		{"completion", "POST", "/v1/completions", []string{" and so on"}},
+		{"anthropic", "POST", "/v1/messages", []string{"Lyon is not the capital."}},
+		{"anthropic streamed", "POST", "/v1/messages?stream=1", []string{"Paris it is."}},
 		{"refused", "POST", "/v1/completions?fail=1", nil},
 		{"not a generation", "GET", "/v1/models", nil},
 	} {

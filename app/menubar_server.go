@@ -155,7 +155,7 @@ func (s *apiServer) Stop(ctx context.Context) error {
 }
 
 // responseDone sends the long-answer notification when a response ends
-// (watchGenerations sees only chat and completions; a background response
+// (watchGenerations sees only chat, completions and messages; a background response
 // has no client at all, so the notification is where its end shows).
 func (s *apiServer) responseDone(r server.Response) {
 	if r.Status == "cancelled" {

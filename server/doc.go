@@ -1,4 +1,5 @@
-// Package server is the OpenAI-compatible HTTP API on echo, at the end of
+// Package server is the OpenAI-compatible HTTP API on echo, with
+// Anthropic's Messages API on the same port, at the end of
 // the data flow (downloader → disk → engine → kernels → tokens → server):
 // it renders chat requests in the K3 chat format (chat), runs every
 // generation as a job in one FIFO queue in front of the engine, and streams
@@ -30,6 +31,14 @@
 //     resume from any event); responses_job.go: a response as a job (run,
 //     stored, followed by any number of clients, resumed at start);
 //     responses.go: its endpoints.
+//   - anthropic.go: the Messages API's wire types and its error shape;
+//     anthropic_request.go: its validation into the chat path's
+//     genRequest (system, content blocks, tool_use and tool_result,
+//     thinking, tools and tool_choice); anthropic_stream.go: tokens to a
+//     message or to Anthropic's event sequence (thinking blocks with
+//     signatures, text, tool_use with input_json_delta, ping events);
+//     anthropic_endpoints.go: /v1/messages and /v1/messages/count_tokens,
+//     answered through the same queue (generate.go's answer) as chat.
 //   - queue.go: one generation at a time for every endpoint, a bounded
 //     FIFO line with progress and ETAs (rates measured over real
 //     lengths); jobtitle.go: a job's name, its request's first words;

@@ -110,17 +110,44 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 	}
 	defer o.close()
 
+	return s.answer(c, j, o, kind, chatTitle(g))
+}
+
+// answerer is what answer needs of a request's output: OpenAI's (output)
+// or Anthropic's (msgOutput).
+type answerer interface {
+	// streaming reports whether the client asked for a stream; started
+	// whether the stream has begun.
+	streaming() bool
+	started() bool
+	begin(w http.ResponseWriter, heartbeat time.Duration) error
+	// token takes one generated token; engine.ErrStopped ends the answer.
+	token(id int) error
+	// end finishes the answer; fail ends a started stream with an error.
+	end(c echo.Context, finish string, promptTokens int) error
+	fail(e *apiError) error
+	gone() bool
+	// emitted is every token taken, for the memo.
+	emitted() []int
+	answerID() string
+}
+
+// answer answers j from the memo or takes a turn at the engine, writing
+// through o: the queue, the stream's heartbeat while waiting, the client's
+// cancellation and the server's shutdown are the same for every endpoint;
+// title names the job on the page and in the menu (JobStatus.Title).
+func (s *Server) answer(c echo.Context, j *job, o answerer, kind, title string) error {
 	if v, ok := s.memo.get(j.key); ok {
 		return s.replay(c, o, j, v)
 	}
-	t, err := s.queue.enter(o.id, kind, len(j.prompt), j.maxNew)
+	t, err := s.queue.enter(o.answerID(), kind, len(j.prompt), j.maxNew)
 	if err != nil {
 		return s.busy()
 	}
-	t.name(chatTitle(g))
+	t.name(title)
 	defer t.release()
 	ctx := c.Request().Context()
-	if g.stream {
+	if o.streaming() {
 		// Start the stream before waiting in line: the heartbeat keeps
 		// the client's idle timer from firing while it waits.
 		if err := o.begin(c.Response(), s.opts.Heartbeat); err != nil {
@@ -156,20 +183,20 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 	case err != nil:
 		ae := generationFailed(err)
 		s.log.Error("generation failed", "err", err)
-		if o.sse != nil {
+		if o.started() {
 			return o.fail(ae)
 		}
 		return ae
 	}
-	s.memo.put(j.key, memoValue{tokens: o.tokens, finish: res.FinishReason})
-	s.log.Info("generation", "prompt_tokens", len(j.prompt), "prompt_tokens_run", res.PromptTokens, "tokens", res.Tokens, "finish", res.FinishReason,
+	s.memo.put(j.key, memoValue{tokens: o.emitted(), finish: res.FinishReason})
+	s.log.Info("generation", "kind", kind, "prompt_tokens", len(j.prompt), "prompt_tokens_run", res.PromptTokens, "tokens", res.Tokens, "finish", res.FinishReason,
 		"prefill", res.Prefill, "decode", res.Decode, "reused_conversation", reused)
 	return o.end(c, res.FinishReason, len(j.prompt))
 }
 
 // replay answers from the memo, as if the engine ran again.
-func (s *Server) replay(c echo.Context, o *output, j *job, v memoValue) error {
-	if o.g.stream {
+func (s *Server) replay(c echo.Context, o answerer, j *job, v memoValue) error {
+	if o.streaming() {
 		if err := o.begin(c.Response(), s.opts.Heartbeat); err != nil {
 			return nil
 		}
@@ -223,8 +250,8 @@ func (s *Server) generate(ctx context.Context, t *ticket, j *job, emit func(int)
 // is still there) with an error event and [DONE], so the client reads why
 // instead of a silent cut; a JSON answer not yet begun gets nothing, as its
 // connection closes.
-func (s *Server) endByShutdown(o *output) error {
-	if o.sse == nil || o.gone() || s.life.Err() == nil {
+func (s *Server) endByShutdown(o answerer) error {
+	if !o.started() || o.gone() || s.life.Err() == nil {
 		return nil
 	}
 	return o.fail(&apiError{status: http.StatusServiceUnavailable, kind: ErrShuttingDown, typ: "server_error",

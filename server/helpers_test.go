@@ -193,8 +193,8 @@ func stream(t *testing.T, ctx context.Context, url, body string, header ...strin
 		for sc.Scan() {
 			line := sc.Text()
 			switch {
-			case line == "":
-				continue
+			case line == "", strings.HasPrefix(line, "event: "):
+				continue // a named event's type is also its data's "type"
 			case strings.HasPrefix(line, ":"):
 				return sseEvent{comment: true, data: line}, true
 			case strings.HasPrefix(line, "data: "):

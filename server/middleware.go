@@ -96,7 +96,7 @@ func (s *Server) originAllowed(origin string) bool {
 }
 
 // cors answers preflights for the allowed origins. The allowed headers are
-// those OpenAI's SDKs send.
+// those OpenAI's and Anthropic's SDKs send.
 func (s *Server) cors() echo.MiddlewareFunc {
 	return middleware.CORSWithConfig(middleware.CORSConfig{
 		AllowOriginFunc: func(origin string) (bool, error) { return s.originAllowed(origin), nil },
@@ -105,17 +105,21 @@ func (s *Server) cors() echo.MiddlewareFunc {
 			"OpenAI-Beta", "X-Stainless-Arch", "X-Stainless-Lang", "X-Stainless-OS", "X-Stainless-Package-Version",
 			"X-Stainless-Retry-Count", "X-Stainless-Runtime", "X-Stainless-Runtime-Version", "X-Stainless-Async",
 			"X-Stainless-Helper-Method", "X-Stainless-Poll-Helper", "X-Stainless-Custom-Poll-Interval",
-			"X-Stainless-Timeout", "X-Stainless-Raw-Response"},
+			"X-Stainless-Timeout", "X-Stainless-Raw-Response",
+			// Anthropic's SDK in a browser.
+			"X-Api-Key", "Anthropic-Version", "Anthropic-Beta", "Anthropic-Dangerous-Direct-Browser-Access"},
 		ExposeHeaders: []string{"Retry-After"},
 		MaxAge:        600,
 	})
 }
 
-// apiKey requires "Authorization: Bearer KEY" on everything but /health
-// and CORS preflights (browsers send those without credentials).
+// apiKey requires "Authorization: Bearer KEY", or "x-api-key: KEY" as
+// Anthropic's clients send it, on everything but /health and CORS
+// preflights (browsers send those without credentials).
 func (s *Server) apiKey() echo.MiddlewareFunc {
 	want := []byte(s.opts.APIKey)
 	return middleware.KeyAuthWithConfig(middleware.KeyAuthConfig{
+		KeyLookup: "header:" + echo.HeaderAuthorization + ",header:X-Api-Key",
 		Skipper: func(c echo.Context) bool {
 			return c.Path() == "/health" || c.Request().Method == http.MethodOptions
 		},
@@ -124,7 +128,7 @@ func (s *Server) apiKey() echo.MiddlewareFunc {
 		},
 		ErrorHandler: func(err error, c echo.Context) error {
 			return &apiError{status: http.StatusUnauthorized, kind: ErrUnauthorized, typ: "invalid_request_error",
-				code: "invalid_api_key", msg: "missing or wrong API key: send Authorization: Bearer <key> (the server's --api-key)"}
+				code: "invalid_api_key", msg: "missing or wrong API key: send Authorization: Bearer <key> or x-api-key: <key> (the server's --api-key)"}
 		},
 	})
 }

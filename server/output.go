@@ -40,6 +40,11 @@ func (o *output) begin(w http.ResponseWriter, heartbeat time.Duration) error {
 	return o.sse.event(chatChunk(o.id, o.created, o.model, ChatDelta{Role: "assistant", Content: &empty}, nil, o.g.includeUsage))
 }
 
+func (o *output) streaming() bool  { return o.g.stream }
+func (o *output) started() bool    { return o.sse != nil }
+func (o *output) emitted() []int   { return o.tokens }
+func (o *output) answerID() string { return o.id }
+
 // gone reports whether the stream's client has vanished.
 func (o *output) gone() bool {
 	return o.sse != nil && o.sse.failed()

@@ -66,7 +66,7 @@ type ticket struct {
 // JobStatus is one job's place and progress.
 type JobStatus struct {
 	ID   string `json:"id"`
-	Kind string `json:"kind"` // "chat.completion" | "text_completion" | "response"
+	Kind string `json:"kind"` // "chat.completion" | "text_completion" | "response" | "message"
 	// Title is the request's first words (its last user message), what
 	// the menu and the page call the job.
 	Title string `json:"title,omitempty"`

@@ -171,6 +171,8 @@ func newServer(opts Options, meta modelMeta) (*Server, error) {
 	e.GET("/v1/models/:id", s.modelByID)
 	e.POST("/v1/chat/completions", s.chatCompletions)
 	e.POST("/v1/completions", s.completions)
+	e.POST("/v1/messages", s.messages)
+	e.POST("/v1/messages/count_tokens", s.countTokens)
 	e.POST("/v1/responses", s.createResponse)
 	e.GET("/v1/responses/:id", s.getResponse)
 	e.DELETE("/v1/responses/:id", s.deleteResponse)
@@ -258,7 +260,8 @@ func (s *Server) ListenAndServe(ctx context.Context, ready func(addr net.Addr)) 
 	return s.Serve(ctx, ln)
 }
 
-// handleError writes every error in OpenAI's shape.
+// handleError writes every error in OpenAI's shape, or Anthropic's on the
+// Messages API's paths.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -274,9 +277,12 @@ func (s *Server) handleError(err error, c echo.Context) {
 		s.log.Error("request failed", "path", c.Path(), "err", err)
 	}
 	var werr error
-	if c.Request().Method == http.MethodHead {
+	switch {
+	case c.Request().Method == http.MethodHead:
 		werr = c.NoContent(ae.status)
-	} else {
+	case isAnthropic(c.Request().URL.Path):
+		werr = c.JSON(ae.status, ae.anthropicBody())
+	default:
 		werr = c.JSON(ae.status, ae.body())
 	}
 	if werr != nil {
@@ -294,7 +300,7 @@ func fromEchoError(err error) *apiError {
 	ae := &apiError{status: he.Code, kind: ErrInvalidRequest, typ: "invalid_request_error", msg: fmt.Sprint(he.Message)}
 	switch he.Code {
 	case http.StatusNotFound:
-		ae.code, ae.msg = "not_found", "no such endpoint: this server has GET /v1/models, POST /v1/chat/completions, POST /v1/completions, POST /v1/responses (with GET, DELETE, /cancel and /input_items on a response) and GET /health"
+		ae.code, ae.msg = "not_found", "no such endpoint: this server has GET /v1/models, POST /v1/chat/completions, POST /v1/completions, POST /v1/responses (with GET, DELETE, /cancel and /input_items on a response), POST /v1/messages (and /v1/messages/count_tokens) and GET /health"
 	case http.StatusMethodNotAllowed:
 		ae.code = "method_not_allowed"
 	case http.StatusRequestEntityTooLarge:

@@ -19,12 +19,13 @@ import (
 // and is returned by every later write, so the generation's emit callback
 // sees a vanished client at its next token.
 type sseWriter struct {
-	mu   sync.Mutex
-	w    http.ResponseWriter
-	rc   *http.ResponseController
-	err  error
-	stop chan struct{}
-	done chan struct{}
+	mu       sync.Mutex
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	err      error
+	stop     chan struct{}
+	done     chan struct{}
+	beatText []byte // what the heartbeat writes
 }
 
 // heartbeatComment is the SSE comment sent while the model works.
@@ -32,6 +33,12 @@ const heartbeatComment = ": keep-alive\n\n"
 
 // startSSE sends the event-stream headers and starts the heartbeat.
 func startSSE(w http.ResponseWriter, heartbeat time.Duration) *sseWriter {
+	return startSSEBeat(w, heartbeat, heartbeatComment)
+}
+
+// startSSEBeat is startSSE with the heartbeat's own text (Anthropic's
+// streams send ping events, not comments).
+func startSSEBeat(w http.ResponseWriter, heartbeat time.Duration, beat string) *sseWriter {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -39,7 +46,7 @@ func startSSE(w http.ResponseWriter, heartbeat time.Duration) *sseWriter {
 	// Tell nginx-like proxies not to buffer the stream.
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &sseWriter{w: w, rc: http.NewResponseController(belowEcho(w)), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &sseWriter{w: w, rc: http.NewResponseController(belowEcho(w)), stop: make(chan struct{}), done: make(chan struct{}), beatText: []byte(beat)}
 	s.flush()
 	go s.beat(heartbeat)
 	return s
@@ -65,7 +72,7 @@ func (s *sseWriter) beat(every time.Duration) {
 		case <-s.stop:
 			return
 		case <-t.C:
-			s.write([]byte(heartbeatComment))
+			s.write(s.beatText)
 		}
 	}
 }
