@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -266,6 +268,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	var ae *apiError
 	if !errors.As(err, &ae) {
 		ae = fromEchoError(err)
+		if ae.status == http.StatusNotFound {
+			ae.msg = fmt.Sprintf("no such endpoint: %s %s; this server has %s", c.Request().Method, c.Request().URL.Path, strings.Join(s.endpoints(), ", "))
+		}
 	}
 	if ae.status == http.StatusTooManyRequests {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
@@ -294,7 +299,7 @@ func fromEchoError(err error) *apiError {
 	ae := &apiError{status: he.Code, kind: ErrInvalidRequest, typ: "invalid_request_error", msg: fmt.Sprint(he.Message)}
 	switch he.Code {
 	case http.StatusNotFound:
-		ae.code, ae.msg = "not_found", "no such endpoint: this server has GET /v1/models, POST /v1/chat/completions, POST /v1/completions, POST /v1/responses (with GET, DELETE, /cancel and /input_items on a response) and GET /health"
+		ae.code, ae.msg = "not_found", "no such endpoint"
 	case http.StatusMethodNotAllowed:
 		ae.code = "method_not_allowed"
 	case http.StatusRequestEntityTooLarge:
@@ -304,6 +309,29 @@ func fromEchoError(err error) *apiError {
 		ae.typ, ae.kind = "server_error", ErrGeneration
 	}
 	return ae
+}
+
+// endpoints lists the API's routes as "METHOD /path", read from the
+// router, so a route added anywhere (by another file, or a mounted
+// package under /v1) is listed without this list being kept by hand.
+func (s *Server) endpoints() []string {
+	var out []string
+	for _, r := range s.echo.Routes() {
+		if isAPI(r.Path) && validMethod(r.Method) {
+			out = append(out, r.Method+" "+r.Path)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// validMethod skips echo's internal pseudo-methods (its not-found routes).
+func validMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return true
+	}
+	return false
 }
 
 // readBody reads the (size-limited) body under its own deadline, then

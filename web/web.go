@@ -104,7 +104,11 @@ func NewToken() (string, error) {
 
 // Mount registers the page's routes on the server's echo (Server.Mount).
 func (w *Web) Mount(e *echo.Echo) {
-	g := e.Group("", w.guard)
+	// The guard goes on each route, not on a group: a group's middleware
+	// makes echo route every unknown path through it, so an API client's
+	// POST to a path that does not exist (/v1/embeddings, /api/chat) got
+	// the page's "reload the page" 403 instead of the API's 404.
+	g := guarded{e: e, mw: w.guard}
 	assets, _ := fs.Sub(files, "assets")
 	g.GET("/assets/*", echo.WrapHandler(http.StripPrefix("/assets/", http.FileServer(http.FS(assets)))))
 	g.GET("/", w.page("ask", "Ask"))
@@ -125,6 +129,16 @@ func (w *Web) Mount(e *echo.Echo) {
 	g.GET("/api/settings", w.settings)
 	g.POST("/api/settings", w.saveSettings)
 }
+
+// guarded registers routes with the page's guard on each.
+type guarded struct {
+	e  *echo.Echo
+	mw echo.MiddlewareFunc
+}
+
+func (g guarded) GET(path string, h echo.HandlerFunc)    { g.e.GET(path, h, g.mw) }
+func (g guarded) POST(path string, h echo.HandlerFunc)   { g.e.POST(path, h, g.mw) }
+func (g guarded) DELETE(path string, h echo.HandlerFunc) { g.e.DELETE(path, h, g.mw) }
 
 // pageData is what every template gets.
 type pageData struct {

@@ -1,0 +1,49 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// An API client's request to a path that does not exist gets the API's
+// 404, in OpenAI's error shape and listing what exists, not the page's
+// same-origin 403 ("reload the page"): the page's guard covers only the
+// page's own routes.
+func TestUnknownAPIPathIs404(t *testing.T) {
+	t.Parallel()
+	s := serve(t, "")
+	body := `{"model":"deltafin-demo","input":"hi"}`
+	for _, path := range []string{"/v1/embeddings", "/api/chat", "/api/generate", "/v1/audio/speech"} {
+		code, b := call(t, http.MethodPost, s.base+path, body, "Content-Type", "application/json")
+		require.Equal(t, http.StatusNotFound, code, "%s: %s", path, b)
+		var e struct {
+			Error struct {
+				Message string  `json:"message"`
+				Type    string  `json:"type"`
+				Code    *string `json:"code"`
+			} `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(b), &e), "%s: %s", path, b)
+		require.Equal(t, "not_found", *e.Error.Code, path)
+		require.Equal(t, "invalid_request_error", e.Error.Type, path)
+		for _, route := range []string{"POST " + path, "POST /v1/chat/completions", "POST /v1/completions", "POST /v1/responses",
+			"GET /v1/models", "GET /health", "GET /v1/responses/:id"} {
+			require.Contains(t, e.Error.Message, route, path)
+		}
+		require.NotContains(t, e.Error.Message, "/api/ask", "the page's own routes are not the API's")
+	}
+	// Whatever /v1/messages is in this build (absent, or Anthropic's API
+	// once added), it is never the page's guard answering.
+	code, b := call(t, http.MethodPost, s.base+"/v1/messages", body, "Content-Type", "application/json")
+	require.NotEqual(t, http.StatusForbidden, code, b)
+	require.False(t, strings.Contains(b, "reload the page"), b)
+
+	// The page's routes keep their guard.
+	code, b = call(t, http.MethodPost, s.base+"/api/ask", `{"prompt":"hi"}`, "Content-Type", "application/json")
+	require.Equal(t, http.StatusForbidden, code, b)
+	require.Contains(t, b, "reload the page")
+}
