@@ -358,6 +358,10 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 		return nil, invalid(codeInvalidJSON, "", "read request body: %v", err)
 	}
 	_ = rc.SetReadDeadline(time.Time{})
+	var te *TextError
+	if err := CheckText(body); errors.As(err, &te) {
+		return nil, invalid(codeInvalidValue, te.Path, "%v", te)
+	}
 	return body, nil
 }
 

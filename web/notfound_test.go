@@ -47,3 +47,20 @@ func TestUnknownAPIPathIs404(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, code, b)
 	require.Contains(t, b, "reload the page")
 }
+
+// The ask box refuses invalid UTF-8 and lone surrogates naming the field,
+// instead of asking the model a prompt with U+FFFD in it.
+func TestAskBadTextRefused(t *testing.T) {
+	t.Parallel()
+	s := serve(t, "")
+	tok := pageToken(t, s.base)
+	for _, body := range []string{"{\"prompt\":\"hi \xff\",\"thinking\":false}", `{"prompt":"hi \ud800","thinking":false}`} {
+		code, b := call(t, http.MethodPost, s.base+"/api/ask", body, "Content-Type", "application/json", "X-Deltafin-Token", tok)
+		require.Equal(t, http.StatusBadRequest, code, b)
+		require.Contains(t, b, "bad_text", b)
+		require.Contains(t, b, "prompt:", b)
+	}
+	convs, err := s.store.Conversations()
+	require.NoError(t, err)
+	require.Empty(t, convs, "nothing was asked")
+}

@@ -1,11 +1,15 @@
 package web
 
 import (
+	"bytes"
 	"crypto/rand"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -128,6 +132,29 @@ func (w *Web) Mount(e *echo.Echo) {
 	g.POST("/api/model/:action", w.act)
 	g.GET("/api/settings", w.settings)
 	g.POST("/api/settings", w.saveSettings)
+}
+
+// readJSON reads a JSON body of at most limit bytes into v (strict:
+// refusing unknown fields). Its text is checked first, as the API checks
+// its own (server.CheckText): a prompt with invalid UTF-8 or a lone
+// surrogate is refused naming the field, not changed into U+FFFD.
+func readJSON(c echo.Context, limit int64, v any, strict bool) error {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, limit))
+	if err != nil {
+		return problem(c, http.StatusBadRequest, "bad_json", "read the request: %v", err)
+	}
+	var te *server.TextError
+	if err := server.CheckText(body); errors.As(err, &te) {
+		return problem(c, http.StatusBadRequest, "bad_text", "%v", te)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		return problem(c, http.StatusBadRequest, "bad_json", "the request is not JSON: %v", err)
+	}
+	return nil
 }
 
 // guarded registers routes with the page's guard on each.
