@@ -128,6 +128,9 @@ type Server struct {
 	jobsMu   sync.Mutex
 	jobs     map[string]*respJob
 	running  sync.WaitGroup
+
+	// throttle limits API-key guessing per client address (throttle.go).
+	throttle *keyThrottle
 }
 
 func newServer(opts Options, meta modelMeta) (*Server, error) {
@@ -145,7 +148,8 @@ func newServer(opts Options, meta modelMeta) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, meta: meta, log: log, queue: newQueue(opts.Queue),
-		memo: newMemo(opts.MemoEntries, opts.MemoBytes), store: opts.Store, jobs: map[string]*respJob{}}
+		memo: newMemo(opts.MemoEntries, opts.MemoBytes), store: opts.Store, jobs: map[string]*respJob{},
+		throttle: newKeyThrottle()}
 	s.life, s.stopLife = context.WithCancelCause(context.Background())
 
 	e := echo.New()
