@@ -151,6 +151,11 @@ func newServer(opts Options, meta modelMeta) (*Server, error) {
 		memo: newMemo(opts.MemoEntries, opts.MemoBytes), store: opts.Store, jobs: map[string]*respJob{},
 		throttle: newKeyThrottle()}
 	s.life, s.stopLife = context.WithCancelCause(context.Background())
+	if opts.Store != nil {
+		if r := opts.Store.Recovered(); r != nil {
+			log.Warn(r.String(), "reason", r.Reason, "moved_to", r.MovedTo, "jobs", r.Jobs, "conversations", r.Conversations)
+		}
+	}
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -371,7 +376,11 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 
 func (s *Server) health(c echo.Context) error {
 	qs := s.queue.status()
-	return c.JSON(http.StatusOK, Health{Status: "ok", Model: s.meta.id, Description: s.meta.desc, Busy: qs.Running != nil, Queued: len(qs.Queued), Queue: qs})
+	h := Health{Status: "ok", Model: s.meta.id, Description: s.meta.desc, Busy: qs.Running != nil, Queued: len(qs.Queued), Queue: qs}
+	if s.store != nil {
+		h.StoreRecovered = s.store.Recovered()
+	}
+	return c.JSON(http.StatusOK, h)
 }
 
 func (s *Server) modelObject() ModelObject {

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -174,12 +175,27 @@ type pageData struct {
 	Demo, App                              bool
 	Examples                               []example
 	Error                                  string
+	// Notice is a warning every page shows (a damaged job store recovered).
+	Notice string
 }
 
 func (w *Web) data(c echo.Context, active string) pageData {
 	base := "http://" + c.Request().Host + "/v1"
-	return pageData{Title: active, Active: active, Token: w.token, ModelID: w.opts.Server.ModelID(),
+	d := pageData{Title: active, Active: active, Token: w.token, ModelID: w.opts.Server.ModelID(),
 		BaseURL: base, Demo: w.opts.Demo, App: w.opts.Control != nil, Examples: examples(base, w.opts.Server.ModelID(), w.opts.APIKey != "")}
+	if w.opts.Store != nil {
+		if r := w.opts.Store.Recovered(); r != nil {
+			d.Notice = capitalize(r.String()) + "."
+		}
+	}
+	return d
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func (w *Web) page(name, title string) echo.HandlerFunc {
