@@ -281,7 +281,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 			ae.msg = fmt.Sprintf("no such endpoint: %s %s; this server has %s", c.Request().Method, c.Request().URL.Path, strings.Join(s.endpoints(), ", "))
 		}
 	}
-	if ae.status == http.StatusTooManyRequests {
+	if ae.status == http.StatusTooManyRequests || ae.retryAfter > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
 	}
 	if ae.status >= 500 {
