@@ -3,10 +3,14 @@ package web_test
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/deltafin/deltafin/store"
 )
 
 // An API client's request to a path that does not exist gets the API's
@@ -63,4 +67,22 @@ func TestAskBadTextRefused(t *testing.T) {
 	convs, err := s.store.Conversations()
 	require.NoError(t, err)
 	require.Empty(t, convs, "nothing was asked")
+}
+
+// A job store found damaged at the start is said on every page.
+func TestDamagedStoreNotice(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, store.FileName), nil, 0o600))
+	s := serveIn(t, "", dir)
+	for _, page := range []string{"/", "/model", "/settings"} {
+		code, b := call(t, http.MethodGet, s.base+page, "")
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, b, `class="notice"`, page)
+		require.Contains(t, b, "The job store was damaged (empty file)", page)
+		require.Contains(t, b, "deltafin.db.damaged-", page)
+	}
+	fresh := serve(t, "")
+	_, b := call(t, http.MethodGet, fresh.base+"/", "")
+	require.NotContains(t, b, `class="notice"`)
 }
