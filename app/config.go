@@ -48,6 +48,10 @@ type Config struct {
 	// uses the machine's (MemAvailable on Linux, hw.memsize and the VM
 	// statistics on macOS).
 	RAMGB float64
+	// AllowUnverified lets run, serve and the app use bytes of the install
+	// that could not be verified against the hub (--allow-unverified);
+	// without it they are refused with ErrUnverified.
+	AllowUnverified bool
 	// Trace, when set, is a file that receives the router trace of the run
 	// (--trace): one JSON line per token and MoE layer, for `deltafin warm`.
 	Trace string

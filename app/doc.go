@@ -1,8 +1,10 @@
 // Package app wires Deltafin together at the end of the data flow: it turns
 // one Config into the downloader, the engine, the server and the menu bar.
 // OpenModel is the one way a model is opened (deltafin run and serve in
-// package cli, and the menu bar's server); the CLI subcommands' flags and
-// bodies live in package cli.
+// package cli, and the menu bar's server); a folder a mirror wrote is read
+// through its presence maps (folder.go), and an install holding bytes that
+// are not verified is refused (ErrUnverified) unless Config.AllowUnverified.
+// The CLI subcommands' flags and bodies live in package cli.
 //
 // The menu-bar app (`deltafin` with no arguments) is one App struct:
 // BuildMenu renders its State into a plain Menu value, the tray (systray:

@@ -111,6 +111,11 @@ func (m *Model) Close() error {
 			err = derr
 		}
 	}
+	if m.folderMirror != nil {
+		if derr := m.folderMirror.Close(); err == nil {
+			err = derr
+		}
+	}
 	return err
 }
 
@@ -144,16 +149,34 @@ type DriveProgress struct {
 // probes its reads in flight with a probe file of probeBytes, and copies
 // the hottest experts of m to it (the expert heat histogram of the data
 // directory ranks them). It returns the entry as stored.
-func FillDrive(ctx context.Context, cfg Config, m drives.Mirror, e DriveEntry, force bool, probeBytes int64, p DriveProgress) (DriveEntry, drives.FillResult, error) {
+func FillDrive(ctx context.Context, cfg Config, m drives.Mirror, e DriveEntry, force bool, probeBytes int64, p DriveProgress) (_ DriveEntry, _ drives.FillResult, err error) {
 	if !force {
 		if err := drives.CheckDevice(e.Path, m.Dir); err != nil {
 			return e, drives.FillResult{}, err
 		}
 	}
-	e, err := AddExpertDrive(cfg, e)
+	before, err := ExpertDrives(cfg)
 	if err != nil {
 		return e, drives.FillResult{}, err
 	}
+	e, err = AddExpertDrive(cfg, e)
+	if err != nil {
+		return e, drives.FillResult{}, err
+	}
+	// A new drive whose add fails (a full disk, a device error) is not
+	// left listed, nor its partial copies on it; an interrupted add is
+	// kept, to resume.
+	added := !slices.ContainsFunc(before, func(b DriveEntry) bool { return b.Path == e.Path })
+	defer func() {
+		if err == nil || !added || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		if _, rerr := RemoveExpertDrive(cfg, e.Path); rerr != nil {
+			err = errors.Join(err, rerr)
+		} else if rerr := drives.Remove(e.Path); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}()
 	d, err := drives.Open(e.Path, drives.Layout(m.Spans))
 	if err != nil {
 		return e, drives.FillResult{}, err

@@ -98,6 +98,10 @@ func openMirror(ctx context.Context, cfg Config, opts downloader.Options) (*down
 	}
 	cfg.Revision, hub.Revision = rev, rev
 	opts.HubOptions, opts.Dir, opts.Jobs = hub, cfg.ModelDir(), cfg.Jobs
+	opts.AllowUnverified = cfg.AllowUnverified
+	if opts.Disagreement == nil {
+		opts.Disagreement = logDisagreement
+	}
 	return downloader.Open(opts)
 }
 

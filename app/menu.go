@@ -122,6 +122,11 @@ type InstallState struct {
 	// Spine, for a stream install whose spine is not all verified, says
 	// how much is ("spine 100% present, 0% verified"); "" when all is.
 	Spine string
+	// Unverified is set when any byte on disk could not be verified
+	// against the hub (downloader.Unverified): the menu and the page say
+	// "unverified", and the server refuses the install unless
+	// --allow-unverified.
+	Unverified bool
 }
 
 // Progress is one progress event of a download or of warming.
@@ -238,12 +243,18 @@ func statusLine(s State) string {
 		fmt.Fprintf(&b, "Download paused at %d%% (%s)", percent(s.Download.Fraction()), s.Pending)
 	case s.Install.Mode == InstallFull:
 		b.WriteString("Full install")
+		if s.Install.Unverified {
+			b.WriteString(" · unverified")
+		}
 	case s.Install.Mode == InstallStream:
 		pct := 0
 		if s.Install.ExpertsTotal > 0 {
 			pct = percent(float64(s.Install.ExpertsCached) / float64(s.Install.ExpertsTotal))
 		}
 		fmt.Fprintf(&b, "Stream install, %d%% of experts cached", pct)
+		if s.Install.Unverified {
+			b.WriteString(" · unverified")
+		}
 		if s.Install.Spine != "" {
 			b.WriteString(" · " + s.Install.Spine)
 		}

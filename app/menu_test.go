@@ -66,6 +66,9 @@ func TestBuildMenu(t *testing.T) {
 		{name: "stream install not all verified", st: with(func(s *State) {
 			s.Install = InstallState{Mode: InstallStream, ExpertsCached: 12, ExpertsTotal: 100, Spine: "spine 100% present, 62% verified"}
 		}), status: "Stream install, 12% of experts cached · spine 100% present, 62% verified"},
+		{name: "stream install unverified", st: with(func(s *State) {
+			s.Install = InstallState{Mode: InstallStream, ExpertsCached: 12, ExpertsTotal: 100, Spine: "spine 100% present, 0% verified", Unverified: true}
+		}), status: "Stream install, 12% of experts cached · unverified · spine 100% present, 0% verified"},
 		{name: "upgrading", st: with(func(s *State) {
 			s.Install = InstallState{Mode: InstallStream, ExpertsCached: 1, ExpertsTotal: 2}
 			s.Downloading, s.Pending, s.Upgrade = true, ModeFull, true

@@ -126,6 +126,11 @@ func installState(m *downloader.Mirror, p *downloader.Plan) (InstallState, error
 	if in.ExpertsCached, in.ExpertsTotal, err = m.ExpertsCached(p); err != nil {
 		return in, err
 	}
+	u, err := m.Unverified()
+	if err != nil {
+		return in, err
+	}
+	in.Unverified = u.Bytes > 0
 	switch {
 	case full.Missing() == 0:
 		in.Mode = InstallFull

@@ -58,3 +58,19 @@ func TestMirrorInstall(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, InstallFull, in.Mode)
 }
+
+// TestMirrorInstallSaysUnverified: a stream install from a hub without Xet
+// hashes is "unverified" in the menu's status line and on the page.
+func TestMirrorInstallSaysUnverified(t *testing.T) {
+	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
+	h.NoXet = true
+	cfg := hubConfig(t, h)
+	d := newMirrorInstall(cfg)
+	d.chunkSize, d.headroom = 64<<10, 1
+	t.Cleanup(func() { require.NoError(t, d.Close()) })
+	require.NoError(t, d.Download(t.Context(), ModeStream, func(Progress) {}))
+	in, err := d.Installed(t.Context())
+	require.NoError(t, err)
+	require.True(t, in.Unverified)
+	require.Contains(t, statusLine(State{Install: in}), "· unverified")
+}

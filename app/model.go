@@ -46,6 +46,9 @@ type Model struct {
 	// int8 spine): callers say so wherever the output is shown.
 	Approximate string
 	drives      []*drives.Drive // the expert drives it reads from (drives.go)
+	// folderMirror is the mirror OpenModel opened for a --model folder
+	// that a mirror wrote (folder.go); closed with the model.
+	folderMirror *downloader.Mirror
 }
 
 // OpenModel is the one way every entry point (deltafin run, deltafin serve,
@@ -94,8 +97,9 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 	}
 	m := &Model{Tokenizer: tok, Dir: ref.Dir}
 	eo := engine.Options{Backend: backend, Stream: stream, NoSpec: !cfg.Spec}
-	if ref.Mirror != nil {
-		eo.OpenSource = MirrorSource(ref.Mirror)
+	// A folder a mirror wrote is read through presence (folder.go).
+	if eo.OpenSource, m.folderMirror, err = openFolder(ctx, cfg, ref); err != nil {
+		return nil, err
 	}
 	if m.drives, err = openDrives(ctx, cfg, ref.Dir, eo.OpenSource); err != nil {
 		return nil, err
@@ -110,6 +114,9 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 	if m.Model, err = engine.Open(ctx, ref.Dir, eo); err != nil {
 		for _, d := range m.drives {
 			d.Close()
+		}
+		if m.folderMirror != nil {
+			m.folderMirror.Close()
 		}
 		return nil, fmt.Errorf("app: open model: %w", err)
 	}

@@ -45,6 +45,10 @@ func (a *App) Status() web.AppStatus {
 		CanResume: paused && st.CanDownload,
 		CanWarm:   st.WarmEnabled || (st.Install.Mode == InstallStream && st.CanWarm),
 	}
+	out.Verification = "verified"
+	if st.Install.Unverified {
+		out.Verification = "unverified"
+	}
 	m := BuildMenu(st)
 	out.CanUpgrade = m.Item(ItemUpgrade).Enabled
 	return out

@@ -20,6 +20,7 @@ func App(demo func() (fs.FS, error)) func(ctx context.Context, c *Call) error {
 		fs.DurationVar(&cfg.NotifyAfter, "notify-after", cfg.NotifyAfter, "notify when an answer takes longer than this (0: never)")
 		fs.DurationVar(&cfg.WarmIdleAfter, "warm-idle-after", cfg.WarmIdleAfter, "overnight warming starts after this long without input")
 		fs.Float64Var(&cfg.KeepFreeGB, "keep-free", 100, "GB of disk the menu's downloads and warming leave free")
+		addUnverifiedFlag(fs, cfg)
 		if err := c.parse(fs, c.Args); err != nil {
 			return err
 		}

@@ -119,6 +119,12 @@ func addModelFlags(fs *flag.FlagSet, cfg *app.Config) {
 	addRAMFlag(fs, cfg)
 	fs.StringVar(&cfg.Trace, "trace", cfg.Trace, "write the router's expert choices to this file (JSON lines)")
 	fs.StringVar(&cfg.Spine, "spine", cfg.Spine, "spine weights: bf16 (exact) or int8 (the convert-spine-int8 copy: half the bytes, NOT exact)")
+	addUnverifiedFlag(fs, cfg)
+}
+
+// addUnverifiedFlag binds --allow-unverified (run, serve, app).
+func addUnverifiedFlag(fs *flag.FlagSet, cfg *app.Config) {
+	fs.BoolVar(&cfg.AllowUnverified, "allow-unverified", cfg.AllowUnverified, "use bytes of the install that could not be verified against the hub (default: refuse them; deltafin fetch-experts completes and verifies the files)")
 }
 
 // hubFlags binds the model-source flags shared by setup, fetch-experts and warm.

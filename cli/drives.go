@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/deltafin/deltafin/app"
 	"github.com/deltafin/deltafin/drives"
@@ -175,6 +176,21 @@ func scrubDrives(ctx context.Context, cfg app.Config, model, path string, out io
 			continue
 		}
 		d, err := drives.Open(e.Path, drives.Layout(m.Spans))
+		if openErr := err; errors.Is(err, drives.ErrManifest) {
+			// Its manifest is damaged: set it aside and copy the drive's
+			// share again, every copy checksummed.
+			aside, err := drives.SetAside(e.Path, time.Now())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "%s: the manifest is damaged (%v); moved aside to %s, copying the drive's experts again\n", e.Path, openErr, aside)
+			_, res, err := app.FillDrive(ctx, cfg, m, e, true, 16<<20, app.DriveProgress{})
+			if err != nil {
+				return interrupted("drives scrub", err)
+			}
+			fmt.Fprintf(out, "%s: manifest repaired, %d copies made again\n", e.Path, res.Copied)
+			continue
+		}
 		if err != nil {
 			return err
 		}

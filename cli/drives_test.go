@@ -91,3 +91,39 @@ func TestDrivesRefusedWhileTheAppRuns(t *testing.T) {
 	}
 	require.NoError(t, call("list"))
 }
+
+// TestDrivesScrubRepairsADamagedManifest: a drive whose manifest is
+// truncated (a disk fault) cannot be opened; drives scrub sets it aside,
+// copies the drive's share again (checksummed), and the drive lists and
+// scrubs clean afterwards.
+func TestDrivesScrubRepairsADamagedManifest(t *testing.T) {
+	t.Parallel()
+	cfg := app.DefaultConfig(func(string) string { return "" })
+	cfg.DataDir = t.TempDir()
+	model := filepath.Join("..", "testdata", "k3-tiny")
+	drive := filepath.Join(t.TempDir(), "ssd2")
+	call := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := Drives(t.Context(), &Call{Command: Command{Name: "drives"}, Config: cfg, Args: args, Stdout: &out, Stderr: &errOut})
+		return out.String() + errOut.String(), err
+	}
+	out, err := call("add", drive, "--share", "25%", "--model", model, "--force", "--probe-mib", "8")
+	require.NoError(t, err, out)
+	man := filepath.Join(drive, drives.Sub, "manifest.json")
+	b, err := os.ReadFile(man)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(man, b[:len(b)/2], 0o644))
+	_, err = drives.Open(drive, "")
+	require.ErrorIs(t, err, drives.ErrManifest)
+
+	out, err = call("scrub", "--model", model)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "the manifest is damaged")
+	require.Contains(t, out, "manifest repaired, 72 copies made again")
+	aside, err := filepath.Glob(man + ".damaged-*")
+	require.NoError(t, err)
+	require.Len(t, aside, 1, "the damaged manifest is kept aside")
+	out, err = call("scrub", "--model", model)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "72 copies checked, 0 repaired")
+}

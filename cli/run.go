@@ -33,7 +33,7 @@ func Run(ctx context.Context, c *Call) error {
 	fs.StringVar(&r.Prompt, "prompt", r.Prompt, "prompt text, tokenized with the model directory's tokenizer (no BOS)")
 	fs.BoolVar(&r.Chat, "chat", r.Chat, "send --prompt as a chat turn and stop at the end-of-turn token")
 	thinking := fs.Bool("thinking", !r.NoThinking, "with --chat: think before answering (--thinking=false answers directly)")
-	fs.StringVar(&r.Effort, "effort", r.Effort, "with --chat and thinking: thinking effort low, high or max (empty: max)")
+	fs.StringVar(&r.Effort, "effort", r.Effort, "with --chat: thinking effort none (thinking off), low, high or max; minimal, medium and xhigh map to low, high and max (empty: max)")
 	fs.IntVar(&r.MaxNew, "max-new", r.MaxNew, "tokens to generate (a raw completion always runs to this)")
 	fs.BoolVar(&r.JSON, "json", r.JSON, `print one JSON object: {"prompt_ids","ids","text","reasoning","content","stats"}`)
 	fs.StringVar(&r.LogitsOut, "logits-out", r.LogitsOut, "write float32 little-endian logits rows (prompt positions, then each step) to this file")
@@ -41,7 +41,9 @@ func Run(ctx context.Context, c *Call) error {
 	if err := c.parse(fs, c.Args); err != nil {
 		return err
 	}
-	r.NoThinking = !*thinking
+	if err := thinkingFlags(r, *thinking); err != nil {
+		return err
+	}
 	if *ids != "" {
 		var err error
 		if r.IDs, err = ParseIDs(*ids); err != nil {
@@ -52,6 +54,26 @@ func Run(ctx context.Context, c *Call) error {
 		r.Notify = app.NewNotifier("Deltafin")
 	}
 	return runPrompt(ctx, *cfg, c.Stdout, c.Stderr)
+}
+
+// thinkingFlags settles --thinking and --effort as the server settles
+// thinking and reasoning_effort: --effort takes the names clients send
+// (chat.NearestEffort maps them to K3's), none turns thinking off, and
+// --thinking=false wins over an effort.
+func thinkingFlags(r *app.RunConfig, thinking bool) error {
+	r.NoThinking = !thinking
+	if r.Effort == "" {
+		return nil
+	}
+	effort, on, err := chat.NearestEffort(r.Effort)
+	if err != nil {
+		return fmt.Errorf("--effort %q: K3 takes none, minimal, low, medium (as high), high, xhigh (as max) or max", r.Effort)
+	}
+	r.Effort = effort
+	if !on || r.NoThinking {
+		r.NoThinking, r.Effort = true, ""
+	}
+	return nil
 }
 
 // ParseIDs parses "1,2,3" into token ids.

@@ -115,6 +115,39 @@ func TestRunChat(t *testing.T) {
 	require.Contains(t, []string{"stop", "length"}, out.Stats.FinishReason)
 }
 
+// TestRunChatThinkingFlags: --effort takes the names clients send and maps
+// them as the server does; none and --thinking=false answer directly.
+func TestRunChatThinkingFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		effort     string
+		thinking   bool
+		wantEffort string
+		wantOff    bool
+	}{
+		{"", true, "", false}, {"medium", true, "high", false}, {"XHIGH", true, "max", false},
+		{"minimal", true, "low", false}, {"none", true, "", true}, {"high", false, "", true},
+	} {
+		r := app.RunConfig{Effort: tc.effort}
+		require.NoError(t, thinkingFlags(&r, tc.thinking), tc.effort)
+		require.Equal(t, tc.wantEffort, r.Effort, tc.effort)
+		require.Equal(t, tc.wantOff, r.NoThinking, tc.effort)
+	}
+	r := app.RunConfig{Effort: "huge"}
+	require.ErrorContains(t, thinkingFlags(&r, true), `--effort "huge"`)
+
+	// The mapped effort is the one the prompt names.
+	cfg := app.DefaultConfig(func(string) string { return "" })
+	cfg.DataDir = t.TempDir()
+	cfg.Run = app.RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), Prompt: "Hello", Chat: true, MaxNew: 1, JSON: true, Effort: "medium"}
+	require.NoError(t, thinkingFlags(&cfg.Run, true))
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, runPrompt(t.Context(), cfg, &stdout, &stderr))
+	var out RunOutput
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out))
+	require.Contains(t, tinyTokenizer(t).Decode(out.PromptIDs), "`thinking_effort=high`")
+}
+
 func TestRunErrors(t *testing.T) {
 	t.Parallel()
 	model := filepath.Join("..", "testdata", "k3-tiny")

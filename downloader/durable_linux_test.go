@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -21,6 +22,9 @@ import (
 // point closes reached and the request then waits for the client to die;
 // held says which bytes it sent of that request.
 type pacedFault struct {
+	// rate, when set, paces the pieces to this many bytes per second (a
+	// slow link).
+	rate    int64
 	sent    atomic.Int64
 	mu      sync.Mutex
 	killAt  int64 // 0: disarmed
@@ -71,6 +75,9 @@ func (p *pacedFault) serve(w http.ResponseWriter, r *http.Request, f *fakeFile, 
 		}
 		http.NewResponseController(w).Flush()
 		pos = e
+		if p.rate > 0 {
+			time.Sleep(time.Duration(int64(n) * int64(time.Second) / p.rate)) // the link's speed, not an ordering
+		}
 	}
 	return true
 }
@@ -167,4 +174,53 @@ func waitForBytes(t *testing.T, path string, want []byte, off int64) {
 		_, err = unix.Read(fd, ev) // blocks until the next write
 		require.NoError(t, err)
 	}
+}
+
+// TestKillOnASlowLinkLosesSeconds kills a one-stream transfer from a hub
+// that sends 300 kB/s, with the default units of durable progress (8 MiB,
+// 2 s): at that rate 8 MiB is 28 s of transfer, so durable progress by
+// bytes alone would lose everything the request had sent (here all of it,
+// the shards being smaller than 8 MiB). By time as well, a kill loses at
+// most CommitInterval of transfer: under 2 s × 300 kB/s, plus a piece.
+func TestKillOnASlowLinkLosesSeconds(t *testing.T) {
+	t.Parallel()
+	h := newFakeHub(t)
+	const rate = 300_000
+	pf := &pacedFault{rate: rate}
+	h.SetFault(pf.serve)
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	present := func() int64 {
+		m, err := Open(options(h, dir))
+		require.NoError(t, err)
+		defer m.Close()
+		p, err := m.Plan(t.Context())
+		require.NoError(t, err)
+		tot, err := m.Totals(p.Work(Full))
+		require.NoError(t, err)
+		return tot.Present
+	}
+	var lost []int64
+	for range 2 {
+		before, sentBefore := present(), pf.sent.Load()
+		reached := pf.arm(1_000_000) // about 3.3 s of transfer
+		cmd := exec.Command(exe, "-test.run=^TestKill9Child$")
+		cmd.Env = append(os.Environ(), "DELTAFIN_TEST_CHILD_HUB="+h.URL(), "DELTAFIN_TEST_CHILD_DIR="+dir, "DELTAFIN_TEST_CHILD_SLOW=1")
+		require.NoError(t, cmd.Start())
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case err := <-exited:
+			t.Fatalf("the child ended before the kill point: %v", err)
+		case <-reached:
+			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		}
+		require.Error(t, <-exited)
+		sent := pf.sent.Load() - sentBefore
+		kept := present() - before
+		lost = append(lost, sent-kept)
+		require.Less(t, sent-kept, int64(2*rate+64<<10), "a kill loses at most CommitInterval of transfer (sent %d, kept %d)", sent, kept)
+	}
+	t.Logf("kills at %d kB/s: bytes lost per kill %v (CommitEvery 8 MiB, CommitInterval 2 s)", rate/1000, lost)
 }

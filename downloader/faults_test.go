@@ -303,6 +303,11 @@ func TestKill9Child(t *testing.T) {
 		// file, durable every 32 KiB.
 		opts.Jobs, opts.ChunkSize, opts.CommitEvery = 1, 4<<20, 32<<10
 	}
+	if os.Getenv("DELTAFIN_TEST_CHILD_SLOW") != "" {
+		// TestKillOnASlowLinkLosesSeconds: one stream, the default units
+		// of durable progress.
+		opts.Jobs, opts.ChunkSize, opts.CommitEvery, opts.CommitInterval = 1, 4<<20, 0, 0
+	}
 	m, err := Open(opts)
 	require.NoError(t, err)
 	p, err := m.Plan(t.Context())

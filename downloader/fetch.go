@@ -363,8 +363,12 @@ func (m *Mirror) verify(ctx context.Context, fs *fileState) error {
 	if got != want {
 		return fmt.Errorf("%w: %s: got %s, the hub says %s", ErrChecksum, e.Path, got, want)
 	}
+	st, err := f.Stat()
+	if err != nil {
+		return diskError(err, fs.path)
+	}
 	fs.mu.Lock()
-	fs.pres.Verified = want
+	fs.pres.Verified, fs.pres.VerifiedMtime = want, st.ModTime().UnixNano()
 	fs.mu.Unlock()
 	if err := fs.persist(); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -77,6 +78,10 @@ type hub struct {
 	mu       sync.Mutex
 	resolved map[string]string // file path -> URL after redirects
 	xet      xetState
+	// answered is set once any server answered a request: a hub that
+	// answered before may come back, so after it a refused or
+	// unresolvable host is retried (unreachable.go).
+	answered atomic.Bool
 }
 
 func newHub(opts HubOptions, jobs int) *hub {
@@ -90,6 +95,7 @@ func newHub(opts HubOptions, jobs int) *hub {
 		c.Transport = t
 	}
 	h := &hub{opts: opts, client: &c, resolved: map[string]string{}, now: time.Now}
+	c.Transport = answeredTransport{next: c.Transport, h: h}
 	// The token is for the hub only. Go keeps Authorization on redirects to
 	// the same host name on another port, so drop it ourselves whenever the
 	// redirect leaves the endpoint.

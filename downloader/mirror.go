@@ -31,6 +31,11 @@ type Options struct {
 	// fetched is fsynced and marked present every CommitEvery bytes, so a
 	// kill, a crash or a full disk loses less than that per stream.
 	CommitEvery int64
+	// CommitInterval is the same unit in time [2s]: a range being fetched
+	// is also made durable once this long has passed since it last was,
+	// so that on a slow link (300 kB/s takes 28 s for 8 MiB) a kill loses
+	// seconds of transfer, not CommitEvery bytes. Options.Clock tells it.
+	CommitInterval time.Duration
 	// RetryBudget is how long one range keeps retrying transient failures
 	// (timeouts, 5xx, dropped connections) without progress [2m];
 	// RateLimitBudget is the same while the hub answers 429 [10m]. Any byte
@@ -47,7 +52,8 @@ type Options struct {
 	Clock  Clock
 	Jitter func() float64
 	// StallTimeout aborts (and retries) a request that delivers no byte for
-	// this long [60s].
+	// this long [15s]: a transfer that stalls is noticed in seconds, and a
+	// slow one (any byte in 15 s) is never cut.
 	StallTimeout time.Duration
 	// Progress receives the transfer's progress events, one at a time.
 	Progress func(Event)
@@ -62,6 +68,15 @@ type Options struct {
 	// carrying ErrDiskFull) and continue after Resume, as the menu-bar app
 	// wants; otherwise Fetch returns ErrDiskFull, as the CLI wants.
 	WaitOnDiskFull bool
+	// AllowUnverified lets the engine's reads (a Source's Ensure and
+	// ReadAt) use bytes that cannot be verified (state.go); without it
+	// they fail with ErrUnverified after the bytes are fetched.
+	AllowUnverified bool
+	// Disagreement receives a verifier disagreement: a window fetched
+	// again came back byte-identical and still did not give the file's Xet
+	// hash, so the check itself may be what is wrong. The bytes stay
+	// present, not verified, and the transfer goes on; the caller logs it.
+	Disagreement func(Disagreement)
 }
 
 func (o *Options) defaults() {
@@ -73,6 +88,9 @@ func (o *Options) defaults() {
 	}
 	if o.CommitEvery <= 0 {
 		o.CommitEvery = 8 << 20
+	}
+	if o.CommitInterval <= 0 {
+		o.CommitInterval = 2 * time.Second
 	}
 	if o.RetryBudget <= 0 {
 		o.RetryBudget = 2 * time.Minute
@@ -93,9 +111,12 @@ func (o *Options) defaults() {
 		o.BackoffMax = 30 * time.Second
 	}
 	if o.StallTimeout <= 0 {
-		o.StallTimeout = 60 * time.Second
+		o.StallTimeout = DefaultStallTimeout
 	}
 }
+
+// DefaultStallTimeout is Options.StallTimeout's default.
+const DefaultStallTimeout = 15 * time.Second
 
 // metaDir holds the mirror's own state, next to the repository's files.
 const metaDir = ".deltafin"
@@ -317,6 +338,9 @@ func (m *Mirror) file(name string) (*fileState, error) {
 	// The map may only describe bytes of a file that still has its size.
 	if st, err := os.Stat(fs.path); err != nil || st.Size() != e.Size {
 		p = presence{Version: presenceVersion, Size: e.Size}
+	} else if p.Verified != "" && p.VerifiedMtime != 0 && st.ModTime().UnixNano() != p.VerifiedMtime {
+		// Changed on disk since it was verified: hash it again.
+		p.Verified, p.VerifiedMtime = "", 0
 	}
 	fs.pres = p
 	m.files[name] = fs
@@ -620,9 +644,13 @@ func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (
 		}
 	}()
 	buf := make([]byte, min(1<<20, end-off, m.opts.CommitEvery))
+	clock := m.opts.Clock
+	lastCommit := clock.Now()
 	for off+written < end {
 		// Fill the buffer read by read: any byte that arrives proves the
-		// request alive and re-arms the watchdog; writes stay large.
+		// request alive and re-arms the watchdog; writes stay large, but
+		// a slow link that is due a commit (CommitInterval) writes what
+		// it has.
 		want := int(min(int64(len(buf)), end-off-written))
 		k := 0
 		var rerr error
@@ -632,6 +660,9 @@ func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (
 			if n > 0 {
 				k += n
 				watchdog.Reset(m.opts.StallTimeout)
+				if clock.Now().Sub(lastCommit) >= m.opts.CommitInterval {
+					break
+				}
 			}
 		}
 		if k > 0 {
@@ -642,11 +673,11 @@ func (m *Mirror) copyRange(ctx context.Context, fs *fileState, off, end int64) (
 				return written, diskError(werr, fs.path)
 			}
 		}
-		if off+written-committed >= m.opts.CommitEvery {
+		if due := off + written - committed; due >= m.opts.CommitEvery || (due > 0 && clock.Now().Sub(lastCommit) >= m.opts.CommitInterval) {
 			if err := m.commit(fs, Range{committed, off + written}); err != nil {
 				return written, err
 			}
-			committed = off + written
+			committed, lastCommit = off+written, clock.Now()
 		}
 		if rerr != nil && (rerr != io.EOF || off+written < end) {
 			if !watchdog.Stop() && ctx.Err() == nil {

@@ -24,6 +24,11 @@ type presence struct {
 	// Verified is the digest the complete file was checked against, empty
 	// until then.
 	Verified string `json:"verified,omitempty"`
+	// VerifiedMtime is the complete file's modification time (Unix ns)
+	// when it was verified: a file changed on disk since (another program,
+	// a disk fault repaired by fsck, a user's edit) is hashed again by the
+	// next Fetch instead of being called verified. 0: not recorded.
+	VerifiedMtime int64 `json:"verified_mtime_ns,omitempty"`
 	// XetVerified are the present ranges checked against the file's Xet
 	// hash XetHash (a file held in part); always within Ranges.
 	XetHash     string   `json:"xet_hash,omitempty"`

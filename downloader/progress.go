@@ -122,7 +122,7 @@ func (t *tracker) set(file string, done int64, st FileState) {
 }
 
 // waiting reports that a retry waits d for the hub.
-func (t *tracker) waiting(d time.Duration, rateLimited bool) {
+func (t *tracker) waiting(d time.Duration, rateLimited bool, hint string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.waiters == 0 {
@@ -130,6 +130,9 @@ func (t *tracker) waiting(d time.Duration, rateLimited bool) {
 	}
 	t.waiters++
 	t.phaseNow, t.msg = PhaseWaiting, WaitMessage(d, rateLimited)
+	if hint != "" {
+		t.msg = hint + "; " + t.msg
+	}
 	t.emitWait(nil, d, rateLimited)
 }
 

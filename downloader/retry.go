@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -90,6 +91,9 @@ func (r *retrier) wait(ctx context.Context, err error) error {
 		r.since = now
 	}
 	r.attempts++
+	if unreachable(err) && !r.m.hub.answered.Load() {
+		return permanent(fmt.Errorf("%w: %s: %w", ErrUnreachable, r.what, err)) // the app adds the HF_ENDPOINT hint
+	}
 	var busy *hubBusyError
 	isBusy := errors.As(err, &busy)
 	budget := o.RetryBudget
@@ -108,8 +112,12 @@ func (r *retrier) wait(ctx context.Context, err error) error {
 	if (o.Attempts > 0 && r.attempts >= o.Attempts) || spent+d > budget {
 		return fmt.Errorf("downloader: %s: giving up after %d attempts over %v: %w", r.what, r.attempts, spent.Round(time.Millisecond), err)
 	}
-	if isBusy || d >= time.Second {
-		r.m.prog.waiting(d, isBusy && busy.rateLimited)
+	hint := ""
+	if unreachable(err) || isNetError(err) {
+		hint = r.m.unreachableHint() // from the first retry: the user may be able to fix it
+	}
+	if isBusy || d >= time.Second || hint != "" {
+		r.m.prog.waiting(d, isBusy && busy.rateLimited, hint)
 		defer r.m.prog.waited()
 	}
 	return o.Clock.Sleep(ctx, d)
@@ -133,6 +141,13 @@ func WaitMessage(d time.Duration, rateLimited bool) string {
 		why = "rate limited"
 	}
 	return fmt.Sprintf("waiting for the hub (%s), retrying in %d s", why, int((d+time.Second/2)/time.Second))
+}
+
+// isNetError: a failure below HTTP (dial, DNS, a dropped connection).
+func isNetError(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	return errors.As(err, &op) || errors.As(err, &dns)
 }
 
 // list is the hub's tree listing, retried like a transfer: a rate-limited

@@ -32,7 +32,9 @@ func TestSourceConformance(t *testing.T) {
 				h := newFakeHub(t)
 				h.NoXet = tc.noXet
 				dir := t.TempDir()
-				m, p := setup(t, t.Context(), options(h, dir), mode)
+				opts := options(h, dir)
+				opts.AllowUnverified = tc.noXet // the contract of bytes allowed unverified (TestNoXetOnDemandIsRefused: refused otherwise)
+				m, p := setup(t, t.Context(), opts, mode)
 				src, err := m.Source(shard)
 				require.NoError(t, err)
 				f := sourcetest.Fixture{Src: src, Path: filepath.Join(dir, shard), Want: h.Files[shard].Data, Fetches: h.Requests.Load}

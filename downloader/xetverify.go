@@ -2,6 +2,8 @@ package downloader
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -51,8 +53,8 @@ func (m *Mirror) verifyPartial(ctx context.Context, fs *fileState) error {
 			// use: present, not verified (a mismatch is never this).
 			return nil
 		}
-		if errors.Is(err, errTooWide) {
-			continue // its window reaches far into missing bytes: later
+		if errors.Is(err, errTooWide) || errors.Is(err, errDisagree) {
+			continue // its window reaches far into missing bytes, or the check disagrees: later
 		}
 		if err != nil {
 			return err
@@ -120,6 +122,10 @@ func (m *Mirror) verifyRange(ctx context.Context, fs *fileState, x xetFile, piec
 		fs.mu.Lock()
 		held := fs.pres.Ranges.intersect(w)
 		fs.mu.Unlock()
+		first, derr := m.digestWindow(ctx, fs, w)
+		if derr != nil {
+			return derr
+		}
 		if err := m.dropAll(fs, held); err != nil {
 			return err
 		}
@@ -129,6 +135,18 @@ func (m *Mirror) verifyRange(ctx context.Context, fs *fileState, x xetFile, piec
 			}
 		}
 		if err = m.matchWindow(ctx, fs, x, ch, w); errors.Is(err, errXetMismatch) {
+			again, derr := m.digestWindow(ctx, fs, w)
+			if derr != nil {
+				return derr
+			}
+			if again == first {
+				// The hub sent the same bytes twice, and they still do not
+				// merge to its hash: the bytes or the check may be wrong,
+				// and stopping the install could not tell which. They stay
+				// present, not verified (ErrUnverified guards their use).
+				m.disagree(fs, Disagreement{File: path, Window: w, SHA256: first, XetHash: x.hash})
+				return errDisagree
+			}
 			m.prog.set(path, -1, FileFailed)
 			if derr := m.dropAll(fs, held); derr != nil {
 				return derr
@@ -174,14 +192,19 @@ func (m *Mirror) ensureChecked(ctx context.Context, file string, r Range) error 
 		return m.Ensure(ctx, file, r.Start, r.Len())
 	}
 	fs.mu.Lock()
-	// Only a read that fetches is checked here: bytes already present and
-	// unverified are the next setup's to check, so that a read of them
-	// never waits for the hub.
+	// With AllowUnverified only a read that fetches is checked here: bytes
+	// already present and unverified are the next setup's to check, so
+	// that a read of them never waits for the hub.
+	// Where unverified bytes may not be used, present ones not verified
+	// yet are checked now (a concurrent read may be checking them).
 	done := (fs.pres.Verified != "" && fs.pres.Verified == digestOf(fs.entry)) || fs.pres.XetVerified.covers(r) ||
-		fs.pres.Ranges.covers(r) || fs.xetSkip.overlap(r) > 0
+		(fs.pres.Ranges.covers(r) && m.opts.AllowUnverified) || fs.xetSkip.overlap(r) > 0
 	fs.mu.Unlock()
 	if done {
-		return m.Ensure(ctx, file, r.Start, r.Len())
+		if err := m.Ensure(ctx, file, r.Start, r.Len()); err != nil {
+			return err
+		}
+		return m.usable(fs, r)
 	}
 	x, ok, err := m.xetOf(ctx, fs)
 	if ok {
@@ -191,10 +214,10 @@ func (m *Mirror) ensureChecked(ctx context.Context, file string, r Range) error 
 		return err
 	}
 	skip := Range{0, fs.entry.Size} // no Xet, or an answer this client cannot use
-	if errors.Is(err, errTooWide) {
+	if errors.Is(err, errTooWide) || errors.Is(err, errDisagree) {
 		skip = r
 	}
-	if (!ok && err == nil) || errors.Is(err, errTooWide) || errors.Is(err, errNoChunkHashes) || errors.Is(err, ErrXet) {
+	if (!ok && err == nil) || errors.Is(err, errTooWide) || errors.Is(err, errNoChunkHashes) || errors.Is(err, ErrXet) || errors.Is(err, errDisagree) {
 		fs.mu.Lock()
 		fs.xetSkip = fs.xetSkip.add(skip)
 		fs.mu.Unlock()
@@ -203,7 +226,65 @@ func (m *Mirror) ensureChecked(ctx context.Context, file string, r Range) error 
 		return err
 	}
 	// Checked, or it could not be: then present, not verified.
-	return m.Ensure(ctx, file, r.Start, r.Len())
+	if err := m.Ensure(ctx, file, r.Start, r.Len()); err != nil {
+		return err
+	}
+	return m.usable(fs, r)
+}
+
+// usable is nil when the engine may use bytes r of the file, present now:
+// they are verified, or Options.AllowUnverified says unverified bytes may
+// be used.
+func (m *Mirror) usable(fs *fileState, r Range) error {
+	if m.opts.AllowUnverified {
+		return nil
+	}
+	fs.mu.Lock()
+	ok := (fs.pres.Verified != "" && fs.pres.Verified == digestOf(fs.entry)) || fs.pres.XetVerified.covers(r)
+	fs.mu.Unlock()
+	if ok {
+		return nil
+	}
+	return fmt.Errorf("%w: %s bytes %v could not be checked against the hub (no usable Xet hash for them); run `deltafin fetch-experts` to complete the file and verify it by its sha256, or pass --allow-unverified to use them as they are", ErrUnverified, fs.entry.Path, r)
+}
+
+// errDisagree: a verifier disagreement (Options.Disagreement).
+var errDisagree = errors.New("downloader: the Xet check disagrees with bytes the hub sent twice")
+
+// Disagreement is the evidence of a verifier disagreement: the window, the
+// sha256 of its bytes (the same both times) and the file's Xet hash they
+// did not merge to.
+type Disagreement struct {
+	File    string
+	Window  Range
+	SHA256  string
+	XetHash string
+}
+
+func (d Disagreement) String() string {
+	return fmt.Sprintf("the Xet check of %s disagrees with the hub: window %v came back byte-identical when fetched again (sha256 %s) and still does not merge to the file's Xet hash %s; the bytes stay present, not verified", d.File, d.Window, d.SHA256, d.XetHash)
+}
+
+func (m *Mirror) disagree(fs *fileState, d Disagreement) {
+	if m.opts.Disagreement != nil {
+		m.opts.Disagreement(d)
+	}
+}
+
+// digestWindow is the sha256 of the window's bytes as the check reads
+// them (present from the file, missing from the hub).
+func (m *Mirror) digestWindow(ctx context.Context, fs *fileState, w Range) (string, error) {
+	h := sha256.New()
+	for off := w.Start; off < w.End; {
+		n := min(int64(windowBlock), w.End-off)
+		block := make([]byte, n)
+		if err := m.readOnlyAt(ctx, fs, block, off); err != nil {
+			return "", err
+		}
+		h.Write(block)
+		off += n
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // pieces splits ranges at multiples of size, as chunks splits work.

@@ -2,7 +2,9 @@ package downloader
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -81,19 +83,21 @@ func TestCorruptSpineOfAStreamInstallHeals(t *testing.T) {
 	h.RequireIdentical(t, dir)
 }
 
-// TestCorruptSpineEveryTimeIsRefused: a hub that flips the same spine byte
-// every time: the stream install refuses, naming the file and the repair.
+// TestCorruptSpineEveryTimeIsRefused: a hub that flips a different spine
+// byte each time: the window fetched again still fails, with other bytes,
+// so the stream install refuses, naming the file and the repair.
 func TestCorruptSpineEveryTimeIsRefused(t *testing.T) {
 	t.Parallel()
 	h := newFakeHub(t)
 	src := h.Files[healShard].Data
 	n := int64(binary.LittleEndian.Uint64(src))
 	at := 8 + n + 100 // a byte of the first tensor's data, in the spine
+	var tries atomic.Int64
 	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
 		if f.Path != healShard || start > at || end <= at {
 			return false
 		}
-		hubtest.WriteRange(w, &fakeFile{Path: f.Path, Data: flipped(src, int(at))}, start, end, int64(len(src)))
+		hubtest.WriteRange(w, &fakeFile{Path: f.Path, Data: flipped(src, int(at+tries.Add(1)%2))}, start, end, int64(len(src)))
 		return true
 	})
 	m, p := openPlan(t, options(h, t.TempDir()))
@@ -109,6 +113,66 @@ func TestCorruptSpineEveryTimeIsRefused(t *testing.T) {
 	c, err := m.Coverage([]Work{{healShard, Range{at, at + 1}}})
 	require.NoError(t, err)
 	require.Zero(t, c.Present, "the bad byte is not kept")
+}
+
+// TestVerifierDisagreementGoesOn: the hub sends the same bytes every time
+// and they never merge to its Xet hash, as when this client's check
+// differed from xet-core's in some detail. That is a verifier
+// disagreement, not damage: the install goes on, the evidence (window,
+// sha256 of its bytes, the Xet hash) is reported, the bytes stay present
+// and not verified, and the engine's read of them is refused unless
+// unverified bytes are allowed.
+func TestVerifierDisagreementGoesOn(t *testing.T) {
+	t.Parallel()
+	h := newFakeHub(t)
+	src := h.Files[healShard].Data
+	n := int64(binary.LittleEndian.Uint64(src))
+	at := 8 + n + 100
+	bad := flipped(src, int(at))
+	h.SetFault(func(w http.ResponseWriter, r *http.Request, f *fakeFile, start, end int64) bool {
+		if f.Path != healShard || start > at || end <= at {
+			return false
+		}
+		hubtest.WriteRange(w, &fakeFile{Path: f.Path, Data: bad}, start, end, int64(len(src)))
+		return true
+	})
+	dir := t.TempDir()
+	opts := options(h, dir)
+	var got []Disagreement
+	opts.Disagreement = func(d Disagreement) { got = append(got, d) }
+	m, p := openPlan(t, opts)
+	require.NoError(t, m.Fetch(t.Context(), p, p.Work(Stream)), "a disagreement does not stop the install")
+	require.NotEmpty(t, got)
+	for _, d := range got {
+		require.Equal(t, healShard, d.File)
+		require.True(t, d.Window.Start <= at && at < d.Window.End, "the window %v holds the byte", d.Window)
+		sum := sha256.Sum256(bad[d.Window.Start:d.Window.End])
+		require.Equal(t, hex.EncodeToString(sum[:]), d.SHA256, "the evidence is the sha256 of the bytes sent twice")
+		require.Equal(t, h.XetHash(healShard), d.XetHash)
+		require.Contains(t, d.String(), "present, not verified")
+	}
+	c, err := m.Coverage([]Work{{healShard, Range{at, at + 1}}})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), c.Present, "the byte is kept")
+	require.Zero(t, c.Verified, "and not verified")
+	u, err := m.Unverified()
+	require.NoError(t, err)
+	require.Equal(t, "unverified", u.State())
+	require.ErrorIs(t, u.Err(), ErrUnverified)
+	require.ErrorContains(t, u.Err(), "fetch-experts")
+	require.ErrorContains(t, u.Err(), "--allow-unverified")
+	src2, err := m.Source(healShard)
+	require.NoError(t, err)
+	require.ErrorIs(t, src2.Ensure(t.Context(), at, 1), ErrUnverified)
+	require.NoError(t, m.Close())
+
+	opts.AllowUnverified = true
+	m, err = Open(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	src2, err = m.Source(healShard)
+	require.NoError(t, err)
+	require.NoError(t, src2.Ensure(t.Context(), at, 1), "allowed, the bytes are used as they are")
 }
 
 // TestStreamInstallWithoutXetIsPresentNotVerified: a hub that keeps the

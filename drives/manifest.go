@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/internal/atomicfile"
@@ -112,3 +113,21 @@ func (m manifest) end() int64 {
 }
 
 func alignUp(n int64) int64 { return (n + slotAlign - 1) &^ (slotAlign - 1) }
+
+// SetAside moves a drive's damaged manifest out of the way (to
+// manifest.json.damaged-<time>, kept for a look) and deletes the copies
+// it described: without their records no copy can be told from another
+// or checked, so none is read. Fill then copies the experts again, each
+// checksummed. It returns the path the manifest was moved to.
+func SetAside(path string, now time.Time) (string, error) {
+	dir := filepath.Join(path, Sub)
+	from := filepath.Join(dir, manifestName)
+	to := from + ".damaged-" + now.UTC().Format("20060102T150405Z")
+	if err := os.Rename(from, to); err != nil {
+		return "", fmt.Errorf("drives: set the damaged manifest aside: %w", err)
+	}
+	if err := os.Remove(filepath.Join(dir, dataName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return to, fmt.Errorf("drives: %w", err)
+	}
+	return to, nil
+}

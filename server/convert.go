@@ -39,6 +39,7 @@ func chatOptions(g *genRequest) chat.Options {
 	if g.effort != "" {
 		o.Effort = g.effort
 	}
+	o.ForgetReasoning = g.forget
 	o.ToolChoice, o.ToolName, o.ResponseFormat = g.toolChoice, g.toolName, g.format
 	for _, t := range g.tools {
 		o.Tools = append(o.Tools, chat.Tool(t))

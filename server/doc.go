@@ -10,7 +10,11 @@
 //   - openai.go: the chat and completion wire types; request.go: strict
 //     decoding and validation, refusing before any work what the engine
 //     cannot honour (n > 1, logprobs, penalties, ...) and any unknown
-//     field; stop.go: stop sequences matched on the decoded text;
+//     field; controls.go: K3's thinking controls (thinking,
+//     chat_template_kwargs, reasoning_effort) settled in one order, and
+//     the lenient front-end fields accepted and listed in the
+//     X-Deltafin-Ignored-Fields header; stop.go: stop sequences matched
+//     on the decoded text;
 //     convert.go: pure conversions to the renderer and to responses.
 //   - generate.go: the chat and completion endpoints; output.go: tokens to
 //     a JSON answer or to SSE chunks (reasoning_content, content, tool
@@ -19,7 +23,9 @@
 //     (validation, tool_calls and their deltas, finish_reason and
 //     output_error).
 //   - responses_wire.go, responses_request.go: the Responses API's types
-//     and validation; responses_render.go: tokens to output items and the
+//     and validation (text.format through tools.go's response_format
+//     machinery); responses_render.go: tokens to output items (reasoning
+//     with its summary) and the
 //     official event sequence (a pure function of the tokens, so streams
 //     resume from any event); responses_job.go: a response as a job (run,
 //     stored, followed by any number of clients, resumed at start);

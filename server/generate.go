@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/deltafin/deltafin/engine"
@@ -93,6 +94,9 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 	g, ae := decode(body, limits{modelID: s.meta.id, vocabSize: s.meta.vocabSize})
 	if ae != nil {
 		return ae
+	}
+	if len(g.ignored) > 0 {
+		c.Response().Header().Set(ignoredHeader, strings.Join(g.ignored, ","))
 	}
 	j, ae := s.plan(g)
 	if ae != nil {

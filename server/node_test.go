@@ -175,9 +175,9 @@ func TestNodeResponses(t *testing.T) {
 	require.Equal(t, 404, got.Deleted)
 
 	require.Equal(t, want.content, got.AIGenerate.Text)
-	// The AI SDK reads reasoning from summary parts only; K3's reasoning is
-	// the item's reasoning_text content, which it skips.
-	require.Empty(t, got.AIGenerate.Reasoning)
+	// The AI SDK reads reasoning from summary parts only: the reasoning
+	// item's summary is K3's whole reasoning.
+	require.Equal(t, want.reasoning, got.AIGenerate.Reasoning)
 	require.Equal(t, len(want.prompt), got.AIGenerate.Input)
 	require.Equal(t, len(want.tokens), got.AIGenerate.Output)
 	require.Equal(t, want.content, got.AIStream.Text)

@@ -41,8 +41,10 @@ type ChatRequest struct {
 	ParallelToolCalls   *bool             `json:"parallel_tool_calls"`
 	ResponseFormat      json.RawMessage   `json:"response_format"`
 	ReasoningEffort     *string           `json:"reasoning_effort"`
-	// ChatTemplateKwargs is the vLLM/SGLang way to switch thinking off:
-	// {"thinking": false}. reasoning_effort "none" does the same.
+	// Thinking is Moonshot's thinking object and ChatTemplateKwargs the
+	// vLLM/SGLang template arguments (thinking, preserve_thinking,
+	// thinking_effort); controls.go settles them with reasoning_effort.
+	Thinking           *ThinkingParam             `json:"thinking"`
 	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs"`
 	Metadata           map[string]string          `json:"metadata"`
 	Store              *bool                      `json:"store"`

@@ -29,6 +29,7 @@ type genRequest struct {
 	messages []message
 	thinking bool
 	effort   string // "low" | "high" | "max"; "" = the renderer's default
+	forget   bool   // leave out earlier turns' reasoning (preserve_thinking=false)
 	toolSettings
 
 	// stop holds the stop sequences (stop.go).
@@ -38,6 +39,10 @@ type genRequest struct {
 	// is non-nil.
 	prompt    string
 	promptIDs []int
+
+	// ignored are the lenient fields that came and were not acted on
+	// (controls.go), for the X-Deltafin-Ignored-Fields header.
+	ignored []string
 }
 
 // message is a validated chat message, in the chat renderer's terms.
@@ -122,10 +127,11 @@ func isNull(raw json.RawMessage) bool {
 // decodeChat validates a chat completion request body.
 func decodeChat(body []byte, lim limits) (*genRequest, *apiError) {
 	var req ChatRequest
+	body, ignored := splitLenient(body, req)
 	if err := decodeStrict(body, &req); err != nil {
 		return nil, jsonError(err, "")
 	}
-	g := &genRequest{chat: true, thinking: true}
+	g := &genRequest{chat: true, thinking: true, ignored: ignored}
 	if e := checkModel(req.Model, lim); e != nil {
 		return nil, e
 	}
@@ -157,9 +163,11 @@ func decodeChat(body []byte, lim limits) (*genRequest, *apiError) {
 		return nil, invalid(codeInvalidValue, "max_completion_tokens", "max_tokens (%d) and max_completion_tokens (%d) disagree; send one", n, m)
 	}
 	g.maxTokens = max(n, m)
-	if e := checkThinking(g, req.ReasoningEffort, req.ChatTemplateKwargs); e != nil {
+	tc, e := checkThinking(req.Thinking, req.ChatTemplateKwargs, req.ReasoningEffort, "reasoning_effort")
+	if e != nil {
 		return nil, e
 	}
+	g.thinking, g.effort, g.forget = tc.thinking, tc.effort, tc.forget
 	if g.toolSettings, e = checkTools(&req); e != nil {
 		return nil, e
 	}
@@ -184,10 +192,11 @@ func decodeChat(body []byte, lim limits) (*genRequest, *apiError) {
 // decodeCompletion validates a completion request body.
 func decodeCompletion(body []byte, lim limits) (*genRequest, *apiError) {
 	var req CompletionRequest
+	body, ignored := splitLenient(body, req)
 	if err := decodeStrict(body, &req); err != nil {
 		return nil, jsonError(err, "")
 	}
-	g := &genRequest{}
+	g := &genRequest{ignored: ignored}
 	if e := checkModel(req.Model, lim); e != nil {
 		return nil, e
 	}
@@ -230,10 +239,19 @@ func decodeCompletion(body []byte, lim limits) (*genRequest, *apiError) {
 	return g, nil
 }
 
+// checkModel accepts any model name: one model is loaded and it serves
+// every request (local front-ends send names of their own, "gpt-4o" or
+// an Ollama tag); the response names the served model's real id.
 func checkModel(model string, lim limits) *apiError {
 	if model == "" {
 		return invalid(codeMissing, "model", "model is required; this server serves %q", lim.modelID)
 	}
+	return nil
+}
+
+// checkModelID is GET /v1/models/{id}: a lookup, so a name that is not
+// the served model's id is not found.
+func checkModelID(model string, lim limits) *apiError {
 	if model != lim.modelID {
 		return &apiError{status: http.StatusNotFound, kind: ErrModelNotFound, typ: "invalid_request_error",
 			code: "model_not_found", param: "model",
@@ -297,39 +315,6 @@ func maxTokens(name string, v *int) (int, *apiError) {
 		return 0, invalid(codeInvalidValue, name, "must be at least 1, got %d", *v)
 	}
 	return *v, nil
-}
-
-// checkThinking reads reasoning_effort and chat_template_kwargs.thinking.
-// K3 accepts the efforts low, high and max; "none" (OpenAI's spelling) or
-// {"thinking": false} turn thinking off.
-func checkThinking(g *genRequest, effort *string, kwargs map[string]json.RawMessage) *apiError {
-	if effort != nil {
-		switch *effort {
-		case "low", "high", "max":
-			g.effort = *effort
-		case "none":
-			g.thinking = false
-		default:
-			return invalid(codeInvalidValue, "reasoning_effort", "K3 supports low, high or max (or none to turn thinking off), not %q", *effort)
-		}
-	}
-	for k, raw := range kwargs {
-		if k != "thinking" {
-			return invalid(codeUnknown, "chat_template_kwargs."+k, "unknown chat template argument %q; only \"thinking\" is known", k)
-		}
-		var on bool
-		if err := json.Unmarshal(raw, &on); err != nil {
-			return invalid(codeInvalidValue, "chat_template_kwargs.thinking", "must be true or false")
-		}
-		if !on && g.effort != "" {
-			return invalid(codeInvalidValue, "reasoning_effort", "reasoning_effort %q contradicts chat_template_kwargs.thinking=false", g.effort)
-		}
-		if on && effort != nil && *effort == "none" {
-			return invalid(codeInvalidValue, "reasoning_effort", "reasoning_effort \"none\" contradicts chat_template_kwargs.thinking=true")
-		}
-		g.thinking = g.thinking && on
-	}
-	return nil
 }
 
 func checkMessage(i int, m ChatMessage) (message, *apiError) {

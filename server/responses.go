@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/deltafin/deltafin/engine"
@@ -112,6 +113,9 @@ func (s *Server) createResponse(c echo.Context) error {
 	rec, stream, ae := decodeResponseRequest(body, limits{modelID: s.meta.id, vocabSize: s.meta.vocabSize})
 	if ae != nil {
 		return ae
+	}
+	if len(rec.Ignored) > 0 {
+		c.Response().Header().Set(ignoredHeader, strings.Join(rec.Ignored, ","))
 	}
 	if rec.Background && s.store == nil {
 		return s.noStore("background")

@@ -89,8 +89,11 @@ func (s *Server) baseResponse(id string, rec *respRecord) Response {
 	if rec.MaxCalls > 0 {
 		r.MaxToolCalls = &rec.MaxCalls
 	}
-	r.Reasoning.Effort = rec.Effort
-	r.Text.Format.Type = "text"
+	r.Reasoning.Effort, r.Reasoning.Summary = rec.Effort, rec.Summary
+	r.Text.Format = rec.Format
+	if isNull(r.Text.Format) {
+		r.Text.Format = json.RawMessage(`{"type":"text"}`)
+	}
 	if r.Metadata == nil {
 		r.Metadata = map[string]string{}
 	}

@@ -36,12 +36,17 @@ type respRender struct {
 	sawContent         bool
 	hit                bool // a stop sequence ended the answer
 	thinking           bool
+	check              func(content string) *OutputError // text.format's, or nil
 }
 
 func newRespRender(base Response, tok *tokenizer.Tokenizer, r *respRecord, sink func(ResponseEvent) error) *respRender {
 	_, opts := r.render()
 	forced := r.Choice == "required" || r.ToolName != ""
-	return &respRender{base: base, parser: chat.NewTokenParserWith(tok, opts, r.parseOptions(base.ID)), stop: stopText{stops: r.Stop},
+	var check func(string) *OutputError
+	if !isNull(r.Format) {
+		_, check, _ = textFormat(r.Format) // validated by checkResponseFields
+	}
+	return &respRender{check: check, base: base, parser: chat.NewTokenParserWith(tok, opts, r.parseOptions(base.ID)), stop: stopText{stops: r.Stop},
 		sink: sink, open: -1, thinking: r.Thinking, sawContent: forced}
 }
 
@@ -184,6 +189,11 @@ func (rr *respRender) delta(typ, text string) error {
 	if typ == "reasoning" {
 		rr.reasoning = append(rr.reasoning, text...)
 		evType = "response.reasoning_text.delta"
+		(*it.Summary)[0].Text += text
+		d := text
+		if err := rr.event(ResponseEvent{Type: "response.reasoning_summary_text.delta", ItemID: it.ID, OutputIndex: intp(rr.open), SummaryIndex: intp(0), Delta: &d}); err != nil {
+			return err
+		}
 	} else {
 		rr.content = append(rr.content, text...)
 	}
@@ -210,6 +220,15 @@ func (rr *respRender) openItem(typ string) error {
 	added.Content = []OutputPart{}
 	if err := rr.event(ResponseEvent{Type: "response.output_item.added", OutputIndex: intp(n), Item: &added}); err != nil {
 		return err
+	}
+	if typ == "reasoning" {
+		// The summary part first: the AI SDK opens its reasoning part on
+		// the item and writes the summary deltas into it.
+		sum := SummaryRef{Type: "summary_text"}
+		rr.items[n].Summary = &[]SummaryRef{sum}
+		if err := rr.event(ResponseEvent{Type: "response.reasoning_summary_part.added", ItemID: it.ID, OutputIndex: intp(n), SummaryIndex: intp(0), Part: &sum}); err != nil {
+			return err
+		}
 	}
 	rr.items[n].Content = []OutputPart{part}
 	return rr.event(ResponseEvent{Type: "response.content_part.added", ItemID: it.ID, OutputIndex: intp(n), ContentIndex: intp(0), Part: &part})
@@ -239,6 +258,16 @@ func (rr *respRender) closeItem() error {
 	if err := rr.event(ResponseEvent{Type: "response.content_part.done", ItemID: it.ID, OutputIndex: intp(n), ContentIndex: intp(0), Part: &part}); err != nil {
 		return err
 	}
+	if it.Type == "reasoning" {
+		sum := (*it.Summary)[0]
+		sumText := sum.Text
+		if err := rr.event(ResponseEvent{Type: "response.reasoning_summary_text.done", ItemID: it.ID, OutputIndex: intp(n), SummaryIndex: intp(0), Text: &sumText}); err != nil {
+			return err
+		}
+		if err := rr.event(ResponseEvent{Type: "response.reasoning_summary_part.done", ItemID: it.ID, OutputIndex: intp(n), SummaryIndex: intp(0), Part: &sum}); err != nil {
+			return err
+		}
+	}
 	done := cloneItem(*it)
 	return rr.event(ResponseEvent{Type: "response.output_item.done", OutputIndex: intp(n), Item: &done})
 }
@@ -253,8 +282,14 @@ func (rr *respRender) finish(finish string, promptTokens int, errMsg string) (Re
 		if err := rr.events(rr.parser.FinishEvents(finish == "length" && !rr.hit), true); err != nil {
 			return Response{}, err
 		}
-		if out := rr.parser.Output(); out.Err != nil && !rr.hit {
+		out := rr.parser.Output()
+		switch {
+		case out.Err != nil && !rr.hit:
 			oe = &OutputError{Code: finishMalformedCall, Message: out.Err.Error()}
+		case out.Err == nil && len(out.Calls) == 0 && rr.check != nil && finish == "stop":
+			// text.format json_object or a strict json_schema, checked
+			// as chat checks response_format.
+			oe = rr.check(out.Content)
 		}
 	}
 	if rr.open >= 0 && rr.items[rr.open].Type == "function_call" {
@@ -288,7 +323,7 @@ func (rr *respRender) finish(finish string, promptTokens int, errMsg string) (Re
 	case finish == "failed":
 		status, evType = "failed", "response.failed"
 	case oe != nil:
-		status, evType, reason = "incomplete", "response.incomplete", finishMalformedCall
+		status, evType, reason = "incomplete", "response.incomplete", oe.Code
 	}
 	resp := rr.snapshot(status)
 	resp.OutputError = oe
@@ -330,6 +365,10 @@ func (rr *respRender) snapshot(status string) Response {
 
 func cloneItem(it OutputItem) OutputItem {
 	it.Content = append([]OutputPart(nil), it.Content...)
+	if it.Summary != nil {
+		sum := append([]SummaryRef{}, *it.Summary...)
+		it.Summary = &sum
+	}
 	return it
 }
 

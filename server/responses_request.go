@@ -17,8 +17,14 @@ type respRecord struct {
 	Instructions *string `json:"instructions,omitempty"`
 	PreviousID   *string `json:"previous_response_id,omitempty"`
 	MaxOutput    *int    `json:"max_output_tokens,omitempty"`
-	Effort       *string `json:"effort,omitempty"` // as sent
+	Effort       *string `json:"effort,omitempty"` // as sent; chat.NearestEffort maps it
 	Thinking     bool    `json:"thinking"`
+	Summary      *string `json:"summary,omitempty"` // reasoning.summary as sent, echoed
+	// Format is text.format as sent (json_object or json_schema; absent
+	// for text), in the Responses API's flat shape.
+	Format json.RawMessage `json:"format,omitempty"`
+	// Ignored are the lenient fields that came and were not acted on.
+	Ignored []string `json:"-"`
 	// Messages is the whole conversation (earlier responses' turns
 	// included, the instructions not: they do not carry over); Input is
 	// this request's part of it, with the ids input_items lists.
@@ -73,15 +79,18 @@ type convCall struct {
 // yet resolve previous_response_id or tokenize (planResponse does).
 func decodeResponseRequest(body []byte, lim limits) (*respRecord, bool, *apiError) {
 	var req ResponseRequest
+	body, ignored := splitLenient(body, req)
 	if err := decodeStrict(body, &req); err != nil {
 		return nil, false, jsonError(err, "")
 	}
 	r := &respRecord{Model: req.Model, Instructions: req.Instructions, PreviousID: req.PreviousResponseID,
 		MaxOutput: req.MaxOutputTokens, Thinking: true, Store: req.Store == nil || *req.Store,
 		Background: req.Background != nil && *req.Background, Metadata: req.Metadata, Temperature: 1, TopP: 1}
+	r.Ignored = ignored
 	if e := checkModel(req.Model, lim); e != nil {
 		return nil, false, e
 	}
+	r.Model = lim.modelID // any name is served by the loaded model
 	if e := checkSampling(req.Temperature, req.TopP, nil, nil, nil, nil); e != nil {
 		return nil, false, e
 	}
@@ -104,24 +113,32 @@ func decodeResponseRequest(body []byte, lim limits) (*respRecord, bool, *apiErro
 	}
 	r.MaxNew = n
 	if req.Reasoning != nil {
-		if req.Reasoning.Summary != nil || req.Reasoning.GenerateSummary != nil {
-			return nil, false, unsupported("reasoning.summary", "reasoning summaries are not available: the reasoning item carries K3's whole reasoning text")
-		}
-		if ef := req.Reasoning.Effort; ef != nil {
-			r.Effort = ef
-			switch *ef {
-			case "low", "high", "max":
-			case "none":
-				r.Thinking = false
-			default:
-				return nil, false, invalid(codeInvalidValue, "reasoning.effort", "K3 supports low, high or max (or none to turn thinking off), not %q", *ef)
+		// The reasoning item's summary is K3's whole reasoning text,
+		// whatever summary asks for (auto, concise, detailed): K3 writes
+		// no separate summary.
+		for _, sm := range []*string{req.Reasoning.Summary, req.Reasoning.GenerateSummary} {
+			if sm == nil {
+				continue
 			}
+			switch *sm {
+			case "auto", "concise", "detailed", "none":
+				r.Summary = sm
+			default:
+				return nil, false, invalid(codeInvalidValue, "reasoning.summary", "must be auto, concise, detailed or none, not %q", *sm)
+			}
+		}
+		if req.Reasoning.Effort != nil {
+			tc, e := checkThinking(nil, nil, req.Reasoning.Effort, "reasoning.effort")
+			if e != nil {
+				return nil, false, e
+			}
+			r.Effort, r.Thinking = req.Reasoning.Effort, tc.thinking
 		}
 	}
 	if r.Stop, e = checkStop(req.Stop); e != nil {
 		return nil, false, e
 	}
-	if e := checkResponseFields(&req); e != nil {
+	if e := checkResponseFields(&req, r); e != nil {
 		return nil, false, e
 	}
 	if e := r.checkTools(&req); e != nil {
@@ -133,13 +150,20 @@ func decodeResponseRequest(body []byte, lim limits) (*respRecord, bool, *apiErro
 	return r, stream, nil
 }
 
-// checkResponseFields refuses what this server cannot honour.
-func checkResponseFields(req *ResponseRequest) *apiError {
+// checkResponseFields refuses what this server cannot honour and reads
+// text.format.
+func checkResponseFields(req *ResponseRequest, r *respRecord) *apiError {
+	for i, inc := range req.Include {
+		// Codex asks for reasoning.encrypted_content with store=false;
+		// the reasoning item carries K3's reasoning in the clear.
+		if inc != "reasoning.encrypted_content" {
+			return unsupported(fmt.Sprintf("include[%d]", i), "%q is not available", inc)
+		}
+		r.Ignored = append(r.Ignored, "include")
+	}
 	switch {
 	case req.TopLogprobs != nil && *req.TopLogprobs != 0:
 		return unsupported("top_logprobs", "logprobs are not available")
-	case len(req.Include) > 0:
-		return unsupported("include[0]", "%q is not available", req.Include[0])
 	case !isNull(req.Conversation):
 		return unsupported("conversation", "conversations are not available; chain responses with previous_response_id")
 	case !isNull(req.Prompt):
@@ -148,19 +172,64 @@ func checkResponseFields(req *ResponseRequest) *apiError {
 		return unsupported("truncation", "only \"disabled\": a conversation longer than the context is refused, never cut")
 	}
 	if req.Text != nil {
-		if req.Text.Verbosity != nil && *req.Text.Verbosity != "medium" {
-			return unsupported("text.verbosity", "verbosity is not adjustable")
+		if req.Text.Verbosity != nil {
+			switch *req.Text.Verbosity {
+			case "low", "medium", "high":
+				r.Ignored = append(r.Ignored, "text.verbosity")
+			default:
+				return invalid(codeInvalidValue, "text.verbosity", "must be low, medium or high, not %q", *req.Text.Verbosity)
+			}
 		}
 		if !isNull(req.Text.Format) {
+			if _, _, e := textFormat(req.Text.Format); e != nil {
+				return e
+			}
 			var f struct {
 				Type string `json:"type"`
 			}
-			if json.Unmarshal(req.Text.Format, &f) != nil || f.Type != "text" {
-				return unsupported("text.format", "constrained output is not available; only {\"type\": \"text\"}")
+			_ = json.Unmarshal(req.Text.Format, &f)
+			if f.Type != "text" {
+				r.Format = req.Text.Format
 			}
 		}
 	}
 	return nil
+}
+
+// textFormat reads the Responses API's text.format, {"type":"json_schema",
+// "name":…, "schema":…, "strict":…} (flat), with chat's response_format
+// machinery (tools.go): the same instruction to the renderer and, for a
+// strict schema, the same check of the answer.
+func textFormat(raw json.RawMessage) (*chat.ResponseFormat, func(string) *OutputError, *apiError) {
+	var f struct {
+		Type        string          `json:"type"`
+		Name        json.RawMessage `json:"name"`
+		Description json.RawMessage `json:"description"`
+		Schema      json.RawMessage `json:"schema"`
+		Strict      json.RawMessage `json:"strict"`
+	}
+	if err := decodeStrict(raw, &f); err != nil {
+		return nil, nil, jsonError(err, "text.format")
+	}
+	chatShape := map[string]any{"type": f.Type}
+	if f.Type == "json_schema" {
+		js := map[string]json.RawMessage{}
+		for k, v := range map[string]json.RawMessage{"name": f.Name, "description": f.Description, "schema": f.Schema, "strict": f.Strict} {
+			if !isNull(v) {
+				js[k] = v
+			}
+		}
+		chatShape["json_schema"] = js
+	} else if !isNull(f.Schema) || !isNull(f.Name) || !isNull(f.Strict) {
+		return nil, nil, invalid(codeInvalidValue, "text.format", "name, schema and strict are only for type \"json_schema\"")
+	}
+	b, _ := json.Marshal(chatShape)
+	rf, check, e := checkResponseFormat(b)
+	if e != nil {
+		// Name the field as this API spells it.
+		e.param = strings.Replace(strings.Replace(e.param, "response_format.json_schema", "text.format", 1), "response_format", "text.format", 1)
+	}
+	return rf, check, e
 }
 
 // checkTools validates tools (function tools in the flat shape; other
@@ -288,6 +357,13 @@ func checkInput(raw json.RawMessage) ([]convMessage, *apiError) {
 			if !isNull(it.Content) {
 				if err := json.Unmarshal(it.Content, &parts); err != nil {
 					return nil, invalid(codeInvalidValue, p+".content", "must be an array of reasoning_text parts")
+				}
+			}
+			if len(parts) == 0 && !isNull(it.Summary) {
+				// Clients that keep only the summary (the AI SDK, Codex)
+				// send it back; here it is the whole reasoning.
+				if err := json.Unmarshal(it.Summary, &parts); err != nil {
+					return nil, invalid(codeInvalidValue, p+".summary", "must be an array of summary_text parts")
 				}
 			}
 			for _, part := range parts {
@@ -443,7 +519,12 @@ func (r *respRecord) render() ([]chat.Message, chat.Options) {
 	o := chat.DefaultOptions()
 	o.Thinking = r.Thinking
 	if r.Effort != nil && r.Thinking {
-		o.Effort = *r.Effort
+		if ef, on, err := chat.NearestEffort(*r.Effort); err == nil && on {
+			o.Effort = ef // validated by decodeResponseRequest
+		}
+	}
+	if !isNull(r.Format) {
+		o.ResponseFormat, _, _ = textFormat(r.Format) // validated by checkResponseFields
 	}
 	o.ToolChoice, o.ToolName = r.Choice, r.ToolName
 	for _, t := range r.Tools {

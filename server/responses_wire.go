@@ -165,15 +165,15 @@ type ReasoningConfig struct {
 	Summary *string `json:"summary"`
 }
 
-// ResponseTextConfig echoes the text format: always plain text.
+// ResponseTextConfig echoes the text format as sent ({"type":"text"} when
+// none was).
 type ResponseTextConfig struct {
-	Format struct {
-		Type string `json:"type"`
-	} `json:"format"`
+	Format json.RawMessage `json:"format"`
 }
 
 // OutputItem is a "reasoning" item (K3's thinking, in Content as
-// reasoning_text; Summary stays empty), an assistant "message" item (the
+// reasoning_text and again as the one summary_text part of Summary, which
+// is what the AI SDK and Codex show), an assistant "message" item (the
 // answer, as output_text) or a "function_call" item (CallID, Name and
 // Arguments, a JSON text; no content).
 type OutputItem struct {
@@ -208,8 +208,8 @@ func (it OutputItem) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(it))
 }
 
-// SummaryRef is a reasoning summary part (never produced: K3's reasoning
-// comes whole, in the item's content).
+// SummaryRef is a reasoning summary part: K3 writes no separate summary,
+// so it is the whole reasoning text.
 type SummaryRef struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
@@ -247,8 +247,9 @@ type ResponseEvent struct {
 	OutputIndex    *int        `json:"output_index,omitempty"`
 	ItemID         string      `json:"item_id,omitempty"`
 	ContentIndex   *int        `json:"content_index,omitempty"`
+	SummaryIndex   *int        `json:"summary_index,omitempty"`
 	Item           *OutputItem `json:"item,omitempty"`
-	Part           *OutputPart `json:"part,omitempty"`
+	Part           any         `json:"part,omitempty"` // *OutputPart or *SummaryRef
 	Delta          *string     `json:"delta,omitempty"`
 	Text           *string     `json:"text,omitempty"`
 	Arguments      *string     `json:"arguments,omitempty"` // function_call_arguments.done

@@ -63,7 +63,9 @@ func TestSDKResponses(t *testing.T) {
 			last = ev
 		}
 		require.NoError(t, st.Err())
-		require.Equal(t, []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"}, types[:4])
+		// A reasoning item opens with its summary part, then its content.
+		require.Equal(t, []string{"response.created", "response.in_progress", "response.output_item.added",
+			"response.reasoning_summary_part.added", "response.content_part.added"}, types[:5])
 		require.Equal(t, want.reasoning+want.content, deltas)
 		require.Contains(t, []string{"response.completed", "response.incomplete"}, last.Type)
 		r, c := sdkText(&last.Response)

@@ -177,7 +177,7 @@ func TestSDKErrors(t *testing.T) {
 			Stop: openai.ChatCompletionNewParamsStopUnion{OfStringArray: []string{"a", "b", "c", "d", "e"}}}, 400, "stop", codeInvalidValue},
 		{"penalty", client, openai.ChatCompletionNewParams{Model: tinyID, Messages: user, PresencePenalty: openai.Float(1)}, 400, "presence_penalty", codeUnsupported},
 		{"temperature range", client, openai.ChatCompletionNewParams{Model: tinyID, Messages: user, Temperature: openai.Float(3)}, 400, "temperature", codeInvalidValue},
-		{"effort medium", client, openai.ChatCompletionNewParams{Model: tinyID, Messages: user, ReasoningEffort: shared.ReasoningEffortMedium}, 400, "reasoning_effort", codeInvalidValue},
+		{"effort unknown", client, openai.ChatCompletionNewParams{Model: tinyID, Messages: user, ReasoningEffort: shared.ReasoningEffort("huge")}, 400, "reasoning_effort", codeInvalidValue},
 		{"image", client, openai.ChatCompletionNewParams{Model: tinyID, Messages: []openai.ChatCompletionMessageParamUnion{
 			openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
 				openai.TextContentPart("what is this?"),
@@ -185,7 +185,7 @@ func TestSDKErrors(t *testing.T) {
 			})}}, 400, "messages[0].content[1]", codeUnsupported},
 		{"json schema name", client, openai.ChatCompletionNewParams{Model: tinyID, Messages: user, ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{
 			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "not a name"}}}}, 400, "response_format.json_schema.name", codeInvalidValue},
-		{"model", client, openai.ChatCompletionNewParams{Model: "gpt-4o", Messages: user}, 404, "model", "model_not_found"},
+		{"no model", client, openai.ChatCompletionNewParams{Model: "", Messages: user}, 400, "model", codeMissing},
 		{"api key", sdkClient(base, option.WithAPIKey("wrong")), openai.ChatCompletionNewParams{Model: tinyID, Messages: user}, 401, "", "invalid_api_key"},
 	}
 	for _, tc := range tests {

@@ -393,7 +393,7 @@ func (s *Server) models(c echo.Context) error {
 
 func (s *Server) modelByID(c echo.Context) error {
 	if id := c.Param("id"); id != s.meta.id {
-		return checkModel(id, limits{modelID: s.meta.id})
+		return checkModelID(id, limits{modelID: s.meta.id})
 	}
 	return c.JSON(http.StatusOK, s.modelObject())
 }

@@ -29,6 +29,9 @@ const (
 type AppStatus struct {
 	Line    string `json:"line"`    // the menu's status line
 	Install string `json:"install"` // "none" | "stream" | "full"
+	// Verification is "verified", or "unverified" when bytes on disk
+	// could not be checked against the hub.
+	Verification string `json:"verification"`
 	// ExpertsOnDisk of ExpertsTotal routed experts are present.
 	ExpertsOnDisk int      `json:"experts_on_disk"`
 	ExpertsTotal  int      `json:"experts_total"`

@@ -81,7 +81,13 @@ type Message struct {
 type Options struct {
 	Thinking bool   // think before answering (DefaultOptions: true)
 	Effort   string // low, high or max ("" = max); ignored when Thinking is off
-	Tools    []Tool
+	// ForgetReasoning leaves out the reasoning of every assistant turn
+	// before the last user message (preserve_thinking=false); the
+	// reasoning of the current turn's tool loop stays. K3's renderer
+	// keeps every turn's reasoning (Moonshot's thinking.keep "all"), so
+	// the zero value is K3's default.
+	ForgetReasoning bool
+	Tools           []Tool
 	// ToolChoice "required" or "none" adds the tool-choice instruction;
 	// "" and "auto" add nothing. "required" also starts the generation
 	// inside the tools block (the prompt ends with its opening tags, an
@@ -191,6 +197,14 @@ func Render(msgs []Message, opts Options) ([]Segment, error) {
 		r.internal("thinking-effort", fmt.Sprintf(effortText, effort))
 	}
 	msgs = orderToolResults(msgs)
+	lastUser := -1
+	if opts.ForgetReasoning {
+		for i, m := range msgs {
+			if m.Role == "user" {
+				lastUser = i
+			}
+		}
+	}
 	var prior []ToolCall // the last assistant message's calls
 	toolIndex := 0
 	for i, m := range msgs {
@@ -211,6 +225,9 @@ func Render(msgs []Message, opts Options) ([]Segment, error) {
 			}
 		case "assistant":
 			prior, toolIndex = m.ToolCalls, 0
+			if i < lastUser {
+				m.ReasoningContent = ""
+			}
 			if err := r.assistant(m, opts.Thinking); err != nil {
 				return nil, fmt.Errorf("message %d: %w", i, err)
 			}
