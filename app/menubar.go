@@ -479,6 +479,13 @@ func (a *App) startServer(ctx context.Context) {
 		return
 	}
 	a.solved(subServer)
+	// A damaged job store was moved aside and salvaged as the server
+	// started: the user hears it here, not only in the log.
+	if r, ok := a.deps.Server.(interface{ StoreRecovered() error }); ok {
+		if err := r.StoreRecovered(); err != nil {
+			a.problem(subStore, "Job store damaged", err)
+		}
+	}
 	a.log.Info("serving", "addr", addr, "demo", demo)
 	a.update(func(s *State) { s.ServerAddr, s.Demo = addr, demo })
 	if a.deps.Serving != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/deltafin/deltafin/server"
+	"github.com/deltafin/deltafin/store"
 	"github.com/deltafin/deltafin/web"
 )
 
@@ -36,6 +37,21 @@ type apiServer struct {
 	srv      *server.Server
 	done     chan error
 	close    func() error
+	// recovered is what the last start found of a damaged job store.
+	recovered *store.Recovery
+}
+
+// StoreRecovered says, once per damaged store, that the last Start found
+// the job store damaged and what it saved (nil: it was sound).
+func (s *apiServer) StoreRecovered() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.recovered
+	s.recovered = nil
+	if r == nil {
+		return nil
+	}
+	return errors.New(r.String())
 }
 
 // ReportGenerations receives the App's keep-awake and long-answer
@@ -125,7 +141,7 @@ func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err erro
 	// which would cut a long generation.
 	s.hs = &http.Server{Handler: watchGenerations(srv, busy, finished), ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
-	s.done, s.close, s.srv = make(chan error, 1), closeAll, srv
+	s.done, s.close, s.srv, s.recovered = make(chan error, 1), closeAll, srv, jobs.Recovered()
 	go func(hs *http.Server, done chan error) { done <- hs.Serve(ln) }(s.hs, s.done)
 	return "http://" + PasteableAddr(ln.Addr()), nil
 }

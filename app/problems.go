@@ -14,6 +14,7 @@ const (
 	subWarm                      // overnight warming
 	subLogin                     // launch at login
 	subDesktop                   // clipboard, open folder
+	subStore                     // the job store, found damaged at a start
 )
 
 type problemEntry struct {

@@ -62,10 +62,16 @@ func loadState(dir string) (savedState, error) {
 	default:
 		return savedState{}, fmt.Errorf("%w %s: unknown download mode %q", ErrBadState, filepath.Join(dir, stateFile), s.Pending)
 	}
+	if err := s.keptSettings.check(); err != nil {
+		return savedState{}, fmt.Errorf("%w %s: %v (fix or delete the value there, or set it on the command line)", ErrBadState, filepath.Join(dir, stateFile), err)
+	}
 	return s, nil
 }
 
 func saveState(dir string, s savedState) error {
+	if err := s.keptSettings.check(); err != nil {
+		return fmt.Errorf("app: refusing to save a bad setting: %w", err)
+	}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("app: encode state: %w", err)

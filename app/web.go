@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/deltafin/deltafin/web"
 )
@@ -140,17 +142,48 @@ func (a *App) SaveSettings(s web.Settings) (string, error) {
 }
 
 func checkSettings(s web.Settings) error {
-	switch {
-	case s.Port < 1 || s.Port > 65535:
+	if s.Port < 1 || s.Port > 65535 {
 		return fmt.Errorf("the port is 1..65535, not %d", s.Port)
-	case s.Queue < 0:
-		return fmt.Errorf("the queue depth is 0 or more, not %d", s.Queue)
-	case s.WarmIdleMinutes < 0 || s.NotifyAfterSeconds < 0:
-		return fmt.Errorf("durations are 0 or more")
-	case strings.ContainsAny(s.APIKey, " \t\r\n"):
-		return fmt.Errorf("the API key has no spaces")
 	}
-	for _, o := range s.CORSOrigins {
+	return keptSettings{APIKey: &s.APIKey, CORSOrigins: &s.CORSOrigins, Queue: &s.Queue,
+		NotifyAfter: &s.NotifyAfterSeconds, WarmIdle: &s.WarmIdleMinutes}.check()
+}
+
+// Limits of the kept settings: beyond them a value is a mistake (or a
+// damaged file), and 1e308 minutes would overflow a time.Duration.
+const (
+	maxAPIKeyLen   = 256
+	maxQueue       = 4096
+	maxNotifyAfter = 24 * 3600   // seconds
+	maxWarmIdle    = 7 * 24 * 60 // minutes
+)
+
+// check validates the settings that are set, on load and on save.
+func (k keptSettings) check() error {
+	if k.APIKey != nil {
+		key := *k.APIKey
+		switch {
+		case len(key) > maxAPIKeyLen:
+			return fmt.Errorf("the API key is at most %d bytes, not %d", maxAPIKeyLen, len(key))
+		case !utf8.ValidString(key):
+			return fmt.Errorf("the API key is not valid UTF-8")
+		case strings.IndexFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+			return fmt.Errorf("the API key has no spaces or control characters")
+		}
+	}
+	if k.Queue != nil && (*k.Queue < 0 || *k.Queue > maxQueue) {
+		return fmt.Errorf("the queue depth is 0..%d, not %d", maxQueue, *k.Queue)
+	}
+	if v := k.NotifyAfter; v != nil && !(*v >= 0 && *v <= maxNotifyAfter) {
+		return fmt.Errorf("the notification threshold is 0..%d seconds, not %v", maxNotifyAfter, *v)
+	}
+	if v := k.WarmIdle; v != nil && !(*v >= 0 && *v <= maxWarmIdle) {
+		return fmt.Errorf("the idle time before warming is 0..%d minutes, not %v", maxWarmIdle, *v)
+	}
+	if k.CORSOrigins == nil {
+		return nil
+	}
+	for _, o := range *k.CORSOrigins {
 		if o == "*" {
 			continue
 		}

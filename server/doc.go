@@ -46,8 +46,13 @@
 //     over the engine the server depends on; reuse.go: the last
 //     conversation's session, continued when a prompt extends it;
 //     memo.go: the exact response memo; sse.go: events plus heartbeat
-//     comments; middleware.go: Host, Origin, API key, CORS and JSON checks.
-//   - server.go: options, routes, errors in OpenAI's shape, timeouts.
+//     comments; middleware.go: Host, Origin, API key, CORS and JSON checks;
+//     throttle.go: wrong API keys limited per client address; text.go:
+//     every JSON body's strings checked for invalid UTF-8 and lone
+//     surrogates before decoding (which would turn them into U+FFFD).
+//   - server.go: options, routes, errors in OpenAI's shape (an unknown
+//     path's 404 lists the routes the router has), timeouts; a request
+//     the shutdown cuts gets 503 with Retry-After (generate.go).
 //
 // Deliberately not here: sampling (decoding is greedy, so temperature and
 // top_p are range-checked and ignored), constrained decoding (tool calls

@@ -246,14 +246,28 @@ func (s *Server) generate(ctx context.Context, t *ticket, j *job, emit func(int)
 	return res, reused, nil
 }
 
-// endByShutdown ends a stream that the server's shutdown cut (its client
-// is still there) with an error event and [DONE], so the client reads why
-// instead of a silent cut; a JSON answer not yet begun gets nothing, as its
-// connection closes.
+// endByShutdown ends a request that the server's shutdown cut (its client
+// is still there): a stream with an error event, an answer not yet begun
+// with a 503, Retry-After and an error body, so the client reads why
+// instead of a silent cut or an empty 200 (which OpenAI's SDKs fail to
+// parse).
 func (s *Server) endByShutdown(o answerer) error {
-	if !o.started() || o.gone() || s.life.Err() == nil {
+	if o.gone() || s.life.Err() == nil {
 		return nil
 	}
-	return o.fail(&apiError{status: http.StatusServiceUnavailable, kind: ErrShuttingDown, typ: "server_error",
-		code: "server_shutting_down", msg: "the server is shutting down: send the request again once it is back"})
+	if !o.started() {
+		return s.shuttingDown("")
+	}
+	return o.fail(s.shuttingDown(""))
+}
+
+// shuttingDown is the answer to a request the shutdown cut; a stored
+// response (id) resumes at the next start and can be fetched then.
+func (s *Server) shuttingDown(storedID string) *apiError {
+	msg := "the server is shutting down: send the request again once it is back"
+	if storedID != "" {
+		msg = fmt.Sprintf("the server is shutting down; response %s is stored and resumes when it is back: GET /v1/responses/%s then", storedID, storedID)
+	}
+	return &apiError{status: http.StatusServiceUnavailable, kind: ErrShuttingDown, typ: "server_error",
+		code: "server_shutting_down", retryAfter: max(1, int(s.opts.RetryAfter.Round(time.Second)/time.Second)), msg: msg}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -118,19 +119,36 @@ func (s *Server) cors() echo.MiddlewareFunc {
 // preflights (browsers send those without credentials).
 func (s *Server) apiKey() echo.MiddlewareFunc {
 	want := []byte(s.opts.APIKey)
-	return middleware.KeyAuthWithConfig(middleware.KeyAuthConfig{
+	skip := func(c echo.Context) bool {
+		return c.Path() == "/health" || c.Request().Method == http.MethodOptions
+	}
+	check := middleware.KeyAuthWithConfig(middleware.KeyAuthConfig{
 		KeyLookup: "header:" + echo.HeaderAuthorization + ",header:X-Api-Key",
-		Skipper: func(c echo.Context) bool {
-			return c.Path() == "/health" || c.Request().Method == http.MethodOptions
-		},
+		Skipper:   skip,
 		Validator: func(key string, c echo.Context) (bool, error) {
 			return subtle.ConstantTimeCompare([]byte(key), want) == 1, nil
 		},
 		ErrorHandler: func(err error, c echo.Context) error {
+			s.throttle.fail(clientAddr(c.Request()))
 			return &apiError{status: http.StatusUnauthorized, kind: ErrUnauthorized, typ: "invalid_request_error",
 				code: "invalid_api_key", msg: "missing or wrong API key: send Authorization: Bearer <key> or x-api-key: <key> (the server's --api-key)"}
 		},
 	})
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		checked := check(next)
+		return func(c echo.Context) error {
+			if skip(c) {
+				return next(c)
+			}
+			if d := s.throttle.wait(clientAddr(c.Request())); d > 0 {
+				secs := int((d + time.Second - 1) / time.Second)
+				return &apiError{status: http.StatusTooManyRequests, kind: ErrUnauthorized, typ: "invalid_request_error",
+					code: "too_many_wrong_keys", retryAfter: secs,
+					msg: fmt.Sprintf("too many wrong API keys from this address: try again in %d s", secs)}
+			}
+			return checked(c)
+		}
+	}
 }
 
 // requireJSON refuses POST bodies that are not application/json.

@@ -1,6 +1,10 @@
 package server
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/deltafin/deltafin/store"
+)
 
 // This file holds the OpenAI wire types: what clients send and what they
 // expect back. They carry no behaviour; request.go validates the requests
@@ -312,4 +316,7 @@ type Health struct {
 	Queued      int    `json:"queued"`
 	// Queue is what runs and what waits, with progress and ETAs.
 	Queue QueueStatus `json:"queue"`
+	// StoreRecovered is set when the job store's file was found damaged
+	// at start: where it went and what was saved from it.
+	StoreRecovered *store.Recovery `json:"store_recovered,omitempty"`
 }

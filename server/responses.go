@@ -174,11 +174,17 @@ func (s *Server) createResponse(c echo.Context) error {
 	select {
 	case <-j.done:
 	case <-c.Request().Context().Done():
-		return nil
 	}
 	_, final, _ := j.watch()
 	if final == nil {
-		return nil // shutting down: the stored job resumes next start
+		if s.life.Err() != nil {
+			// Shutting down: a stored job resumes at the next start.
+			if stored {
+				return s.shuttingDown(id)
+			}
+			return s.shuttingDown("")
+		}
+		return nil // the client left
 	}
 	return c.JSON(http.StatusOK, final)
 }
@@ -285,6 +291,15 @@ func (s *Server) follow(c echo.Context, src source, rec *respRecord, base Respon
 		select {
 		case <-changed:
 		case <-ctx.Done():
+			if s.life.Err() != nil {
+				// The shutdown cut it: say so, as chat's stream does.
+				ae := s.shuttingDown("")
+				if rec.Store && s.store != nil {
+					ae = s.shuttingDown(base.ID)
+				}
+				_ = sse.named("error", ResponseErrorEvent{Type: "error", Code: ae.code, Message: ae.msg, SequenceNumber: rr.seq})
+				rr.seq++
+			}
 			return nil
 		}
 	}

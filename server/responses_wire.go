@@ -257,6 +257,16 @@ type ResponseEvent struct {
 	Logprobs       *[]any      `json:"logprobs,omitempty"`
 }
 
+// ResponseErrorEvent is the stream's "error" event: the stream ends
+// without a terminal response event (the server shutting down).
+type ResponseErrorEvent struct {
+	Type           string  `json:"type"`
+	Code           string  `json:"code"`
+	Message        string  `json:"message"`
+	Param          *string `json:"param"`
+	SequenceNumber int     `json:"sequence_number"`
+}
+
 // ResponseDeleted is the body of DELETE /v1/responses/{id}.
 type ResponseDeleted struct {
 	ID      string `json:"id"`

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,6 +128,9 @@ type Server struct {
 	jobsMu   sync.Mutex
 	jobs     map[string]*respJob
 	running  sync.WaitGroup
+
+	// throttle limits API-key guessing per client address (throttle.go).
+	throttle *keyThrottle
 }
 
 func newServer(opts Options, meta modelMeta) (*Server, error) {
@@ -143,8 +148,14 @@ func newServer(opts Options, meta modelMeta) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, meta: meta, log: log, queue: newQueue(opts.Queue),
-		memo: newMemo(opts.MemoEntries, opts.MemoBytes), store: opts.Store, jobs: map[string]*respJob{}}
+		memo: newMemo(opts.MemoEntries, opts.MemoBytes), store: opts.Store, jobs: map[string]*respJob{},
+		throttle: newKeyThrottle()}
 	s.life, s.stopLife = context.WithCancelCause(context.Background())
+	if opts.Store != nil {
+		if r := opts.Store.Recovered(); r != nil {
+			log.Warn(r.String(), "reason", r.Reason, "moved_to", r.MovedTo, "jobs", r.Jobs, "conversations", r.Conversations)
+		}
+	}
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -269,8 +280,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 	var ae *apiError
 	if !errors.As(err, &ae) {
 		ae = fromEchoError(err)
+		if ae.status == http.StatusNotFound {
+			ae.msg = fmt.Sprintf("no such endpoint: %s %s; this server has %s", c.Request().Method, c.Request().URL.Path, strings.Join(s.endpoints(), ", "))
+		}
 	}
-	if ae.status == http.StatusTooManyRequests {
+	if ae.status == http.StatusTooManyRequests || ae.retryAfter > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
 	}
 	if ae.status >= 500 {
@@ -300,7 +314,7 @@ func fromEchoError(err error) *apiError {
 	ae := &apiError{status: he.Code, kind: ErrInvalidRequest, typ: "invalid_request_error", msg: fmt.Sprint(he.Message)}
 	switch he.Code {
 	case http.StatusNotFound:
-		ae.code, ae.msg = "not_found", "no such endpoint: this server has GET /v1/models, POST /v1/chat/completions, POST /v1/completions, POST /v1/responses (with GET, DELETE, /cancel and /input_items on a response), POST /v1/messages (and /v1/messages/count_tokens) and GET /health"
+		ae.code, ae.msg = "not_found", "no such endpoint"
 	case http.StatusMethodNotAllowed:
 		ae.code = "method_not_allowed"
 	case http.StatusRequestEntityTooLarge:
@@ -310,6 +324,29 @@ func fromEchoError(err error) *apiError {
 		ae.typ, ae.kind = "server_error", ErrGeneration
 	}
 	return ae
+}
+
+// endpoints lists the API's routes as "METHOD /path", read from the
+// router, so a route added anywhere (by another file, or a mounted
+// package under /v1) is listed without this list being kept by hand.
+func (s *Server) endpoints() []string {
+	var out []string
+	for _, r := range s.echo.Routes() {
+		if isAPI(r.Path) && validMethod(r.Method) {
+			out = append(out, r.Method+" "+r.Path)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// validMethod skips echo's internal pseudo-methods (its not-found routes).
+func validMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return true
+	}
+	return false
 }
 
 // readBody reads the (size-limited) body under its own deadline, then
@@ -336,12 +373,20 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 		return nil, invalid(codeInvalidJSON, "", "read request body: %v", err)
 	}
 	_ = rc.SetReadDeadline(time.Time{})
+	var te *TextError
+	if err := CheckText(body); errors.As(err, &te) {
+		return nil, invalid(codeInvalidValue, te.Path, "%v", te)
+	}
 	return body, nil
 }
 
 func (s *Server) health(c echo.Context) error {
 	qs := s.queue.status()
-	return c.JSON(http.StatusOK, Health{Status: "ok", Model: s.meta.id, Description: s.meta.desc, Busy: qs.Running != nil, Queued: len(qs.Queued), Queue: qs})
+	h := Health{Status: "ok", Model: s.meta.id, Description: s.meta.desc, Busy: qs.Running != nil, Queued: len(qs.Queued), Queue: qs}
+	if s.store != nil {
+		h.StoreRecovered = s.store.Recovered()
+	}
+	return c.JSON(http.StatusOK, h)
 }
 
 func (s *Server) modelObject() ModelObject {

@@ -23,6 +23,11 @@
 //	conversations  conversation id → Conversation as JSON: the web page's
 //	           chats, each turn naming the background response that answers it
 //
+// recover.go: a damaged file (empty, zeroed, truncated, pages bbolt cannot
+// read) is checked for before bbolt maps it, moved aside as
+// deltafin.db.damaged-<time>, and what can still be read is copied into a
+// new file; Store.Recovered reports it.
+//
 // A bucket that a version does not know is left alone, so adding one (as
 // conversations was) keeps schema 1: an older build opens the file and
 // ignores it.

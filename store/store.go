@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -26,6 +27,8 @@ var (
 	bucketPending = []byte("pending")
 	// bucketConversations holds the web page's chats (conversations.go).
 	bucketConversations = []byte("conversations")
+	// allBuckets is every bucket this version knows.
+	allBuckets = [][]byte{bucketMeta, bucketJobs, bucketTokens, bucketPending, bucketConversations}
 )
 
 var (
@@ -75,25 +78,75 @@ type Job struct {
 
 // Store is an open database. It is safe for concurrent use.
 type Store struct {
-	db  *bolt.DB
-	now func() time.Time
+	db        *bolt.DB
+	now       func() time.Time
+	recovered *Recovery
 }
 
 // Open opens (creating if needed) the store at path; a second process
-// gets ErrLocked after a second.
+// gets ErrLocked after a second. A damaged file (empty, zeroed, truncated,
+// pages bbolt cannot read) is moved aside, what can be read of it is
+// copied into a new store, and Recovered says so (recover.go): Open never
+// panics on a file and never starts empty without saying why.
 func Open(path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	now := time.Now
+	reason := inspect(path)
+	var db *bolt.DB
+	if reason == "" {
+		var err error
+		if db, err = openChecked(path); errors.Is(err, ErrLocked) {
+			return nil, err
+		} else if err != nil {
+			if !errors.Is(err, ErrDamaged) && !errors.Is(err, berrors.ErrInvalid) && !errors.Is(err, berrors.ErrChecksum) &&
+				!errors.Is(err, berrors.ErrVersionMismatch) {
+				return nil, fmt.Errorf("store: open %s: %w", path, err)
+			}
+			reason = strings.ReplaceAll(err.Error(), "store: ", "") // said to users, who know no packages
+		}
+	}
+	var rec *Recovery
+	if reason != "" {
+		recs := salvage(path)
+		moved, err := moveAside(path, now())
+		if err != nil {
+			return nil, err
+		}
+		rec = &Recovery{Reason: reason, MovedTo: moved, At: now().UTC()}
+		if db, err = openChecked(path); err != nil {
+			return nil, fmt.Errorf("store: open a new %s after moving the damaged one aside: %w", path, err)
+		}
+		if err := restore(db, recs, rec); err != nil {
+			return nil, errors.Join(fmt.Errorf("store: copy what was recovered: %w", err), db.Close())
+		}
+	}
+	return &Store{db: db, now: now, recovered: rec}, nil
+}
+
+// openChecked opens path with bbolt under recover, sets up the buckets and
+// reads the whole file through once: a page bbolt cannot read is found
+// here, as ErrDamaged, not in the middle of serving.
+func openChecked(path string) (db *bolt.DB, err error) {
+	err = guarded(func() error {
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+		return err
+	})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s", ErrLocked, path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return nil, err
+	}
+	if _, err := readThrough(db); err != nil {
+		// A panic inside bbolt may leave its state half-changed: the file
+		// is closed as well as can be and not used.
+		_ = guarded(db.Close)
+		return nil, fmt.Errorf("%w: %v", ErrDamaged, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketJobs, bucketTokens, bucketPending, bucketConversations} {
+		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -110,8 +163,11 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("store: %w", err), db.Close())
 	}
-	return &Store{db: db, now: time.Now}, nil
+	return db, nil
 }
+
+// Recovered says what Open did with a damaged file, nil if it found none.
+func (s *Store) Recovered() *Recovery { return s.recovered }
 
 // Close closes the file.
 func (s *Store) Close() error {

@@ -82,8 +82,11 @@ func TestOpenErrors(t *testing.T) {
 
 	bad := filepath.Join(t.TempDir(), FileName)
 	require.NoError(t, os.WriteFile(bad, []byte("not a database, just some bytes that bbolt must refuse ............"), 0o600))
-	_, err = Open(bad)
-	require.Error(t, err)
+	s, err := Open(bad)
+	require.NoError(t, err, "a file that is no database is moved aside, not used or deleted")
+	require.NotNil(t, s.Recovered())
+	require.FileExists(t, s.Recovered().MovedTo)
+	require.NoError(t, s.Close())
 }
 
 // TestKill9Anywhere kills a child process (this test binary, re-executed)

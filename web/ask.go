@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -36,8 +35,8 @@ func (w *Web) ask(c echo.Context) error {
 		return problem(c, http.StatusServiceUnavailable, "no_store", "this server keeps no job store, so it cannot answer in the background")
 	}
 	var req askRequest
-	if err := json.NewDecoder(io.LimitReader(c.Request().Body, 1<<20)).Decode(&req); err != nil {
-		return problem(c, http.StatusBadRequest, "bad_json", "the request is not JSON: %v", err)
+	if err := readJSON(c, 1<<20, &req, false); err != nil {
+		return err
 	}
 	req.Prompt = strings.TrimSpace(req.Prompt)
 	if req.Prompt == "" {
@@ -145,8 +144,8 @@ func (w *Web) turnDone(c echo.Context) error {
 	var done struct {
 		ResponseID, Status, Answer, Reasoning string
 	}
-	if err := json.NewDecoder(io.LimitReader(c.Request().Body, 64<<20)).Decode(&done); err != nil {
-		return problem(c, http.StatusBadRequest, "bad_json", "the request is not JSON: %v", err)
+	if err := readJSON(c, 64<<20, &done, false); err != nil {
+		return err
 	}
 	conv, err := w.opts.Store.EditConversation(c.Param("id"), func(cv *store.Conversation) error {
 		if n < 0 || n >= len(cv.Turns) || cv.Turns[n].ResponseID != done.ResponseID {

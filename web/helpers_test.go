@@ -116,8 +116,14 @@ func (h uriLog) WithGroup(string) slog.Handler      { return h }
 // and the page, as app.NewServer mounts it.
 func serve(t *testing.T, apiKey string) *served {
 	t.Helper()
+	return serveIn(t, apiKey, t.TempDir())
+}
+
+// serveIn is serve over the data directory dir (its deltafin.db as found).
+func serveIn(t *testing.T, apiKey, dir string) *served {
+	t.Helper()
 	cfg := app.DefaultConfig(func(string) string { return "" })
-	cfg.DataDir = t.TempDir()
+	cfg.DataDir = dir
 	m, err := app.OpenModel(t.Context(), cfg, app.ModelRef{Dir: tinyDir, NeedTokenizer: true})
 	require.NoError(t, err)
 	st, err := store.Open(filepath.Join(cfg.DataDir, store.FileName))

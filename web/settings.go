@@ -1,9 +1,7 @@
 package web
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -21,10 +19,8 @@ func (w *Web) saveSettings(c echo.Context) error {
 		return problem(c, http.StatusNotImplemented, "no_app", "deltafin serve takes its settings from flags (deltafin serve --help)")
 	}
 	var s Settings
-	dec := json.NewDecoder(io.LimitReader(c.Request().Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return problem(c, http.StatusBadRequest, "bad_json", "the settings are not JSON: %v", err)
+	if err := readJSON(c, 1<<20, &s, true); err != nil {
+		return err
 	}
 	note, err := w.opts.Control.SaveSettings(s)
 	if err != nil {

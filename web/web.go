@@ -1,14 +1,19 @@
 package web
 
 import (
+	"bytes"
 	"crypto/rand"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,7 +109,11 @@ func NewToken() (string, error) {
 
 // Mount registers the page's routes on the server's echo (Server.Mount).
 func (w *Web) Mount(e *echo.Echo) {
-	g := e.Group("", w.guard)
+	// The guard goes on each route, not on a group: a group's middleware
+	// makes echo route every unknown path through it, so an API client's
+	// POST to a path that does not exist (/v1/embeddings, /api/chat) got
+	// the page's "reload the page" 403 instead of the API's 404.
+	g := guarded{e: e, mw: w.guard}
 	assets, _ := fs.Sub(files, "assets")
 	g.GET("/assets/*", echo.WrapHandler(http.StripPrefix("/assets/", http.FileServer(http.FS(assets)))))
 	g.GET("/", w.page("ask", "Ask"))
@@ -126,6 +135,39 @@ func (w *Web) Mount(e *echo.Echo) {
 	g.POST("/api/settings", w.saveSettings)
 }
 
+// readJSON reads a JSON body of at most limit bytes into v (strict:
+// refusing unknown fields). Its text is checked first, as the API checks
+// its own (server.CheckText): a prompt with invalid UTF-8 or a lone
+// surrogate is refused naming the field, not changed into U+FFFD.
+func readJSON(c echo.Context, limit int64, v any, strict bool) error {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, limit))
+	if err != nil {
+		return problem(c, http.StatusBadRequest, "bad_json", "read the request: %v", err)
+	}
+	var te *server.TextError
+	if err := server.CheckText(body); errors.As(err, &te) {
+		return problem(c, http.StatusBadRequest, "bad_text", "%v", te)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		return problem(c, http.StatusBadRequest, "bad_json", "the request is not JSON: %v", err)
+	}
+	return nil
+}
+
+// guarded registers routes with the page's guard on each.
+type guarded struct {
+	e  *echo.Echo
+	mw echo.MiddlewareFunc
+}
+
+func (g guarded) GET(path string, h echo.HandlerFunc)    { g.e.GET(path, h, g.mw) }
+func (g guarded) POST(path string, h echo.HandlerFunc)   { g.e.POST(path, h, g.mw) }
+func (g guarded) DELETE(path string, h echo.HandlerFunc) { g.e.DELETE(path, h, g.mw) }
+
 // pageData is what every template gets.
 type pageData struct {
 	Title, Active, Token, ModelID, BaseURL string
@@ -133,12 +175,27 @@ type pageData struct {
 	Demo, App                              bool
 	Examples                               []example
 	Error                                  string
+	// Notice is a warning every page shows (a damaged job store recovered).
+	Notice string
 }
 
 func (w *Web) data(c echo.Context, active string) pageData {
 	base := "http://" + c.Request().Host + "/v1"
-	return pageData{Title: active, Active: active, Token: w.token, ModelID: w.opts.Server.ModelID(),
+	d := pageData{Title: active, Active: active, Token: w.token, ModelID: w.opts.Server.ModelID(),
 		BaseURL: base, Demo: w.opts.Demo, App: w.opts.Control != nil, Examples: examples(base, w.opts.Server.ModelID(), w.opts.APIKey != "")}
+	if w.opts.Store != nil {
+		if r := w.opts.Store.Recovered(); r != nil {
+			d.Notice = capitalize(r.String()) + "."
+		}
+	}
+	return d
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func (w *Web) page(name, title string) echo.HandlerFunc {
