@@ -41,8 +41,11 @@ define apt-install
 	fi
 endef
 
-# npm packages the tests use (the official openai client, run by
-# server/node_test.go), installed from the committed package-lock.json.
+# npm packages the tests use (the official clients, the agents, the npm
+# oracles), installed from each committed package-lock.json by npm ci; where
+# npm ci refuses a lock that holds only this platform's optional binaries,
+# as server/testdata/agents' does for opencode's per-platform packages,
+# npm install --no-save installs the same pinned versions from it.
 NPM_DIRS := server/testdata/node server/testdata/agents downloader/testdata/xetnode tokenizer/testdata/tiktokennode
 
 .PHONY: all build build-deps run test vet fmt-check darwin-vet info-plist unit kernels-arm64 engine-arm64 deps bench app lint clean shaders shaders-check gpu-bundle
@@ -119,7 +122,9 @@ deps: build-deps
 	$(GO) mod download
 	@for d in $(NPM_DIRS); do \
 	  if [ ! -f $$d/node_modules/.package-lock.json ] || [ $$d/package-lock.json -nt $$d/node_modules/.package-lock.json ]; then \
-	    echo "installing npm packages in $$d"; npm ci --prefix $$d --no-audit --no-fund --loglevel=error || exit 1; \
+	    echo "installing npm packages in $$d"; \
+	    npm ci --prefix $$d --no-audit --no-fund --loglevel=error 2>/dev/null || \
+	    npm install --prefix $$d --no-save --no-audit --no-fund --loglevel=error || exit 1; \
 	  fi; done
 
 # What kernels/vulkan/device_bench.sh needs on a GPU machine without Go: the
