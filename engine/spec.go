@@ -80,15 +80,25 @@ func equalInts(a, b []int) bool {
 }
 
 // verify runs the pending token and guess in one pass and returns the
-// first position's logits and, when the guess is their greedy token, the
-// second's; the caller keeps the guess or calls rewind.
-func (s *Session) verify(ctx context.Context, guess int) ([][]float32, error) {
+// first position's logits and, when the guess is the token pick chooses
+// from them (argmax when pick is nil), the second's; the caller keeps the
+// guess or calls rewind.
+func (s *Session) verify(ctx context.Context, guess int, pick func(row []float32) int) ([][]float32, error) {
 	tok := s.pending[0]
 	s.pending = nil
 	s.hist = s.hist[:len(s.hist)-1] // forward appends it again
-	s.verifying = true
-	defer func() { s.verifying = false }()
+	s.verifying, s.pickGuess = true, pick
+	defer func() { s.verifying, s.pickGuess = false, nil }()
 	return s.forward(ctx, []int{tok, guess}, true, nil)
+}
+
+// accept reports whether guess is the token picked from row, the first
+// row of a verify pass.
+func (s *Session) accept(row []float32, guess int) bool {
+	if s.pickGuess == nil {
+		return argmax(row) == guess
+	}
+	return s.pickGuess(row) == guess
 }
 
 // rewind undoes the last position of a verify pass.
