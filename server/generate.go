@@ -39,6 +39,7 @@ type job struct {
 	prompt []int
 	maxNew int
 	stop   []int // nil for a raw completion, which runs to maxNew
+	samp   sampling
 	key    memoKey
 }
 
@@ -71,7 +72,8 @@ func (s *Server) plan(g *genRequest) (*job, *apiError) {
 	if j.maxNew == 0 || j.maxNew > room {
 		j.maxNew = room
 	}
-	j.key = keyOf(j.prompt, j.maxNew, j.stop, g.stop...)
+	j.samp = g.samp.resolve(s.model.Info().Sampling)
+	j.key = keyOf(j.prompt, j.maxNew, j.stop, g.stop...).withSampling(j.samp.keyed())
 	return j, nil
 }
 
@@ -98,7 +100,8 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 	if ae != nil {
 		return ae
 	}
-	o := &output{g: g, model: s.meta.id, id: newID(idPrefix), created: time.Now().Unix(), stop: stopText{stops: g.stop}}
+	o := &output{g: g, model: s.meta.id, id: newID(idPrefix), created: time.Now().Unix(), stop: stopText{stops: g.stop}, seed: j.samp.seed}
+	j.samp.report(c.Response().Header())
 	if g.chat {
 		o.parser = chat.NewTokenParserWith(s.tok, chatOptions(g), g.parseOptions(o.id))
 	} else {
@@ -106,7 +109,7 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 	}
 	defer o.close()
 
-	if v, ok := s.memo.get(j.key); ok {
+	if v, ok := s.memo.get(j.key); ok && j.samp.memoizable() {
 		return s.replay(c, o, j, v)
 	}
 	t, err := s.queue.enter(o.id, kind, len(j.prompt), j.maxNew)
@@ -156,7 +159,9 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 		}
 		return ae
 	}
-	s.memo.put(j.key, memoValue{tokens: o.tokens, finish: res.FinishReason})
+	if j.samp.memoizable() {
+		s.memo.put(j.key, memoValue{tokens: o.tokens, finish: res.FinishReason})
+	}
 	s.log.Info("generation", "prompt_tokens", len(j.prompt), "prompt_tokens_run", res.PromptTokens, "tokens", res.Tokens, "finish", res.FinishReason,
 		"prefill", res.Prefill, "decode", res.Decode, "reused_conversation", reused)
 	return o.end(c, res.FinishReason, len(j.prompt))
@@ -202,7 +207,7 @@ func (s *Server) generate(ctx context.Context, t *ticket, j *job, emit func(int)
 		s.reuses.Add(1)
 	}
 	t.prefill(len(rest))
-	res, err := sess.Generate(ctx, rest, engine.GenerateOptions{MaxNew: j.maxNew, StopTokens: j.stop}, func(tok int) error {
+	res, err := sess.Generate(ctx, rest, engine.GenerateOptions{MaxNew: j.maxNew, StopTokens: j.stop, Sampling: j.samp.Sampling}, func(tok int) error {
 		t.token()
 		return emit(tok)
 	})
