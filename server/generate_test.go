@@ -25,12 +25,18 @@ type chatExpect struct {
 
 func expectChat(t *testing.T, msgs []chat.Message, opts chat.Options, maxNew int) chatExpect {
 	t.Helper()
+	return expectChatSampled(t, msgs, opts, maxNew, engine.Sampling{})
+}
+
+// expectChatSampled is expectChat with sampling.
+func expectChatSampled(t *testing.T, msgs []chat.Message, opts chat.Options, maxNew int, samp engine.Sampling) chatExpect {
+	t.Helper()
 	_, tok := tiny(t)
 	segs, err := chat.Render(msgs, opts)
 	require.NoError(t, err)
 	var e chatExpect
 	e.prompt = chat.Tokenize(tok, segs)
-	toks, res := direct(t, e.prompt, maxNew, chat.StopTokens(tok))
+	toks, res := directSampled(t, e.prompt, maxNew, chat.StopTokens(tok), samp)
 	e.tokens, e.finish = toks, res.FinishReason
 	p := chat.NewTokenParser(tok, opts)
 	add := func(r, c string) {
