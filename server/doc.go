@@ -28,12 +28,15 @@
 //     FIFO line with progress and ETAs; engine.go: the small interface
 //     over the engine the server depends on; reuse.go: the last
 //     conversation's session, continued when a prompt extends it;
-//     memo.go: the exact response memo; sse.go: events plus heartbeat
+//     memo.go: the exact response memo (greedy, or keyed by seed); sse.go: events plus heartbeat
 //     comments; middleware.go: Host, Origin, API key, CORS and JSON checks.
 //   - server.go: options, routes, errors in OpenAI's shape, timeouts.
 //
-// Deliberately not here: sampling (decoding is greedy, so temperature and
-// top_p are range-checked and ignored), constrained decoding (tool calls
+// sampling.go turns temperature, top_p, top_k, min_p and seed into the
+// engine's Sampling (the model's defaults for fields not sent, a drawn
+// seed when none is) and reports the seed.
+//
+// Deliberately not here: constrained decoding (tool calls
 // and JSON formats are K3's own output, checked and reported, not forced
 // token by token) and batching of several generations. State shared
 // between requests: the memo, the last conversation's session, and the
