@@ -58,7 +58,7 @@ func TestRunSpeculationSameIDs(t *testing.T) {
 		for i := range prompt {
 			prompt[i] = 7
 		}
-		cfg.Run = app.RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), IDs: prompt, MaxNew: 300, JSON: true}
+		cfg.Run = app.RunConfig{Temperature: greedy(), Model: filepath.Join("..", "testdata", "k3-tiny"), IDs: prompt, MaxNew: 300, JSON: true}
 		var stdout, stderr bytes.Buffer
 		require.NoError(t, runPrompt(t.Context(), cfg, &stdout, &stderr))
 		var out RunOutput
