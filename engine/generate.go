@@ -34,9 +34,9 @@ type Result struct {
 }
 
 // Generate appends prompt to the conversation and decodes with
-// opts.Sampling (greedy by default), calling emit with each new token. emit returning an error stops
-// generation at once: ErrStopped ends it cleanly (FinishReason "stop"), any
-// other error is returned.
+// opts.Sampling (greedy by default), calling emit with each new token.
+// emit returning an error stops generation at once: ErrStopped ends it
+// cleanly (FinishReason "stop"), any other error is returned.
 func (s *Session) Generate(ctx context.Context, prompt []int, opts GenerateOptions, emit func(tok int) error) (Result, error) {
 	res := Result{PromptTokens: len(prompt)}
 	if err := opts.Sampling.Check(); err != nil {

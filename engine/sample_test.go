@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -349,4 +350,29 @@ func sampleRun(t *testing.T, m *Model, hist, prompt []int, o Sampling, n int) ([
 	_, err := s.Generate(t.Context(), prompt, GenerateOptions{MaxNew: n, Sampling: o}, collect(&toks))
 	require.NoError(t, err)
 	return toks, s.SpecStats()
+}
+
+// BenchmarkSampleK3Vocab picks one token from a row of K3's 163,840
+// logits with the model card's sampling, and reports it as a multiple of
+// the argmax over the same row measured in the same run (greedy's whole
+// cost): the price of sampling per decoded token.
+func BenchmarkSampleK3Vocab(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	row := make([]float32, 163840)
+	for i := range row {
+		row[i] = float32(rng.NormFloat64() * 3)
+	}
+	z := &sampler{opts: Sampling{Temperature: 1, TopP: 0.95, Seed: 5}}
+	const argmaxRuns = 64
+	start := time.Now()
+	for range argmaxRuns {
+		argmax(row)
+	}
+	perArgmax := time.Since(start) / argmaxRuns
+	b.ResetTimer()
+	for i := range b.N {
+		z.pick(row, i)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(perArgmax), "x-argmax")
 }

@@ -14,7 +14,8 @@ import (
 // union of both positions' experts is acquired once). The first position's
 // logits are exactly a decode step's: the pass runs every product one row at
 // a time (rowByRow), the KDA recurrence step by step and the attention per
-// position, so greedy decoding picks the same token; when it is the guess,
+// position, so decoding picks the same token (greedy or sampled: the
+// random number is keyed by the position); when it is the guess,
 // the second position's logits give one more token for free. When it is
 // not, the guess is undone by reference: the KDA and conv states after the
 // first position were written to the state's second buffers (kdaState.mid*)
@@ -30,7 +31,7 @@ const (
 // SpecStats counts a session's speculative passes.
 type SpecStats struct {
 	Passes   int // two-position passes run
-	Accepted int // of which the guess was the greedy token
+	Accepted int // of which the guess was the token picked
 	Steps    int // single-token decode passes
 }
 
