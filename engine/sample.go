@@ -24,13 +24,15 @@ import (
 //  3. The candidates sorted by w descending, ties by token id ascending: a
 //     total order, so the nucleus is the same on every machine.
 //  4. TopK > 0 keeps the first TopK.
-//  5. 0 < TopP < 1 keeps the shortest prefix whose sum reaches TopP of the
-//     kept mass (Σ_{j≤k} w_j ≥ TopP·Σ w), always at least one token.
+//  5. 0 < TopP < 1 keeps the shortest prefix whose sum, in that order,
+//     reaches TopP of the mass kept by step 4 (Σ_{j≤k} w_j ≥ TopP·Σ w,
+//     the right side summed in token id order); all of it if rounding
+//     leaves no such prefix.
 //  6. MinP > 0 keeps the tokens with w_i ≥ MinP·w_max (w_max = w of the
 //     first candidate, so the ratio is that of the probabilities).
 //  7. u = uniform(Seed, p) in [0,1); the token is the first candidate k of
-//     the kept ones, in order, with Σ_{j≤k} w_j > u·Σ w (inverse CDF; the
-//     last one if rounding leaves none).
+//     the kept ones, in order, with Σ_{j≤k} w_j > u·Σ w (inverse CDF, both
+//     sums in that order; the last one if rounding leaves none).
 //
 // The random stream is counter-based: u depends on (Seed, p) alone, so no
 // generator state exists to save or replay. The same seed draws the same
@@ -126,6 +128,7 @@ func defaultSampling(dir string) (Sampling, error) {
 // sampler holds one Generate call's options and scratch.
 type sampler struct {
 	opts Sampling
+	w    []float64 // step 2's weights, by token id
 	cand []candidate
 }
 
@@ -133,6 +136,9 @@ type candidate struct {
 	id int
 	w  float64
 }
+
+// before is step 3's order: more likely first, then the lower id.
+func before(a, b candidate) bool { return a.w > b.w || (a.w == b.w && a.id < b.id) }
 
 // pick chooses the token at position pos from row.
 func (z *sampler) pick(row []float32, pos int) int {
@@ -142,49 +148,102 @@ func (z *sampler) pick(row []float32, pos int) int {
 	return z.draw(row, uniform(z.opts.Seed, pos))
 }
 
-// draw is steps 2–7 for the uniform u.
+// draw is steps 2–7 for the uniform u. Sorting a K3 row of 163,840
+// weights costs a hundred argmaxes, so only the candidates down to a
+// threshold τ are sorted: they are a prefix of step 3's order, and when
+// the kept tokens all lie in it the result is the full sort's, bit for
+// bit (the sums that cross it, Σw for top_p, are taken over the whole row
+// in id order). Otherwise τ drops and the prefix grows, down to every
+// candidate.
 func (z *sampler) draw(row []float32, u float64) int {
 	o := z.opts
-	hi := row[argmax(row)]
-	z.cand = z.cand[:0]
+	hi := float64(row[argmax(row)])
+	z.w = slices.Grow(z.w[:0], len(row))[:len(row)]
+	all := 0.0 // Σw over every candidate, in id order
 	for i, l := range row {
-		w := math.Exp((float64(l) - float64(hi)) / o.Temperature)
-		if w > 0 { // false for NaN too
-			z.cand = append(z.cand, candidate{i, w})
+		w := math.Exp((float64(l) - hi) / o.Temperature)
+		if !(w > 0) { // NaN too
+			w = 0
 		}
+		z.w[i] = w
+		all += w
 	}
-	if len(z.cand) == 0 { // non-finite logits: nothing to weigh
+	if !(all > 0) { // non-finite logits: nothing to weigh
 		return argmax(row)
 	}
-	slices.SortFunc(z.cand, func(a, b candidate) int {
-		switch {
-		case a.w > b.w:
-			return -1
-		case a.w < b.w:
-			return 1
-		}
-		return a.id - b.id
-	})
-	c := z.cand
-	if o.TopK > 0 && o.TopK < len(c) {
-		c = c[:o.TopK]
+	nucleus := o.TopP > 0 && o.TopP < 1
+	tau := 1e-4 // relative to w_max = exp(0) = 1
+	switch {
+	case o.MinP > 0:
+		tau = min(tau, o.MinP) // nothing below MinP·w_max is kept
+	case !nucleus && o.TopK == 0:
+		tau = 0 // every candidate is kept
 	}
-	if o.TopP > 0 && o.TopP < 1 {
-		total := 0.0
-		for _, x := range c {
-			total += x.w
+	// lower is the next τ: for the nucleus, one under which less than
+	// 1−TopP of the mass (≥ w_max = 1) can lie, V·τ < 1−TopP; then
+	// smaller, and after three tries every candidate.
+	lower := func(try int) float64 {
+		if f := (1 - o.TopP) / (2 * float64(len(row))); nucleus && try == 0 && f < tau {
+			return f
 		}
-		sum, cut := 0.0, o.TopP*total
-		for k, x := range c {
-			sum += x.w
-			if sum >= cut {
-				c = c[:k+1]
-				break
+		if try >= 2 {
+			return 0
+		}
+		return tau * 1e-8
+	}
+	for try := 0; ; tau, try = lower(try), try+1 {
+		z.cand = z.cand[:0]
+		for i, w := range z.w {
+			if w > 0 && w >= tau {
+				z.cand = append(z.cand, candidate{i, w})
 			}
 		}
+		slices.SortFunc(z.cand, func(a, b candidate) int {
+			if before(a, b) {
+				return -1
+			}
+			return 1 // never equal: the ids differ
+		})
+		c, every := z.cand, tau == 0
+		total := all // Σw over step 4's set, in id order
+		if o.TopK > 0 && o.TopK <= len(z.cand) {
+			c, every = c[:o.TopK], true
+			last := c[len(c)-1]
+			total = 0
+			for i, w := range z.w {
+				if w > 0 && !before(last, candidate{i, w}) {
+					total += w
+				}
+			}
+		} else if o.TopK > 0 && !every {
+			continue // fewer than TopK candidates above τ
+		}
+		if nucleus {
+			sum, cut, k := 0.0, o.TopP*total, -1
+			for j, x := range c {
+				sum += x.w
+				if sum >= cut {
+					k = j
+					break
+				}
+			}
+			switch {
+			case k >= 0:
+				c = c[:k+1]
+			case !every:
+				continue // the nucleus reaches below τ
+			} // else rounding kept Σ under the cut: all of step 4's set
+		} else if !every && !(o.MinP > 0 && tau <= o.MinP) {
+			continue // every candidate is kept: all must be sorted
+		}
+		return pickFrom(c, o.MinP, u)
 	}
-	if o.MinP > 0 {
-		floor := o.MinP * c[0].w
+}
+
+// pickFrom is steps 6 and 7 over the sorted candidates c.
+func pickFrom(c []candidate, minP, u float64) int {
+	if minP > 0 {
+		floor := minP * c[0].w
 		k := 1
 		for k < len(c) && c[k].w >= floor {
 			k++

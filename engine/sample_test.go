@@ -376,3 +376,74 @@ func BenchmarkSampleK3Vocab(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(perArgmax), "x-argmax")
 }
+
+// drawFullSort is sample.go's steps 2–7 the plain way: every candidate
+// sorted, no threshold.
+func drawFullSort(row []float32, o Sampling, u float64) int {
+	hi := float64(row[argmax(row)])
+	w := make([]float64, len(row))
+	var c []candidate
+	for i, l := range row {
+		if x := math.Exp((float64(l) - hi) / o.Temperature); x > 0 {
+			w[i] = x
+			c = append(c, candidate{i, x})
+		}
+	}
+	sort.Slice(c, func(a, b int) bool { return before(c[a], c[b]) })
+	if o.TopK > 0 && o.TopK < len(c) {
+		c = c[:o.TopK]
+	}
+	if o.TopP > 0 && o.TopP < 1 {
+		kept := make([]bool, len(w))
+		for _, x := range c {
+			kept[x.id] = true
+		}
+		total := 0.0
+		for i := range w { // id order
+			if kept[i] {
+				total += w[i]
+			}
+		}
+		sum := 0.0
+		for k, x := range c {
+			sum += x.w
+			if sum >= o.TopP*total {
+				c = c[:k+1]
+				break
+			}
+		}
+	}
+	return pickFrom(c, o.MinP, u)
+}
+
+// TestDrawMatchesFullSort: the thresholded sort picks exactly the token
+// the full sort does, on rows peaked and flat, with ties, at every
+// setting, including a K3-sized row.
+func TestDrawMatchesFullSort(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 7))
+	settings := []Sampling{{Temperature: 1}, {Temperature: 1, TopP: 0.95}, {Temperature: 0.6, TopK: 40}, {Temperature: 1.7, TopP: 0.5, TopK: 3},
+		{Temperature: 1, MinP: 0.05}, {Temperature: 1, MinP: 1e-7}, {Temperature: 2, TopP: 0.999}, {Temperature: 0.05, TopP: 0.9, MinP: 0.3}, {Temperature: 1, TopK: 1000}}
+	for n := range 120 {
+		V := 1 + rng.IntN(2000)
+		if n == 0 {
+			V = 163840
+		}
+		row := make([]float32, V)
+		scale := []float64{0.01, 1, 4, 30}[n%4]
+		for i := range row {
+			row[i] = float32(rng.NormFloat64() * scale)
+			if n%3 == 0 {
+				row[i] = float32(math.Round(float64(row[i]))) // many ties
+			}
+		}
+		z := &sampler{}
+		for _, o := range settings {
+			z.opts = o
+			for range 4 {
+				u := rng.Float64()
+				require.Equal(t, drawFullSort(row, o, u), z.draw(row, u), "V=%d scale=%g %+v u=%v", V, scale, o, u)
+			}
+		}
+	}
+}
