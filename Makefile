@@ -43,9 +43,9 @@ endef
 
 # npm packages the tests use (the official openai client, run by
 # server/node_test.go), installed from the committed package-lock.json.
-NPM_DIRS := server/testdata/node downloader/testdata/xetnode
+NPM_DIRS := server/testdata/node downloader/testdata/xetnode engine/tokenizer/testdata/tiktokennode
 
-.PHONY: all build build-deps run test vet fmt-check darwin-vet info-plist unit kernels-arm64 deps bench app lint clean shaders shaders-check gpu-bundle
+.PHONY: all build build-deps run test vet fmt-check darwin-vet info-plist unit kernels-arm64 engine-arm64 deps bench app lint clean shaders shaders-check gpu-bundle
 
 all: build
 
@@ -62,7 +62,7 @@ endif
 run: build
 	./$(BIN)
 
-test: deps shaders-check vet fmt-check darwin-vet info-plist unit kernels-arm64
+test: deps shaders-check vet fmt-check darwin-vet info-plist unit kernels-arm64 engine-arm64
 
 # The NEON kernels, cross-compiled and run under qemu-user: the conformance
 # tests in -short mode (the K3-sized matrices take minutes emulated; amd64
@@ -71,6 +71,15 @@ KERNELS_ARM64_TESTS := Conformance|Decode|ByName|Threads|Allocate|BadShapes|Pool
 kernels-arm64:
 	CC=aarch64-linux-gnu-gcc CGO_ENABLED=1 GOARCH=arm64 $(GO) test -c -o bin/kernels-arm64.test ./kernels
 	qemu-aarch64 -L /usr/aarch64-linux-gnu bin/kernels-arm64.test -test.short -test.count=1 -test.run '$(KERNELS_ARM64_TESTS)'
+
+# The engine's exactness tests on the NEON kernels, under qemu-user: the
+# reference fixtures and the batched-against-per-token check, NEON only
+# (amd64 runs every other backend natively in `unit`), in -short mode (one
+# full recompute per prompt instead of sixteen).
+ENGINE_ARM64_TESTS := TestK3TinyReference|TestKimiLinearTinyReference|TestPrefillEqualsPerTokenPath
+engine-arm64:
+	CC=aarch64-linux-gnu-gcc CGO_ENABLED=1 GOARCH=arm64 $(GO) test -c -o bin/engine-arm64.test ./engine
+	cd engine && DELTAFIN_TEST_KERNELS=neon qemu-aarch64 -L /usr/aarch64-linux-gnu ../bin/engine-arm64.test -test.short -test.count=1 -test.run '$(ENGINE_ARM64_TESTS)'
 
 # The GPU kernels are GLSL compute shaders written once (kernels/shaders/*.comp),
 # compiled to SPIR-V (Vulkan) and translated to MSL (Metal); the generated files

@@ -23,6 +23,10 @@ const (
 	fillScale                 // e8m0 bytes 120..127
 	fillBF16                  // bfloat16 ±[2^-7, 2^-6)
 	fillF32                   // float32 ±[2^-7, 2^-6)
+	// fillALog is K3's KDA A_log: a flat float32 [head_dim] with one decay
+	// rate per head (fillF32) in its first k3KDAHeads entries and exact
+	// zeros after them, the padding the engine refuses to see non-zero.
+	fillALog
 )
 
 // A synthTensor is one tensor of a synthetic shard, in physical order.
@@ -173,7 +177,7 @@ func fillChunk(dst []byte, pos int64, header []byte, tensors []synthTensor, offs
 			and, or = 0x0707070707070707, 0x7878787878787878
 		case fillBF16:
 			and, or = 0x807F807F807F807F, 0x3C003C003C003C00
-		case fillF32:
+		case fillF32, fillALog:
 			and, or = 0x807FFFFF807FFFFF, 0x3C0000003C000000
 		default:
 			continue
@@ -181,6 +185,10 @@ func fillChunk(dst []byte, pos int64, header []byte, tensors []synthTensor, offs
 		for i := a; i < b; i += 8 {
 			w := binary.LittleEndian.Uint64(dst[i:])
 			binary.LittleEndian.PutUint64(dst[i:], w&and|or)
+		}
+		if tensors[ti].fill == fillALog {
+			pad := max(offs[ti]+4*k3KDAHeads, pos) - pos
+			clear(dst[min(pad, b):b])
 		}
 	}
 	if pos < int64(len(header)) {

@@ -28,7 +28,8 @@ const (
 	k3Inter      = 3072
 	k3Latent     = 3584
 	k3Shared     = 6144
-	k3KDAWidth   = 96 * 128 // heads × head dim
+	k3KDAHeads   = 96
+	k3KDAWidth   = k3KDAHeads * 128 // heads × head dim
 	k3QLora      = 1536
 	k3KVLora     = 512
 	k3MLAQWidth  = 96 * 192
@@ -69,7 +70,7 @@ func k3LayerSpine(i int, mla bool) []synthTensor {
 			bf("self_attn.g_proj.weight", k3KDAWidth, k3Hidden), bf("self_attn.o_proj.weight", k3Hidden, k3KDAWidth))
 	} else {
 		t = append(t,
-			f32("self_attn.A_log", 128), f32("self_attn.dt_bias", k3KDAWidth),
+			synthTensor{p + "self_attn.A_log", "F32", []int64{128}, fillALog}, f32("self_attn.dt_bias", k3KDAWidth),
 			f32("self_attn.q_conv1d.weight", k3KDAWidth, 1, 4), f32("self_attn.k_conv1d.weight", k3KDAWidth, 1, 4),
 			f32("self_attn.v_conv1d.weight", k3KDAWidth, 1, 4), f32("self_attn.o_norm.weight", 128),
 			bf("self_attn.q_proj.weight", k3KDAWidth, k3Hidden), bf("self_attn.k_proj.weight", k3KDAWidth, k3Hidden),

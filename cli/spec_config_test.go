@@ -54,11 +54,14 @@ func TestRunSpeculationSameIDs(t *testing.T) {
 			return ""
 		})
 		cfg.DataDir = t.TempDir()
-		prompt := make([]int, 12)
-		for i := range prompt {
-			prompt[i] = 7
+		// c,0, c,1, …, c,1023, c: whatever k3-tiny answers, the pair (c,
+		// answer) stands earlier, so the n-gram guesser guesses at once.
+		var prompt []int
+		for v := range 1024 {
+			prompt = append(prompt, 7, v)
 		}
-		cfg.Run = app.RunConfig{Temperature: greedy(), Model: filepath.Join("..", "testdata", "k3-tiny"), IDs: prompt, MaxNew: 300, JSON: true}
+		prompt = append(prompt, 7)
+		cfg.Run = app.RunConfig{Temperature: greedy(), Model: filepath.Join("..", "testdata", "k3-tiny"), IDs: prompt, MaxNew: 8, JSON: true}
 		var stdout, stderr bytes.Buffer
 		require.NoError(t, runPrompt(t.Context(), cfg, &stdout, &stderr))
 		var out RunOutput

@@ -39,9 +39,9 @@ type config struct {
 	// KDA (linear_attn_config).
 	KDAHeads, KDAHeadDim, ConvSize int
 	FullRankGate                   bool // g_proj [P,H] instead of g_a/g_b
-	// GateLowerBound selects K3's decay gate g = lb·σ(exp(A_log)·(g̃+dt_bias))
-	// with A_log per channel; nil selects Kimi-Linear's
-	// g = −exp(A_log)·softplus(g̃+dt_bias) with A_log per head.
+	// GateLowerBound selects K3's decay gate g = lb·σ(exp(A_log[h])·(g̃+dt_bias));
+	// nil selects Kimi-Linear's g = −exp(A_log[h])·softplus(g̃+dt_bias).
+	// Both read A_log per head (K3 pads it to head_dim with zeros).
 	GateLowerBound *float32
 
 	// MLA.

@@ -9,13 +9,13 @@ import (
 
 // Kimi Delta Attention (docs/MODEL.md §5.5): a linear-attention layer
 // whose state is, per head, a d×d matrix updated by the gated delta rule with
-// a per-channel decay. Notation: T tokens, H hidden, nh heads of width d,
+// a per-channel decay g[h,k] whose rate exp(A_log[h]) is one per head. Notation: T tokens, H hidden, nh heads of width d,
 // P = nh·d, K the short-conv width.
 
 type kdaWeights struct {
 	qProj, kProj, vProj kernels.Matrix // [P, H]
 	qConv, kConv, vConv []float32      // [P, 1, K]: tap K−1 multiplies the current token
-	aLog                []float32      // K3: [d] per channel; Kimi-Linear: [nh] per head
+	aLog                []float32      // [nh]: one log rate per head (K3's zero padding dropped at load)
 	dtBias              []float32      // [P]
 	fA, fB              kernels.Matrix // [d, H], [P, d]: decay-gate low rank, no activation between
 	bProj               kernels.Matrix // [nh, H]
@@ -100,7 +100,8 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	}
 
 	// Per head: L2-normalise q and k, scale q by d^−½; β = σ(b̃);
-	// decay g ∈ (lb, 0) (K3) or −exp(A_log)·softplus(·) (Kimi-Linear).
+	// decay g ∈ (lb, 0) (K3) or −exp(A_log)·softplus(·) (Kimi-Linear), with
+	// one exp(A_log[h]) per head in both.
 	// Each token is independent: a prompt's tokens are split over the cores.
 	scale := float32(math.Sqrt(float64(d)))
 	decay := kdaDecay(w.aLog)
@@ -158,7 +159,8 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 }
 
 // kdaDecay is exp(A_log), computed once per pass rather than per token:
-// the per-channel (K3) or per-head (Kimi-Linear) decay rate of kdaGate.
+// the per-head decay rate of kdaGate (one entry per head in both K3 and
+// Kimi-Linear; weights.go's aLog drops K3's zero padding).
 func kdaDecay(aLog []float32) []float32 {
 	a := make([]float32, len(aLog))
 	for i, v := range aLog {
@@ -168,9 +170,10 @@ func kdaDecay(aLog []float32) []float32 {
 }
 
 // kdaGate turns the decay-gate pre-activation g̃ (one token, [nh·d]) into
-// the log-decay g in place; a = exp(A_log) (kdaDecay).
+// the log-decay g in place; a = exp(A_log) [nh], one rate per head,
+// broadcast over the head's d channels.
 //
-//	K3 (lower bound lb):  g[h,k] = lb · σ(a[k] · (g̃[h,k] + dt_bias[h,k]))
+//	K3 (lower bound lb):  g[h,k] = lb · σ(a[h] · (g̃[h,k] + dt_bias[h,k]))
 //	Kimi-Linear:          g[h,k] = −a[h] · softplus(g̃[h,k] + dt_bias[h,k])
 func kdaGate(g, a, dtBias []float32, lowerBound *float32, nh, d int) {
 	for h := 0; h < nh; h++ {
@@ -178,7 +181,7 @@ func kdaGate(g, a, dtBias []float32, lowerBound *float32, nh, d int) {
 			i := h*d + j
 			x := g[i] + dtBias[i]
 			if lowerBound != nil {
-				g[i] = *lowerBound * sigmoid(a[j]*x)
+				g[i] = *lowerBound * sigmoid(a[h]*x)
 			} else {
 				g[i] = -a[h] * softplus(x)
 			}

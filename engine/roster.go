@@ -94,7 +94,7 @@ func (c *config) eachTensor(yield func(tensorSpec) bool) {
 				add(a+x+"_conv1d.weight", P, 1, c.ConvSize)
 			}
 			if c.GateLowerBound != nil {
-				add(a+"A_log", d) // K3: per channel, shared by all heads
+				add(a+"A_log", d) // K3: flat [head_dim], one rate per head in [0:nh], zero padding after (weights.go aLog)
 			} else {
 				add(a+"A_log", 1, 1, nh, 1) // Kimi-Linear: per head
 			}

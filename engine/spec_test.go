@@ -71,7 +71,7 @@ func TestSpeculationKeepsTheTokens(t *testing.T) {
 				prompts = append(prompts, p)
 			}
 			var total SpecStats
-			repAccepted := 0
+			repAccepted, repWouldAccept := 0, 0
 			for i, prompt := range prompts {
 				run := func(m *Model) ([]int, [][]float32, SpecStats) {
 					s := m.NewSession()
@@ -101,10 +101,25 @@ func TestSpeculationKeepsTheTokens(t *testing.T) {
 				total.Steps += st.Steps
 				if i >= 8 {
 					repAccepted += st.Accepted
+					// The guesses the drafter would have got right on the
+					// plain tokens of the first turn (300 of them): the
+					// draft of prompt+want[:j] is the guess for want[j].
+					for j := 1; j < 300; j++ {
+						if g, ok := draft(append(append([]int(nil), prompt...), wantToks[:j]...)); ok && g == wantToks[j] {
+							repWouldAccept++
+						}
+					}
 				}
 			}
-			t.Logf("%s: %d speculative passes, %.0f%% accepted, %.2f tokens per pass", fx.name, total.Passes, 100*total.AcceptRate(), total.TokensPerPass())
-			require.Positive(t, repAccepted, "repetitive prompts have accepted guesses")
+			t.Logf("%s: %d speculative passes, %.0f%% accepted, %.2f tokens per pass; %d right guesses on the plain repetitive runs",
+				fx.name, total.Passes, 100*total.AcceptRate(), total.TokensPerPass(), repWouldAccept)
+			// Where the model's own greedy text repeats, speculation must
+			// cash it in. A random-weight model may never repeat itself
+			// (k3-tiny's regenerated weights do not on these prompts);
+			// TestVerifyAcceptsAndRewinds drives the accepting pass directly.
+			if repWouldAccept > 0 {
+				require.Positive(t, repAccepted, "repetitive prompts have accepted guesses")
+			}
 			require.Less(t, total.Accepted, total.Passes, "some guesses are rejected and rewound")
 		})
 	}

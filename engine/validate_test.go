@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -42,6 +43,16 @@ func TestValidation(t *testing.T) {
 				m.tensor(t, lp+"0.self_attn.A_log").dtype = "I32"
 			},
 			want: []string{shard1, `"` + lp + `0.self_attn.A_log"`, "dtype I32, want BF16, F16 or F32"},
+		},
+		{
+			// K3's A_log is [head_dim]: one rate per head, then zero
+			// padding. A non-zero pad is a layout no reader of K3 reads.
+			name: "A_log padding not zero",
+			break_: func(t *testing.T, m *model) {
+				x := m.tensor(t, lp+"0.self_attn.A_log")
+				binary.LittleEndian.PutUint32(x.data[5*4:], math.Float32bits(0.25))
+			},
+			want: []string{shard1, `"` + lp + `0.self_attn.A_log": entry 5 is 0.25`, "one decay rate per head in entries 0..3 and zero padding"},
 		},
 		{
 			name: "expert not U8",
@@ -128,6 +139,12 @@ func TestValidation(t *testing.T) {
 			_, err := Open(t.Context(), dir, Options{})
 			require.Error(t, err)
 			t.Log(err)
+			if tt.name == "A_log padding not zero" {
+				// Refused at open also when every spine layer streams.
+				_, serr := Open(t.Context(), dir, Options{Stream: &StreamOptions{Plan: &BudgetPlan{}}})
+				require.ErrorIs(t, serr, ErrCheckpoint)
+				require.Contains(t, serr.Error(), tt.want[1])
+			}
 			if tt.name == "bad config" {
 				require.ErrorIs(t, err, ErrConfig)
 			} else {

@@ -118,6 +118,14 @@ func loadWeights(ctx context.Context, ck, i8 *checkpoint, c *config, pinned int,
 	for i := range min(pinned, c.Layers) {
 		w.layers[i] = l.layer(c, i)
 	}
+	// The streamed layers' decay rates are checked now as well (a few
+	// hundred bytes each), so a bad A_log is refused at open, not in the
+	// middle of an answer.
+	for i := pinned; i < c.Layers; i++ {
+		if c.Kinds[i] == layerKDA {
+			l.aLog(ckpt.LayerPrefix(i)+"self_attn.A_log", c)
+		}
+	}
 	return w, l.err
 }
 
@@ -162,7 +170,7 @@ func (l *loader) kda(p string, c *config) *kdaWeights {
 	k := &kdaWeights{
 		qProj: l.mat(p + "q_proj.weight"), kProj: l.mat(p + "k_proj.weight"), vProj: l.mat(p + "v_proj.weight"),
 		qConv: l.vec(p + "q_conv1d.weight"), kConv: l.vec(p + "k_conv1d.weight"), vConv: l.vec(p + "v_conv1d.weight"),
-		aLog:   l.vec(p + "A_log"),
+		aLog:   l.aLog(p+"A_log", c),
 		dtBias: l.vec(p + "dt_bias"),
 		fA:     l.mat(p + "f_a_proj.weight"), fB: l.mat(p + "f_b_proj.weight"),
 		bProj: l.mat(p + "b_proj.weight"),
@@ -175,6 +183,33 @@ func (l *loader) kda(p string, c *config) *kdaWeights {
 		k.gA, k.gB = l.mat(p+"g_a_proj.weight"), l.mat(p+"g_b_proj.weight")
 	}
 	return k
+}
+
+// aLog reads a KDA layer's log decay rates, one per head. Kimi-Linear stores
+// them as [1,1,nh,1]. K3 stores a flat [head_dim] vector whose first nh
+// entries are the heads' rates and whose rest is zero padding: Moonshot's
+// reference, llama.cpp's kimi-k3 converter (A_log[:num_attention_heads]) and
+// mlx-lm's kimi_k3.py (A_log[:num_heads], reshaped (H,1)) all read it so
+// (docs/MODEL.md, "KDA decay"). A padding entry that is not zero means the
+// file is not the layout any of them reads, so it is refused rather than
+// guessed at.
+func (l *loader) aLog(name string, c *config) []float32 {
+	a := l.vec(name)
+	if l.err != nil || c.GateLowerBound == nil {
+		return a
+	}
+	nh, r := c.KDAHeads, l.ck.tensors[name]
+	if nh > len(a) {
+		l.err = r.errorf("%d entries, fewer than the %d KDA heads it holds one decay rate for", len(a), nh)
+		return nil
+	}
+	for i := nh; i < len(a); i++ {
+		if a[i] != 0 {
+			l.err = r.errorf("entry %d is %g: K3 stores one decay rate per head in entries 0..%d and zero padding after them", i, a[i], nh-1)
+			return nil
+		}
+	}
+	return a[:nh:nh]
 }
 
 func (l *loader) mla(p string, c *config) *mlaWeights {
