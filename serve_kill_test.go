@@ -23,17 +23,39 @@ import (
 // process (the test binary runs as deltafin, process_test.go), starts a
 // background response, kills the process with SIGKILL at seeded random
 // moments while the job decodes, restarts it each time, and checks that the
-// job finishes with exactly the tokens of an uninterrupted engine run.
+// job finishes with exactly the tokens of an uninterrupted engine run:
+// greedy (temperature 0), and sampled as the model card says with a seed
+// (the stored seed keys the random stream by token position, so the
+// resumed job continues it).
 func TestKill9BackgroundResponse(t *testing.T) {
 	t.Parallel()
 	const modelDir, maxNew = "testdata/k3-tiny", 1200
 	input := "Tell me everything."
-	want := uninterrupted(t, modelDir, input, maxNew)
-	require.Greater(t, len(want), 200, "the reference answer is long enough to be killed in")
+	t.Run("greedy", func(t *testing.T) {
+		t.Parallel()
+		want := uninterrupted(t, modelDir, input, maxNew, engine.Sampling{})
+		require.Greater(t, len(want), 200, "the reference answer is long enough to be killed in")
+		kill9Resume(t, modelDir, fmt.Sprintf(`{"model":"deltafin-kimi-k3","temperature":0,"input":%q,"max_output_tokens":%d,"background":true}`, input, maxNew), want)
+	})
+	t.Run("sampled", func(t *testing.T) {
+		t.Parallel()
+		// The first seed from 1 whose answer is long enough to be killed
+		// in (an answer ends where the stream samples the end of turn).
+		var want []int
+		seed := uint64(0)
+		for len(want) <= 200 {
+			seed++
+			want = uninterrupted(t, modelDir, input, maxNew, engine.Sampling{Temperature: 1, TopP: 0.95, Seed: seed})
+		}
+		kill9Resume(t, modelDir, fmt.Sprintf(`{"model":"deltafin-kimi-k3","seed":%d,"input":%q,"max_output_tokens":%d,"background":true}`, seed, input, maxNew), want)
+	})
+}
 
+// kill9Resume creates the background response body, kills the server
+// three times while it decodes and checks its final tokens against want.
+func kill9Resume(t *testing.T, modelDir, body string, want []int) {
 	data := t.TempDir()
 	base := startServing(t, modelDir, data)
-	body := fmt.Sprintf(`{"model":"deltafin-kimi-k3","input":%q,"max_output_tokens":%d,"background":true}`, input, maxNew)
 	resp, err := http.Post(base.url+"/v1/responses", "application/json", strings.NewReader(body))
 	require.NoError(t, err)
 	var created struct{ ID, Status string }
@@ -70,7 +92,7 @@ func TestKill9BackgroundResponse(t *testing.T) {
 }
 
 // uninterrupted is the engine's answer to input as one chat turn.
-func uninterrupted(t *testing.T, dir, input string, maxNew int) []int {
+func uninterrupted(t *testing.T, dir, input string, maxNew int, samp engine.Sampling) []int {
 	t.Helper()
 	m, err := engine.Open(t.Context(), dir, engine.Options{})
 	require.NoError(t, err)
@@ -80,7 +102,7 @@ func uninterrupted(t *testing.T, dir, input string, maxNew int) []int {
 	segs, err := chat.Render([]chat.Message{{Role: "user", Content: input}}, chat.DefaultOptions())
 	require.NoError(t, err)
 	var toks []int
-	_, err = m.NewSession().Generate(t.Context(), chat.Tokenize(tok, segs), engine.GenerateOptions{MaxNew: maxNew, StopTokens: chat.StopTokens(tok)},
+	_, err = m.NewSession().Generate(t.Context(), chat.Tokenize(tok, segs), engine.GenerateOptions{MaxNew: maxNew, StopTokens: chat.StopTokens(tok), Sampling: samp},
 		func(id int) error { toks = append(toks, id); return nil })
 	require.NoError(t, err)
 	return toks

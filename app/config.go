@@ -250,9 +250,16 @@ type RunConfig struct {
 	// ("" = max).
 	NoThinking bool
 	Effort     string
-	MaxNew     int    // tokens to generate
-	JSON       bool   // print one JSON object at the end
-	LogitsOut  string // file for little-endian float32 logits rows
+	MaxNew     int // tokens to generate
+	// Temperature, TopP, TopK, MinP and Seed are the sampling flags; one
+	// not given (nil) takes the model's default (K3's model card:
+	// temperature 1.0, top_p 0.95), and without a seed one is drawn and
+	// reported. Temperature 0 is greedy.
+	Temperature, TopP, MinP *float64
+	TopK                    *int
+	Seed                    *int64
+	JSON                    bool   // print one JSON object at the end
+	LogitsOut               string // file for little-endian float32 logits rows
 	// Notify, when set, is told of an answer that took longer than
 	// Config.NotifyAfter (cmd_run sets the desktop notifier).
 	Notify Notifier
@@ -274,6 +281,14 @@ func (r RunConfig) Validate() error {
 		return fmt.Errorf("app: --effort: %w", chat.CheckEffort(r.Effort))
 	case r.MaxNew < 1:
 		return fmt.Errorf("app: --max-new %d, want at least 1", r.MaxNew)
+	case r.Temperature != nil && !(*r.Temperature >= 0 && *r.Temperature <= 2):
+		return fmt.Errorf("app: --temperature %g, want 0 (greedy) to 2", *r.Temperature)
+	case r.TopP != nil && !(*r.TopP > 0 && *r.TopP <= 1):
+		return fmt.Errorf("app: --top-p %g, want more than 0 and at most 1", *r.TopP)
+	case r.TopK != nil && *r.TopK < 0:
+		return fmt.Errorf("app: --top-k %d, want 0 (off) or more", *r.TopK)
+	case r.MinP != nil && !(*r.MinP >= 0 && *r.MinP <= 1):
+		return fmt.Errorf("app: --min-p %g, want 0 to 1", *r.MinP)
 	}
 	return nil
 }

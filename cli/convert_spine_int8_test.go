@@ -22,7 +22,7 @@ func TestRunWithInt8Spine(t *testing.T) {
 	cfg.DataDir = t.TempDir()
 	cfg.Spine = "int8"
 	require.NoError(t, cfg.Validate())
-	cfg.Run = app.RunConfig{Model: model, IDs: []int{1, 2, 3}, MaxNew: 4, JSON: true}
+	cfg.Run = app.RunConfig{Temperature: greedy(), Model: model, IDs: []int{1, 2, 3}, MaxNew: 4, JSON: true}
 	var stdout, stderr bytes.Buffer
 	require.ErrorContains(t, runPrompt(t.Context(), cfg, &stdout, &stderr), "convert-spine-int8")
 

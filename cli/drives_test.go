@@ -49,7 +49,7 @@ func TestDrivesAddListRunRemove(t *testing.T) {
 	require.Contains(t, out, drive)
 	require.Contains(t, out, "50%  ")
 
-	cfg.Run = app.RunConfig{Model: model, IDs: ints(reference(t, "text.input_ids")), MaxNew: 8, JSON: true}
+	cfg.Run = app.RunConfig{Temperature: greedy(), Model: model, IDs: ints(reference(t, "text.input_ids")), MaxNew: 8, JSON: true}
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, runPrompt(t.Context(), cfg, &stdout, &stderr))
 	var res RunOutput

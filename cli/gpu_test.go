@@ -34,7 +34,7 @@ func TestRunOnGPUPrefill(t *testing.T) {
 	want := ints(reference(t, "text.greedy_tokens"))
 	cfg := app.DefaultConfig(func(k string) string { return map[string]string{"DELTAFIN_KERNELS": "gpu"}[k] })
 	require.NoError(t, cfg.Validate())
-	cfg.Run = app.RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), IDs: prompt, MaxNew: len(want), JSON: true}
+	cfg.Run = app.RunConfig{Temperature: greedy(), Model: filepath.Join("..", "testdata", "k3-tiny"), IDs: prompt, MaxNew: len(want), JSON: true}
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, runPrompt(t.Context(), cfg, &stdout, &stderr))
 	var out RunOutput

@@ -3,9 +3,11 @@ package cli
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	iofs "io/fs"
@@ -43,7 +45,8 @@ func runCmd(ctx context.Context, c *Call, demo func() (iofs.FS, error)) error {
 	thinking := fs.Bool("thinking", !r.NoThinking, "with --chat: think before answering (--thinking=false answers directly)")
 	fs.StringVar(&r.Effort, "effort", r.Effort, "with --chat: thinking effort none (thinking off), low, high or max; minimal, medium and xhigh map to low, high and max (empty: max)")
 	fs.IntVar(&r.MaxNew, "max-new", r.MaxNew, "tokens to generate (a raw completion always runs to this)")
-	fs.BoolVar(&r.JSON, "json", r.JSON, `print one JSON object: {"prompt_ids","ids","text","reasoning","content","stats"}`)
+	samplingFlags(fs, r)
+	fs.BoolVar(&r.JSON, "json", r.JSON, `print one JSON object: {"prompt_ids","ids","text","reasoning","content","seed","stats"}`)
 	fs.StringVar(&r.LogitsOut, "logits-out", r.LogitsOut, "write float32 little-endian logits rows (prompt positions, then each step) to this file")
 	fs.DurationVar(&cfg.NotifyAfter, "notify-after", cfg.NotifyAfter, "notify on the desktop when the answer takes longer than this (0: never)")
 	if err := c.parse(fs, c.Args); err != nil {
@@ -125,17 +128,22 @@ type RunStats struct {
 
 // RunOutput is what `deltafin run --json` prints.
 type RunOutput struct {
-	PromptIDs []int    `json:"prompt_ids"`
-	IDs       []int    `json:"ids"`
+	PromptIDs []int `json:"prompt_ids"`
+	IDs       []int `json:"ids"`
+	// Seed is the seed sampled with (--seed, or the one drawn): --seed
+	// with it and the same flags gives the same ids.
+	Seed      int64    `json:"seed"`
 	Text      *string  `json:"text,omitempty"`      // when the model directory has a tokenizer
 	Reasoning *string  `json:"reasoning,omitempty"` // --chat: the think channel
 	Content   *string  `json:"content,omitempty"`   // --chat: the answer
 	Stats     RunStats `json:"stats"`
 }
 
-// Run generates greedily from cfg.Run's prompt. Without --json it prints
-// the text as it is generated (the reasoning dimmed on a terminal; the ids
-// when the model directory has no tokenizer), then a stats line on stderr.
+// Run generates from cfg.Run's prompt, sampled as the model card says
+// unless the flags say otherwise (--temperature 0 is greedy). Without
+// --json it prints the text as it is generated (the reasoning dimmed on a
+// terminal; the ids when the model directory has no tokenizer), then a
+// stats line on stderr.
 // Ctrl-C (ctx cancelled) stops generation, keeps what was printed, prints
 // the stats with finish reason "interrupted" and returns an error wrapping
 // context.Canceled.
@@ -191,7 +199,8 @@ func runPromptOr(ctx context.Context, cfg app.Config, demo func() (iofs.FS, erro
 	info := m.Info()
 	fmt.Fprintln(stderr, m.Plan())
 
-	opts := engine.GenerateOptions{MaxNew: rc.MaxNew}
+	samp, seed := runSampling(rc, info.Sampling)
+	opts := engine.GenerateOptions{MaxNew: rc.MaxNew, Sampling: samp}
 	if rc.Chat {
 		opts.StopTokens = chat.StopTokens(tok)
 		if info.EOS >= 0 && !slices.Contains(opts.StopTokens, info.EOS) {
@@ -215,7 +224,7 @@ func runPromptOr(ctx context.Context, cfg app.Config, demo func() (iofs.FS, erro
 		opts.Logits = logits.write
 	}
 
-	out := RunOutput{PromptIDs: prompt, IDs: []int{}}
+	out := RunOutput{PromptIDs: prompt, IDs: []int{}, Seed: seed}
 	start := time.Now()
 	sess := m.NewSession()
 	res, err := sess.Generate(ctx, prompt, opts, func(tok int) error {
@@ -272,8 +281,8 @@ func runPromptOr(ctx context.Context, cfg app.Config, demo func() (iofs.FS, erro
 	} else {
 		fmt.Fprintln(stdout)
 		s := out.Stats
-		fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s; speculation: %d of %d guesses accepted\n",
-			s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason, s.SpecAccepted, s.SpecPasses)
+		fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s; speculation: %d of %d guesses accepted; %s\n",
+			s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason, s.SpecAccepted, s.SpecPasses, describeSampling(samp, seed))
 	}
 	if rc.Notify != nil && !interrupted {
 		answer := ""
@@ -350,4 +359,84 @@ func (l *logitsFile) abort() {
 		l.f.Close()
 		os.Remove(l.f.Name())
 	}
+}
+
+// samplingFlags registers --temperature, --top-p, --top-k, --min-p and
+// --seed; a flag not given leaves its field nil (the model's default).
+func samplingFlags(fs *flag.FlagSet, r *app.RunConfig) {
+	float := func(dst **float64) func(string) error {
+		return func(v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return errors.New("not a number")
+			}
+			*dst = &f
+			return nil
+		}
+	}
+	fs.Func("temperature", "sampling temperature, 0 (greedy) to 2 (default: the model card's, 1.0)", float(&r.Temperature))
+	fs.Func("top-p", "nucleus: sample from the most likely tokens up to this probability (default: the model card's, 0.95)", float(&r.TopP))
+	fs.Func("min-p", "drop tokens less likely than this times the most likely one (default 0: off)", float(&r.MinP))
+	fs.Func("top-k", "sample from the K most likely tokens only (default 0: off)", func(v string) error {
+		k, err := strconv.Atoi(v)
+		if err != nil {
+			return errors.New("not an integer")
+		}
+		r.TopK = &k
+		return nil
+	})
+	fs.Func("seed", "random seed: the same seed and flags give the same tokens (default: drawn and reported)", func(v string) error {
+		s, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return errors.New("not a 64-bit integer")
+		}
+		r.Seed = &s
+		return nil
+	})
+}
+
+// runSampling is the run's sampling: the flags given over the model's
+// default, and the seed (drawn below 2^53 when not given, as the server
+// does, so that it can be passed back exactly).
+func runSampling(rc app.RunConfig, def engine.Sampling) (engine.Sampling, int64) {
+	s := def
+	if rc.Temperature != nil {
+		s.Temperature = *rc.Temperature
+	}
+	if rc.TopP != nil {
+		s.TopP = *rc.TopP
+	}
+	if rc.TopK != nil {
+		s.TopK = *rc.TopK
+	}
+	if rc.MinP != nil {
+		s.MinP = *rc.MinP
+	}
+	var seed int64
+	if rc.Seed != nil {
+		seed = *rc.Seed
+	} else {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+		seed = int64(binary.LittleEndian.Uint64(b[:]) & (1<<53 - 1))
+	}
+	s.Seed = uint64(seed)
+	return s, seed
+}
+
+func describeSampling(s engine.Sampling, seed int64) string {
+	if s.Greedy() {
+		return "greedy"
+	}
+	d := fmt.Sprintf("temperature %g", s.Temperature)
+	if s.TopP > 0 && s.TopP < 1 {
+		d += fmt.Sprintf(", top_p %g", s.TopP)
+	}
+	if s.TopK > 0 {
+		d += fmt.Sprintf(", top_k %d", s.TopK)
+	}
+	if s.MinP > 0 {
+		d += fmt.Sprintf(", min_p %g", s.MinP)
+	}
+	return d + fmt.Sprintf(", seed %d", seed)
 }

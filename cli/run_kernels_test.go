@@ -25,7 +25,7 @@ func TestRunUsesDeltafinKernels(t *testing.T) {
 			})
 			cfg.DataDir = t.TempDir() // Run keeps the expert heat histogram there
 			require.NoError(t, cfg.Validate())
-			cfg.Run = app.RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), IDs: prompt, MaxNew: len(want), JSON: true}
+			cfg.Run = app.RunConfig{Temperature: greedy(), Model: filepath.Join("..", "testdata", "k3-tiny"), IDs: prompt, MaxNew: len(want), JSON: true}
 			var stdout, stderr bytes.Buffer
 			require.NoError(t, runPrompt(t.Context(), cfg, &stdout, &stderr))
 			var out RunOutput

@@ -41,7 +41,7 @@ func TestRunK3Tiny(t *testing.T) {
 	logitsPath := filepath.Join(t.TempDir(), "logits.f32")
 	cfg := app.DefaultConfig(func(string) string { return "" })
 	cfg.DataDir = t.TempDir() // Run keeps the expert heat histogram there
-	cfg.Run = app.RunConfig{
+	cfg.Run = app.RunConfig{Temperature: greedy(),
 		Model: filepath.Join("..", "testdata", "k3-tiny"), IDs: prompt,
 		MaxNew: maxNew, JSON: true, LogitsOut: logitsPath,
 	}
@@ -76,7 +76,7 @@ func TestRunPrompt(t *testing.T) {
 	t.Parallel()
 	cfg := app.DefaultConfig(func(string) string { return "" })
 	cfg.DataDir = t.TempDir() // Run keeps the expert heat histogram there
-	cfg.Run = app.RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), Prompt: "The capital of France is", MaxNew: 16, JSON: true}
+	cfg.Run = app.RunConfig{Temperature: greedy(), Model: filepath.Join("..", "testdata", "k3-tiny"), Prompt: "The capital of France is", MaxNew: 16, JSON: true}
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, runPrompt(t.Context(), cfg, &stdout, &stderr))
 	var out RunOutput
@@ -102,7 +102,7 @@ func TestRunChat(t *testing.T) {
 	t.Parallel()
 	cfg := app.DefaultConfig(func(string) string { return "" })
 	cfg.DataDir = t.TempDir() // Run keeps the expert heat histogram there
-	cfg.Run = app.RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), Prompt: "Hello", Chat: true, MaxNew: 8, JSON: true}
+	cfg.Run = app.RunConfig{Temperature: greedy(), Model: filepath.Join("..", "testdata", "k3-tiny"), Prompt: "Hello", Chat: true, MaxNew: 8, JSON: true}
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, runPrompt(t.Context(), cfg, &stdout, &stderr))
 	var out RunOutput
@@ -156,15 +156,15 @@ func TestRunErrors(t *testing.T) {
 		rc   app.RunConfig
 		want string
 	}{
-		{"no model installed", app.RunConfig{IDs: []int{1}, MaxNew: 1}, "no model is installed in"},
-		{"no prompt", app.RunConfig{Model: model, MaxNew: 1}, "--ids or --prompt"},
-		{"both prompts", app.RunConfig{Model: model, IDs: []int{1}, Prompt: "x", MaxNew: 1}, "not both"},
-		{"chat without prompt", app.RunConfig{Model: model, IDs: []int{1}, Chat: true, MaxNew: 1}, "--chat needs --prompt"},
-		{"max-new 0", app.RunConfig{Model: model, IDs: []int{1}}, "--max-new 0"},
-		{"id outside the vocabulary", app.RunConfig{Model: model, IDs: []int{5000}, MaxNew: 1}, "token id 5000 outside the vocabulary"},
-		{"not a model", app.RunConfig{Model: t.TempDir(), IDs: []int{1}, MaxNew: 1}, "config.json"},
-		{"prompt without tokenizer", app.RunConfig{Model: filepath.Join("..", "testdata", "kimi-linear-tiny", "hf"), Prompt: "hello", MaxNew: 1}, "--prompt needs the model's tokenizer"},
-		{"logits file in a missing directory", app.RunConfig{Model: model, IDs: []int{1}, MaxNew: 1, LogitsOut: filepath.Join(t.TempDir(), "no", "x")}, "--logits-out"},
+		{"no model installed", app.RunConfig{Temperature: greedy(), IDs: []int{1}, MaxNew: 1}, "no model is installed in"},
+		{"no prompt", app.RunConfig{Temperature: greedy(), Model: model, MaxNew: 1}, "--ids or --prompt"},
+		{"both prompts", app.RunConfig{Temperature: greedy(), Model: model, IDs: []int{1}, Prompt: "x", MaxNew: 1}, "not both"},
+		{"chat without prompt", app.RunConfig{Temperature: greedy(), Model: model, IDs: []int{1}, Chat: true, MaxNew: 1}, "--chat needs --prompt"},
+		{"max-new 0", app.RunConfig{Temperature: greedy(), Model: model, IDs: []int{1}}, "--max-new 0"},
+		{"id outside the vocabulary", app.RunConfig{Temperature: greedy(), Model: model, IDs: []int{5000}, MaxNew: 1}, "token id 5000 outside the vocabulary"},
+		{"not a model", app.RunConfig{Temperature: greedy(), Model: t.TempDir(), IDs: []int{1}, MaxNew: 1}, "config.json"},
+		{"prompt without tokenizer", app.RunConfig{Temperature: greedy(), Model: filepath.Join("..", "testdata", "kimi-linear-tiny", "hf"), Prompt: "hello", MaxNew: 1}, "--prompt needs the model's tokenizer"},
+		{"logits file in a missing directory", app.RunConfig{Temperature: greedy(), Model: model, IDs: []int{1}, MaxNew: 1, LogitsOut: filepath.Join(t.TempDir(), "no", "x")}, "--logits-out"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,10 +199,16 @@ func TestRunUsesTheInstalledModel(t *testing.T) {
 	cfg := hubConfig(t, h)
 	require.NoError(t, setup(t.Context(), cfg, SetupOptions{Mode: downloader.Stream, Headroom: 1, ChunkSize: 64 << 10}, io.Discard))
 	want := ints(reference(t, "short.greedy_tokens"))
-	cfg.Run = app.RunConfig{IDs: ints(reference(t, "short.input_ids")), MaxNew: len(want), JSON: true}
+	cfg.Run = app.RunConfig{Temperature: greedy(), IDs: ints(reference(t, "short.input_ids")), MaxNew: len(want), JSON: true}
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, runPrompt(t.Context(), cfg, &stdout, &stderr))
 	var out RunOutput
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out))
 	require.Equal(t, want, out.IDs)
+}
+
+// greedy is --temperature 0, for the runs compared with greedy tokens.
+func greedy() *float64 {
+	zero := 0.0
+	return &zero
 }

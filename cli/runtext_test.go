@@ -143,7 +143,7 @@ func runK3Tiny(t *testing.T, ctx context.Context, rc app.RunConfig, stdout io.Wr
 func TestRunPromptK3Tiny(t *testing.T) {
 	t.Parallel()
 	tok := tinyTokenizer(t)
-	out, _, err := runK3Tiny(t, t.Context(), app.RunConfig{Prompt: "The capital of France is", JSON: true}, nil)
+	out, _, err := runK3Tiny(t, t.Context(), app.RunConfig{Temperature: greedy(), Prompt: "The capital of France is", JSON: true}, nil)
 	require.NoError(t, err)
 	require.Equal(t, ints(reference(t, "text.input_ids")), out.PromptIDs)
 	require.Equal(t, ints(reference(t, "text.greedy_tokens")), out.IDs)
@@ -153,13 +153,13 @@ func TestRunPromptK3Tiny(t *testing.T) {
 
 	// Without --json the same text is printed as it is generated.
 	var stdout bytes.Buffer
-	_, stderr, err := runK3Tiny(t, t.Context(), app.RunConfig{Prompt: "The capital of France is"}, &stdout)
+	_, stderr, err := runK3Tiny(t, t.Context(), app.RunConfig{Temperature: greedy(), Prompt: "The capital of France is"}, &stdout)
 	require.NoError(t, err)
 	require.Equal(t, *out.Text+"\n", stdout.String())
 	require.Contains(t, stderr, "finish length")
 
 	// --ids runs gain "text" when the model has a tokenizer.
-	out, _, err = runK3Tiny(t, t.Context(), app.RunConfig{IDs: out.PromptIDs, JSON: true}, nil)
+	out, _, err = runK3Tiny(t, t.Context(), app.RunConfig{Temperature: greedy(), IDs: out.PromptIDs, JSON: true}, nil)
 	require.NoError(t, err)
 	require.Equal(t, tok.Decode(out.IDs), *out.Text)
 }
@@ -169,7 +169,7 @@ func TestRunChatK3Tiny(t *testing.T) {
 	tok := tinyTokenizer(t)
 	for _, thinking := range []bool{true, false} {
 		t.Run(fmt.Sprint("thinking=", thinking), func(t *testing.T) {
-			rc := app.RunConfig{Prompt: "Hi <|open|>", Chat: true, NoThinking: !thinking, Effort: "low", JSON: true, MaxNew: 24}
+			rc := app.RunConfig{Temperature: greedy(), Prompt: "Hi <|open|>", Chat: true, NoThinking: !thinking, Effort: "low", JSON: true, MaxNew: 24}
 			out, _, err := runK3Tiny(t, t.Context(), rc, nil)
 			require.NoError(t, err)
 			want, err := chat.Prompt(tok, []chat.Message{{Role: "user", Content: "Hi <|open|>"}}, chat.Options{Thinking: thinking, Effort: "low"})
@@ -196,7 +196,7 @@ func TestRunChatK3Tiny(t *testing.T) {
 			require.True(t, strings.HasSuffix(printed, *out.Content+"\n"), "%q", printed)
 		})
 	}
-	_, _, err := runK3Tiny(t, t.Context(), app.RunConfig{Prompt: "Hi", Chat: true, Effort: "medium"}, nil)
+	_, _, err := runK3Tiny(t, t.Context(), app.RunConfig{Temperature: greedy(), Prompt: "Hi", Chat: true, Effort: "medium"}, nil)
 	require.ErrorIs(t, err, chat.ErrEffort)
 	require.ErrorContains(t, err, "--effort")
 }
@@ -217,9 +217,9 @@ func TestRunInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	w := &cancelOnWrite{cancel: cancel}
-	out, _, err := runK3Tiny(t, t.Context(), app.RunConfig{Prompt: "The capital of France is", JSON: true}, nil)
+	out, _, err := runK3Tiny(t, t.Context(), app.RunConfig{Temperature: greedy(), Prompt: "The capital of France is", JSON: true}, nil)
 	require.NoError(t, err)
-	_, stderr, err := runK3Tiny(t, ctx, app.RunConfig{Prompt: "The capital of France is"}, w)
+	_, stderr, err := runK3Tiny(t, ctx, app.RunConfig{Temperature: greedy(), Prompt: "The capital of France is"}, w)
 	require.ErrorIs(t, err, context.Canceled)
 	require.ErrorContains(t, err, "interrupted")
 	require.Contains(t, stderr, "finish interrupted")

@@ -106,7 +106,7 @@ func TestServeStreamInstall(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	base, done := startServe(t, ctx, cfg)
 	prompt, want := testref.Ints(t, k3TinyRef, "short.input_ids"), testref.Ints(t, k3TinyRef, "short.greedy_tokens")
-	body, err := json.Marshal(map[string]any{"model": "deltafin-kimi-k3", "prompt": prompt, "max_tokens": len(want)})
+	body, err := json.Marshal(map[string]any{"model": "deltafin-kimi-k3", "prompt": prompt, "max_tokens": len(want), "temperature": 0})
 	require.NoError(t, err)
 	resp, err := http.Post(base+"/v1/completions", "application/json", bytes.NewReader(body))
 	require.NoError(t, err)

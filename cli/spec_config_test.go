@@ -61,7 +61,7 @@ func TestRunSpeculationSameIDs(t *testing.T) {
 			prompt = append(prompt, 7, v)
 		}
 		prompt = append(prompt, 7)
-		cfg.Run = app.RunConfig{Model: filepath.Join("..", "testdata", "k3-tiny"), IDs: prompt, MaxNew: 8, JSON: true}
+		cfg.Run = app.RunConfig{Temperature: greedy(), Model: filepath.Join("..", "testdata", "k3-tiny"), IDs: prompt, MaxNew: 8, JSON: true}
 		var stdout, stderr bytes.Buffer
 		require.NoError(t, runPrompt(t.Context(), cfg, &stdout, &stderr))
 		var out RunOutput

@@ -7,7 +7,8 @@
 // byte contiguity of each MXFP4 routed expert, and loads the weights. A Model
 // is immutable and shared; a Session is one conversation's state (KDA conv
 // and recurrent states, the MLA key/value cache, tokens not yet run), and
-// Session.Generate decodes greedily from it.
+// Session.Generate decodes from it, greedily or by seeded sampling
+// (GenerateOptions.Sampling, sample.go).
 //
 // Activations and accumulation are fp32; BF16 and MXFP4 weights are widened
 // exactly. Every matrix product goes through a kernels.Backend over the
@@ -35,6 +36,8 @@
 //	flops.go       a pass's arithmetic, for bench prefill's ratio to the peak
 //	spec.go        exact n-gram speculation (two-position verify passes)
 //	budget.go      the RAM plan: pinned spine layers, expert cache size
+//	sample.go      temperature, top_k, top_p, min_p on float64 probabilities;
+//	               the random stream keyed by (seed, token position)
 //	spineint8.go   the opt-in, non-exact int8 spine (convert-spine-int8)
 //	spinering.go   spine layers past the pinned prefix, streamed (STREAMING.md)
 //	streaming.go   StreamOptions, the streamed expert store behind the seam,

@@ -17,6 +17,11 @@ type GenerateOptions struct {
 	// position, then the row that chose each generated token after the
 	// first. Rows are only valid during the call.
 	Logits func(row []float32) error
+	// Sampling picks each token (sample.go); the zero value is greedy.
+	// The token at conversation index p draws the uniform keyed by
+	// (Sampling.Seed, p), so a seed gives the same tokens with and without
+	// speculation, and when a conversation is run again from any prefix.
+	Sampling Sampling
 }
 
 // Result summarises one Generate call.
@@ -28,12 +33,15 @@ type Result struct {
 	Decode       time.Duration
 }
 
-// Generate appends prompt to the conversation and decodes greedily,
-// calling emit with each new token. emit returning an error stops
-// generation at once: ErrStopped ends it cleanly (FinishReason "stop"), any
-// other error is returned.
+// Generate appends prompt to the conversation and decodes with
+// opts.Sampling (greedy by default), calling emit with each new token.
+// emit returning an error stops generation at once: ErrStopped ends it
+// cleanly (FinishReason "stop"), any other error is returned.
 func (s *Session) Generate(ctx context.Context, prompt []int, opts GenerateOptions, emit func(tok int) error) (Result, error) {
 	res := Result{PromptTokens: len(prompt)}
+	if err := opts.Sampling.Check(); err != nil {
+		return res, err
+	}
 	start := time.Now()
 	// Every prompt row is only computed when asked for (lm_head per position).
 	rows, err := s.Forward(ctx, prompt, opts.Logits != nil && len(prompt) > 0)
@@ -54,10 +62,12 @@ func (s *Session) Generate(ctx context.Context, prompt []int, opts GenerateOptio
 	return res, err
 }
 
-// decode picks tokens greedily from last onwards and returns the finish
-// reason; n counts the emitted tokens. With speculation a pass may yield two
-// tokens; the tokens, the logits rows handed to opts.Logits and their order
-// are those of one token per pass.
+// decode picks tokens from last onwards and returns the finish reason; n
+// counts the emitted tokens. With speculation a pass may yield two tokens;
+// the tokens, the logits rows handed to opts.Logits and their order are
+// those of one token per pass. A guess is kept only when it is the token
+// picked from the verify pass's first row at its own position (the same
+// key as without speculation), so sampling stays lossless too.
 func (s *Session) decode(ctx context.Context, last []float32, opts GenerateOptions, emit func(int) error, n *int) (string, error) {
 	stop := make(map[int]bool, len(opts.StopTokens))
 	for _, t := range opts.StopTokens {
@@ -95,12 +105,19 @@ func (s *Session) decode(ctx context.Context, last []float32, opts GenerateOptio
 		}
 		return opts.Logits(row)
 	}
+	z := &sampler{opts: opts.Sampling}
+	// tok is the token at index s.Len(): picked before take appends it.
+	tok := z.pick(last, s.Len())
 	for {
-		if fin, err := take(argmax(last), false); fin != "" || err != nil {
+		if fin, err := take(tok, false); fin != "" || err != nil {
 			return fin, err
 		}
 		if guess, ok := s.guess(stop, opts.MaxNew-*n, ctxLen); ok {
-			rows, err := s.verify(ctx, guess)
+			at := s.Len() // the guess's index
+			rows, err := s.verify(ctx, guess, func(row []float32) int {
+				tok = z.pick(row, at)
+				return tok
+			})
 			if err != nil {
 				return "", err
 			}
@@ -108,9 +125,8 @@ func (s *Session) decode(ctx context.Context, last []float32, opts GenerateOptio
 			if err := logits(rows[0]); err != nil {
 				return "", err
 			}
-			if argmax(rows[0]) != guess {
+			if len(rows) < 2 { // tok, picked from rows[0], is not the guess
 				s.rewind()
-				last = rows[0]
 				continue
 			}
 			s.spec.Accepted++
@@ -129,6 +145,7 @@ func (s *Session) decode(ctx context.Context, last []float32, opts GenerateOptio
 		if err := logits(last); err != nil {
 			return "", err
 		}
+		tok = z.pick(last, s.Len())
 	}
 }
 

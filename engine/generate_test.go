@@ -135,7 +135,8 @@ func TestInfo(t *testing.T) {
 	defer m.Close()
 	require.Equal(t, Info{ID: "hf", ModelType: "kimi_linear", VocabSize: 512, EOS: -1, BOS: -1, ContextLen: 4096,
 		Layers: 8, Hidden: 64, Experts: 16, TopK: 4, Backend: kernels.Default().Name(),
-		SpineBytes: 1_219_488, // every tensor but the routed experts
+		Sampling:   Sampling{Temperature: 1, TopP: 0.95}, // generation_config.json sets none: the model card
+		SpineBytes: 1_219_488,                            // every tensor but the routed experts
 		// flops.go's counts (TestInfoCountsK3TinyFLOPs writes k3-tiny's out);
 		// the head is 2·512·64.
 		TokenFLOPs: 852_992, HeadFLOPs: 65_536, PairFLOPs: 640,

@@ -42,6 +42,10 @@ type Info struct {
 	Experts    int // routed experts per MoE layer
 	TopK       int
 	Backend    string
+	// Sampling is what a request that names no sampling gets: K3's model
+	// card (temperature 1.0, top_p 0.95), with what generation_config.json
+	// sets of temperature, top_p, top_k and min_p (sample.go).
+	Sampling Sampling
 	// SpineBytes is the RAM the whole spine and the globals take loaded
 	// (the int8 copy's size with Options.SpineInt8), pinned or not.
 	SpineBytes int64
@@ -109,6 +113,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
 	}
 	start := time.Now()
 	if m.cfg, m.ck, err = openIndex(ctx, dir, opts.OpenSource); err != nil {
+		return fail(err)
+	}
+	if m.info.Sampling, err = defaultSampling(dir); err != nil {
 		return fail(err)
 	}
 	m.pinned = m.cfg.Layers
@@ -182,7 +189,7 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 	m.info = Info{
 		ID: id, ModelType: c.ModelType, VocabSize: c.Vocab, EOS: c.EOS, BOS: c.BOS,
 		ContextLen: c.ContextLen, Layers: c.Layers, Hidden: c.Hidden,
-		Experts: c.Experts, TopK: c.TopK, Backend: m.backend.Name(),
+		Experts: c.Experts, TopK: c.TopK, Backend: m.backend.Name(), Sampling: m.info.Sampling,
 	}
 	m.info.TokenFLOPs, m.info.HeadFLOPs, m.info.PairFLOPs = c.flops()
 	layers, globals := m.spineRAMBytes()
@@ -374,11 +381,12 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 	}
 	logits := make([]float32, rows*c.Vocab)
 	if s.verifying && rows == 2 {
-		// The guess's row is only needed when the guess is the greedy
-		// token: a rejected guess skips half of lm_head.
+		// The guess's row is only needed when the guess is the token
+		// picked from the first row: a rejected guess skips half of
+		// lm_head.
 		V := c.Vocab
 		be.MatMul(logits[:V], w.lmHead, x[:H], 1)
-		if argmax(logits[:V]) != ids[1] {
+		if !s.accept(logits[:V], ids[1]) {
 			return logits[:V], nil
 		}
 		be.MatMul(logits[V:], w.lmHead, x[H:2*H], 1)

@@ -21,6 +21,9 @@ type Session struct {
 	// text n-gram speculation searches (spec.go).
 	hist      []int
 	verifying bool // the current pass is a speculative one (spec.go)
+	// pickGuess, during a verify pass, picks the token after the pending
+	// one from its row (nil: argmax).
+	pickGuess func(row []float32) int
 	spec      SpecStats
 }
 

@@ -14,7 +14,8 @@ import (
 // union of both positions' experts is acquired once). The first position's
 // logits are exactly a decode step's: the pass runs every product one row at
 // a time (rowByRow), the KDA recurrence step by step and the attention per
-// position, so greedy decoding picks the same token; when it is the guess,
+// position, so decoding picks the same token (greedy or sampled: the
+// random number is keyed by the position); when it is the guess,
 // the second position's logits give one more token for free. When it is
 // not, the guess is undone by reference: the KDA and conv states after the
 // first position were written to the state's second buffers (kdaState.mid*)
@@ -30,7 +31,7 @@ const (
 // SpecStats counts a session's speculative passes.
 type SpecStats struct {
 	Passes   int // two-position passes run
-	Accepted int // of which the guess was the greedy token
+	Accepted int // of which the guess was the token picked
 	Steps    int // single-token decode passes
 }
 
@@ -80,15 +81,25 @@ func equalInts(a, b []int) bool {
 }
 
 // verify runs the pending token and guess in one pass and returns the
-// first position's logits and, when the guess is their greedy token, the
-// second's; the caller keeps the guess or calls rewind.
-func (s *Session) verify(ctx context.Context, guess int) ([][]float32, error) {
+// first position's logits and, when the guess is the token pick chooses
+// from them (argmax when pick is nil), the second's; the caller keeps the
+// guess or calls rewind.
+func (s *Session) verify(ctx context.Context, guess int, pick func(row []float32) int) ([][]float32, error) {
 	tok := s.pending[0]
 	s.pending = nil
 	s.hist = s.hist[:len(s.hist)-1] // forward appends it again
-	s.verifying = true
-	defer func() { s.verifying = false }()
+	s.verifying, s.pickGuess = true, pick
+	defer func() { s.verifying, s.pickGuess = false, nil }()
 	return s.forward(ctx, []int{tok, guess}, true, nil)
+}
+
+// accept reports whether guess is the token picked from row, the first
+// row of a verify pass.
+func (s *Session) accept(row []float32, guess int) bool {
+	if s.pickGuess == nil {
+		return argmax(row) == guess
+	}
+	return s.pickGuess(row) == guess
 }
 
 // rewind undoes the last position of a verify pass.

@@ -147,7 +147,7 @@ func TestVerifyAcceptsAndRewinds(t *testing.T) {
 			_, err = s.Generate(t.Context(), prompt, GenerateOptions{MaxNew: 1}, collect(new([]int)))
 			require.NoError(t, err) // greedy[0] is pending
 			wrong := (greedy[1] + 1) % m.Info().VocabSize
-			got, err := s.verify(t.Context(), wrong)
+			got, err := s.verify(t.Context(), wrong, nil)
 			require.NoError(t, err)
 			require.Equal(t, steps[1], got[0], "the first position is a decode step, bit for bit")
 			s.rewind()
@@ -155,7 +155,7 @@ func TestVerifyAcceptsAndRewinds(t *testing.T) {
 			// The rewound session decodes on as if the guess never ran.
 			s.pending = append(s.pending, greedy[1])
 			s.hist = append(s.hist, greedy[1])
-			got, err = s.verify(t.Context(), greedy[2])
+			got, err = s.verify(t.Context(), greedy[2], nil)
 			require.NoError(t, err)
 			require.Equal(t, steps[2], got[0])
 			require.Equal(t, steps[3], got[1], "an accepted guess's row is the next decode step")

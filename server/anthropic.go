@@ -25,9 +25,12 @@ type MessagesRequest struct {
 	Temperature   *float64           `json:"temperature"`
 	TopP          *float64           `json:"top_p"`
 	TopK          *int               `json:"top_k"`
-	Tools         []json.RawMessage  `json:"tools"`
-	ToolChoice    json.RawMessage    `json:"tool_choice"`
-	Thinking      json.RawMessage    `json:"thinking"`
+	// MinP and Seed are Deltafin's (the chat path's), not Anthropic's.
+	MinP       *float64          `json:"min_p"`
+	Seed       *int64            `json:"seed"`
+	Tools      []json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage   `json:"tool_choice"`
+	Thinking   json.RawMessage   `json:"thinking"`
 	// OutputConfig is {effort, format}: the thinking effort and a JSON
 	// schema for the answer.
 	OutputConfig json.RawMessage `json:"output_config"`

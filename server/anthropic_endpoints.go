@@ -28,10 +28,7 @@ func (s *Server) messages(c echo.Context) error {
 	if ae != nil {
 		return ae
 	}
-	if sp := r.sampling(); sp.temperature != nil || sp.topP != nil || sp.topK != nil {
-		// sampling: connected to engine sampling at merge.
-		s.log.Debug("sampling fields checked; decoding is greedy", "temperature", sp.temperature, "top_p", sp.topP, "top_k", sp.topK)
-	}
+	j.samp.report(c.Response().Header())
 	o := &msgOutput{r: r, model: s.meta.id, id: newID("msg_"), prompt: len(j.prompt), stop: stopText{stops: r.g.stop}}
 	o.parser = chat.NewTokenParserWith(s.tok, chatOptions(r.g), r.g.parseOptions(o.id))
 	defer o.close()

@@ -22,20 +22,7 @@ type msgRequest struct {
 	// omitThinking: thinking.display "omitted": thinking blocks carry
 	// only their signature (which holds the text, thinkingSignature).
 	omitThinking bool
-	samp         msgSampling
 }
-
-// msgSampling holds Anthropic's sampling fields, range-checked.
-// sampling: connected to engine sampling at merge (the engine decodes
-// greedily on this branch, so they are validated and stored only).
-type msgSampling struct {
-	temperature, topP *float64
-	topK              *int
-}
-
-// sampling returns the request's sampling settings.
-// sampling: connected to engine sampling at merge.
-func (r *msgRequest) sampling() msgSampling { return r.samp }
 
 // maxStopSequences bounds stop_sequences (Anthropic sets no small limit;
 // each is matched on every piece of text).
@@ -64,7 +51,7 @@ func decodeMessages(body []byte, lim limits, count bool) (*msgRequest, *apiError
 		g.stream = req.Stream != nil && *req.Stream
 	}
 	var e *apiError
-	if r.samp, e = checkMsgSampling(&req); e != nil {
+	if g.samp, e = checkMsgSampling(&req); e != nil {
 		return nil, e
 	}
 	if len(req.StopSequences) > maxStopSequences {
@@ -121,9 +108,11 @@ func decodeMessages(body []byte, lim limits, count bool) (*msgRequest, *apiError
 }
 
 // checkMsgSampling range-checks temperature (Anthropic's 0 to 1), top_p
-// and top_k.
-func checkMsgSampling(req *MessagesRequest) (msgSampling, *apiError) {
-	s := msgSampling{temperature: req.Temperature, topP: req.TopP, topK: req.TopK}
+// and top_k, and takes min_p and seed as the chat path does (Deltafin's
+// own: Anthropic's API has neither), for the same seeded sampler
+// (sampling.go); fields not sent take the model card's.
+func checkMsgSampling(req *MessagesRequest) (samplingFields, *apiError) {
+	s := samplingFields{temperature: req.Temperature, topP: req.TopP, topK: req.TopK, minP: req.MinP, seed: req.Seed}
 	if t := req.Temperature; t != nil && (*t < 0 || *t > 1) {
 		return s, invalid(codeInvalidValue, "temperature", "must be between 0 and 1, got %g", *t)
 	}
@@ -133,7 +122,7 @@ func checkMsgSampling(req *MessagesRequest) (msgSampling, *apiError) {
 	if k := req.TopK; k != nil && *k < 0 {
 		return s, invalid(codeInvalidValue, "top_k", "must be at least 0, got %d", *k)
 	}
-	return s, nil
+	return s, s.check()
 }
 
 // checkThinking reads thinking: {"type":"enabled","budget_tokens":N},

@@ -198,3 +198,43 @@ func TestMessagesOmittedThinking(t *testing.T) {
 	}
 	require.Equal(t, count("The user wants the shell tool run."), count(""))
 }
+
+// TestMessagesSampling: the Messages API samples with the chat path's
+// seeded sampler: a seed sent comes back in X-Deltafin-Seed and gives the
+// same answer again, one not sent is drawn and reported, and temperature 0
+// is the greedy answer of the chat path for the same conversation.
+func TestMessagesSampling(t *testing.T) {
+	_, base := startServer(t, nil)
+	msg := func(fields string) (string, string) {
+		body := `{"model":"` + tinyID + `","max_tokens":12,"thinking":{"type":"disabled"},` + fields + `"messages":[{"role":"user","content":"Name a colour"}]}`
+		status, h, b := post(t, base+"/v1/messages", body)
+		require.Equal(t, http.StatusOK, status, string(b))
+		var m Message
+		require.NoError(t, json.Unmarshal(b, &m))
+		var text string
+		for _, c := range m.Content {
+			if c.Text != nil {
+				text += *c.Text
+			}
+		}
+		return text, h.Get("X-Deltafin-Seed")
+	}
+	a, seed := msg(`"temperature":1,"seed":4242,`)
+	require.Equal(t, "4242", seed)
+	b, _ := msg(`"temperature":1,"seed":4242,`)
+	require.Equal(t, a, b, "the same seed, the same answer")
+	_, drawn := msg(``)
+	require.NotEmpty(t, drawn, "a drawn seed is reported")
+
+	greedy, _ := msg(`"temperature":0,`)
+	status, _, cb := post(t, base+"/v1/chat/completions", `{"model":"`+tinyID+`","max_tokens":12,"temperature":0,"reasoning_effort":"none","messages":[{"role":"user","content":"Name a colour"}]}`)
+	require.Equal(t, http.StatusOK, status, string(cb))
+	var cc struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	require.NoError(t, json.Unmarshal(cb, &cc))
+	require.NotEmpty(t, greedy)
+	require.Equal(t, cc.Choices[0].Message.Content, greedy)
+}

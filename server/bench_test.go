@@ -17,7 +17,7 @@ func BenchmarkServerOverhead(b *testing.B) {
 	_, base := startServer(b, func(o *Options) { o.MemoEntries = 0 })
 	prompt := []int{1008, 10, 318, 383, 387}
 	const n = 16
-	body := fmt.Sprintf(`{"model":%q,"prompt":%s,"max_tokens":%d}`, tinyID, "[1008,10,318,383,387]", n)
+	body := fmt.Sprintf(`{"model":%q,"temperature":0,"prompt":%s,"max_tokens":%d}`, tinyID, "[1008,10,318,383,387]", n)
 	var engineTime, served time.Duration
 	for b.Loop() {
 		t0 := time.Now()
@@ -48,7 +48,7 @@ func BenchmarkResponsesOverhead(b *testing.B) {
 	}
 	prompt := chat.Tokenize(tok, segs)
 	const n = 16
-	body := fmt.Sprintf(`{"model":%q,"input":"Hello there","max_output_tokens":%d}`, tinyID, n)
+	body := fmt.Sprintf(`{"model":%q,"temperature":0,"input":"Hello there","max_output_tokens":%d}`, tinyID, n)
 	var engineTime, served time.Duration
 	for b.Loop() {
 		t0 := time.Now()

@@ -24,7 +24,7 @@ func TestCancelLongPrompt(t *testing.T) {
 	for i := range ids {
 		ids[i] = (i*7 + 3) % 1000
 	}
-	long := fmt.Sprintf(`{"model":%q,"prompt":%s,"max_tokens":4,"stream":true}`, tinyID, compact(t, ids))
+	long := fmt.Sprintf(`{"model":%q,"temperature":0,"prompt":%s,"max_tokens":4,"stream":true}`, tinyID, compact(t, ids))
 	ctxA, leaveA := context.WithCancel(t.Context())
 	a, _ := stream(t, ctxA, base+"/v1/completions", long)
 	defer a.Body.Close()
@@ -36,14 +36,14 @@ func TestCancelLongPrompt(t *testing.T) {
 
 	// C waits in line and leaves: dropped.
 	ctxC, leaveC := context.WithCancel(t.Context())
-	c, _ := stream(t, ctxC, base+"/v1/completions", fmt.Sprintf(`{"model":%q,"prompt":"c","max_tokens":2,"stream":true}`, tinyID))
+	c, _ := stream(t, ctxC, base+"/v1/completions", fmt.Sprintf(`{"model":%q,"temperature":0,"prompt":"c","max_tokens":2,"stream":true}`, tinyID))
 	defer c.Body.Close()
 	require.Eventually(t, func() bool { _, q := s.queue.counts(); return q == 1 }, waitLong, pollEvery)
 	leaveC()
 	require.Eventually(t, func() bool { _, q := s.queue.counts(); return q == 0 }, waitLong, pollEvery, "the leaver is dropped from the line")
 
 	// B waits behind A.
-	b, nextB := stream(t, t.Context(), base+"/v1/completions", fmt.Sprintf(`{"model":%q,"prompt":"b","max_tokens":2,"stream":true}`, tinyID))
+	b, nextB := stream(t, t.Context(), base+"/v1/completions", fmt.Sprintf(`{"model":%q,"temperature":0,"prompt":"b","max_tokens":2,"stream":true}`, tinyID))
 	defer b.Body.Close()
 	require.Eventually(t, func() bool { _, q := s.queue.counts(); return q == 1 }, waitLong, pollEvery)
 	require.Equal(t, "prefilling", s.Queue().Running.State, "A is still in its prefill")

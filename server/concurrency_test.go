@@ -14,7 +14,7 @@ import (
 
 // longChat is a streamed generation that would run far longer than any
 // test: the tests end it by disconnecting.
-var longChat = `{"model":"` + tinyID + `","messages":[{"role":"user","content":"Tell me everything."}],"max_tokens":100000,"stream":true}`
+var longChat = `{"model":"` + tinyID + `","temperature":0,"messages":[{"role":"user","content":"Tell me everything."}],"max_tokens":100000,"stream":true}`
 
 // startLong starts longChat and returns once the engine is generating
 // (a content or reasoning delta arrived), with a cancel that disconnects.
@@ -42,7 +42,7 @@ func TestBusy(t *testing.T) {
 	s, base := startServer(t, func(o *Options) { o.RetryAfter, o.Queue = 3*time.Second, 0 })
 	cancel, _ := startLong(t, s, base)
 
-	code, header, body := post(t, base+"/v1/completions", `{"model":"`+tinyID+`","prompt":"hello","max_tokens":2}`)
+	code, header, body := post(t, base+"/v1/completions", `{"model":"`+tinyID+`","temperature":0,"prompt":"hello","max_tokens":2}`)
 	require.Equal(t, http.StatusTooManyRequests, code, string(body))
 	require.Equal(t, "3", header.Get("Retry-After"))
 	e := decodeError(t, body)
@@ -59,7 +59,7 @@ func TestBusy(t *testing.T) {
 
 	cancel()
 	waitIdle(t, s)
-	code, _, body = post(t, base+"/v1/completions", `{"model":"`+tinyID+`","prompt":"hello","max_tokens":2}`)
+	code, _, body = post(t, base+"/v1/completions", `{"model":"`+tinyID+`","temperature":0,"prompt":"hello","max_tokens":2}`)
 	require.Equal(t, http.StatusOK, code, string(body))
 }
 
@@ -80,7 +80,7 @@ func TestQueue(t *testing.T) {
 	_, tok := tiny(t)
 	ids := tok.Encode("queued")
 	waiter, next := stream(t, t.Context(), base+"/v1/completions",
-		fmt.Sprintf(`{"model":%q,"prompt":%s,"max_tokens":4,"stream":true}`, tinyID, compact(t, ids)))
+		fmt.Sprintf(`{"model":%q,"temperature":0,"prompt":%s,"max_tokens":4,"stream":true}`, tinyID, compact(t, ids)))
 	defer waiter.Body.Close()
 	require.Equal(t, http.StatusOK, waiter.StatusCode)
 	require.Eventually(t, func() bool { _, q := s.queue.counts(); return q == 1 }, 30*time.Second, time.Millisecond)
@@ -88,7 +88,7 @@ func TestQueue(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, string(b), `"queued":1`)
 
-	code, _, body := post(t, base+"/v1/completions", `{"model":"`+tinyID+`","prompt":"x","max_tokens":1}`)
+	code, _, body := post(t, base+"/v1/completions", `{"model":"`+tinyID+`","temperature":0,"prompt":"x","max_tokens":1}`)
 	require.Equal(t, http.StatusTooManyRequests, code, "the line holds one: %s", body)
 
 	// Wait in line for 20 heartbeats: far beyond both timeouts.
@@ -130,7 +130,7 @@ func TestDisconnect(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions",
-				strings.NewReader(`{"model":"`+tinyID+`","prompt":"x","max_tokens":100000}`))
+				strings.NewReader(`{"model":"`+tinyID+`","temperature":0,"prompt":"x","max_tokens":100000}`))
 			if err != nil {
 				done <- err
 				return
@@ -149,7 +149,7 @@ func TestDisconnect(t *testing.T) {
 		require.Zero(t, s.emitsAfterStop.Load())
 	})
 	// The engine is free again and answers correctly.
-	code, _, body := post(t, base+"/v1/completions", `{"model":"`+tinyID+`","prompt":[1,2,3],"max_tokens":3}`)
+	code, _, body := post(t, base+"/v1/completions", `{"model":"`+tinyID+`","temperature":0,"prompt":[1,2,3],"max_tokens":3}`)
 	require.Equal(t, http.StatusOK, code, string(body))
 	var got Completion
 	require.NoError(t, json.Unmarshal(body, &got))
@@ -159,7 +159,7 @@ func TestDisconnect(t *testing.T) {
 }
 
 func TestMemo(t *testing.T) {
-	const req = `{"model":"` + tinyID + `","messages":[{"role":"user","content":"Remember me"}],"max_tokens":6}`
+	const req = `{"model":"` + tinyID + `","temperature":0,"messages":[{"role":"user","content":"Remember me"}],"max_tokens":6}`
 	tests := []struct {
 		name        string
 		entries     int

@@ -21,8 +21,9 @@ type Model interface {
 
 // Session is one conversation on the model (an *engine.Session).
 type Session interface {
-	// Generate appends prompt and decodes greedily, calling emit with each
-	// new token (engine.Session.Generate).
+	// Generate appends prompt and decodes (greedily or sampled, as
+	// opts.Sampling says), calling emit with each new token
+	// (engine.Session.Generate).
 	Generate(ctx context.Context, prompt []int, opts engine.GenerateOptions, emit func(tok int) error) (engine.Result, error)
 	// Tokens is the conversation so far, prompts and generated tokens.
 	Tokens() []int

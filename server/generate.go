@@ -40,6 +40,7 @@ type job struct {
 	prompt []int
 	maxNew int
 	stop   []int // nil for a raw completion, which runs to maxNew
+	samp   sampling
 	key    memoKey
 }
 
@@ -72,7 +73,8 @@ func (s *Server) plan(g *genRequest) (*job, *apiError) {
 	if j.maxNew == 0 || j.maxNew > room {
 		j.maxNew = room
 	}
-	j.key = keyOf(j.prompt, j.maxNew, j.stop, g.stop...)
+	j.samp = g.samp.resolve(s.model.Info().Sampling)
+	j.key = keyOf(j.prompt, j.maxNew, j.stop, g.stop...).withSampling(j.samp.keyed())
 	return j, nil
 }
 
@@ -102,7 +104,8 @@ func (s *Server) handle(c echo.Context, decode func([]byte, limits) (*genRequest
 	if ae != nil {
 		return ae
 	}
-	o := &output{g: g, model: s.meta.id, id: newID(idPrefix), created: time.Now().Unix(), stop: stopText{stops: g.stop}}
+	o := &output{g: g, model: s.meta.id, id: newID(idPrefix), created: time.Now().Unix(), stop: stopText{stops: g.stop}, seed: j.samp.seed}
+	j.samp.report(c.Response().Header())
 	if g.chat {
 		o.parser = chat.NewTokenParserWith(s.tok, chatOptions(g), g.parseOptions(o.id))
 	} else {
@@ -137,7 +140,7 @@ type answerer interface {
 // cancellation and the server's shutdown are the same for every endpoint;
 // title names the job on the page and in the menu (JobStatus.Title).
 func (s *Server) answer(c echo.Context, j *job, o answerer, kind, title string) error {
-	if v, ok := s.memo.get(j.key); ok {
+	if v, ok := s.memo.get(j.key); ok && j.samp.memoizable() {
 		return s.replay(c, o, j, v)
 	}
 	t, err := s.queue.enter(o.answerID(), kind, len(j.prompt), j.maxNew)
@@ -188,7 +191,9 @@ func (s *Server) answer(c echo.Context, j *job, o answerer, kind, title string) 
 		}
 		return ae
 	}
-	s.memo.put(j.key, memoValue{tokens: o.emitted(), finish: res.FinishReason})
+	if j.samp.memoizable() {
+		s.memo.put(j.key, memoValue{tokens: o.emitted(), finish: res.FinishReason})
+	}
 	s.log.Info("generation", "kind", kind, "prompt_tokens", len(j.prompt), "prompt_tokens_run", res.PromptTokens, "tokens", res.Tokens, "finish", res.FinishReason,
 		"prefill", res.Prefill, "decode", res.Decode, "reused_conversation", reused)
 	return o.end(c, res.FinishReason, len(j.prompt))
@@ -234,7 +239,7 @@ func (s *Server) generate(ctx context.Context, t *ticket, j *job, emit func(int)
 		s.reuses.Add(1)
 	}
 	t.prefill(len(rest))
-	res, err := sess.Generate(ctx, rest, engine.GenerateOptions{MaxNew: j.maxNew, StopTokens: j.stop}, func(tok int) error {
+	res, err := sess.Generate(ctx, rest, engine.GenerateOptions{MaxNew: j.maxNew, StopTokens: j.stop, Sampling: j.samp.Sampling}, func(tok int) error {
 		t.token()
 		return emit(tok)
 	})

@@ -25,12 +25,18 @@ type chatExpect struct {
 
 func expectChat(t *testing.T, msgs []chat.Message, opts chat.Options, maxNew int) chatExpect {
 	t.Helper()
+	return expectChatSampled(t, msgs, opts, maxNew, engine.Sampling{})
+}
+
+// expectChatSampled is expectChat with sampling.
+func expectChatSampled(t *testing.T, msgs []chat.Message, opts chat.Options, maxNew int, samp engine.Sampling) chatExpect {
+	t.Helper()
 	_, tok := tiny(t)
 	segs, err := chat.Render(msgs, opts)
 	require.NoError(t, err)
 	var e chatExpect
 	e.prompt = chat.Tokenize(tok, segs)
-	toks, res := direct(t, e.prompt, maxNew, chat.StopTokens(tok))
+	toks, res := directSampled(t, e.prompt, maxNew, chat.StopTokens(tok), samp)
 	e.tokens, e.finish = toks, res.FinishReason
 	p := chat.NewTokenParser(tok, opts)
 	add := func(r, c string) {
@@ -67,7 +73,7 @@ func TestChatMatchesEngine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			want := expectChat(t, user, tc.opts, 12)
 			code, _, body := post(t, base+"/v1/chat/completions",
-				`{"model":"`+tinyID+`","messages":[{"role":"user","content":"What is the capital of France?"}],"max_tokens":12,"temperature":0.7`+tc.extra+`}`)
+				`{"model":"`+tinyID+`","temperature":0,"messages":[{"role":"user","content":"What is the capital of France?"}],"max_tokens":12`+tc.extra+`}`)
 			require.Equal(t, http.StatusOK, code, string(body))
 			var got ChatCompletion
 			require.NoError(t, json.Unmarshal(body, &got))
@@ -105,7 +111,7 @@ func TestChatConversationMatchesEngine(t *testing.T) {
 	opts := chat.DefaultOptions()
 	opts.Tools = []chat.Tool{chat.Tool(tool)}
 	want := expectChat(t, msgs, opts, 6)
-	code, _, body := post(t, base+"/v1/chat/completions", `{"model":"`+tinyID+`","max_completion_tokens":6,"messages":[
+	code, _, body := post(t, base+"/v1/chat/completions", `{"model":"`+tinyID+`","temperature":0,"max_completion_tokens":6,"messages":[
 		{"role":"system","content":"You are terse."},
 		{"role":"user","name":"alice","content":[{"type":"text","text":"part one, "},{"type":"text","text":"part two"}]},
 		{"role":"assistant","content":"","reasoning_content":"Call the tool.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},
@@ -125,7 +131,7 @@ func TestChatStream(t *testing.T) {
 	for _, includeUsage := range []bool{true, false} {
 		t.Run(fmt.Sprintf("include_usage=%v", includeUsage), func(t *testing.T) {
 			resp, next := stream(t, t.Context(), base+"/v1/chat/completions",
-				fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"Hi"}],"max_tokens":10,"stream":true,"stream_options":{"include_usage":%v}}`, tinyID, includeUsage))
+				fmt.Sprintf(`{"model":%q,"temperature":0,"messages":[{"role":"user","content":"Hi"}],"max_tokens":10,"stream":true,"stream_options":{"include_usage":%v}}`, tinyID, includeUsage))
 			defer resp.Body.Close()
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 			require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
@@ -208,7 +214,7 @@ func TestCompletionsMatchEngine(t *testing.T) {
 	require.Equal(t, "length", res.FinishReason, "a raw completion runs to its limit")
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, body := post(t, base+"/v1/completions", `{"model":"`+tinyID+`","prompt":`+tc.prompt+`,"max_tokens":9}`)
+			code, _, body := post(t, base+"/v1/completions", `{"model":"`+tinyID+`","temperature":0,"prompt":`+tc.prompt+`,"max_tokens":9}`)
 			require.Equal(t, http.StatusOK, code, string(body))
 			var got Completion
 			require.NoError(t, json.Unmarshal(body, &got))
@@ -223,7 +229,7 @@ func TestCompletionsMatchEngine(t *testing.T) {
 
 	t.Run("stream", func(t *testing.T) {
 		resp, next := stream(t, t.Context(), base+"/v1/completions",
-			`{"model":"`+tinyID+`","prompt":`+idsJSON+`,"max_tokens":9,"stream":true,"stream_options":{"include_usage":true}}`)
+			`{"model":"`+tinyID+`","temperature":0,"prompt":`+idsJSON+`,"max_tokens":9,"stream":true,"stream_options":{"include_usage":true}}`)
 		defer resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		data, _ := readAll(t, next)
@@ -260,12 +266,12 @@ func TestTokenLimits(t *testing.T) {
 		body string
 		want int
 	}{
-		{"completion default", s, `{"model":"` + tinyID + `","prompt":"x"}`, 256},
-		{"completion asked", s, `{"model":"` + tinyID + `","prompt":"x","max_tokens":7}`, 7},
-		{"chat runs to the context", s, `{"model":"` + tinyID + `","messages":[{"role":"user","content":"x"}]}`, -1},
-		{"cap on completion default", capped, `{"model":"` + tinyID + `","prompt":"x"}`, 3},
-		{"cap on chat", capped, `{"model":"` + tinyID + `","messages":[{"role":"user","content":"x"}],"max_tokens":50}`, 3},
-		{"under the cap", capped, `{"model":"` + tinyID + `","prompt":"x","max_tokens":2}`, 2},
+		{"completion default", s, `{"model":"` + tinyID + `","temperature":0,"prompt":"x"}`, 256},
+		{"completion asked", s, `{"model":"` + tinyID + `","temperature":0,"prompt":"x","max_tokens":7}`, 7},
+		{"chat runs to the context", s, `{"model":"` + tinyID + `","temperature":0,"messages":[{"role":"user","content":"x"}]}`, -1},
+		{"cap on completion default", capped, `{"model":"` + tinyID + `","temperature":0,"prompt":"x"}`, 3},
+		{"cap on chat", capped, `{"model":"` + tinyID + `","temperature":0,"messages":[{"role":"user","content":"x"}],"max_tokens":50}`, 3},
+		{"under the cap", capped, `{"model":"` + tinyID + `","temperature":0,"prompt":"x","max_tokens":2}`, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -288,7 +294,7 @@ func TestTokenLimits(t *testing.T) {
 	// A prompt that leaves no room in the context is refused before work.
 	small, _ := startServer(t, nil)
 	small.meta.contextLen = 8
-	g, e := decodeCompletion([]byte(`{"model":"`+tinyID+`","prompt":[1,2,3,4,5,6,7,8]}`), limits{modelID: tinyID, vocabSize: 1024})
+	g, e := decodeCompletion([]byte(`{"model":"`+tinyID+`","temperature":0,"prompt":[1,2,3,4,5,6,7,8]}`), limits{modelID: tinyID, vocabSize: 1024})
 	require.Nil(t, e)
 	_, e = small.plan(g)
 	require.NotNil(t, e)
@@ -301,7 +307,7 @@ func TestTokenLimits(t *testing.T) {
 
 	// And the cap holds end to end.
 	_, base := startServer(t, func(o *Options) { o.MaxTokens = 3 })
-	code, _, body := post(t, base+"/v1/completions", `{"model":"`+tinyID+`","prompt":"x","max_tokens":50}`)
+	code, _, body := post(t, base+"/v1/completions", `{"model":"`+tinyID+`","temperature":0,"prompt":"x","max_tokens":50}`)
 	require.Equal(t, http.StatusOK, code, string(body))
 	var got Completion
 	require.NoError(t, json.Unmarshal(body, &got))
@@ -322,7 +328,7 @@ func TestEngineFailure(t *testing.T) {
 	defer srv.Close()
 	require.NoError(t, m.Close())
 
-	code, _, body := post(t, srv.URL+"/v1/completions", `{"model":"`+tinyID+`","prompt":[1,2],"max_tokens":2}`)
+	code, _, body := post(t, srv.URL+"/v1/completions", `{"model":"`+tinyID+`","temperature":0,"prompt":[1,2],"max_tokens":2}`)
 	require.Equal(t, http.StatusInternalServerError, code)
 	e := decodeError(t, body)
 	require.Equal(t, "server_error", e.Type)
@@ -330,7 +336,7 @@ func TestEngineFailure(t *testing.T) {
 	require.Contains(t, e.Message, "closed")
 
 	resp, next := stream(t, t.Context(), srv.URL+"/v1/chat/completions",
-		`{"model":"`+tinyID+`","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream":true}`)
+		`{"model":"`+tinyID+`","temperature":0,"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream":true}`)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	data, _ := readAll(t, next)

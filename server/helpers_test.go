@@ -162,9 +162,15 @@ func decodeError(t *testing.T, body []byte) ErrorDetail {
 // gives for prompt.
 func direct(t testing.TB, prompt []int, maxNew int, stop []int) ([]int, engine.Result) {
 	t.Helper()
+	return directSampled(t, prompt, maxNew, stop, engine.Sampling{})
+}
+
+// directSampled is direct with sampling.
+func directSampled(t testing.TB, prompt []int, maxNew int, stop []int, samp engine.Sampling) ([]int, engine.Result) {
+	t.Helper()
 	m, _ := tiny(t)
 	var toks []int
-	res, err := m.NewSession().Generate(t.Context(), prompt, engine.GenerateOptions{MaxNew: maxNew, StopTokens: stop},
+	res, err := m.NewSession().Generate(t.Context(), prompt, engine.GenerateOptions{MaxNew: maxNew, StopTokens: stop, Sampling: samp},
 		func(tok int) error { toks = append(toks, tok); return nil })
 	require.NoError(t, err)
 	return toks, res

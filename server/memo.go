@@ -4,17 +4,22 @@ import (
 	"container/list"
 	"crypto/sha256"
 	"encoding/binary"
+	"math"
 	"sync"
+
+	"github.com/deltafin/deltafin/engine"
 )
 
-// memo remembers recent generations exactly: decoding is greedy, so the
-// same prompt tokens with the same limits always give the same tokens, and
-// a repeated request (a client retrying, an editor re-asking) can be
-// answered from memory instead of minutes of expert streaming. The key is
-// the engine's whole input (prompt ids, token limit, stop ids and stop
-// sequences), so a chat
-// and a completion that reduce to the same tokens share an entry. Bounded
-// by entries and bytes, least recently used first out.
+// memo remembers recent generations exactly: the same prompt tokens with
+// the same limits and sampling (greedy, or sampled with the same seed)
+// always give the same tokens, and a repeated request (a client retrying,
+// an editor re-asking) can be answered from memory instead of minutes of
+// expert streaming. The key is the engine's whole input (prompt ids, token
+// limit, stop ids and stop sequences, and a sampled generation's settings
+// and seed), so a chat and a completion that reduce to the same tokens
+// share an entry. A sampled answer whose seed the server drew is not kept
+// (sampling.memoizable). Bounded by entries and bytes, least recently used
+// first out.
 type memo struct {
 	mu         sync.Mutex
 	maxEntries int
@@ -74,6 +79,24 @@ func keyOf(prompt []int, maxNew int, stop []int, stopText ...string) memoKey {
 	var k memoKey
 	h.Sum(k[:0])
 	return k
+}
+
+// withSampling extends a greedy generation's key with a sampled one's
+// settings and seed; the zero Sampling (greedy) leaves it as it is.
+func (k memoKey) withSampling(s engine.Sampling) memoKey {
+	if s == (engine.Sampling{}) {
+		return k
+	}
+	h := sha256.New()
+	h.Write(k[:])
+	var b [8]byte
+	for _, v := range []uint64{math.Float64bits(s.Temperature), math.Float64bits(s.TopP), uint64(s.TopK), math.Float64bits(s.MinP), s.Seed} {
+		binary.LittleEndian.PutUint64(b[:], v)
+		h.Write(b[:])
+	}
+	var out memoKey
+	h.Sum(out[:0])
+	return out
 }
 
 func (m *memo) get(k memoKey) (memoValue, bool) {

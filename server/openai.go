@@ -25,6 +25,8 @@ type ChatRequest struct {
 	MaxCompletionTokens *int              `json:"max_completion_tokens"`
 	Temperature         *float64          `json:"temperature"`
 	TopP                *float64          `json:"top_p"`
+	TopK                *int              `json:"top_k"` // vLLM's extension, as min_p
+	MinP                *float64          `json:"min_p"`
 	N                   *int              `json:"n"`
 	Stream              *bool             `json:"stream"`
 	StreamOptions       *StreamOptions    `json:"stream_options"`
@@ -118,6 +120,8 @@ type CompletionRequest struct {
 	MaxTokens        *int            `json:"max_tokens"`
 	Temperature      *float64        `json:"temperature"`
 	TopP             *float64        `json:"top_p"`
+	TopK             *int            `json:"top_k"`
+	MinP             *float64        `json:"min_p"`
 	N                *int            `json:"n"`
 	BestOf           *int            `json:"best_of"`
 	Stream           *bool           `json:"stream"`
@@ -181,6 +185,9 @@ type ChatCompletion struct {
 	SystemFingerprint string       `json:"system_fingerprint"`
 	Choices           []ChatChoice `json:"choices"`
 	Usage             Usage        `json:"usage"`
+	// Seed is Deltafin's: the seed the answer was sampled with (the
+	// request's, or the one the server drew), also in X-Deltafin-Seed.
+	Seed *int64 `json:"seed,omitempty"`
 }
 
 // ChatChoice is the single choice of a chat answer.
@@ -224,6 +231,7 @@ type ChatChunk struct {
 	SystemFingerprint string            `json:"system_fingerprint"`
 	Choices           []ChatChunkChoice `json:"choices"`
 	Usage             *Usage            `json:"usage,omitempty"`
+	Seed              *int64            `json:"seed,omitempty"` // on the chunk with the finish_reason
 	withUsage         bool
 }
 
@@ -283,6 +291,7 @@ type Completion struct {
 	SystemFingerprint string             `json:"system_fingerprint"`
 	Choices           []CompletionChoice `json:"choices"`
 	Usage             *Usage             `json:"usage,omitempty"`
+	Seed              *int64             `json:"seed,omitempty"` // as ChatCompletion's; streamed, on the last chunk
 	withUsage         bool
 }
 

@@ -24,6 +24,7 @@ type output struct {
 	parser  *chat.TokenParser  // chat: decoder, reasoning/content split and tool calls
 	sse     *sseWriter         // streaming only, after begin
 	stop    stopText           // the request's stop sequences, on the content
+	seed    int64              // reported with the answer (sampling.go)
 
 	text   strings.Builder // the non-streamed completion
 	tokens []int           // every emitted token, for the memo
@@ -145,18 +146,25 @@ func (o *output) end(c echo.Context, finish string, promptTokens int) error {
 	u := usage(promptTokens, len(o.tokens))
 	if o.sse == nil {
 		if o.g.chat {
-			return c.JSON(http.StatusOK, chatCompletion(o.id, o.created, o.model, o.chatOutput(), o.g.thinking, finish, oe, u))
+			cc := chatCompletion(o.id, o.created, o.model, o.chatOutput(), o.g.thinking, finish, oe, u)
+			cc.Seed = &o.seed
+			return c.JSON(http.StatusOK, cc)
 		}
-		return c.JSON(http.StatusOK, completion(o.id, o.created, o.model, o.text.String(), &finish, &u, false))
+		cp := completion(o.id, o.created, o.model, o.text.String(), &finish, &u, false)
+		cp.Seed = &o.seed
+		return c.JSON(http.StatusOK, cp)
 	}
 	var last, usageChunk any
 	if o.g.chat {
 		ch := chatChunk(o.id, o.created, o.model, ChatDelta{}, &finish, o.g.includeUsage)
 		ch.Choices[0].OutputError = oe
+		ch.Seed = &o.seed
 		last = ch
 		usageChunk = chatUsageChunk(o.id, o.created, o.model, u)
 	} else {
-		last = completion(o.id, o.created, o.model, "", &finish, nil, o.g.includeUsage)
+		cp := completion(o.id, o.created, o.model, "", &finish, nil, o.g.includeUsage)
+		cp.Seed = &o.seed
+		last = cp
 		usageChunk = completionUsageChunk(o.id, o.created, o.model, u)
 	}
 	if err := o.sse.event(last); err != nil {

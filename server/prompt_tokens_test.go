@@ -69,7 +69,7 @@ func TestChatPromptTokensAreTheRenderedCount(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			want := renderedCount(t, c.msgs, c.opts)
-			body := fmt.Sprintf(`{"model":%q,"max_tokens":3,%s}`, tinyID, c.body)
+			body := fmt.Sprintf(`{"model":%q,"temperature":0,"max_tokens":3,%s}`, tinyID, c.body)
 			for _, round := range []string{"generated", "replayed from the memo"} {
 				code, _, b := post(t, base+"/v1/chat/completions", body)
 				require.Equal(t, http.StatusOK, code, string(b))
@@ -87,7 +87,7 @@ func TestChatPromptTokensAreTheRenderedCount(t *testing.T) {
 	// conversation. (A turn the kept session continues runs only its new
 	// tail and still counts it all: TestConversationReuse.)
 	first := `{"role":"user","content":"Write a long story about a lighthouse keeper."}`
-	code, _, b := post(t, base+"/v1/chat/completions", fmt.Sprintf(`{"model":%q,"max_tokens":6,"reasoning_effort":"none","messages":[%s]}`, tinyID, first))
+	code, _, b := post(t, base+"/v1/chat/completions", fmt.Sprintf(`{"model":%q,"temperature":0,"max_tokens":6,"reasoning_effort":"none","messages":[%s]}`, tinyID, first))
 	require.Equal(t, http.StatusOK, code, string(b))
 	var got ChatCompletion
 	require.NoError(t, json.Unmarshal(b, &got))
@@ -96,7 +96,7 @@ func TestChatPromptTokensAreTheRenderedCount(t *testing.T) {
 		{Role: "user", Content: "Go on."}}
 	turn, err := json.Marshal(answer)
 	require.NoError(t, err)
-	code, _, b = post(t, base+"/v1/chat/completions", fmt.Sprintf(`{"model":%q,"max_tokens":3,"reasoning_effort":"none","messages":[%s,{"role":"assistant","content":%s},{"role":"user","content":"Go on."}]}`, tinyID, first, turn))
+	code, _, b = post(t, base+"/v1/chat/completions", fmt.Sprintf(`{"model":%q,"temperature":0,"max_tokens":3,"reasoning_effort":"none","messages":[%s,{"role":"assistant","content":%s},{"role":"user","content":"Go on."}]}`, tinyID, first, turn))
 	require.Equal(t, http.StatusOK, code, string(b))
 	require.NoError(t, json.Unmarshal(b, &got))
 	require.Equal(t, renderedCount(t, msgs, thinkingOff), got.Usage.PromptTokens, "continued conversation")
@@ -126,7 +126,7 @@ func TestCompletionPromptTokensAreTheEncodedCount(t *testing.T) {
 		want := len(tok.Encode(prompt))
 		p, err := json.Marshal(prompt)
 		require.NoError(t, err)
-		body := fmt.Sprintf(`{"model":%q,"max_tokens":3,"prompt":%s}`, tinyID, p)
+		body := fmt.Sprintf(`{"model":%q,"temperature":0,"max_tokens":3,"prompt":%s}`, tinyID, p)
 		code, _, b := post(t, base+"/v1/completions", body)
 		require.Equal(t, http.StatusOK, code, string(b))
 		var got Completion
@@ -177,7 +177,7 @@ func TestResponsesInputTokensAreTheRenderedCount(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			want := renderedCount(t, c.msgs, c.opts)
-			body := fmt.Sprintf(`{"model":%q,"max_output_tokens":3,%s}`, tinyID, c.body)
+			body := fmt.Sprintf(`{"model":%q,"temperature":0,"max_output_tokens":3,%s}`, tinyID, c.body)
 			r := create(body)
 			require.NotNil(t, r.Usage)
 			require.Equal(t, want, r.Usage.InputTokens)
@@ -195,9 +195,9 @@ func TestResponsesInputTokensAreTheRenderedCount(t *testing.T) {
 
 	// previous_response_id: the earlier turn, its answer as the
 	// assistant's, then the new input, all counted.
-	first := create(fmt.Sprintf(`{"model":%q,"max_output_tokens":5,"input":"Write a long story about a lighthouse keeper."}`, tinyID))
+	first := create(fmt.Sprintf(`{"model":%q,"temperature":0,"max_output_tokens":5,"input":"Write a long story about a lighthouse keeper."}`, tinyID))
 	reasoning, content := outputText(first)
-	second := create(fmt.Sprintf(`{"model":%q,"max_output_tokens":3,"previous_response_id":%q,"input":"Go on."}`, tinyID, first.ID))
+	second := create(fmt.Sprintf(`{"model":%q,"temperature":0,"max_output_tokens":3,"previous_response_id":%q,"input":"Go on."}`, tinyID, first.ID))
 	msgs := []chat.Message{{Role: "user", Content: "Write a long story about a lighthouse keeper."},
 		{Role: "assistant", ReasoningContent: reasoning, Content: content}, {Role: "user", Content: "Go on."}}
 	require.NotNil(t, second.Usage)

@@ -12,7 +12,7 @@ import (
 )
 
 func chatBody(content string) string {
-	return fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":%q}],"max_tokens":3}`, tinyID, content)
+	return fmt.Sprintf(`{"model":%q,"temperature":0,"messages":[{"role":"user","content":%q}],"max_tokens":3}`, tinyID, content)
 }
 
 // TestThreeChatsWaitInOrder: with the default options three concurrent

@@ -34,6 +34,8 @@ type genRequest struct {
 
 	// stop holds the stop sequences (stop.go).
 	stop []string
+	// samp is the sampling as sent; plan resolves it (sampling.go).
+	samp samplingFields
 
 	// Completions only: the prompt as text, or as token ids when promptIDs
 	// is non-nil.
@@ -135,7 +137,8 @@ func decodeChat(body []byte, lim limits) (*genRequest, *apiError) {
 	if e := checkModel(req.Model, lim); e != nil {
 		return nil, e
 	}
-	if e := checkSampling(req.Temperature, req.TopP, req.PresencePenalty, req.FrequencyPenalty, req.N, req.LogitBias); e != nil {
+	g.samp = samplingFields{temperature: req.Temperature, topP: req.TopP, topK: req.TopK, minP: req.MinP, seed: req.Seed}
+	if e := checkSampling(g.samp, req.PresencePenalty, req.FrequencyPenalty, req.N, req.LogitBias); e != nil {
 		return nil, e
 	}
 	var e *apiError
@@ -200,7 +203,8 @@ func decodeCompletion(body []byte, lim limits) (*genRequest, *apiError) {
 	if e := checkModel(req.Model, lim); e != nil {
 		return nil, e
 	}
-	if e := checkSampling(req.Temperature, req.TopP, req.PresencePenalty, req.FrequencyPenalty, req.N, req.LogitBias); e != nil {
+	g.samp = samplingFields{temperature: req.Temperature, topP: req.TopP, topK: req.TopK, minP: req.MinP, seed: req.Seed}
+	if e := checkSampling(g.samp, req.PresencePenalty, req.FrequencyPenalty, req.N, req.LogitBias); e != nil {
 		return nil, e
 	}
 	var e *apiError
@@ -214,7 +218,7 @@ func decodeCompletion(body []byte, lim limits) (*genRequest, *apiError) {
 		if *req.BestOf < 1 {
 			return nil, invalid(codeInvalidValue, "best_of", "must be at least 1")
 		}
-		return nil, unsupported("best_of", "generation is greedy: best_of > 1 would return the same text")
+		return nil, unsupported("best_of", "one completion per request: best_of > 1 is not available")
 	}
 	if req.Logprobs != nil && *req.Logprobs != 0 {
 		return nil, unsupported("logprobs", "logprobs are not available")
@@ -260,16 +264,12 @@ func checkModelID(model string, lim limits) *apiError {
 	return nil
 }
 
-// checkSampling range-checks the sampling fields and refuses what greedy
-// decoding cannot honour. Temperature and top_p are accepted and ignored:
-// decoding is greedy, and a client that sets them still gets a valid
-// (deterministic) answer.
-func checkSampling(temperature, topP, presence, frequency *float64, n *int, logitBias map[string]any) *apiError {
-	if temperature != nil && (*temperature < 0 || *temperature > 2) {
-		return invalid(codeInvalidValue, "temperature", "must be between 0 and 2, got %g", *temperature)
-	}
-	if topP != nil && (*topP < 0 || *topP > 1) {
-		return invalid(codeInvalidValue, "top_p", "must be between 0 and 1, got %g", *topP)
+// checkSampling range-checks the sampling fields (sampling.go) and
+// refuses what the engine cannot honour: penalties, several choices,
+// logit_bias.
+func checkSampling(f samplingFields, presence, frequency *float64, n *int, logitBias map[string]any) *apiError {
+	if e := f.check(); e != nil {
+		return e
 	}
 	for _, p := range []struct {
 		name string
@@ -281,13 +281,13 @@ func checkSampling(temperature, topP, presence, frequency *float64, n *int, logi
 		if *p.v < -2 || *p.v > 2 {
 			return invalid(codeInvalidValue, p.name, "must be between -2 and 2, got %g", *p.v)
 		}
-		return unsupported(p.name, "penalties are not available: decoding is greedy")
+		return unsupported(p.name, "penalties are not available")
 	}
 	if n != nil && *n != 1 {
 		if *n < 1 {
 			return invalid(codeInvalidValue, "n", "must be at least 1, got %d", *n)
 		}
-		return unsupported("n", "one choice per request: decoding is greedy, so n > 1 would repeat the same answer")
+		return unsupported("n", "one choice per request: send n requests (with different seeds) for n answers")
 	}
 	if len(logitBias) > 0 {
 		return unsupported("logit_bias", "logit_bias is not available")

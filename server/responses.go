@@ -61,6 +61,11 @@ func (s *Server) planResponse(rec *respRecord) *apiError {
 		rec.Messages = append(rec.Messages, reply)
 	}
 	rec.Messages = append(rec.Messages, rec.Input...)
+	samp := rec.samp.resolve(s.model.Info().Sampling)
+	rec.Sampling, rec.Temperature, rec.TopP = samp.stored(), samp.Temperature, samp.TopP
+	if rec.TopP == 0 {
+		rec.TopP = 1 // no nucleus, in the Responses API's terms
+	}
 	msgs, opts := rec.render()
 	segs, err := chat.Render(msgs, opts)
 	if err != nil {
@@ -140,6 +145,7 @@ func (s *Server) createResponse(c echo.Context) error {
 		}
 	}
 	rec.CreatedAt = time.Now().Unix()
+	c.Response().Header().Set(seedHeader, strconv.FormatInt(rec.Sampling.Seed, 10))
 	stored := rec.Store && s.store != nil
 	t, err := s.queue.enter(id, "response", len(rec.Prompt), rec.MaxNew)
 	if err != nil {

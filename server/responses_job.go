@@ -20,7 +20,8 @@ import (
 
 // flushEvery bounds how often a running job's new tokens are written: a
 // kill loses at most this much decoding, which the resume recomputes
-// exactly (greedy decoding).
+// exactly (greedy, or sampled from the stored seed: the random stream is
+// keyed by token position).
 const flushEvery = 250 * time.Millisecond
 
 // Why a job's context ended.
@@ -93,6 +94,9 @@ func (s *Server) baseResponse(id string, rec *respRecord) Response {
 	r.Text.Format = rec.Format
 	if isNull(r.Text.Format) {
 		r.Text.Format = json.RawMessage(`{"type":"text"}`)
+	}
+	if rec.Sampling != nil {
+		r.Seed = &rec.Sampling.Seed
 	}
 	if r.Metadata == nil {
 		r.Metadata = map[string]string{}
@@ -188,7 +192,10 @@ func (s *Server) runJob(ctx context.Context, j *respJob, t *ticket) {
 		return
 	}
 	prompt := append(append([]int(nil), j.rec.Prompt...), resumed...)
-	res, _, err := s.generate(ctx, t, &job{prompt: prompt, maxNew: left, stop: s.chatStop}, func(tok int) error {
+	// The random stream is keyed by (seed, token position): a resumed job
+	// continues it from len(prompt) with nothing else saved.
+	samp := sampling{Sampling: j.rec.Sampling.engine()}
+	res, _, err := s.generate(ctx, t, &job{prompt: prompt, maxNew: left, stop: s.chatStop, samp: samp}, func(tok int) error {
 		j.add(tok)
 		err := rr.token(tok)
 		flush(false)

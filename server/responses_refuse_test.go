@@ -42,7 +42,7 @@ func TestResponsesRefuses(t *testing.T) {
 		{`,"background":true`, "background"},
 		{`,"previous_response_id":"resp_x"`, "previous_response_id"},
 	} {
-		code, _, b := post(t, base+"/v1/responses", fmt.Sprintf(`{"model":%q,"input":"hi"%s}`, tinyID, tc.extra))
+		code, _, b := post(t, base+"/v1/responses", fmt.Sprintf(`{"model":%q,"temperature":0,"input":"hi"%s}`, tinyID, tc.extra))
 		require.Equal(t, http.StatusBadRequest, code, "%s: %s", tc.extra, b)
 		require.Equal(t, tc.param, *decodeError(t, b).Param, tc.extra)
 	}
@@ -57,7 +57,7 @@ func TestResponsesRefuses(t *testing.T) {
 		{`[]`, "input"},
 		{`3`, "input"},
 	} {
-		code, _, b := post(t, base+"/v1/responses", fmt.Sprintf(`{"model":%q,"input":%s}`, tinyID, tc.input))
+		code, _, b := post(t, base+"/v1/responses", fmt.Sprintf(`{"model":%q,"temperature":0,"input":%s}`, tinyID, tc.input))
 		require.Equal(t, http.StatusBadRequest, code, "%s: %s", tc.input, b)
 		require.Equal(t, tc.param, *decodeError(t, b).Param, tc.input)
 	}
@@ -73,7 +73,7 @@ func TestResponsesStop(t *testing.T) {
 	t.Parallel()
 	_, withSt := withStore(t)
 	_, base := startServer(t, func(o *Options) { withSt(o); o.MemoEntries = 0 })
-	req := fmt.Sprintf(`{"model":%q,"input":"hi","reasoning":{"effort":"none"},"max_output_tokens":40%%s}`, tinyID)
+	req := fmt.Sprintf(`{"model":%q,"temperature":0,"input":"hi","reasoning":{"effort":"none"},"max_output_tokens":40%%s}`, tinyID)
 	code, _, b := post(t, base+"/v1/responses", fmt.Sprintf(req, ""))
 	require.Equal(t, http.StatusOK, code, string(b))
 	_, answer := outputText(decodeResponse(t, b))

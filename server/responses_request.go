@@ -31,14 +31,19 @@ type respRecord struct {
 	Messages []convMessage `json:"messages"`
 	Input    []convMessage `json:"input"`
 	// Prompt and MaxNew are the engine input; Stop the stop sequences.
-	Prompt      []int             `json:"prompt"`
-	MaxNew      int               `json:"max_new"`
-	Stop        []string          `json:"stop,omitempty"`
-	Background  bool              `json:"background"`
-	Store       bool              `json:"store"`
-	Metadata    map[string]string `json:"metadata,omitempty"`
-	Temperature float64           `json:"temperature"`
-	TopP        float64           `json:"top_p"`
+	Prompt     []int             `json:"prompt"`
+	MaxNew     int               `json:"max_new"`
+	Stop       []string          `json:"stop,omitempty"`
+	Background bool              `json:"background"`
+	Store      bool              `json:"store"`
+	Metadata   map[string]string `json:"metadata,omitempty"`
+	// Temperature and TopP are echoed; Sampling is what the engine runs
+	// with, its seed included, so a resumed job continues the same
+	// random stream (nil in a record stored before sampling: greedy).
+	Temperature float64         `json:"temperature"`
+	TopP        float64         `json:"top_p"`
+	Sampling    *storedSampling `json:"sampling,omitempty"`
+	samp        samplingFields  // as sent; planResponse resolves it
 	// Tools are the declared functions as sent (flat; the response echoes
 	// them), ToolChoice the tool_choice as sent; Choice and ToolName are
 	// what it means to the renderer (tools.go), Serial is
@@ -85,20 +90,15 @@ func decodeResponseRequest(body []byte, lim limits) (*respRecord, bool, *apiErro
 	}
 	r := &respRecord{Model: req.Model, Instructions: req.Instructions, PreviousID: req.PreviousResponseID,
 		MaxOutput: req.MaxOutputTokens, Thinking: true, Store: req.Store == nil || *req.Store,
-		Background: req.Background != nil && *req.Background, Metadata: req.Metadata, Temperature: 1, TopP: 1}
+		Background: req.Background != nil && *req.Background, Metadata: req.Metadata}
 	r.Ignored = ignored
 	if e := checkModel(req.Model, lim); e != nil {
 		return nil, false, e
 	}
 	r.Model = lim.modelID // any name is served by the loaded model
-	if e := checkSampling(req.Temperature, req.TopP, nil, nil, nil, nil); e != nil {
+	r.samp = samplingFields{temperature: req.Temperature, topP: req.TopP, topK: req.TopK, minP: req.MinP, seed: req.Seed}
+	if e := checkSampling(r.samp, nil, nil, nil, nil); e != nil {
 		return nil, false, e
-	}
-	if req.Temperature != nil {
-		r.Temperature = *req.Temperature
-	}
-	if req.TopP != nil {
-		r.TopP = *req.TopP
 	}
 	stream := req.Stream != nil && *req.Stream
 	if req.StreamOptions != nil && !stream {

@@ -23,7 +23,7 @@ func withStore(t testing.TB) (*store.Store, func(*Options)) {
 }
 
 func respBody(extra string) string {
-	return fmt.Sprintf(`{"model":%q,"input":"Hello there","max_output_tokens":12%s}`, tinyID, extra)
+	return fmt.Sprintf(`{"model":%q,"temperature":0,"input":"Hello there","max_output_tokens":12%s}`, tinyID, extra)
 }
 
 // expectResponse is what a direct engine run gives for a one-message

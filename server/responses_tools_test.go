@@ -28,7 +28,7 @@ import (
 const weatherFlat = `{"type":"function","name":"get_weather","description":"Weather for a city","parameters":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city"]}}`
 
 func respToolsBody(input, extra string) string {
-	return fmt.Sprintf(`{"model":%q,"input":%s,"max_output_tokens":256,"tools":[%s]%s}`, tinyID, input, weatherFlat, extra)
+	return fmt.Sprintf(`{"model":%q,"temperature":0,"input":%s,"max_output_tokens":256,"tools":[%s]%s}`, tinyID, input, weatherFlat, extra)
 }
 
 // scriptedTurn serves a scripted model that answers every prompt with
@@ -255,7 +255,7 @@ func TestResponsesToolCalls(t *testing.T) {
 	want, err := chat.Prompt(tok, history, weatherOptions())
 	require.NoError(t, err)
 
-	chatBody := fmt.Sprintf(`{"model":%q,"max_tokens":256,"tools":[%s],"messages":[{"role":"user","content":"Weather in Paris?"},`+
+	chatBody := fmt.Sprintf(`{"model":%q,"temperature":0,"max_tokens":256,"tools":[%s],"messages":[{"role":"user","content":"Weather in Paris?"},`+
 		`{"role":"assistant","reasoning_content":"Call the tool.","content":null,"tool_calls":[{"id":%q,"type":"function","function":{"name":"get_weather","arguments":%q}},{"id":%q,"type":"function","function":{"name":"get_weather","arguments":%q}}]},`+
 		`{"role":"tool","tool_call_id":%q,"content":"sunny"},{"role":"tool","tool_call_id":%q,"content":"rain"}]}`,
 		tinyID, weatherTool, calls[0].CallID, calls[0].Arguments, calls[1].CallID, calls[1].Arguments, calls[0].CallID, calls[1].CallID)

@@ -22,6 +22,9 @@ type ResponseRequest struct {
 	Metadata           map[string]string  `json:"metadata"`
 	Temperature        *float64           `json:"temperature"`
 	TopP               *float64           `json:"top_p"`
+	TopK               *int               `json:"top_k"` // extensions, as on chat
+	MinP               *float64           `json:"min_p"`
+	Seed               *int64             `json:"seed"`
 	TopLogprobs        *int               `json:"top_logprobs"`
 	Text               *ResponseTextParam `json:"text"`
 	Tools              []json.RawMessage  `json:"tools"`
@@ -123,6 +126,7 @@ type Response struct {
 	Tools              []json.RawMessage  `json:"tools"`
 	MaxToolCalls       *int               `json:"max_tool_calls"`
 	TopP               float64            `json:"top_p"`
+	Seed               *int64             `json:"seed,omitempty"` // Deltafin's: the seed sampled with
 	Truncation         string             `json:"truncation"`
 	Usage              *ResponseUsage     `json:"usage"`
 	Metadata           map[string]string  `json:"metadata"`

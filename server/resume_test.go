@@ -25,7 +25,7 @@ func TestShutdownKeepsJobs(t *testing.T) {
 	}
 	const n = 400
 	create := func(base, input string) string {
-		code, _, b := post(t, base+"/v1/responses", fmt.Sprintf(`{"model":%q,"input":%q,"max_output_tokens":%d,"background":true}`, tinyID, input, n))
+		code, _, b := post(t, base+"/v1/responses", fmt.Sprintf(`{"model":%q,"temperature":0,"input":%q,"max_output_tokens":%d,"background":true}`, tinyID, input, n))
 		require.Equal(t, http.StatusOK, code, string(b))
 		return decodeResponse(t, b).ID
 	}

@@ -13,7 +13,7 @@ import (
 // how long the request took.
 func completeIDs(t testing.TB, base string, prompt []int, maxNew int) (Completion, time.Duration) {
 	t.Helper()
-	b, err := json.Marshal(map[string]any{"model": tinyID, "prompt": prompt, "max_tokens": maxNew})
+	b, err := json.Marshal(map[string]any{"model": tinyID, "prompt": prompt, "max_tokens": maxNew, "temperature": 0})
 	require.NoError(t, err)
 	start := time.Now()
 	code, _, body := post(t, base+"/v1/completions", string(b))

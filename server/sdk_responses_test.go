@@ -41,7 +41,7 @@ func TestSDKResponses(t *testing.T) {
 	want := expectResponse(t, user, 10)
 
 	first, err := client.Responses.New(t.Context(), responses.ResponseNewParams{
-		Model: tinyID, Input: sdkInput("Hello there"), MaxOutputTokens: openai.Int(10)})
+		Model: tinyID, Temperature: openai.Float(0), Input: sdkInput("Hello there"), MaxOutputTokens: openai.Int(10)})
 	require.NoError(t, err)
 	reasoning, content := sdkText(first)
 	require.Equal(t, want.reasoning+want.content, reasoning+content)
@@ -50,7 +50,7 @@ func TestSDKResponses(t *testing.T) {
 
 	t.Run("stream", func(t *testing.T) {
 		st := client.Responses.NewStreaming(t.Context(), responses.ResponseNewParams{
-			Model: tinyID, Input: sdkInput("Hello there"), MaxOutputTokens: openai.Int(10)})
+			Model: tinyID, Temperature: openai.Float(0), Input: sdkInput("Hello there"), MaxOutputTokens: openai.Int(10)})
 		var deltas string
 		var types []string
 		var last responses.ResponseStreamEventUnion
@@ -79,7 +79,7 @@ func TestSDKResponses(t *testing.T) {
 		require.Equal(t, first.Output, got.Output)
 
 		next, err := client.Responses.New(t.Context(), responses.ResponseNewParams{
-			Model: tinyID, Input: sdkInput("And then?"), MaxOutputTokens: openai.Int(6),
+			Model: tinyID, Temperature: openai.Float(0), Input: sdkInput("And then?"), MaxOutputTokens: openai.Int(6),
 			PreviousResponseID: openai.String(first.ID)})
 		require.NoError(t, err)
 		require.Equal(t, first.ID, next.PreviousResponseID)
@@ -105,7 +105,7 @@ func TestSDKResponses(t *testing.T) {
 
 	t.Run("background and poll", func(t *testing.T) {
 		r, err := client.Responses.New(t.Context(), responses.ResponseNewParams{
-			Model: tinyID, Input: sdkInput("Hello there"), MaxOutputTokens: openai.Int(10), Background: openai.Bool(true)})
+			Model: tinyID, Temperature: openai.Float(0), Input: sdkInput("Hello there"), MaxOutputTokens: openai.Int(10), Background: openai.Bool(true)})
 		require.NoError(t, err)
 		require.Equal(t, responses.ResponseStatusQueued, r.Status)
 		require.True(t, r.Background)
@@ -119,7 +119,7 @@ func TestSDKResponses(t *testing.T) {
 
 	t.Run("background cancel", func(t *testing.T) {
 		r, err := client.Responses.New(t.Context(), responses.ResponseNewParams{
-			Model: tinyID, Input: sdkInput("Tell me everything"), MaxOutputTokens: openai.Int(1_000_000), Background: openai.Bool(true)})
+			Model: tinyID, Temperature: openai.Float(0), Input: sdkInput("Tell me everything"), MaxOutputTokens: openai.Int(1_000_000), Background: openai.Bool(true)})
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
 			q := s.Queue()

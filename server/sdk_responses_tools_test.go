@@ -31,7 +31,7 @@ func TestSDKResponsesToolCalls(t *testing.T) {
 	// The SDK always sends strict: chat's tool with the same fields.
 	opts := chat.DefaultOptions()
 	opts.Tools = []chat.Tool{chat.Tool(`{"type":"function","function":{"name":"get_weather","description":"Weather for a city","strict":false,"parameters":` + compact(t, params) + `}}`)}
-	req := responses.ResponseNewParams{Model: tinyID, Input: sdkInput("Weather in Paris?"), MaxOutputTokens: openai.Int(256),
+	req := responses.ResponseNewParams{Model: tinyID, Temperature: openai.Float(0), Input: sdkInput("Weather in Paris?"), MaxOutputTokens: openai.Int(256),
 		Tools: []responses.ToolUnionParam{tool}}
 
 	r, err := client.Responses.New(t.Context(), req)
@@ -89,7 +89,7 @@ func TestSDKResponsesToolCalls(t *testing.T) {
 		item.OfFunctionCallOutput.CallID = openai.String(c.CallID)
 		outputs = append(outputs, item)
 	}
-	next, err := client.Responses.New(t.Context(), responses.ResponseNewParams{Model: tinyID, MaxOutputTokens: openai.Int(256),
+	next, err := client.Responses.New(t.Context(), responses.ResponseNewParams{Model: tinyID, Temperature: openai.Float(0), MaxOutputTokens: openai.Int(256),
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: outputs}, PreviousResponseID: openai.String(r.ID),
 		Tools: []responses.ToolUnionParam{tool}})
 	require.NoError(t, err)

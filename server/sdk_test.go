@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/deltafin/deltafin/chat"
+	"github.com/deltafin/deltafin/engine"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
@@ -65,7 +66,7 @@ func TestSDKChat(t *testing.T) {
 				Model:           tinyID,
 				Messages:        []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("Be brief."), openai.UserMessage("Hello!")},
 				MaxTokens:       openai.Int(8),
-				Temperature:     openai.Float(0.2),
+				Temperature:     openai.Float(0),
 				ReasoningEffort: tc.effort,
 			})
 			require.NoError(t, err)
@@ -87,6 +88,7 @@ func TestSDKChatStream(t *testing.T) {
 	want := expectChat(t, []chat.Message{{Role: "user", Content: "Stream, please."}}, chat.DefaultOptions(), 10)
 	s := client.Chat.Completions.NewStreaming(t.Context(), openai.ChatCompletionNewParams{
 		Model:         tinyID,
+		Temperature:   openai.Float(0),
 		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Stream, please.")},
 		MaxTokens:     openai.Int(10),
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
@@ -126,12 +128,34 @@ func TestSDKCompletions(t *testing.T) {
 	client := sdkClient(base)
 	_, tok := tiny(t)
 	ids := tok.Encode("Once upon a time")
-	want, _ := direct(t, ids, 6, nil)
-
+	// No temperature: the model card's sampling, here with a seed; the
+	// answer is the engine's for that seed and reports it.
+	m, _ := tiny(t)
+	card := m.Info().Sampling
+	require.Equal(t, engine.Sampling{Temperature: 1, TopP: 0.95}, card)
+	card.Seed = 2026
+	sampled, _ := directSampled(t, ids, 6, nil, card)
+	var hdr *http.Response
 	resp, err := client.Completions.New(t.Context(), openai.CompletionNewParams{
 		Model:     openai.CompletionNewParamsModel(tinyID),
 		Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String("Once upon a time")},
 		MaxTokens: openai.Int(6),
+		Seed:      openai.Int(2026),
+	}, option.WithResponseInto(&hdr))
+	require.NoError(t, err)
+	require.Len(t, resp.Choices, 1)
+	require.Equal(t, tok.Decode(sampled), resp.Choices[0].Text)
+	require.Equal(t, "2026", resp.JSON.ExtraFields["seed"].Raw())
+	require.Equal(t, "2026", hdr.Header.Get(seedHeader))
+	require.Equal(t, openai.CompletionChoiceFinishReasonLength, resp.Choices[0].FinishReason)
+
+	// Temperature 0: greedy, as the engine decodes without sampling.
+	want, _ := direct(t, ids, 6, nil)
+	resp, err = client.Completions.New(t.Context(), openai.CompletionNewParams{
+		Model:       openai.CompletionNewParamsModel(tinyID),
+		Prompt:      openai.CompletionNewParamsPromptUnion{OfString: openai.String("Once upon a time")},
+		MaxTokens:   openai.Int(6),
+		Temperature: openai.Float(0),
 	})
 	require.NoError(t, err)
 	require.Len(t, resp.Choices, 1)
@@ -145,9 +169,10 @@ func TestSDKCompletions(t *testing.T) {
 		ids64[i] = int64(id)
 	}
 	s := client.Completions.NewStreaming(t.Context(), openai.CompletionNewParams{
-		Model:     openai.CompletionNewParamsModel(tinyID),
-		Prompt:    openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: ids64},
-		MaxTokens: openai.Int(6),
+		Model:       openai.CompletionNewParamsModel(tinyID),
+		Prompt:      openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: ids64},
+		MaxTokens:   openai.Int(6),
+		Temperature: openai.Float(0),
 	})
 	var text string
 	for s.Next() {

@@ -23,10 +23,11 @@ func TestSDKToolCalls(t *testing.T) {
 		Function *shared.FunctionDefinitionParam `json:"function"`
 	}{&fn}))
 	params := openai.ChatCompletionNewParams{
-		Model:     tinyID,
-		Messages:  []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},
-		MaxTokens: openai.Int(64),
-		Tools:     []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(fn)},
+		Model:       tinyID,
+		Temperature: openai.Float(0),
+		Messages:    []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Paris?")},
+		MaxTokens:   openai.Int(64),
+		Tools:       []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(fn)},
 	}
 	user := []chat.Message{{Role: "user", Content: "Weather in Paris?"}}
 	prompt, err := chat.Prompt(tok, user, weatherOptions())

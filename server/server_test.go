@@ -62,14 +62,14 @@ func TestRefusedBeforeWork(t *testing.T) {
 		status int
 		param  string
 	}{
-		{"n", chat, `{"model":"` + tinyID + `","messages":[{"role":"user","content":"hi"}],"n":3}`, nil, 400, "n"},
-		{"stop", base + "/v1/completions", `{"model":"` + tinyID + `","prompt":"hi","stop":["."," ","a","b","c"]}`, nil, 400, "stop"},
-		{"image", chat, `{"model":"` + tinyID + `","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"http://x/y.png"}}]}]}`, nil, 400, "messages[0].content[0]"},
-		{"unknown field", chat, `{"model":"` + tinyID + `","messages":[{"role":"user","content":"hi"}],"temprature":0}`, nil, 400, "temprature"},
+		{"n", chat, `{"model":"` + tinyID + `","temperature":0,"messages":[{"role":"user","content":"hi"}],"n":3}`, nil, 400, "n"},
+		{"stop", base + "/v1/completions", `{"model":"` + tinyID + `","temperature":0,"prompt":"hi","stop":["."," ","a","b","c"]}`, nil, 400, "stop"},
+		{"image", chat, `{"model":"` + tinyID + `","temperature":0,"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"http://x/y.png"}}]}]}`, nil, 400, "messages[0].content[0]"},
+		{"unknown field", chat, `{"model":"` + tinyID + `","temperature":0,"messages":[{"role":"user","content":"hi"}],"temprature":0}`, nil, 400, "temprature"},
 		{"no model", chat, `{"messages":[{"role":"user","content":"hi"}]}`, nil, 400, "model"},
-		{"token id out of range", base + "/v1/completions", `{"model":"` + tinyID + `","prompt":[5,99999]}`, nil, 400, "prompt[1]"},
+		{"token id out of range", base + "/v1/completions", `{"model":"` + tinyID + `","temperature":0,"prompt":[5,99999]}`, nil, 400, "prompt[1]"},
 		{"not json content type", chat, `{}`, []string{"Content-Type", "text/plain"}, 415, ""},
-		{"too large", chat, `{"model":"` + tinyID + `","messages":[{"role":"user","content":"` + strings.Repeat("a", 5000) + `"}]}`, nil, 413, ""},
+		{"too large", chat, `{"model":"` + tinyID + `","temperature":0,"messages":[{"role":"user","content":"` + strings.Repeat("a", 5000) + `"}]}`, nil, 413, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -255,7 +255,7 @@ func TestEmbeddedHandlerFlushes(t *testing.T) {
 	}))
 	defer srv.Close()
 	resp, next := stream(t, t.Context(), srv.URL+"/v1/completions",
-		`{"model":"`+tinyID+`","prompt":[1,2,3],"max_tokens":4,"stream":true}`)
+		`{"model":"`+tinyID+`","temperature":0,"prompt":[1,2,3],"max_tokens":4,"stream":true}`)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	data, _ := readAll(t, next)

@@ -59,7 +59,7 @@ func TestStopValidation(t *testing.T) {
 		{`["a",""]`, "stop[1]"},
 		{`3`, "stop"},
 	} {
-		code, _, body := post(t, base+"/v1/completions", fmt.Sprintf(`{"model":%q,"prompt":"x","stop":%s}`, tinyID, tc.stop))
+		code, _, body := post(t, base+"/v1/completions", fmt.Sprintf(`{"model":%q,"temperature":0,"prompt":"x","stop":%s}`, tinyID, tc.stop))
 		require.Equal(t, http.StatusBadRequest, code, string(body))
 		require.Equal(t, tc.param, *decodeError(t, body).Param)
 	}
@@ -82,7 +82,7 @@ func TestStopSequences(t *testing.T) {
 	require.Greater(t, at, 0)
 
 	t.Run("completion", func(t *testing.T) {
-		body := fmt.Sprintf(`{"model":%q,"prompt":%s,"max_tokens":40,"stop":[%q,"never-in-gibberish-%s"]}`, tinyID, compact(t, ids), stop, "x")
+		body := fmt.Sprintf(`{"model":%q,"temperature":0,"prompt":%s,"max_tokens":40,"stop":[%q,"never-in-gibberish-%s"]}`, tinyID, compact(t, ids), stop, "x")
 		code, _, b := post(t, base+"/v1/completions", body)
 		require.Equal(t, http.StatusOK, code, string(b))
 		var c Completion
@@ -108,7 +108,7 @@ func TestStopSequences(t *testing.T) {
 	})
 
 	t.Run("chat", func(t *testing.T) {
-		req := fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"none","max_tokens":40%%s}`, tinyID)
+		req := fmt.Sprintf(`{"model":%q,"temperature":0,"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"none","max_tokens":40%%s}`, tinyID)
 		code, _, b := post(t, base+"/v1/chat/completions", fmt.Sprintf(req, ""))
 		require.Equal(t, http.StatusOK, code, string(b))
 		var plain ChatCompletion

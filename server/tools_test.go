@@ -55,7 +55,7 @@ var weatherCalls = chat.Message{Role: "assistant", ReasoningContent: "Call the t
 }}
 
 func weatherBody(extra string) string {
-	return `{"model":"` + tinyID + `","messages":[{"role":"user","content":"Weather in Paris?"}],"max_tokens":64,"tools":[` + weatherTool + `]` + extra + `}`
+	return `{"model":"` + tinyID + `","temperature":0,"messages":[{"role":"user","content":"Weather in Paris?"}],"max_tokens":64,"tools":[` + weatherTool + `]` + extra + `}`
 }
 
 func weatherOptions() chat.Options {
@@ -363,7 +363,7 @@ func TestResponseFormatCheck(t *testing.T) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			body := fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"Give n %d"}],"max_tokens":40,"response_format":%s}`, tinyID, i, tc.format)
+			body := fmt.Sprintf(`{"model":%q,"temperature":0,"messages":[{"role":"user","content":"Give n %d"}],"max_tokens":40,"response_format":%s}`, tinyID, i, tc.format)
 			prime(t, s, body, answer(tc.content), tc.engine)
 			ch := chatAnswer(t, base, body)
 			require.Equal(t, tc.content, ch.Message.Content, "the tokens are K3's, unaltered")

@@ -30,20 +30,20 @@ function blocks(content) {
 }
 
 async function sdkCreate() {
-  const m = await client.messages.create({ model, max_tokens: 8, system, messages: [{ role: 'user', content: userText }] });
+  const m = await client.messages.create({ model, max_tokens: 8, temperature: 0, system, messages: [{ role: 'user', content: userText }] });
   return { id: m.id, type: m.type, role: m.role, model: m.model, content: blocks(m.content), stop_reason: m.stop_reason, usage: m.usage };
 }
 
 async function sdkStream() {
   const events = [];
-  const s = client.messages.stream({ model, max_tokens: 8, system: [{ type: 'text', text: system, cache_control: { type: 'ephemeral' } }], messages: [{ role: 'user', content: userText }] });
+  const s = client.messages.stream({ model, max_tokens: 8, temperature: 0, system: [{ type: 'text', text: system, cache_control: { type: 'ephemeral' } }], messages: [{ role: 'user', content: userText }] });
   s.on('streamEvent', (e) => events.push(e.type + (e.delta?.type ? ':' + e.delta.type : '')));
   const m = await s.finalMessage();
   return { events, content: blocks(m.content), stop_reason: m.stop_reason, usage: m.usage };
 }
 
 async function sdkTool(stream) {
-  const req = { model, max_tokens: 64, tools: [weather], tool_choice: { type: 'tool', name: 'get_weather' }, messages: [{ role: 'user', content: toolText }] };
+  const req = { model, max_tokens: 64, temperature: 0, tools: [weather], tool_choice: { type: 'tool', name: 'get_weather' }, messages: [{ role: 'user', content: toolText }] };
   const events = [];
   let m;
   if (stream) {
@@ -56,7 +56,7 @@ async function sdkTool(stream) {
   // The next turn: the call and its result sent back, thinking off.
   const use = m.content.find((b) => b.type === 'tool_use');
   const next = await client.messages.create({
-    model, max_tokens: 8, tools: [weather], thinking: { type: 'disabled' },
+    model, max_tokens: 8, temperature: 0, tools: [weather], thinking: { type: 'disabled' },
     messages: [
       { role: 'user', content: toolText },
       { role: 'assistant', content: m.content },
@@ -90,7 +90,7 @@ async function countTokens() {
 
 async function aisdk(stream) {
   const provider = createAnthropic({ baseURL: baseURL + '/v1', apiKey });
-  const opts = { model: provider(model), system, prompt: userText, maxOutputTokens: 8, maxRetries: 0 };
+  const opts = { model: provider(model), system, prompt: userText, maxOutputTokens: 8, temperature: 0, maxRetries: 0 };
   if (stream) {
     const r = streamText(opts);
     let text = '';
@@ -105,7 +105,7 @@ async function aisdkTool() {
   const provider = createAnthropic({ baseURL: baseURL + '/v1', apiKey });
   const executed = [];
   const r = await generateText({
-    model: provider(model), prompt: toolText, maxOutputTokens: 64, maxRetries: 0,
+    model: provider(model), prompt: toolText, maxOutputTokens: 64, temperature: 0, maxRetries: 0,
     tools: { get_weather: tool({ description: weather.description, inputSchema: jsonSchema(weather.input_schema), execute: async (input) => { executed.push(input); return 'sunny, 21C'; } }) },
     toolChoice: { type: 'tool', toolName: 'get_weather' },
   });
@@ -113,7 +113,7 @@ async function aisdkTool() {
 }
 
 async function langchain(stream) {
-  const llm = new ChatAnthropic({ model, apiKey, anthropicApiUrl: baseURL, maxTokens: 8, maxRetries: 0 });
+  const llm = new ChatAnthropic({ model, apiKey, anthropicApiUrl: baseURL, maxTokens: 8, temperature: 0, maxRetries: 0 });
   let msg;
   if (stream) {
     for await (const chunk of await llm.stream([['system', system], ['human', userText]])) msg = msg ? msg.concat(chunk) : chunk;
@@ -129,7 +129,7 @@ async function langchain(stream) {
 }
 
 async function langchainTool() {
-  const llm = new ChatAnthropic({ model, apiKey, anthropicApiUrl: baseURL, maxTokens: 64, maxRetries: 0 });
+  const llm = new ChatAnthropic({ model, apiKey, anthropicApiUrl: baseURL, maxTokens: 64, temperature: 0, maxRetries: 0 });
   const t = lcTool(async ({ city }) => `sunny in ${city}`, { name: weather.name, description: weather.description, schema: weather.input_schema });
   const msg = await llm.bindTools([t], { tool_choice: 'get_weather' }).invoke(toolText);
   return (msg.tool_calls ?? []).map(({ name, args, id }) => ({ name, args, id }));

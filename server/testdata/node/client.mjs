@@ -10,7 +10,7 @@ const out = {};
 const models = await client.models.list();
 out.models = models.data.map((m) => m.id);
 
-const chat = await client.chat.completions.create({ model, messages, max_tokens: 8 });
+const chat = await client.chat.completions.create({ model, messages, max_tokens: 8, temperature: 0 });
 out.chat = {
   object: chat.object,
   content: chat.choices[0].message.content,
@@ -23,6 +23,7 @@ const stream = await client.chat.completions.create({
   model,
   messages,
   max_tokens: 8,
+  temperature: 0,
   stream: true,
   stream_options: { include_usage: true },
 });

@@ -17,7 +17,7 @@ const parameters = {
 };
 
 async function langchain(streaming) {
-  const llm = new ChatOpenAI({ model, apiKey: 'unused', maxTokens: 64, maxRetries: 0, configuration: { baseURL } });
+  const llm = new ChatOpenAI({ model, temperature: 0, apiKey: 'unused', maxTokens: 64, maxRetries: 0, configuration: { baseURL } });
   const weather = lcTool(async ({ city }) => `sunny in ${city}`, {
     name: 'get_weather',
     description: 'Weather for a city',
@@ -47,6 +47,7 @@ async function aisdk(streaming) {
     model: provider.chatModel(model),
     prompt: userText,
     maxOutputTokens: 64,
+    temperature: 0,
     maxRetries: 0,
     tools: {
       get_weather: tool({

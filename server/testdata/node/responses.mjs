@@ -10,10 +10,10 @@ const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 1
 const text = (r) => r.output.flatMap((it) => (it.content ?? []).map((c) => c.text)).join('');
 const out = {};
 
-const first = await client.responses.create({ model, input: 'Hello there', max_output_tokens: 10 });
+const first = await client.responses.create({ model, temperature: 0, input: 'Hello there', max_output_tokens: 10 });
 out.create = { id: first.id, status: first.status, text: text(first), output_text: first.output_text, types: first.output.map((it) => it.type), usage: first.usage };
 
-const stream = await client.responses.create({ model, input: 'Hello there', max_output_tokens: 10, stream: true });
+const stream = await client.responses.create({ model, temperature: 0, input: 'Hello there', max_output_tokens: 10, stream: true });
 const s = { types: [], deltas: '', last: null };
 for await (const ev of stream) {
   s.types.push(ev.type);
@@ -25,18 +25,18 @@ out.stream = s;
 const got = await client.responses.retrieve(first.id);
 out.retrieve = { id: got.id, text: text(got) };
 
-const next = await client.responses.create({ model, input: [{ role: 'user', content: [{ type: 'input_text', text: 'And then?' }] }], max_output_tokens: 6, previous_response_id: first.id });
+const next = await client.responses.create({ model, temperature: 0, input: [{ role: 'user', content: [{ type: 'input_text', text: 'And then?' }] }], max_output_tokens: 6, previous_response_id: first.id });
 out.next = { text: text(next), previous: next.previous_response_id, input_tokens: next.usage.input_tokens };
 const items = await client.responses.inputItems.list(next.id);
 out.items = items.data.map((it) => ({ role: it.role, text: it.content[0].text }));
 
-let bg = await client.responses.create({ model, input: 'Hello there', max_output_tokens: 10, background: true });
+let bg = await client.responses.create({ model, temperature: 0, input: 'Hello there', max_output_tokens: 10, background: true });
 out.background = { first: bg.status };
 while (bg.status === 'queued' || bg.status === 'in_progress') bg = await client.responses.retrieve(bg.id);
 out.background.status = bg.status;
 out.background.text = text(bg);
 
-const long = await client.responses.create({ model, input: 'Tell me everything', max_output_tokens: 1000000, background: true });
+const long = await client.responses.create({ model, temperature: 0, input: 'Tell me everything', max_output_tokens: 1000000, background: true });
 const cancelled = await client.responses.cancel(long.id);
 out.cancel = cancelled.status;
 
@@ -49,9 +49,9 @@ try {
 }
 
 const provider = createOpenAI({ baseURL, apiKey: 'unused' });
-const gen = await generateText({ model: provider(model), prompt: 'Hello there', maxOutputTokens: 10, maxRetries: 0 });
+const gen = await generateText({ model: provider(model), prompt: 'Hello there', maxOutputTokens: 10, temperature: 0, maxRetries: 0 });
 out.aiGenerate = { text: gen.text, reasoning: gen.reasoningText ?? '', finish: gen.finishReason, input: gen.usage.inputTokens, output: gen.usage.outputTokens };
-const st = streamText({ model: provider(model), prompt: 'Hello there', maxOutputTokens: 10, maxRetries: 0, onError: ({ error }) => { throw error; } });
+const st = streamText({ model: provider(model), prompt: 'Hello there', maxOutputTokens: 10, temperature: 0, maxRetries: 0, onError: ({ error }) => { throw error; } });
 let streamed = '';
 for await (const part of st.fullStream) {
   if (part.type === 'text-delta') streamed += part.text;

@@ -22,10 +22,10 @@ const calls = (r) => r.output.filter((it) => it.type === 'function_call');
 const out = {};
 
 const input = [{ role: 'user', content: 'Weather in Paris?' }];
-const r = await client.responses.create({ model, input, tools, max_output_tokens: 256 });
+const r = await client.responses.create({ model, temperature: 0, input, tools, max_output_tokens: 256 });
 out.create = { status: r.status, types: r.output.map((it) => it.type), calls: calls(r) };
 
-const stream = await client.responses.create({ model, input, tools, max_output_tokens: 256, stream: true });
+const stream = await client.responses.create({ model, temperature: 0, input, tools, max_output_tokens: 256, stream: true });
 const s = { deltas: {}, done: [], added: [], last: null };
 for await (const ev of stream) {
   if (ev.type === 'response.output_item.added' && ev.item.type === 'function_call') s.added.push(ev.item);
@@ -36,17 +36,17 @@ for await (const ev of stream) {
 out.stream = s;
 
 const results = calls(r).map((c, i) => ({ type: 'function_call_output', call_id: c.call_id, output: ['sunny', 'rain'][i] }));
-const next = await client.responses.create({ model, input: results, tools, max_output_tokens: 256, previous_response_id: r.id });
+const next = await client.responses.create({ model, temperature: 0, input: results, tools, max_output_tokens: 256, previous_response_id: r.id });
 out.next = { status: next.status, input_tokens: next.usage.input_tokens };
 
 // The manual loop of OpenAI's guide: the output items go back as input,
 // then the results.
-const loop = await client.responses.create({ model, input: [...input, ...r.output, ...results], tools, max_output_tokens: 256 });
+const loop = await client.responses.create({ model, temperature: 0, input: [...input, ...r.output, ...results], tools, max_output_tokens: 256 });
 out.loop = { status: loop.status, input_tokens: loop.usage.input_tokens };
 
 const tiny = new OpenAI({ baseURL: tinyURL, ...opts });
 const f = await tiny.responses.create({
-  model, input: 'Weather in Lyon?', tools, max_output_tokens: 24,
+  model, temperature: 0, input: 'Weather in Lyon?', tools, max_output_tokens: 24,
   tool_choice: { type: 'function', name: 'get_weather' },
 });
 out.tiny = {

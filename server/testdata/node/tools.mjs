@@ -31,6 +31,7 @@ async function forced(content, stream) {
   }];
   const runner = client.chat.completions.runTools({
     model,
+    temperature: 0,
     max_tokens: 64,
     stream,
     messages: [{ role: 'user', content }],
@@ -60,6 +61,7 @@ for (const stream of [false, true]) {
   });
   const next = await client.chat.completions.create({
     model,
+    temperature: 0,
     max_tokens: 8,
     messages: history,
     tools: [{ type: 'function', function: { name: 'get_weather', description: 'Weather for a city', parameters } }],
@@ -85,6 +87,7 @@ try {
 }
 const raw = await client.chat.completions.create({
   model,
+  temperature: 0,
   max_tokens: 64,
   messages: [{ role: 'user', content: 'Weather in Lyon?' }],
   tools: [{ type: 'function', function: { name: 'get_weather', description: 'Weather for a city', parameters } }],
