@@ -42,6 +42,19 @@ type job struct {
 	stop   []int // nil for a raw completion, which runs to maxNew
 	samp   sampling
 	key    memoKey
+	// replay is how many of prompt's last tokens a resumed job had
+	// generated before it was cut: an engine session feeds them one
+	// position at a time, as they were first decoded (generate), so the
+	// logits that follow are bit for bit those of the uninterrupted run
+	// and a sampled answer continues exactly.
+	replay int
+}
+
+// forwarder is a session that runs tokens without decoding
+// (engine.Session.Forward); generate replays a resumed job's tokens
+// through it. A session without it gets them with the prompt.
+type forwarder interface {
+	Forward(ctx context.Context, ids []int, every bool) ([][]float32, error)
 }
 
 // plan tokenizes the request and settles its token limit.
@@ -239,6 +252,22 @@ func (s *Server) generate(ctx context.Context, t *ticket, j *job, emit func(int)
 		s.reuses.Add(1)
 	}
 	t.prefill(len(rest))
+	if f, ok := sess.(forwarder); ok && j.replay > 0 && j.replay < len(rest) {
+		// The prompt in one pass and each earlier token in its own, as
+		// the first run decoded them: one batched pass over them would
+		// sum in another order, and a sampled draw near a boundary of its
+		// distribution would flip.
+		head := len(rest) - j.replay
+		if _, err := f.Forward(ctx, rest[:head], false); err != nil {
+			return engine.Result{}, reused, err
+		}
+		for _, tok := range rest[head : len(rest)-1] {
+			if _, err := f.Forward(ctx, []int{tok}, false); err != nil {
+				return engine.Result{}, reused, err
+			}
+		}
+		rest = rest[len(rest)-1:]
+	}
 	res, err := sess.Generate(ctx, rest, engine.GenerateOptions{MaxNew: j.maxNew, StopTokens: j.stop, Sampling: j.samp.Sampling}, func(tok int) error {
 		t.token()
 		return emit(tok)

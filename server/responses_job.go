@@ -193,9 +193,10 @@ func (s *Server) runJob(ctx context.Context, j *respJob, t *ticket) {
 	}
 	prompt := append(append([]int(nil), j.rec.Prompt...), resumed...)
 	// The random stream is keyed by (seed, token position): a resumed job
-	// continues it from len(prompt) with nothing else saved.
+	// continues it from len(prompt) with nothing else saved, over the
+	// tokens it had replayed as they were first decoded (job.replay).
 	samp := sampling{Sampling: j.rec.Sampling.engine()}
-	res, _, err := s.generate(ctx, t, &job{prompt: prompt, maxNew: left, stop: s.chatStop, samp: samp}, func(tok int) error {
+	res, _, err := s.generate(ctx, t, &job{prompt: prompt, replay: len(resumed), maxNew: left, stop: s.chatStop, samp: samp}, func(tok int) error {
 		j.add(tok)
 		err := rr.token(tok)
 		flush(false)
