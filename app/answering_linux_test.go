@@ -36,7 +36,9 @@ func TestBackgroundAnswerAcrossQuit(t *testing.T) {
 	require.Empty(t, st.Problem)
 	var ids []string
 	for i, input := range []string{"Tell me everything.", "And more."} {
-		body := fmt.Sprintf(`{"model":"deltafin-demo","input":%q,"max_output_tokens":%d,"background":true}`, input, []int{1 << 20, 300}[i])
+		// Greedy: the demo model then never ends a turn, so the first runs
+		// until cancelled (a sampled answer may end early).
+		body := fmt.Sprintf(`{"model":"deltafin-demo","temperature":0,"input":%q,"max_output_tokens":%d,"background":true}`, input, []int{1 << 20, 300}[i])
 		resp, err := http.Post(st.ServerAddr+"/v1/responses", "application/json", strings.NewReader(body))
 		require.NoError(t, err)
 		var r struct{ ID string }

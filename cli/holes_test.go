@@ -18,9 +18,11 @@ import (
 	"github.com/deltafin/deltafin/downloader/hubtest"
 )
 
-// runIDs runs cfg's prompt with --json and returns the generated ids.
+// runIDs runs cfg's prompt with --json, greedy (the tokens compared are
+// the checkpoint's, not a draw's), and returns the generated ids.
 func runIDs(t *testing.T, cfg app.Config) ([]int, error) {
 	t.Helper()
+	cfg.Run.Temperature = greedy()
 	var stdout, stderr bytes.Buffer
 	if err := runPrompt(t.Context(), cfg, &stdout, &stderr); err != nil {
 		return nil, err
