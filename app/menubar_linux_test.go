@@ -226,6 +226,11 @@ func TestUpgradeToFull(t *testing.T) {
 	a := startApp(t, cfg, deps)
 	require.Equal(t, InstallStream, a.State().Install.Mode)
 	require.True(t, a.Menu().Item(ItemUpgrade).Visible)
+	// The stream install is served first (its open checks the parts it
+	// reads against the hub), then the hub holds the upgrade's requests:
+	// held before, the open's checks waited on the gate.
+	st := waitFor(t, a, "serving the stream install", func(s State) bool { return s.ServerAddr != "" || s.Problem != "" })
+	require.Empty(t, st.Problem)
 	hub.hold(0)
 	a.Click(ItemUpgrade)
 	waitFor(t, a, "upgrading", func(s State) bool { return s.Downloading && s.Upgrade })
