@@ -47,6 +47,16 @@ func (g *gate) allow(n int) {
 
 func (g *gate) open() { g.once.Do(func() { close(g.opened) }) }
 
+// Info is the model's with greedy decoding as its default: the page asks
+// with the model's default sampling, and a sampled answer of the random
+// demo model may end before the tokens a test lets through (the tests
+// wait for them); greedy, it never ends its turn.
+func (g *gate) Info() engine.Info {
+	info := g.Model.Info()
+	info.Sampling = engine.Sampling{}
+	return info
+}
+
 func (g *gate) NewSession() server.Session { return &gatedSession{Session: g.Model.NewSession(), g: g} }
 
 type gatedSession struct {
