@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/downloader"
-	"github.com/deltafin/deltafin/engine"
 )
 
 // OpenMirror opens the configured model mirror for reading by the engine
@@ -21,18 +21,18 @@ func OpenMirror(ctx context.Context, cfg Config) (*downloader.Mirror, error) {
 
 // The mirror's Sources are Ensurers: without Ensure the engine's direct
 // reads of a stream install would read its holes.
-var _ engine.Ensurer = presentSource{}
+var _ ckpt.Ensurer = presentSource{}
 
 // MirrorSource opens the engine's checkpoint files through the mirror m:
 // bytes that are present are read with pread, missing ones (stream mode's
 // experts) are fetched from the hub into the mirror first (Ensure, before
 // the engine's own direct reads). Files outside the mirror are opened as
 // plain files.
-func MirrorSource(m *downloader.Mirror) engine.OpenSource {
-	return func(ctx context.Context, path string) (engine.Source, error) {
+func MirrorSource(m *downloader.Mirror) ckpt.OpenSource {
+	return func(ctx context.Context, path string) (ckpt.Source, error) {
 		rel, err := filepath.Rel(m.Dir(), path)
 		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return engine.OpenFile(ctx, path)
+			return ckpt.OpenFile(ctx, path)
 		}
 		src, err := m.Source(filepath.ToSlash(rel))
 		if err != nil {
@@ -43,13 +43,13 @@ func MirrorSource(m *downloader.Mirror) engine.OpenSource {
 }
 
 // presentSource is a mirrored file that also says which of its bytes are on
-// disk (engine.Presence), for the web page's picture of the experts.
+// disk (ckpt.Presence), for the web page's picture of the experts.
 type presentSource struct {
 	*downloader.Source
 	m *downloader.Mirror
 }
 
-var _ engine.Presence = presentSource{}
+var _ ckpt.Presence = presentSource{}
 
 func (s presentSource) Present(off, n int64) bool {
 	got, err := s.m.Present(s.Name(), off, n)

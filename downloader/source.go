@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Source is one mirrored file seen as the engine's byte source (engine.Source
+// Source is one mirrored file seen as the engine's byte source (ckpt.Source
 // with its Ensurer capability): Ensure makes bytes present, fetching missing
 // ones from the hub into the mirror, after which a pread of the mirrored file
 // returns them (the engine's direct reads of experts); ReadAt does the same

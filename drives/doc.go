@@ -1,13 +1,13 @@
 // Package drives keeps replicas of a checkpoint's routed experts on other
 // disks, so that the engine reads a token's experts from several devices
-// at once (engine.ExpertDrive; the engine's read scheduler, readsched.go,
+// at once (experts.Drive; the engine's read scheduler, readsched.go,
 // spreads the reads).
 //
 // A drive is a directory (deltafin-experts/ under the path the user adds)
 // holding one file of copies, experts.bin, and manifest.json: for each
 // copied expert where its copy lies and the CRC-32C of its bytes, computed
 // from the mirror's bytes at copy time. Fill copies experts from the mirror,
-// hottest first by the heat histogram, through the same engine.Source the
+// hottest first by the heat histogram, through the same ckpt.Source the
 // engine reads the mirror with (a stream install's missing bytes are
 // fetched and verified by the downloader first); each copy is read back
 // from the device and checked before the manifest names it, and the
@@ -20,3 +20,5 @@
 // Corrupt, no longer offered, and copied again by Repair (or Scrub, which
 // checks every copy).
 package drives
+
+import ()

@@ -17,11 +17,9 @@
 //
 //	config.go      config.json → config (every size comes from here)
 //	errors.go      the sentinel errors every returned error wraps
-//	source.go      Source: the bytes of one checkpoint file
 //	checkpoint.go  shards, index, tensor lookup; roster.go: what must be there
 //	finite.go      the NaN/Inf scan of float weights as they load
 //	weights.go     the spine; experts.go: the expert store seam and the RAM store
-//	expertindex.go an expert span's bytes viewed as the kernels' matrices
 //	spineload.go   the pinned spine read in parallel, direct, checked as it lands
 //	attnres.go     Block Attention Residuals
 //	kda.go         Kimi Delta Attention; kda_chunk.go: its chunked prefill
@@ -42,18 +40,14 @@
 //	spinering.go   spine layers past the pinned prefix, streamed (STREAMING.md)
 //	streaming.go   StreamOptions, the streamed expert store behind the seam,
 //	               the PILOT lookahead prefetch
-//	expertstore.go the span store: reads, cache, prefetch, buffers;
-//	               expertread.go: the readers that carry out its reads
-//	readsched.go   the expert reads spread over the mirror and the drives
-//	drives.go      ExpertDrive: replicas of experts on other disks
-//	heat.go        the expert heat histogram, halved every N tokens
-//	iometer.go     reads in flight and disk idle time (bench slice)
 //	trace.go       the router trace (--trace)
 //	expertmap.go   ExpertMap: where each expert is, for the web page
 //	stats.go       Model.Stats: bytes read, cache and prefetch hits, disk idle
 //	probe.go       the expert store without a model, for bench slice
 //
-// Direct reads and aligned buffers are package internal/directio's.
+// The expert store, its read scheduler, the expert drives, the heat
+// histogram and the I/O meter are package experts'; the byte Source and the
+// index parse package checkpoint's; direct reads internal/directio's.
 //
 // A prompt runs expert-major: every position of a layer is routed first,
 // then each selected expert is read once and applied to all the positions

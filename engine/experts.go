@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -132,7 +133,7 @@ func readExpert(ctx context.Context, ck *checkpoint, c *config, layer, e int) (k
 		}
 		return kernels.Expert{}, sp.parts[0].errorf("reading layer %d expert %d (%d bytes at %d): %v", layer, e, sp.n, sp.off, err)
 	}
-	if err := checkExpertScales(ckpt.ExpertID{Layer: layer, Expert: e}, sp.shard.name, buf); err != nil {
+	if err := experts.CheckScales(ckpt.ExpertID{Layer: layer, Expert: e}, sp.shard.name, buf); err != nil {
 		return kernels.Expert{}, err
 	}
 	x := viewExpert(c, sp, buf)

@@ -2,10 +2,13 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/directio"
 	"github.com/deltafin/deltafin/kernels"
 )
@@ -28,7 +31,7 @@ type ProbeOptions struct {
 	// Backend computes the expert FFNs; nil means kernels.Default().
 	Backend kernels.Backend
 	// Drives, MirrorLast and HeatHalfLife are StreamOptions'.
-	Drives       []ExpertDrive
+	Drives       []experts.Drive
 	MirrorLast   bool
 	HeatHalfLife int
 }
@@ -36,7 +39,7 @@ type ProbeOptions struct {
 // A Probe reads the routed experts of one checkpoint through an expert
 // store, without loading its spine.
 type Probe struct {
-	store  *spanStore
+	store  *experts.Store
 	be     kernels.Backend
 	act    kernels.Activation
 	inter  int
@@ -57,11 +60,16 @@ func OpenProbe(ctx context.Context, dir string, o ProbeOptions) (*Probe, error) 
 	if o.Backend == nil {
 		o.Backend = kernels.Default()
 	}
-	c, spans, err := mxfp4Experts(ctx, dir, OpenFile, "probe")
+	c, ck, err := openIndex(ctx, dir, ckpt.OpenFile)
 	if err != nil {
 		return nil, err
 	}
-	s, err := openSpanStore(ctx, spanStoreOptions{Dir: dir, Spans: spans, Mode: mode, CacheExperts: o.CacheExperts,
+	ck.close()
+	spans := ck.experts
+	if !c.ExpertsMXFP4 || len(spans) == 0 {
+		return nil, fmt.Errorf("%w: %s has %w to probe", ErrConfig, dir, ckpt.ErrNoExperts)
+	}
+	s, err := experts.Open(ctx, experts.Options{Dir: dir, Spans: spans, Mode: mode, CacheExperts: o.CacheExperts,
 		Drives: o.Drives, MirrorLast: o.MirrorLast, HeatHalfLife: o.HeatHalfLife})
 	if err != nil {
 		return nil, err
@@ -113,7 +121,7 @@ func (p *Probe) Step(ctx context.Context, layer int, ids []int, nextLayer int, n
 				if !compute {
 					continue
 				}
-				e, err := expertMatrices(data, p.inter, p.latent)
+				e, err := experts.View(data, p.inter, p.latent)
 				if err != nil {
 					errs[w] = err
 					return
@@ -133,7 +141,7 @@ func (p *Probe) Step(ctx context.Context, layer int, ids []int, nextLayer int, n
 
 // Stats returns the store's counters since OpenProbe (SpineBytes and the
 // in-flight figures stay zero: a probe reads no spine and has no meter).
-func (p *Probe) Stats() Stats { return statsOf(p.store.Stats(), 0, ioMeterStats{}) }
+func (p *Probe) Stats() Stats { return statsOf(p.store.Stats(), 0, experts.MeterStats{}) }
 
 // Close closes the store and its shards.
 func (p *Probe) Close() error { return p.store.Close() }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/experts"
 )
 
 // TestProbeReadsThroughTheStore drives k3-tiny's routed experts through a
@@ -35,7 +36,7 @@ func TestProbeReadsThroughTheStore(t *testing.T) {
 	require.NoError(t, p.Step(t.Context(), 2, []int{5, 6}, -1, nil, false))
 	require.Equal(t, int64(2), p.Stats().Sub(st).PrefetchHits+p.Stats().Sub(st).Shared, "the prefetched experts are used")
 	require.NoError(t, p.Close())
-	require.ErrorIs(t, p.Read(t.Context(), 1, []int{0}), errStoreClosed)
+	require.ErrorIs(t, p.Read(t.Context(), 1, []int{0}), experts.ErrClosed)
 }
 
 // TestModelStatsAndReadPass opens k3-tiny with every layer streamed and no

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/deltafin/deltafin/experts"
 )
 
 // Stats is a reading of a model's streaming counters since Open: plain
@@ -32,7 +34,7 @@ type Stats struct {
 	// Drives are the mirror's and each expert drive's reads (drives.go);
 	// ChecksumFailures the experts read again because a drive's copy failed
 	// its checksum.
-	Drives           []DriveStats
+	Drives           []experts.DriveStats
 	ChecksumFailures int64
 }
 
@@ -51,22 +53,22 @@ func (s Stats) Sub(b Stats) Stats {
 		PrefetchWasted: s.PrefetchWasted - b.PrefetchWasted, Shared: s.Shared - b.Shared, Misses: s.Misses - b.Misses,
 		CachedExperts: s.CachedExperts, DiskIdle: s.DiskIdle - b.DiskIdle, ReadsInFlight: s.ReadsInFlight - b.ReadsInFlight,
 		ExpertWait: s.ExpertWait - b.ExpertWait,
-		Drives:     subDrives(s.Drives, b.Drives), ChecksumFailures: s.ChecksumFailures - b.ChecksumFailures,
+		Drives:     experts.SubDrives(s.Drives, b.Drives), ChecksumFailures: s.ChecksumFailures - b.ChecksumFailures,
 	}
 }
 
-func statsOf(st storeStats, spine int64, io ioMeterStats) Stats {
+func statsOf(st experts.Stats, spine int64, io experts.MeterStats) Stats {
 	return Stats{
 		ExpertBytes: st.DiskBytes, SpineBytes: spine, ExpertReads: st.Reads, PrefetchReads: st.SpecReads,
 		CacheHits: st.CacheHits, PrefetchHits: st.SpecHits, PrefetchWasted: st.SpecWasted, Shared: st.Shared,
-		Misses: st.Misses, CachedExperts: st.CachedNow, DiskIdle: io.idle, ReadsInFlight: io.depth,
+		Misses: st.Misses, CachedExperts: st.CachedNow, DiskIdle: io.Idle, ReadsInFlight: io.Depth,
 		Drives: st.Drives, ChecksumFailures: st.Corrupt,
 	}
 }
 
 // Stats returns the model's streaming counters since Open.
 func (m *Model) Stats() Stats {
-	var st storeStats
+	var st experts.Stats
 	if s, ok := m.experts.(*streamExperts); ok {
 		st = s.store.Stats()
 	}
@@ -74,7 +76,7 @@ func (m *Model) Stats() Stats {
 	if m.spine != nil {
 		spine = m.spine.bytes.Load()
 	}
-	s := statsOf(st, spine, m.io.stats())
+	s := statsOf(st, spine, m.io.Stats())
 	s.ExpertWait = time.Duration(m.expertWait.Load())
 	return s
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/internal/directio"
 )
 
@@ -96,7 +97,7 @@ func TestTruncatedK3ShardNamesTheExpert(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Open(t.Context(), dir, tc.opts)
-			require.ErrorIs(t, err, ErrTruncated)
+			require.ErrorIs(t, err, ckpt.ErrTruncated)
 			require.ErrorContains(t, err, sp.shard.name)
 			require.ErrorContains(t, err, "inside layer 4 expert 9")
 		})
