@@ -12,6 +12,7 @@ import (
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -261,7 +262,7 @@ func randomIDs(rng *rand.Rand, n, k int) []int {
 // readBandwidth reads rounds of 16 random spans of one random layer in
 // parallel through a cacheless store in mode and returns GB/s.
 func readBandwidth(ctx context.Context, dir string, layers []int, mode string, rng *rand.Rand) (float64, error) {
-	p, err := engine.OpenProbe(ctx, dir, engine.ProbeOptions{Mode: mode})
+	p, err := openProbe(ctx, dir, probeOptions{Mode: mode})
 	if err != nil {
 		return 0, err
 	}
@@ -303,7 +304,7 @@ func nextRoute(rng *rand.Rand, prev []int) []int {
 // the next layer's previous-token experts prefetched, each expert's FFN
 // computed as soon as it arrives on every core, then released.
 func (o SliceBenchOptions) decode(ctx context.Context, compute bool, rng *rand.Rand) (DecodeResult, error) {
-	p, err := engine.OpenProbe(ctx, o.Dir, engine.ProbeOptions{CacheExperts: o.Plan.CacheExperts, Backend: o.Backend})
+	p, err := openProbe(ctx, o.Dir, probeOptions{CacheExperts: o.Plan.CacheExperts, Backend: o.Backend})
 	if err != nil {
 		return DecodeResult{}, err
 	}
@@ -313,7 +314,7 @@ func (o SliceBenchOptions) decode(ctx context.Context, compute bool, rng *rand.R
 	for i := range prev {
 		prev[i] = randomIDs(rng, k3Experts, k3TopK)
 	}
-	var base engine.Stats
+	var base experts.Stats
 	var start time.Time
 	for tok := range o.Warmup + o.Tokens {
 		if tok == o.Warmup {
@@ -331,14 +332,14 @@ func (o SliceBenchOptions) decode(ctx context.Context, compute bool, rng *rand.R
 	el := time.Since(start).Seconds()
 	st := p.Stats().Sub(base)
 	n := float64(o.Tokens)
-	demanded := float64(st.Misses + st.CacheHits + st.PrefetchHits)
+	demanded := float64(st.Misses + st.CacheHits + st.SpecHits)
 	d := DecodeResult{
 		Compute:           compute,
 		SecondsPerToken:   el / n,
-		DiskBytesPerToken: float64(st.ExpertBytes) / n,
+		DiskBytesPerToken: float64(st.DiskBytes) / n,
 		CacheHitRate:      float64(st.CacheHits) / demanded,
-		PrefetchHitRate:   float64(st.PrefetchHits) / demanded,
-		PrefetchWasted:    float64(st.PrefetchWasted) / n,
+		PrefetchHitRate:   float64(st.SpecHits) / demanded,
+		PrefetchWasted:    float64(st.SpecWasted) / n,
 	}
 	d.DiskGBPerSecond = d.DiskBytesPerToken / d.SecondsPerToken / 1e9
 	return d, nil
@@ -348,7 +349,7 @@ func (o SliceBenchOptions) decode(ctx context.Context, compute bool, rng *rand.R
 // weights in RAM (layer's first 16 experts, read once into the probe's
 // cache) and returns weight bytes per second.
 func expertFFNThroughput(ctx context.Context, dir string, layer int, be kernels.Backend) (float64, error) {
-	p, err := engine.OpenProbe(ctx, dir, engine.ProbeOptions{CacheExperts: k3TopK, Backend: be})
+	p, err := openProbe(ctx, dir, probeOptions{CacheExperts: k3TopK, Backend: be})
 	if err != nil {
 		return 0, err
 	}
@@ -368,7 +369,7 @@ func expertFFNThroughput(ctx context.Context, dir string, layer int, be kernels.
 		}
 	}
 	el := time.Since(start).Seconds()
-	if read := p.Stats().Sub(before).ExpertBytes; read != 0 {
+	if read := p.Stats().Sub(before).DiskBytes; read != 0 {
 		return 0, fmt.Errorf("bench: expert FFN rate: %d bytes read from disk, the experts should have been cached", read)
 	}
 	return float64(per*k3TopK*ckpt.ExpertSpanBytes) / el / 1e9, nil

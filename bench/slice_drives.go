@@ -15,7 +15,6 @@ import (
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/drives"
-	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/experts"
 )
 
@@ -233,7 +232,7 @@ func (o DriveBenchOptions) measure(ctx context.Context, d *drives.Drive, srcs []
 		sims = append(sims, &limitedDrive{d: d, name: fmt.Sprintf("drive%d (%.2g GB/s)", i+1, gbps), readers: o.Readers, src: limitedSource{srcs[i], lim}})
 		sum += gbps
 	}
-	p, err := engine.OpenProbe(ctx, o.Dir, engine.ProbeOptions{Drives: sims, MirrorLast: true})
+	p, err := openProbe(ctx, o.Dir, probeOptions{Drives: sims, MirrorLast: true})
 	if err != nil {
 		return res, err
 	}
@@ -248,7 +247,7 @@ func (o DriveBenchOptions) measure(ctx context.Context, d *drives.Drive, srcs []
 	for i := range route {
 		route[i] = step{o.Layers[i%len(o.Layers)], randomIDs(rng, o.Experts, k3TopK)}
 	}
-	var base engine.Stats
+	var base experts.Stats
 	var t0 time.Time
 	for i := range total {
 		if i == 2*len(o.Layers) {

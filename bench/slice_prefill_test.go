@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/engine"
 )
 
@@ -38,4 +40,30 @@ func TestEnginePrefillReportsTheReadsAlone(t *testing.T) {
 
 	_, err = replayPrefillReads(t.Context(), dir, map[choice]bool{{layer: 1, expert: 999}: true})
 	require.Error(t, err, "an expert the checkpoint lacks")
+}
+
+// TestIOOnlyRateReadsTheSpineAndTheExperts replays k3-tiny's decode reads
+// through the expert store: with every layer streamed the spine's bytes
+// join the experts', and a layer past the checkpoint's has nothing to read.
+func TestIOOnlyRateReadsTheSpineAndTheExperts(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("..", "testdata", "k3-tiny")
+	ix, err := ckpt.OpenIndex(t.Context(), dir, nil)
+	require.NoError(t, err)
+	streamed, pinned := spineExtents(ix, 0), spineExtents(ix, 1<<20)
+	require.NoError(t, ix.Close())
+	var bytes int64
+	for i, ext := range streamed {
+		require.NotEmpty(t, ext, "layer %d has a spine", i)
+		require.Empty(t, pinned[i], "layer %d is pinned", i)
+		for _, e := range ext {
+			bytes += e.hi - e.lo
+		}
+	}
+	require.Positive(t, bytes)
+	rate, err := ioOnlyRate(t.Context(), dir, 0, 2, rand.New(rand.NewPCG(1, 2)))
+	require.NoError(t, err)
+	require.Positive(t, rate)
+	_, err = ioOnlyRate(t.Context(), t.TempDir(), 0, 1, rand.New(rand.NewPCG(1, 2)))
+	require.Error(t, err, "no checkpoint")
 }

@@ -1,7 +1,8 @@
 // Package drives keeps replicas of a checkpoint's routed experts on other
 // disks, so that the engine reads a token's experts from several devices
-// at once (experts.Drive; the engine's read scheduler, readsched.go,
-// spreads the reads).
+// at once (experts.Drive; the expert store's read scheduler,
+// experts/sched.go, spreads the reads). It uses package experts, not the
+// engine: Spans to list what to copy, ReplicaRange and SpanCRC for a copy.
 //
 // A drive is a directory (deltafin-experts/ under the path the user adds)
 // holding one file of copies, experts.bin, and manifest.json: for each
@@ -20,5 +21,3 @@
 // Corrupt, no longer offered, and copied again by Repair (or Scrub, which
 // checks every copy).
 package drives
-
-import ()

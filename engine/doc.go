@@ -43,7 +43,6 @@
 //	trace.go       the router trace (--trace)
 //	expertmap.go   ExpertMap: where each expert is, for the web page
 //	stats.go       Model.Stats: bytes read, cache and prefetch hits, disk idle
-//	probe.go       the expert store without a model, for bench slice
 //
 // The expert store, its read scheduler, the expert drives, the heat
 // histogram and the I/O meter are package experts'; the byte Source and the

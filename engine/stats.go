@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"context"
-	"fmt"
 	"time"
 
 	"github.com/deltafin/deltafin/experts"
@@ -79,55 +77,4 @@ func (m *Model) Stats() Stats {
 	s := statsOf(st, spine, m.io.Stats())
 	s.ExpertWait = time.Duration(m.expertWait.Load())
 	return s
-}
-
-// ReadPass does one decode pass's reads without computing anything: every
-// streamed spine layer through the ring and, at each MoE layer, the experts
-// route(layer) names through the store, in the forward pass's order.
-// bench slice holds the engine's decode to the rate of this mix of reads
-// on the same disk, measured in the same run. It needs a model opened with
-// streamed experts.
-func (m *Model) ReadPass(ctx context.Context, route func(layer int) []int) error {
-	se, ok := m.experts.(*streamExperts)
-	if !ok {
-		return fmt.Errorf("%w: ReadPass needs streamed MXFP4 experts", ErrConfig)
-	}
-	if m.closed.Load() {
-		return ErrClosed
-	}
-	r := m.spine
-	if r != nil {
-		r.pass.Lock()
-		defer r.pass.Unlock()
-	}
-	for i := range m.cfg.Layers {
-		var ld *spineLoad
-		if r != nil && i >= r.first {
-			var err error
-			if ld, err = r.get(ctx, i); err != nil {
-				return err
-			}
-		}
-		if m.cfg.IsMoE(i) {
-			b, err := se.store.Acquire(ctx, i, route(i))
-			if err == nil {
-				for k := range b.Len() {
-					if _, err = b.Wait(ctx, k); err != nil {
-						break
-					}
-				}
-				b.Release()
-			}
-			if err != nil {
-				if ld != nil {
-					r.release(ld)
-				}
-				return err
-			}
-		}
-		if ld != nil {
-			r.release(ld)
-		}
-	}
-	return nil
 }

@@ -137,6 +137,25 @@ type Stats struct {
 	Drives      []DriveStats
 }
 
+// Sub returns the counters of s minus those of an earlier reading b (the
+// experts cached and the buffers held are s's).
+func (s Stats) Sub(b Stats) Stats {
+	s.DiskBytes -= b.DiskBytes
+	s.Reads -= b.Reads
+	s.SpecReads -= b.SpecReads
+	s.SpecHits -= b.SpecHits
+	s.SpecWasted -= b.SpecWasted
+	s.CacheHits -= b.CacheHits
+	s.Shared -= b.Shared
+	s.Misses -= b.Misses
+	s.Corrupt -= b.Corrupt
+	s.Drives = SubDrives(s.Drives, b.Drives)
+	return s
+}
+
+// Demanded is the number of experts the store's users asked for.
+func (s Stats) Demanded() int64 { return s.CacheHits + s.SpecHits + s.Shared + s.Misses }
+
 // Open opens the shards named by opts.Spans and checks that every
 // span lies inside its shard, so that a truncated download fails here with
 // the expert it cut, not in the middle of a token.
