@@ -240,12 +240,15 @@ func fmtBytes(n int64) string {
 // cache is the only part of the plan that can shrink without changing
 // which bytes a token reads. A model without an expert store returns 0.
 func (m *Model) SetCacheBudget(bytes int64) int64 {
-	se, ok := m.experts.(*streamExperts)
-	if !ok || m.plan.SlotBytes <= 0 {
+	if m.plan.SlotBytes <= 0 {
 		return 0
 	}
 	n := int(min(max(bytes, 0)/m.plan.SlotBytes, int64(m.plan.CacheExperts)))
-	if se.store.SetCacheCap(n) {
+	freed, ok := m.experts.setCacheCap(n)
+	if !ok {
+		return 0
+	}
+	if freed {
 		// The buffers were Go memory: return it now, not at the next GC
 		// cycle the allocator happens to run.
 		debug.FreeOSMemory()

@@ -211,16 +211,16 @@ func TestSetCacheBudgetShrinksTheCache(t *testing.T) {
 		return out
 	}
 	want := greedy()
-	store := m.experts.(*streamExperts).store
-	before := store.Stats()
+	store := m.experts
+	before := store.stats()
 	require.Positive(t, before.CachedNow, "the cache filled")
 
 	require.Equal(t, p.SlotBytes, m.SetCacheBudget(p.SlotBytes+p.SlotBytes/2), "whole experts")
-	after := store.Stats()
+	after := store.stats()
 	require.LessOrEqual(t, after.CachedNow, 1)
 	require.Less(t, after.BufferBytes, before.BufferBytes, "buffers handed back")
 	require.Equal(t, want, greedy(), "a smaller cache changes where bytes come from, not the tokens")
-	require.LessOrEqual(t, store.Stats().CachedNow, 1)
+	require.LessOrEqual(t, store.stats().CachedNow, 1)
 
 	require.Equal(t, int64(p.CacheExperts)*p.SlotBytes, m.SetCacheBudget(1<<62), "never past the plan")
 	require.Zero(t, m.SetCacheBudget(-1))

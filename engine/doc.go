@@ -52,15 +52,15 @@
 // then each selected expert is read once and applied to all the positions
 // that chose it (moe.go). SPEEDUPS.md has the design and the figures.
 //
-// Weights are read through Source. Streaming is not invisible to the
-// forward pass: it enters it at the expert store's seam (experts.go), whose
-// acquire and four prefetch calls the pass makes per layer (model.go:
-// the previous token's experts at each decode layer; moe.go: a prompt's
-// groups; prefill.go: each chunk's experts as it is routed; streaming.go:
-// the next layer's guess), at the spine ring's get and release per streamed
-// layer (model.go), and where the pass checks for a streamed store to route
-// a prompt early or look ahead (prefill.go, streaming.go; also expertmap.go
-// and stats.go for their readings). Which experts a token uses, and so the
+// Weights are read through ckpt.Source. Streaming is not invisible to the
+// forward pass: it enters it at the expert store's seam (experts.go), the
+// one interface the pass sees, whatever the store: start at each layer
+// (model.go; the store may prefetch the previous token's experts), acquire
+// (moe.go; the store reads the rest of a prompt's union ahead), want
+// (prefill.go: a chunk's experts as it is routed; streaming.go: the next
+// layer's guess), and fromDisk, which turns on the early routing and the
+// guess; and at the spine ring's get and release per streamed layer
+// (model.go). Which experts a token uses, and so the
 // output, is the router's alone. Nothing outside this package sees a
 // tensor.
 package engine

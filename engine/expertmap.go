@@ -1,5 +1,7 @@
 package engine
 
+import ()
+
 // ExpertMap is where every routed expert is, for a status page (the web
 // page's picture of the experts): plain flags and counts, no weights.
 // Cells are [len(Layers), Experts], row-major.
@@ -22,13 +24,6 @@ func (m *Model) ExpertMap() ExpertMap {
 	}
 	n := len(em.Layers) * em.Experts
 	em.OnDisk, em.Cached, em.Heat = make([]bool, n), make([]bool, n), make([]float32, n)
-	se, ok := m.experts.(*streamExperts)
-	if !ok {
-		for i := range n {
-			em.OnDisk[i], em.Cached[i] = true, true
-		}
-		return em
-	}
-	em.OnDisk, em.Cached, em.Heat = se.store.Map(em.Layers, em.Experts)
+	em.OnDisk, em.Cached, em.Heat = m.experts.places(em.Layers, em.Experts)
 	return em
 }

@@ -173,7 +173,7 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 		}
 	}
 	if stream != nil && m.cfg.ExpertsMXFP4 && m.cfg.Experts > 0 {
-		m.experts, err = openStreamExperts(ctx, dir, m.ck, m.cfg, stream, m.plan.CacheExperts, &m.io)
+		m.experts, err = openStreamExperts(ctx, dir, m.ck, m.cfg, stream, m.plan.CacheExperts, &m.io, m.spine != nil)
 	} else {
 		m.experts, err = loadRAMExperts(ctx, m.ck, m.cfg)
 	}
@@ -295,15 +295,7 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if T <= 2 && m.spine == nil {
-			// Decode and speculative steps. A prompt's union holds most of
-			// the previous token's experts anyway, and its group
-			// prefetches read them in order. With streamed spine layers
-			// the ring keeps the disk busy and the disk is the limit: a
-			// wrong guess (about 69% of them, docs/MODEL.md §10) would
-			// only cost disk time.
-			m.experts.prefetchPrevious(i)
-		}
+		m.experts.start(i, T)
 		lw := &w.layers[i]
 		if i >= m.pinned {
 			ld, err := m.spine.get(ctx, i)

@@ -116,10 +116,6 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 	if err != nil {
 		return err
 	}
-	if len(work.groups) > 1 {
-		m.experts.prefetchPart(layer, work.groups[1])
-		m.experts.prefetchAhead(layer, work.union[len(work.groups[0])+len(work.groups[1]):])
-	}
 
 	z := x
 	if c.Latent > 0 {
@@ -225,14 +221,10 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 	for g, group := range work.groups {
 		if g > 0 {
 			var err error
+			// The store reads the next group ahead, and the rest as far
+			// as the buffers this group's release freed allow.
 			if batch, err = m.experts.acquire(ctx, layer, group, work.union); err != nil {
 				return nil, err
-			}
-			if g+1 < len(work.groups) {
-				// The next group is certain; the rest is topped up as
-				// far as the buffers this group's release freed allow.
-				m.experts.prefetchPart(layer, work.groups[g+1])
-				m.experts.prefetchAhead(layer, work.union[min((g+2)*experts.MaxTopK, len(work.union)):])
 			}
 		}
 		if T == 1 {

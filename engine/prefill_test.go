@@ -58,8 +58,7 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 				}
 			}
 			require.NoError(t, sc.Err())
-			store := m.experts.(*streamExperts).store
-			st := store.Stats()
+			st := m.experts.stats()
 			t.Logf("prompt %d tokens, %d distinct experts, store %+v", len(prompt), len(distinct), st)
 			require.Greater(t, len(distinct), experts.MaxTopK, "the union spans more than one acquire group")
 			require.Equal(t, int64(len(distinct)), st.Reads, "each distinct expert read once")
@@ -163,7 +162,7 @@ func TestPromptRoutedInChunks(t *testing.T) {
 	for i := range ids {
 		require.Equal(t, want[i], got[i], "position %d", i)
 	}
-	st := m.experts.(*streamExperts).store.Stats()
+	st := m.experts.stats()
 	t.Logf("store %+v", st)
 	require.Greater(t, st.Reads, int64(experts.MaxTopK), "the unions span more than one acquire group")
 	require.Zero(t, st.Misses, "no expert read on demand: all prefetched as the chunks were routed")

@@ -66,10 +66,7 @@ func statsOf(st experts.Stats, spine int64, io experts.MeterStats) Stats {
 
 // Stats returns the model's streaming counters since Open.
 func (m *Model) Stats() Stats {
-	var st experts.Stats
-	if s, ok := m.experts.(*streamExperts); ok {
-		st = s.store.Stats()
-	}
+	st := m.experts.stats()
 	var spine int64
 	if m.spine != nil {
 		spine = m.spine.bytes.Load()

@@ -139,9 +139,12 @@ type streamExperts struct {
 	store         *experts.Store
 	inter, latent int
 	heatPath      string
+	// spineStreamed: spine layers past the pinned prefix are read per
+	// token, and they keep the disk busy.
+	spineStreamed bool
 }
 
-func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *config, o *StreamOptions, cache int, meter *experts.Meter) (*streamExperts, error) {
+func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *config, o *StreamOptions, cache int, meter *experts.Meter, spineStreamed bool) (*streamExperts, error) {
 	var heat *experts.Heat
 	if o.HeatPath != "" {
 		// A damaged or foreign histogram only costs warm-up: start afresh
@@ -163,24 +166,71 @@ func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *confi
 	if err != nil {
 		return nil, err
 	}
-	return &streamExperts{store: s, inter: c.MoEIntermediate, latent: c.ExpertDim(), heatPath: o.HeatPath}, nil
+	return &streamExperts{store: s, inter: c.MoEIntermediate, latent: c.ExpertDim(), heatPath: o.HeatPath, spineStreamed: spineStreamed}, nil
 }
 
+// start prefetches, at a decode or speculative step (T ≤ 2), the experts
+// the layer used last time. A prompt's union holds most of the previous
+// token's experts anyway, and its group prefetches read them in order.
+// With streamed spine layers the ring keeps the disk busy and the disk is
+// the limit: a wrong guess (about 69% of them, docs/MODEL.md §10) would
+// only cost disk time.
+func (s *streamExperts) start(layer, T int) {
+	if T <= 2 && !s.spineStreamed {
+		s.store.PrefetchPrevious(layer)
+	}
+}
+
+// acquire acquires ids, then reads ahead the rest of union: the next group
+// (certain: it may evict a cold cached expert for a buffer) and, as deep
+// as spare buffers allow, the groups after it.
 func (s *streamExperts) acquire(ctx context.Context, layer int, ids, union []int) (expertBatch, error) {
 	b, err := s.store.AcquirePart(ctx, layer, ids, union)
 	if err != nil {
 		return nil, err
 	}
+	if rest := restOf(union, ids); len(rest) > 0 {
+		next := rest[:min(len(rest), experts.MaxTopK)]
+		s.store.PrefetchPart(layer, next)
+		s.store.PrefetchAhead(layer, rest[len(next):])
+	}
 	return &streamBatch{b: b, s: s}, nil
 }
 
-func (s *streamExperts) prefetch(layer int, ids []int) { s.store.Prefetch(layer, ids) }
+// restOf returns what follows ids in union, where ids is a run of union
+// (an acquisition group); nil when it is not one.
+func restOf(union, ids []int) []int {
+	if len(ids) == 0 || len(ids) >= len(union) {
+		return nil
+	}
+	for p := 0; p+len(ids) <= len(union); p++ {
+		if union[p] == ids[0] {
+			if slices.Equal(union[p:p+len(ids)], ids) {
+				return union[p+len(ids):]
+			}
+			return nil
+		}
+	}
+	return nil
+}
 
-func (s *streamExperts) prefetchPart(layer int, ids []int) { s.store.PrefetchPart(layer, ids) }
+func (s *streamExperts) want(layer int, ids []int, certain bool) {
+	if certain {
+		s.store.PrefetchAhead(layer, ids)
+		return
+	}
+	s.store.Prefetch(layer, ids)
+}
 
-func (s *streamExperts) prefetchAhead(layer int, ids []int) { s.store.PrefetchAhead(layer, ids) }
+func (s *streamExperts) fromDisk() bool { return true }
 
-func (s *streamExperts) prefetchPrevious(layer int) { s.store.PrefetchPrevious(layer) }
+func (s *streamExperts) stats() experts.Stats { return s.store.Stats() }
+
+func (s *streamExperts) places(layers []int, n int) (onDisk, cached []bool, heat []float32) {
+	return s.store.Map(layers, n)
+}
+
+func (s *streamExperts) setCacheCap(n int) (bool, bool) { return s.store.SetCacheCap(n), true }
 
 func (s *streamExperts) close() error {
 	err := s.store.Close()
@@ -228,7 +278,7 @@ func (b *streamBatch) release() { b.b.Release() }
 // pinned: a streamed spine keeps the disk busy, where wrong guesses (the
 // other 30–40%) would cost disk time.
 func (m *Model) lookahead(i int, mIn []float32, T int) {
-	if _, ok := m.experts.(*streamExperts); !ok || T != 1 || i+1 >= m.cfg.Layers {
+	if !m.experts.fromDisk() || T != 1 || i+1 >= m.cfg.Layers {
 		return
 	}
 	var next *layerWeights
@@ -244,5 +294,5 @@ func (m *Model) lookahead(i int, mIn []float32, T int) {
 	rmsNormRows(x, mIn, next.postNorm, c.Eps, c.Hidden)
 	logits := make([]float32, c.Experts)
 	m.backend.MatVec(logits, next.moe.router, x)
-	m.experts.prefetch(i+1, c.router(logits, next.moe.bias).ids)
+	m.experts.want(i+1, c.router(logits, next.moe.bias).ids, false)
 }
