@@ -107,7 +107,12 @@ type checkedFile struct {
 
 var _ ckpt.Ensurer = checkedFile{}
 
-func (c checkedFile) Ensure(_ context.Context, off, n int64) error {
+// Ensure checks ctx first, as every Source does (sourcetest's contract): a
+// cancelled turn must not read on.
+func (c checkedFile) Ensure(ctx context.Context, off, n int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	return c.f.Check(c.name, off, n)
 }
 

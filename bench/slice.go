@@ -51,7 +51,17 @@ type SliceBenchOptions struct {
 	// Int8 also converts the slice's spine to int8 (once) and compares its
 	// logits with BF16's.
 	Int8 bool
+	// Mirror also runs the engine decode under Plan and, with Prefill, the
+	// prompt over the slice installed as a full mirror (installMirror: the
+	// same bytes, hard-linked, with the downloader's manifest and presence
+	// maps), read through the mirror's Sources as an installed model is
+	// (app.OpenModel's MirrorSource): every expert Ensured, then read in
+	// chunks on the scheduler, as over the plain files.
+	Mirror bool
 	Log  func(format string, args ...any) // progress lines; nil: silent
+	// open opens the checkpoint's files for the engine runs: nil, plain
+	// files; the mirror's Sources for the Mirror runs.
+	open ckpt.OpenSource
 }
 
 // ReadBandwidth is one read mode's parallel bandwidth over cold expert spans.
@@ -111,6 +121,10 @@ type SliceReport struct {
 	StreamedPlan    engine.BudgetPlan `json:"streamed_plan"`
 	EnginePrefill   *PrefillResult    `json:"engine_prefill,omitempty"`
 	EngineInt8      *Int8Result       `json:"engine_int8,omitempty"`
+	// MirrorDecode and MirrorPrefill are EngineDecode and EnginePrefill
+	// over the slice installed as a mirror (SliceBenchOptions.Mirror).
+	MirrorDecode  *DecodeResult  `json:"mirror_decode,omitempty"`
+	MirrorPrefill *PrefillResult `json:"mirror_prefill,omitempty"`
 	K3Plan          engine.BudgetPlan `json:"k3_plan"`
 	K3SecondsPerTok [2]float64        `json:"k3_projected_s_per_token"` // [overlapped, serial]
 }
@@ -230,6 +244,11 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		r.EnginePrefill = &p
 		logf("prefill, engine forward: %d tokens, time to first token %.2f s; %d distinct experts read, amplification %.4f (token-major would acquire %.2f×); read once without compute %.2f s (TTFT %.2f× that), waiting for experts %.2f s, compute %.2f s",
 			p.Tokens, p.TimeToFirstToken, p.DistinctExperts, p.ReadAmplification, p.TokenMajorAmplification, p.ReadsAlone, p.TTFTRatio, p.ExpertWait, p.Compute)
+	}
+	if o.Mirror {
+		if err := o.benchMirror(ctx, &r, heat, logf); err != nil {
+			return r, err
+		}
 	}
 	if o.Int8 {
 		q, err := o.engineInt8(ctx, o.Plan)

@@ -33,7 +33,7 @@ const maxEngineWarmup = 40
 // expert cache is full): the router now chooses the experts. The heat
 // histogram persists at heatPath between the runs.
 func (o SliceBenchOptions) engineDecode(ctx context.Context, plan engine.BudgetPlan, heatPath, run string) (DecodeResult, error) {
-	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, Stream: &engine.StreamOptions{Plan: &plan, HeatPath: heatPath}})
+	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, OpenSource: o.open, Stream: &engine.StreamOptions{Plan: &plan, HeatPath: heatPath}})
 	if err != nil {
 		return DecodeResult{}, err
 	}
@@ -137,7 +137,7 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan engine.Budget
 	defer os.Remove(tracePath)
 	o.dropSliceCache()
 	opened := time.Now()
-	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, Stream: &engine.StreamOptions{Plan: &plan, TracePath: tracePath}})
+	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, OpenSource: o.open, Stream: &engine.StreamOptions{Plan: &plan, TracePath: tracePath}})
 	if err != nil {
 		return r, err
 	}

@@ -21,6 +21,16 @@ func (s *Store) reader(d *schedDrive) {
 		if !ok {
 			return
 		}
+		if j.ensure {
+			// Not the drive's read: its failure is the fetch's, not the
+			// drive's, and the expert's, not a chunk's to retry.
+			err := s.ensure(j)
+			s.sched.finished(d, j, 0, nil, false)
+			if err != nil {
+				s.chunkDone(j.e, err, 0, 0)
+			}
+			continue
+		}
 		var n int64
 		var err error
 		if d.dev == nil {
@@ -110,6 +120,37 @@ func (s *Store) readable(e *entry) error {
 	return nil
 }
 
+// ensure makes e's span present (its shard's Source's Ensure: a fetch in a
+// stream install, a presence check in a full one) and queues its chunks in
+// place of the ensure job, at demand priority when a batch waits for it by
+// now.
+func (s *Store) ensure(j readJob) error {
+	e := j.e
+	if err := s.readable(e); err != nil {
+		return err
+	}
+	sp := s.spans[e.id]
+	if err := s.shards[sp.Shard].Ensure(s.ctx, sp.Offset, sp.Size); err != nil {
+		return fmt.Errorf("experts: fetch %s (%s bytes %d to %d): %w", e.id, sp.Shard, sp.Offset, sp.Offset+sp.Size, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	chunks := s.chunks(e, j.demand || !e.spec)
+	e.mu.Lock()
+	e.pending += len(chunks) - 1 // the chunks replace the ensure job
+	e.mu.Unlock()
+	s.sched.mu.Lock()
+	defer s.sched.mu.Unlock()
+	if s.sched.closed {
+		e.mu.Lock()
+		e.pending -= len(chunks) - 1
+		e.mu.Unlock()
+		return ErrClosed
+	}
+	s.sched.push(chunks, false)
+	return nil
+}
+
 // read fills one chunk of e's buffer from its shard: the buffer holds the
 // file range covering the span (aligned for direct descriptors, since the
 // span need not start on a block boundary). It returns the bytes read from
@@ -121,11 +162,6 @@ func (s *Store) read(j readJob) (int64, error) {
 	}
 	sp := s.spans[e.id]
 	sf := s.shards[sp.Shard]
-	if sf.Sparse() {
-		if err := sf.Ensure(s.ctx, sp.Offset, sp.Size); err != nil {
-			return 0, fmt.Errorf("experts: fetch %s (%s bytes %d to %d): %w", e.id, sp.Shard, sp.Offset, sp.Offset+sp.Size, err)
-		}
-	}
 	base := s.base(sp)
 	s.meter.Change(1)
 	got, err := sf.ReadFull(e.buf[j.lo-base:j.hi-base], j.lo)

@@ -217,7 +217,9 @@ func (q *readScheduler) finished(d *schedDrive, j readJob, n int64, err error, c
 	q.account(time.Now())
 	d.inflight--
 	d.bytes += n
-	d.reads++
+	if !j.ensure {
+		d.reads++ // an Ensure is no chunk read
+	}
 	if err == nil || d.dev == nil || closing || errors.Is(err, errDropped) {
 		return false
 	}

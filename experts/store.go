@@ -478,12 +478,17 @@ func (s *Store) newEntry(id ckpt.ExpertID, buf []byte) *entry {
 const ReadChunk = 4 << 20
 
 // A readJob is one chunk [lo, hi) of the file range covering an entry's
-// span (the whole range when the shard's Source is an ckpt.Ensurer, which is
-// asked for the expert as one request), at demand or prefetch priority.
+// span, at demand or prefetch priority; or, for a shard whose Source is a
+// ckpt.Ensurer (an installed mirror, full or stream), the expert's Ensure:
+// one request for the whole span (a stream install's one HTTP range, a
+// full install's presence check), after which the reader that ran it
+// queues the span's chunks like any other shard's. So every install reads
+// its experts through the same chunked, scheduled path.
 type readJob struct {
 	e      *entry
 	lo, hi int64
 	demand bool
+	ensure bool
 }
 
 // submit queues e's read as chunk jobs; the in-flight read holds a
@@ -506,19 +511,25 @@ func (s *Store) submit(e *entry, demand bool) {
 	s.sched.mu.Unlock()
 }
 
-// jobs splits e's read into chunks.
+// jobs is e's read: its Ensure first where the shard's Source may lack
+// bytes, else its chunks.
 func (s *Store) jobs(e *entry, demand bool) []readJob {
+	if s.shards[s.spans[e.id].Shard].Sparse() {
+		return []readJob{{e: e, demand: demand, ensure: true}}
+	}
+	return s.chunks(e, demand)
+}
+
+// chunks splits e's read into chunks of the covering range.
+func (s *Store) chunks(e *entry, demand bool) []readJob {
 	sp := s.spans[e.id]
 	lo, hi := sp.Offset, sp.Offset+sp.Size
 	if s.shards[sp.Shard].Direct() {
 		lo, hi = directio.AlignDown(lo), directio.AlignUp(hi)
 	}
-	if s.shards[sp.Shard].Sparse() {
-		return []readJob{{e, lo, hi, demand}}
-	}
 	var jobs []readJob
 	for c := lo; c < hi; c += s.chunk {
-		jobs = append(jobs, readJob{e, c, min(c+s.chunk, hi), demand})
+		jobs = append(jobs, readJob{e: e, lo: c, hi: min(c+s.chunk, hi), demand: demand})
 	}
 	return jobs
 }

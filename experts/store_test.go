@@ -290,6 +290,9 @@ func (c *copySource) Ensure(_ context.Context, off, n int64) error {
 	return f.Close()
 }
 
+// TestEnsurerFillsMissingExperts: a shard whose Source is an Ensurer (an
+// installed mirror) has each expert made present with one Ensure of its
+// span, then read in chunks on the scheduler like a plain file's.
 func TestEnsurerFillsMissingExperts(t *testing.T) {
 	t.Parallel()
 	src, spans := writeTinyModel(t, []int{1}, 6)
@@ -305,7 +308,7 @@ func TestEnsurerFillsMissingExperts(t *testing.T) {
 	require.NoError(t, err)
 	defer sparse.(*ckpt.FileSource).Close()
 	shard := &copySource{Source: sparse, src: filepath.Join(src, name), dst: dst}
-	s, err := Open(t.Context(), Options{Dir: mirror, Spans: spans, Sources: map[string]ckpt.Source{name: shard}, Readers: 2})
+	s, err := Open(t.Context(), Options{Dir: mirror, Spans: spans, Sources: map[string]ckpt.Source{name: shard}, Readers: 2, ChunkBytes: 4096})
 	require.NoError(t, err)
 	defer s.Close()
 	b, err := s.Acquire(t.Context(), 1, []int{4, 2})
@@ -317,6 +320,12 @@ func TestEnsurerFillsMissingExperts(t *testing.T) {
 		require.Equal(t, spanBytes(t, src, spans[ckpt.ExpertID{Layer: 1, Expert: e}]), got)
 	}
 	require.Equal(t, 2, shard.calls, "one Ensure per expert")
+	chunks := 0
+	for _, e := range []int{4, 2} {
+		chunks += len(s.chunks(&entry{id: ckpt.ExpertID{Layer: 1, Expert: e}}, true))
+	}
+	require.GreaterOrEqual(t, chunks, 6, "a 9,792-byte span is three 4 KiB chunks or more")
+	require.Equal(t, int64(chunks), s.Stats().Drives[0].Reads, "read in chunks, the Ensure not counted as one")
 }
 
 func TestTruncatedShardNamesTheExpert(t *testing.T) {
@@ -457,4 +466,38 @@ func TestWrongPrefetchesStopReading(t *testing.T) {
 	// Reading all nine experts would take at least 9 × 12288 bytes; the
 	// demanded one and the chunks in flight take at most about three.
 	require.Less(t, st.DiskBytes, 4*directio.AlignUp(ckpt.ExpertSpanSize(tinyInter, tinyLatent)), "dropped prefetches were not read to the end")
+}
+
+// failingEnsure is a sparse shard whose fetches fail (the hub unreachable).
+type failingEnsure struct{ ckpt.Source }
+
+var errNoHub = errors.New("no hub")
+
+func (failingEnsure) Ensure(context.Context, int64, int64) error { return errNoHub }
+
+// TestFailedEnsureFailsTheExpertNotTheDrive: a fetch that fails fails the
+// expert's Wait with the fetch's error, naming the expert; the mirror stays
+// in service and a later Acquire tries again.
+func TestFailedEnsureFailsTheExpertNotTheDrive(t *testing.T) {
+	t.Parallel()
+	dir, spans := writeTinyModel(t, []int{1}, 4)
+	name := spans[ckpt.ExpertID{Layer: 1, Expert: 0}].Shard
+	src, err := ckpt.OpenFile(t.Context(), filepath.Join(dir, name))
+	require.NoError(t, err)
+	defer src.(*ckpt.FileSource).Close()
+	s, err := Open(t.Context(), Options{Dir: dir, Spans: spans, Sources: map[string]ckpt.Source{name: failingEnsure{src}}, Readers: 2})
+	require.NoError(t, err)
+	defer s.Close()
+	for range 2 {
+		b, err := s.Acquire(t.Context(), 1, []int{3})
+		require.NoError(t, err)
+		_, err = b.Wait(t.Context(), 0)
+		require.ErrorIs(t, err, errNoHub)
+		require.ErrorContains(t, err, "layer 1 expert 3")
+		b.Release()
+	}
+	st := s.Stats()
+	require.Equal(t, int64(2), st.Misses, "the failed read is not kept")
+	require.False(t, st.Drives[0].Failed)
+	require.Zero(t, st.Drives[0].Reads)
 }
