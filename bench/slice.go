@@ -58,7 +58,7 @@ type SliceBenchOptions struct {
 	// (app.OpenModel's MirrorSource): every expert Ensured, then read in
 	// chunks on the scheduler, as over the plain files.
 	Mirror bool
-	Log  func(format string, args ...any) // progress lines; nil: silent
+	Log    func(format string, args ...any) // progress lines; nil: silent
 	// open opens the checkpoint's files for the engine runs: nil, plain
 	// files; the mirror's Sources for the Mirror runs.
 	open ckpt.OpenSource
@@ -117,14 +117,14 @@ type SliceReport struct {
 	EngineDecode *DecodeResult `json:"engine_decode,omitempty"`
 	// EngineStreamed is the same under StreamedPlan: the spine pinned in
 	// the full K3's proportion on this machine (its layers streamed).
-	EngineStreamed  *DecodeResult     `json:"engine_decode_streamed,omitempty"`
-	StreamedPlan    engine.BudgetPlan `json:"streamed_plan"`
-	EnginePrefill   *PrefillResult    `json:"engine_prefill,omitempty"`
-	EngineInt8      *Int8Result       `json:"engine_int8,omitempty"`
+	EngineStreamed *DecodeResult     `json:"engine_decode_streamed,omitempty"`
+	StreamedPlan   engine.BudgetPlan `json:"streamed_plan"`
+	EnginePrefill  *PrefillResult    `json:"engine_prefill,omitempty"`
+	EngineInt8     *Int8Result       `json:"engine_int8,omitempty"`
 	// MirrorDecode and MirrorPrefill are EngineDecode and EnginePrefill
 	// over the slice installed as a mirror (SliceBenchOptions.Mirror).
-	MirrorDecode  *DecodeResult  `json:"mirror_decode,omitempty"`
-	MirrorPrefill *PrefillResult `json:"mirror_prefill,omitempty"`
+	MirrorDecode    *DecodeResult     `json:"mirror_decode,omitempty"`
+	MirrorPrefill   *PrefillResult    `json:"mirror_prefill,omitempty"`
 	K3Plan          engine.BudgetPlan `json:"k3_plan"`
 	K3SecondsPerTok [2]float64        `json:"k3_projected_s_per_token"` // [overlapped, serial]
 }
