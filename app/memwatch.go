@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/sysinfo"
 )
 
@@ -15,12 +15,12 @@ const memWatchEvery = 2 * time.Second
 
 // cacheSizer is what the memory monitor resizes: the engine's model.
 type cacheSizer interface {
-	Plan() engine.BudgetPlan
+	Plan() experts.BudgetPlan
 	SetCacheBudget(bytes int64) int64
 }
 
 // memWatch keeps a running model out of the out-of-memory killer: the plan
-// left a headroom of free memory above Deltafin (engine.Headroom), and when
+// left a headroom of free memory above Deltafin (experts.Headroom), and when
 // other programs eat into it the expert cache, the one part of the plan
 // that can shrink without reopening, gives the shortfall back. When memory
 // comes back the cache grows again, never past its plan, and only with
@@ -42,7 +42,7 @@ func newMemWatch(m cacheSizer, read func() (sysinfo.Memory, error), log *slog.Lo
 // floor is the free memory the monitor defends: the plan's headroom, or
 // under --ram-gb (which keeps none) the smallest headroom there is.
 func (w *memWatch) floor() int64 {
-	return max(w.model.Plan().Reserve, engine.Headroom(0))
+	return max(w.model.Plan().Reserve, experts.Headroom(0))
 }
 
 // check reads the available memory once and resizes the cache; it returns

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/sysinfo"
 )
 
@@ -29,7 +29,7 @@ func TestMemWatchShrinksTheCacheWhenMemoryFalls(t *testing.T) {
 	w := newMemWatch(m.Model, func() (sysinfo.Memory, error) {
 		return sysinfo.Memory{Total: 64 << 30, Available: uint64(avail)}, nil
 	}, slog.New(slog.NewTextHandler(&logs, nil)))
-	floor := engine.Headroom(0) // --ram-gb keeps no headroom of its own
+	floor := experts.Headroom(0) // --ram-gb keeps no headroom of its own
 
 	avail = 8 << 30
 	require.Equal(t, p.CacheBytes, w.check(), "plenty free: the plan stands")

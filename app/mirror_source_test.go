@@ -12,6 +12,7 @@ import (
 	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/downloader/hubtest"
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/testref"
 )
 
@@ -82,7 +83,7 @@ func TestStreamedEngineFromStreamInstall(t *testing.T) {
 	defer m.Close()
 	before := h.Requests.Load()
 	model, err := engine.Open(ctx, m.Dir(), engine.Options{OpenSource: MirrorSource(m),
-		Stream: &engine.StreamOptions{Plan: &engine.BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 4}}})
+		Stream: &engine.StreamOptions{Plan: &experts.BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 4}}})
 	require.NoError(t, err)
 	defer model.Close()
 	want := refInts(t, "short.greedy_tokens")

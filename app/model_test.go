@@ -9,6 +9,7 @@ import (
 
 	"github.com/deltafin/deltafin/downloader/hubtest"
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/sysinfo"
 	"github.com/stretchr/testify/require"
 )
@@ -57,7 +58,7 @@ func TestStreamInstallFetchesExpertsThroughTheStore(t *testing.T) {
 	mirror, err := OpenMirror(ctx, cfg)
 	require.NoError(t, err)
 	defer mirror.Close()
-	stream := &engine.StreamOptions{Plan: &engine.BudgetPlan{PinnedLayers: 0, CacheExperts: 2}}
+	stream := &engine.StreamOptions{Plan: &experts.BudgetPlan{PinnedLayers: 0, CacheExperts: 2}}
 	before := h.Requests.Load()
 	m, err := engine.Open(ctx, mirror.Dir(), engine.Options{OpenSource: MirrorSource(mirror), Stream: stream})
 	require.NoError(t, err)

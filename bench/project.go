@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
-	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 )
 
 // The projection of `deltafin bench project`: the full K3's seconds per
@@ -103,10 +103,10 @@ type ProjectOptions struct {
 
 // Projection is one machine's projected s/token with its terms.
 type Projection struct {
-	Plan      engine.BudgetPlan `json:"plan"`
-	Spine     string            `json:"spine"`
-	DriveGBps []float64         `json:"drive_gb_per_s"`
-	Compute   ComputeRates      `json:"compute"`
+	Plan      experts.BudgetPlan `json:"plan"`
+	Spine     string             `json:"spine"`
+	DriveGBps []float64          `json:"drive_gb_per_s"`
+	Compute   ComputeRates       `json:"compute"`
 	// The per-token bytes computed: the spine's matrices (the embedding
 	// is a row lookup) and the routed experts.
 	SpineComputeBytes  int64 `json:"spine_compute_bytes"`
@@ -134,11 +134,11 @@ func ProjectK3(o ProjectOptions) (Projection, error) {
 		layers, globals = k3SpineInt8Bytes()
 		spine = "int8"
 	}
-	in := engine.BudgetInput{TotalRAM: o.RAM, AvailableRAM: o.RAM}
+	in := experts.BudgetInput{TotalRAM: o.RAM, AvailableRAM: o.RAM}
 	in.LayerBytes, in.GlobalBytes = layers, globals
 	in.SpanBytes, in.MoELayers, in.ExpertsPerLayer, in.TopK = ckpt.ExpertSpanBytes, k3MoELayers, k3Experts, k3TopK
 	in.WorkingBytes = StoreWorkingBytes() + 69*96*128*128*4
-	plan, err := engine.PlanBudget(in)
+	plan, err := experts.PlanBudget(in)
 	if err != nil {
 		return Projection{}, fmt.Errorf("bench: K3 in %.0f GB: %w", float64(o.RAM)/1e9, err)
 	}
@@ -156,7 +156,7 @@ func ProjectK3(o ProjectOptions) (Projection, error) {
 const k3EmbedBytes = int64(k3Vocab) * k3Hidden * 2
 
 // project applies the model of the file comment to a plan.
-func project(plan engine.BudgetPlan, spineCompute, expertCompute int64, drives []float64, c ComputeRates, int8 bool) Projection {
+func project(plan experts.BudgetPlan, spineCompute, expertCompute int64, drives []float64, c ComputeRates, int8 bool) Projection {
 	p := Projection{Plan: plan, DriveGBps: drives, Compute: c, SpineComputeBytes: spineCompute, ExpertComputeBytes: expertCompute}
 	var sum float64
 	for _, g := range drives {

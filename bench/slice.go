@@ -11,7 +11,6 @@ import (
 	"time"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
-	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/kernels"
 )
@@ -23,10 +22,10 @@ type SliceBenchOptions struct {
 	Backend kernels.Backend // nil: kernels.Default()
 	// Plan is the slice's budget plan: its expert cache for the decode
 	// runs, its pinned layers for the engine run.
-	Plan engine.BudgetPlan
+	Plan experts.BudgetPlan
 	// RAM is the machine's memory (TotalRAM, AvailableRAM, OverrideRAM) for
 	// the projection of the full K3; the model fields are filled in here.
-	RAM engine.BudgetInput
+	RAM experts.BudgetInput
 	// Tokens is the number of measured decode tokens (default 8), after
 	// Warmup tokens (default 2) that fill the cache and the prefetcher.
 	Tokens, Warmup int
@@ -117,16 +116,16 @@ type SliceReport struct {
 	EngineDecode *DecodeResult `json:"engine_decode,omitempty"`
 	// EngineStreamed is the same under StreamedPlan: the spine pinned in
 	// the full K3's proportion on this machine (its layers streamed).
-	EngineStreamed *DecodeResult     `json:"engine_decode_streamed,omitempty"`
-	StreamedPlan   engine.BudgetPlan `json:"streamed_plan"`
-	EnginePrefill  *PrefillResult    `json:"engine_prefill,omitempty"`
-	EngineInt8     *Int8Result       `json:"engine_int8,omitempty"`
+	EngineStreamed *DecodeResult      `json:"engine_decode_streamed,omitempty"`
+	StreamedPlan   experts.BudgetPlan `json:"streamed_plan"`
+	EnginePrefill  *PrefillResult     `json:"engine_prefill,omitempty"`
+	EngineInt8     *Int8Result        `json:"engine_int8,omitempty"`
 	// MirrorDecode and MirrorPrefill are EngineDecode and EnginePrefill
 	// over the slice installed as a mirror (SliceBenchOptions.Mirror).
-	MirrorDecode    *DecodeResult     `json:"mirror_decode,omitempty"`
-	MirrorPrefill   *PrefillResult    `json:"mirror_prefill,omitempty"`
-	K3Plan          engine.BudgetPlan `json:"k3_plan"`
-	K3SecondsPerTok [2]float64        `json:"k3_projected_s_per_token"` // [overlapped, serial]
+	MirrorDecode    *DecodeResult      `json:"mirror_decode,omitempty"`
+	MirrorPrefill   *PrefillResult     `json:"mirror_prefill,omitempty"`
+	K3Plan          experts.BudgetPlan `json:"k3_plan"`
+	K3SecondsPerTok [2]float64         `json:"k3_projected_s_per_token"` // [overlapped, serial]
 }
 
 // BenchSlice measures the slice: (a) parallel read bandwidth of 16 random
@@ -212,7 +211,7 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 	for _, run := range []struct {
 		on   bool
 		name string
-		plan engine.BudgetPlan
+		plan experts.BudgetPlan
 		out  **DecodeResult
 	}{{o.Engine, "natural", o.Plan, &r.EngineDecode}, {o.EngineStreamed, "streamed", r.StreamedPlan, &r.EngineStreamed}} {
 		if !run.on {
@@ -442,13 +441,13 @@ func k3SpineBytes() ([]int64, int64) {
 }
 
 // planK3 plans the real 93-layer K3 on this machine's RAM.
-func planK3(ram engine.BudgetInput) (engine.BudgetPlan, error) {
+func planK3(ram experts.BudgetInput) (experts.BudgetPlan, error) {
 	layers, globals := k3SpineBytes()
 	in := ram
 	in.LayerBytes, in.GlobalBytes = layers, globals
 	in.SpanBytes, in.MoELayers, in.ExpertsPerLayer, in.TopK = ckpt.ExpertSpanBytes, k3MoELayers, k3Experts, k3TopK
 	in.WorkingBytes = StoreWorkingBytes() + 69*96*128*128*4 // store buffers and the KDA states
-	p, err := engine.PlanBudget(in)
+	p, err := experts.PlanBudget(in)
 	if err != nil {
 		return p, fmt.Errorf("bench: K3 on this machine: %w", err)
 	}
@@ -461,9 +460,9 @@ func planK3(ram engine.BudgetInput) (engine.BudgetPlan, error) {
 // cached. On a machine that streams most of K3's spine, the slice's
 // layers all stream, so the engine over the slice meets per token what K3
 // would: the head computed from RAM, the spine and experts from disk.
-func SliceLikeK3(k3 engine.BudgetPlan, l SliceLayout) engine.BudgetPlan {
+func SliceLikeK3(k3 experts.BudgetPlan, l SliceLayout) experts.BudgetPlan {
 	n := len(l.Layers)
-	p := engine.BudgetPlan{RAM: k3.RAM, Reserve: k3.Reserve, Usable: k3.Usable, GlobalsPinned: k3.GlobalsPinned}
+	p := experts.BudgetPlan{RAM: k3.RAM, Reserve: k3.Reserve, Usable: k3.Usable, GlobalsPinned: k3.GlobalsPinned}
 	p.PinnedLayers = n * k3.PinnedLayers / k3Layers
 	p.CacheExperts = int(int64(k3.CacheExperts) * int64(n) / k3MoELayers)
 	p.CacheBytes = int64(p.CacheExperts) * storeBuffer

@@ -32,7 +32,7 @@ const maxEngineWarmup = 40
 // decode steps after the warmup ones (at least o.Warmup, and until the
 // expert cache is full): the router now chooses the experts. The heat
 // histogram persists at heatPath between the runs.
-func (o SliceBenchOptions) engineDecode(ctx context.Context, plan engine.BudgetPlan, heatPath, run string) (DecodeResult, error) {
+func (o SliceBenchOptions) engineDecode(ctx context.Context, plan experts.BudgetPlan, heatPath, run string) (DecodeResult, error) {
 	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, OpenSource: o.open, Stream: &engine.StreamOptions{Plan: &plan, HeatPath: heatPath}})
 	if err != nil {
 		return DecodeResult{}, err
@@ -127,7 +127,7 @@ type PrefillResult struct {
 
 // enginePrefill opens the slice with an empty expert cache and runs a
 // prompt of o.Prefill pseudo-random token ids through it, expert-major.
-func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan engine.BudgetPlan) (PrefillResult, error) {
+func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan experts.BudgetPlan) (PrefillResult, error) {
 	r := PrefillResult{Tokens: o.Prefill}
 	// The plan as it is, its expert cache starting empty (a fresh open
 	// loads none): every distinct expert is read from disk once, which the
@@ -218,7 +218,7 @@ type Int8Result struct {
 // engineInt8 converts the slice's spine to int8 (once; resumable) and runs
 // the same prompt through the BF16 and the int8 spine, every position's
 // logits compared.
-func (o SliceBenchOptions) engineInt8(ctx context.Context, plan engine.BudgetPlan) (Int8Result, error) {
+func (o SliceBenchOptions) engineInt8(ctx context.Context, plan experts.BudgetPlan) (Int8Result, error) {
 	var r Int8Result
 	out := engine.SpineInt8Dir(o.Dir)
 	if err := engine.ConvertSpineInt8(ctx, o.Dir, out, nil); err != nil {

@@ -10,7 +10,7 @@ import (
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/downloader"
-	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 )
 
 // TestEnginePrefillReportsTheReadsAlone runs the prefill measurement over
@@ -29,7 +29,7 @@ func TestEnginePrefillReportsTheReadsAlone(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
 	}
 	o := SliceBenchOptions{Dir: dir, Prefill: 24, Seed: 3}
-	r, err := o.enginePrefill(t.Context(), engine.BudgetPlan{PinnedLayers: 10})
+	r, err := o.enginePrefill(t.Context(), experts.BudgetPlan{PinnedLayers: 10})
 	require.NoError(t, err)
 	require.Positive(t, r.DistinctExperts)
 	require.Positive(t, r.ReadsAlone)
@@ -86,7 +86,7 @@ func TestMirrorPrefillReadsWhatThePlainFilesRead(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
 	}
 	o := SliceBenchOptions{Dir: dir, Prefill: 24, Seed: 3}
-	plain, err := o.enginePrefill(t.Context(), engine.BudgetPlan{PinnedLayers: 10})
+	plain, err := o.enginePrefill(t.Context(), experts.BudgetPlan{PinnedLayers: 10})
 	require.NoError(t, err)
 
 	m, err := installMirror(dir)
@@ -99,7 +99,7 @@ func TestMirrorPrefillReadsWhatThePlainFilesRead(t *testing.T) {
 	require.True(t, ensurer, "the mirror's Sources are Ensurers")
 	mo := o
 	mo.Dir, mo.open = m.Dir(), m.OpenSource()
-	mirror, err := mo.enginePrefill(t.Context(), engine.BudgetPlan{PinnedLayers: 10})
+	mirror, err := mo.enginePrefill(t.Context(), experts.BudgetPlan{PinnedLayers: 10})
 	require.NoError(t, err)
 	require.Equal(t, plain.DistinctExperts, mirror.DistinctExperts)
 	require.Equal(t, plain.DiskBytes, mirror.DiskBytes, "the same bytes read")

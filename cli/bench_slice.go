@@ -14,7 +14,7 @@ import (
 	"github.com/deltafin/deltafin/app"
 	"github.com/deltafin/deltafin/bench"
 	"github.com/deltafin/deltafin/checkpoint"
-	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/sysinfo"
 	"github.com/deltafin/deltafin/kernels"
 )
@@ -113,12 +113,12 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 	if cfg.RAMGB > 0 {
 		override = ram
 	}
-	in := engine.BudgetInput{
+	in := experts.BudgetInput{
 		TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override,
 		GlobalBytes: layout.GlobalBytes, LayerBytes: layout.SpineBytes, WorkingBytes: bench.StoreWorkingBytes(),
 		SpanBytes: checkpoint.ExpertSpanBytes, MoELayers: layers, ExpertsPerLayer: 896, TopK: 16,
 	}
-	plan, err := engine.PlanBudget(in)
+	plan, err := experts.PlanBudget(in)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 	eo := bench.SliceBenchOptions{
 		Dir: dir, Layout: layout, Plan: plan, Prefill: o.Prefill, Int8: o.Int8, Mirror: o.Mirror, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: o.Seed,
 		SkipSynthetic: !o.Synthetic,
-		RAM:           engine.BudgetInput{TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override},
+		RAM:           experts.BudgetInput{TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override},
 		Log:           func(f string, a ...any) { fmt.Fprintf(log, f+"\n", a...) },
 	}
 	if o.Engine {

@@ -23,7 +23,7 @@ const genTokens = 10
 
 // every streams all experts from disk each token: no cache, every spine
 // layer pinned.
-func every() *engine.BudgetPlan { return &engine.BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 0} }
+func every() *experts.BudgetPlan { return &experts.BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 0} }
 
 // run generates genTokens greedily from prompt with the drives given and
 // returns the tokens, the prompt's last logits, and the model's Stats.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/deltafin/deltafin/experts"
 )
 
 // insideCtx ends inside a layer: armed after layer i−1 completes, it
@@ -70,7 +72,7 @@ func TestCancelInsideLayer(t *testing.T) {
 	for i := range ids {
 		ids[i] = (i*7 + 3) % 500 // inside both vocabularies (1024 and 512)
 	}
-	streamed := BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 64}
+	streamed := experts.BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 64}
 	for _, tc := range []struct {
 		dir  string
 		opts Options

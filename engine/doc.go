@@ -33,7 +33,8 @@
 //	posblock.go    long prompts' batched products in blocks of positions
 //	flops.go       a pass's arithmetic, for bench prefill's ratio to the peak
 //	spec.go        exact n-gram speculation (two-position verify passes)
-//	budget.go      the RAM plan: pinned spine layers, expert cache size
+//	budget.go      Model.SetCacheBudget: the expert cache shrunk while running
+//	               (the RAM plan itself is experts.PlanBudget)
 //	sample.go      temperature, top_k, top_p, min_p on float64 probabilities;
 //	               the random stream keyed by (seed, token position)
 //	spineint8.go   the opt-in, non-exact int8 spine (convert-spine-int8)
@@ -45,8 +46,11 @@
 //	stats.go       Model.Stats: bytes read, cache and prefetch hits, disk idle
 //
 // The expert store, its read scheduler, the expert drives, the heat
-// histogram and the I/O meter are package experts'; the byte Source and the
-// index parse package checkpoint's; direct reads internal/directio's.
+// histogram, the I/O meter and the RAM plan are package experts'; the byte
+// Source and the index parse package checkpoint's; direct reads
+// internal/directio's. Nothing of the engine's math (attention, the
+// router, the expert FFNs) is in them, and they import nothing of the
+// engine.
 //
 // A prompt runs expert-major: every position of a layer is routed first,
 // then each selected expert is read once and applied to all the positions

@@ -21,4 +21,9 @@ var (
 	ErrStopped = errors.New("engine: generation stopped")
 	// ErrClosed: the model was closed.
 	ErrClosed = errors.New("engine: model closed")
+	// ErrSampling marks sampling options out of range (sample.go).
+	ErrSampling = errors.New("engine: invalid sampling")
+	// ErrSpineInt8 marks a missing, partial or foreign int8 spine
+	// (spineint8.go).
+	ErrSpineInt8 = errors.New("engine: int8 spine")
 )

@@ -1,7 +1,5 @@
 package engine
 
-import ()
-
 // ExpertMap is where every routed expert is, for a status page (the web
 // page's picture of the experts): plain flags and counts, no weights.
 // Cells are [len(Layers), Experts], row-major.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/experts"
 )
 
 // partSource is a local file that says a shard is missing (as a stream
@@ -34,7 +35,7 @@ func TestExpertMap(t *testing.T) {
 		return partSource{s, strings.HasSuffix(path, missingShard)}, nil
 	}
 	m, err := Open(t.Context(), dir, Options{OpenSource: open,
-		Stream: &StreamOptions{Plan: &BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 6}}})
+		Stream: &StreamOptions{Plan: &experts.BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 6}}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, m.Close()) })
 

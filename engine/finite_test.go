@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -44,7 +45,7 @@ func TestNaNSpineIsRefusedAtLoad(t *testing.T) {
 		require.Equal(t, "BF16", r.t.DType, name)
 		for _, bits := range [][]byte{{0xff, 0xff}, {0x80, 0x7f}} {
 			dir := patchedTiny(t, r.shard.name, r.t.Offset+r.t.Size/2&^1, bits)
-			for _, opts := range []Options{{}, {Stream: &StreamOptions{Plan: &BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 2}}}} {
+			for _, opts := range []Options{{}, {Stream: &StreamOptions{Plan: &experts.BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 2}}}} {
 				_, err := Open(t.Context(), dir, opts)
 				require.ErrorIs(t, err, ckpt.ErrNotFinite, name)
 				require.ErrorContains(t, err, r.full)
@@ -92,7 +93,7 @@ func TestNaNExpertScaleIsRefusedOnFirstRead(t *testing.T) {
 	_, err := Open(t.Context(), dir, Options{})
 	want(t, err)
 
-	sm, err := Open(t.Context(), dir, Options{Stream: &StreamOptions{Plan: &BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 2}}})
+	sm, err := Open(t.Context(), dir, Options{Stream: &StreamOptions{Plan: &experts.BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 2}}})
 	if err != nil {
 		want(t, err)
 		return

@@ -74,7 +74,7 @@ type Model struct {
 	pinned      int
 	spine       *spineRing    // streams layers pinned.., or nil
 	io          experts.Meter // reads in flight of the store and the ring
-	plan        BudgetPlan
+	plan        experts.BudgetPlan
 	routerTrace *traceWriter
 	noSpec      bool
 	i8          *checkpoint // the int8 spine, or nil
@@ -204,7 +204,7 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 
 // Plan returns the RAM budget the model was opened with (zero without
 // streaming), for printing at startup.
-func (m *Model) Plan() BudgetPlan { return m.plan }
+func (m *Model) Plan() experts.BudgetPlan { return m.plan }
 
 // Info returns the model's description.
 func (m *Model) Info() Info { return m.info }

@@ -28,12 +28,12 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 	ref := loadRef(t, filepath.Join(dir, "reference.safetensors"))
 	for _, tc := range []struct {
 		name  string
-		plan  BudgetPlan
+		plan  experts.BudgetPlan
 		mode  directio.Mode
 		cache bool
 	}{
-		{"no cache, every layer pinned", BudgetPlan{PinnedLayers: 1 << 20}, directio.Direct, false},
-		{"no cache, spine streamed, buffered", BudgetPlan{}, directio.Buffered, false},
+		{"no cache, every layer pinned", experts.BudgetPlan{PinnedLayers: 1 << 20}, directio.Direct, false},
+		{"no cache, spine streamed, buffered", experts.BudgetPlan{}, directio.Buffered, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			trace := filepath.Join(t.TempDir(), "trace.jsonl")
@@ -144,7 +144,7 @@ func TestPromptRoutedInChunks(t *testing.T) {
 	want, err := whole.NewSession().Forward(t.Context(), ids, true)
 	require.NoError(t, err)
 
-	plan := BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 256}
+	plan := experts.BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 256}
 	m, err := Open(t.Context(), dir, Options{Stream: &StreamOptions{Plan: &plan}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close() })

@@ -66,9 +66,6 @@ func modelCard() Sampling { return Sampling{Temperature: 1, TopP: 0.95} }
 // Greedy reports whether s picks the argmax (no randomness).
 func (s Sampling) Greedy() bool { return s.Temperature == 0 || s.TopK == 1 }
 
-// ErrSampling marks sampling options out of range.
-var ErrSampling = errors.New("engine: invalid sampling")
-
 // Check refuses options out of range, naming the field.
 func (s Sampling) Check() error {
 	switch {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -39,9 +38,6 @@ import (
 // sizes. Each file is written to a temporary name, fsynced and renamed, so a
 // file that exists is whole; an interrupted conversion resumes at the first
 // missing file.
-
-// ErrSpineInt8 marks a missing, partial or foreign int8 spine.
-var ErrSpineInt8 = errors.New("engine: int8 spine")
 
 const spineInt8Manifest = "spine-int8.json"
 

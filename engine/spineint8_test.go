@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/kernels"
 	"github.com/stretchr/testify/require"
 )
@@ -140,7 +141,7 @@ func TestInt8SpineHalvesThePlannedSpine(t *testing.T) {
 	dir := filepath.Join("..", "testdata", "k3-tiny")
 	out := filepath.Join(t.TempDir(), "i8")
 	require.NoError(t, ConvertSpineInt8(t.Context(), dir, out, nil))
-	plan := func(i8 string) BudgetPlan {
+	plan := func(i8 string) experts.BudgetPlan {
 		m, err := Open(t.Context(), dir, Options{SpineInt8: i8, Stream: &StreamOptions{TotalRAM: 64 << 30, OverrideRAM: 2 << 20}})
 		require.NoError(t, err)
 		defer m.Close()

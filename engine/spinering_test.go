@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/deltafin/deltafin/experts"
 )
 
 // TestSpineRingIsBitExact streams every spine layer of k3-tiny through the
@@ -19,7 +21,7 @@ func TestSpineRingIsBitExact(t *testing.T) {
 	require.NoError(t, err)
 	defer ram.Close()
 	for _, pinned := range []int{0, 3} {
-		m, err := Open(t.Context(), dir, Options{NoSpec: true, Stream: &StreamOptions{Plan: &BudgetPlan{PinnedLayers: pinned}}})
+		m, err := Open(t.Context(), dir, Options{NoSpec: true, Stream: &StreamOptions{Plan: &experts.BudgetPlan{PinnedLayers: pinned}}})
 		require.NoError(t, err)
 		require.NotNil(t, m.spine)
 		for _, sf := range m.spine.files {
@@ -66,7 +68,7 @@ func TestSpineRingInt8IsBitExact(t *testing.T) {
 	ram, err := Open(t.Context(), dir, Options{NoSpec: true, SpineInt8: i8})
 	require.NoError(t, err)
 	defer ram.Close()
-	m, err := Open(t.Context(), dir, Options{NoSpec: true, SpineInt8: i8, Stream: &StreamOptions{Plan: &BudgetPlan{PinnedLayers: 1}}})
+	m, err := Open(t.Context(), dir, Options{NoSpec: true, SpineInt8: i8, Stream: &StreamOptions{Plan: &experts.BudgetPlan{PinnedLayers: 1}}})
 	require.NoError(t, err)
 	defer m.Close()
 	require.False(t, m.spine.fast)

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/deltafin/deltafin/experts"
 )
 
 // TestModelStats opens k3-tiny with every layer streamed and no expert
@@ -17,7 +19,7 @@ func TestModelStats(t *testing.T) {
 	require.Zero(t, inRAM.Stats(), "a model in RAM reads nothing after Open")
 	require.NoError(t, inRAM.Close())
 
-	m, err := Open(t.Context(), dir, Options{Stream: &StreamOptions{Plan: &BudgetPlan{}}})
+	m, err := Open(t.Context(), dir, Options{Stream: &StreamOptions{Plan: &experts.BudgetPlan{}}})
 	require.NoError(t, err)
 	defer m.Close()
 	info := m.Info()

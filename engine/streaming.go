@@ -24,7 +24,7 @@ type StreamOptions struct {
 	TotalRAM, AvailableRAM, OverrideRAM int64
 	// Plan, when set, is used as is instead of planning from the RAM
 	// figures (tests force a small cache or zero pinned layers with it).
-	Plan *BudgetPlan
+	Plan *experts.BudgetPlan
 	// HeatPath is where the heat histogram persists across runs: loaded at
 	// open (a damaged or foreign file starts afresh) and saved at Close;
 	// empty: a fresh histogram each run.
@@ -110,7 +110,7 @@ func (m *Model) spineRAMBytes() ([]int64, int64) {
 
 // planStreaming applies the budget: how many spine layers are pinned and
 // how many experts the cache keeps.
-func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
+func (m *Model) planStreaming(o *StreamOptions) (experts.BudgetPlan, error) {
 	if o.Plan != nil {
 		return *o.Plan, nil
 	}
@@ -127,7 +127,7 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 		span = ckpt.ExpertSpanSize(c.MoEIntermediate, c.ExpertDim())
 	}
 	working := int64(2*experts.MaxTopK+32) * (directio.AlignUp(span) + directio.Align)
-	return PlanBudget(BudgetInput{
+	return experts.PlanBudget(experts.BudgetInput{
 		TotalRAM: o.TotalRAM, AvailableRAM: o.AvailableRAM, OverrideRAM: o.OverrideRAM,
 		GlobalBytes: globals, LayerBytes: layers, WorkingBytes: working,
 		SpanBytes: span, MoELayers: moe, ExpertsPerLayer: c.Experts, TopK: c.TopK,

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/directio"
 )
 
@@ -26,9 +27,9 @@ func TestK3TinyStreamedGivesTheReferenceTokens(t *testing.T) {
 		stream StreamOptions
 		pinned int
 	}{
-		{"expert cache of 2, every layer pinned", StreamOptions{Plan: &BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 2}}, 10},
-		{"zero pinned layers, no expert cache", StreamOptions{Plan: &BudgetPlan{PinnedLayers: 0, CacheExperts: 0}}, 0},
-		{"buffered reads, 3 pinned layers", StreamOptions{mode: directio.Buffered, Plan: &BudgetPlan{PinnedLayers: 3, CacheExperts: 5}}, 3},
+		{"expert cache of 2, every layer pinned", StreamOptions{Plan: &experts.BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 2}}, 10},
+		{"zero pinned layers, no expert cache", StreamOptions{Plan: &experts.BudgetPlan{PinnedLayers: 0, CacheExperts: 0}}, 0},
+		{"buffered reads, 3 pinned layers", StreamOptions{mode: directio.Buffered, Plan: &experts.BudgetPlan{PinnedLayers: 3, CacheExperts: 5}}, 3},
 		// --ram-gb of 2 MiB, all of it for Deltafin: the working set takes 0.8 MB and
 		// the planner pins the head and the first layers that fit.
 		{"planned from --ram-gb", StreamOptions{TotalRAM: 64 << 30, OverrideRAM: 2 << 20}, -1},
@@ -92,7 +93,7 @@ func TestTruncatedK3ShardNamesTheExpert(t *testing.T) {
 		opts Options
 	}{
 		{"in RAM", Options{}},
-		{"streamed", Options{Stream: &StreamOptions{Plan: &BudgetPlan{CacheExperts: 1}}}},
+		{"streamed", Options{Stream: &StreamOptions{Plan: &experts.BudgetPlan{CacheExperts: 1}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Open(t.Context(), dir, tc.opts)

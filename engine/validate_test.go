@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/experts"
 )
 
 // TestValidation breaks one thing at a time in the K3 tiny checkpoint and
@@ -143,7 +144,7 @@ func TestValidation(t *testing.T) {
 			t.Log(err)
 			if tt.name == "A_log padding not zero" {
 				// Refused at open also when every spine layer streams.
-				_, serr := Open(t.Context(), dir, Options{Stream: &StreamOptions{Plan: &BudgetPlan{}}})
+				_, serr := Open(t.Context(), dir, Options{Stream: &StreamOptions{Plan: &experts.BudgetPlan{}}})
 				require.ErrorIs(t, serr, ErrCheckpoint)
 				require.Contains(t, serr.Error(), tt.want[1])
 			}

@@ -24,6 +24,8 @@
 //	heat.go       the expert heat histogram, halved every N tokens, saved
 //	meter.go      Meter: reads in flight and disk idle time (bench slice)
 //	scales.go     CheckScales (NaN scale bytes) and View (span → matrices)
+//	budget.go     PlanBudget: RAM split between the pinned spine and the
+//	              expert cache (the sizes the store and the spine ring get)
 //
 // The byte door (ckpt.Source, ckpt.Ensurer, ckpt.Presence) and the one
 // parse of a checkpoint's index (ckpt.OpenIndex) are package checkpoint's,

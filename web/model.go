@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/server"
 )
 
@@ -28,14 +29,14 @@ const samplesKept = 600
 
 // modelView is /api/model's answer.
 type modelView struct {
-	ID      string             `json:"id"`
-	Demo    bool               `json:"demo"`
-	Info    *engine.Info       `json:"info,omitempty"`
-	Plan    *engine.BudgetPlan `json:"plan,omitempty"`
-	Stats   *engine.Stats      `json:"stats,omitempty"`
-	App     *AppStatus         `json:"app,omitempty"`
-	Layers  []int              `json:"layers"`
-	Experts int                `json:"experts"`
+	ID      string              `json:"id"`
+	Demo    bool                `json:"demo"`
+	Info    *engine.Info        `json:"info,omitempty"`
+	Plan    *experts.BudgetPlan `json:"plan,omitempty"`
+	Stats   *engine.Stats       `json:"stats,omitempty"`
+	App     *AppStatus          `json:"app,omitempty"`
+	Layers  []int               `json:"layers"`
+	Experts int                 `json:"experts"`
 	// Cells is one character per expert, layer by layer: '0' missing,
 	// '1' on disk, '2' in the RAM cache; Heat one digit 0-9 per expert,
 	// relative to the hottest.
