@@ -2,14 +2,17 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Serving a Server, in one place: deltafin serve, the menu-bar app and the
@@ -48,7 +51,11 @@ func Listen(ctx context.Context, opts Options) (net.Listener, error) {
 		if first == nil {
 			first = fmt.Errorf("listen on %s: %w", addr, err)
 			if inUse {
-				first = fmt.Errorf("listen on %s: %w (another program, or another Deltafin, listens there)", addr, ErrPortInUse)
+				who := "another program listens there"
+				if model := whoServes(ctx, opts.Host, p); model != "" {
+					who = fmt.Sprintf("another Deltafin serves %s there (with another data directory: the same one would have said so)", model)
+				}
+				first = fmt.Errorf("listen on %s: %w: %s", addr, ErrPortInUse, who)
 			}
 		}
 		if opts.Port == 0 || !inUse {
@@ -56,6 +63,30 @@ func Listen(ctx context.Context, opts Options) (net.Listener, error) {
 		}
 	}
 	return nil, first
+}
+
+// whoServes asks host:port's /health, within a second, whether a Deltafin
+// serves there, and returns its model ("" when it is not one).
+func whoServes(ctx context.Context, host string, port int) string {
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, strconv.Itoa(port))+"/health", nil)
+	if err != nil {
+		return ""
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var h Health
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&h) != nil || h.Status != "ok" {
+		return ""
+	}
+	return h.Model
 }
 
 // A Host is a Server answering on a listener, from Start to Shutdown.

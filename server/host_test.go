@@ -107,6 +107,7 @@ func TestListenPortInUse(t *testing.T) {
 	_, err = Listen(t.Context(), opts)
 	require.ErrorIs(t, err, ErrPortInUse)
 	require.Contains(t, err.Error(), "127.0.0.1:"+strconv.Itoa(port))
+	require.Contains(t, err.Error(), "another program listens there")
 
 	opts.PortTries = 5
 	ln, err := Listen(t.Context(), opts)
@@ -119,6 +120,20 @@ func TestListenPortInUse(t *testing.T) {
 	opts.PortTries = -1
 	_, err = Listen(t.Context(), opts)
 	require.ErrorContains(t, err, "negative port tries")
+}
+
+// TestListenBesideAnotherDeltafin: a second server on a Deltafin's port
+// is told which model the first one serves there.
+func TestListenBesideAnotherDeltafin(t *testing.T) {
+	t.Parallel()
+	_, base := startServer(t, nil)
+	port, err := strconv.Atoi(base[strings.LastIndexByte(base, ':')+1:])
+	require.NoError(t, err)
+	opts := DefaultOptions()
+	opts.Port = port
+	_, err = Listen(t.Context(), opts)
+	require.ErrorIs(t, err, ErrPortInUse)
+	require.ErrorContains(t, err, "another Deltafin serves "+tinyID+" there")
 }
 
 // TestHostListenerFails: a Host whose listener fails is Done, and its
