@@ -109,10 +109,14 @@ type Host struct {
 // Options: HeaderTimeout for request headers, BodyTimeout for bodies
 // (readBody), IdleTimeout for kept-alive connections; nothing bounds
 // writing, since a generation may take hours (a read or write deadline hit
-// while a handler runs would cancel its request).
+// while a handler runs would cancel its request). A Server starts once:
+// its shutdown ends it (the app makes a new one to restart).
 func (s *Server) Start(ln net.Listener, wrap func(http.Handler) http.Handler) (*Host, error) {
-	if err := s.Resume(); err != nil {
-		s.Close()
+	if !s.started.CompareAndSwap(false, true) {
+		return nil, errors.Join(errors.New("server: started twice (a Server serves once; make another)"), ln.Close())
+	}
+	if err := s.resume(); err != nil {
+		s.stopJobs()
 		return nil, errors.Join(err, ln.Close())
 	}
 	var h http.Handler = s
@@ -168,7 +172,7 @@ func (h *Host) Shutdown(ctx context.Context) error {
 			err = h.hs.Close()
 		}
 		<-h.done
-		h.s.Close()
+		h.s.stopJobs()
 		switch {
 		case h.serveErr != nil:
 			h.stopErr = fmt.Errorf("server: %w", h.serveErr)

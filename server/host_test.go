@@ -137,7 +137,8 @@ func TestListenBesideAnotherDeltafin(t *testing.T) {
 }
 
 // TestHostListenerFails: a Host whose listener fails is Done, and its
-// Shutdown says why (once, however often it is called).
+// Shutdown says why (once, however often it is called); the Server does
+// not start again.
 func TestHostListenerFails(t *testing.T) {
 	t.Parallel()
 	m, tok := tiny(t)
@@ -156,4 +157,11 @@ func TestHostListenerFails(t *testing.T) {
 	err = h.Shutdown(context.Background())
 	require.True(t, errors.Is(err, net.ErrClosed), "%v", err)
 	require.Equal(t, err, h.Shutdown(context.Background()))
+
+	again, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	_, err = s.Start(again, nil)
+	require.ErrorContains(t, err, "started twice")
+	_, err = again.Accept()
+	require.ErrorIs(t, err, net.ErrClosed, "the listener is closed with the refusal")
 }

@@ -140,6 +140,8 @@ type Server struct {
 
 	// throttle limits API-key guessing per client address (throttle.go).
 	throttle *keyThrottle
+	// started is set by the one Start a Server gets (host.go).
+	started atomic.Bool
 }
 
 func newServer(opts Options, meta modelMeta) (*Server, error) {
