@@ -208,5 +208,6 @@ func TestServeRefusesATakenPortBeforeLoading(t *testing.T) {
 	code, lines := d.exit(t)
 	require.Equal(t, 1, code)
 	require.Len(t, lines, 1, "refused before loading: no model line")
-	require.Contains(t, lines[0], "listen on 127.0.0.1:"+port+" (use --port to pick another)")
+	require.Contains(t, lines[0], "listen on 127.0.0.1:"+port+": the port is in use")
+	require.Contains(t, lines[0], "use --port to pick another")
 }

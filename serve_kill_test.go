@@ -35,7 +35,7 @@ func TestKill9BackgroundResponse(t *testing.T) {
 		t.Parallel()
 		want := uninterrupted(t, modelDir, input, maxNew, engine.Sampling{})
 		require.Greater(t, len(want), 200, "the reference answer is long enough to be killed in")
-		kill9Resume(t, modelDir, fmt.Sprintf(`{"model":"deltafin-kimi-k3","temperature":0,"input":%q,"max_output_tokens":%d,"background":true}`, input, maxNew), want)
+		kill9Resume(t, modelDir, fmt.Sprintf(`{"model":"k3-tiny","temperature":0,"input":%q,"max_output_tokens":%d,"background":true}`, input, maxNew), want)
 	})
 	t.Run("sampled", func(t *testing.T) {
 		t.Parallel()
@@ -47,7 +47,7 @@ func TestKill9BackgroundResponse(t *testing.T) {
 			seed++
 			want = uninterrupted(t, modelDir, input, maxNew, engine.Sampling{Temperature: 1, TopP: 0.95, Seed: seed})
 		}
-		kill9Resume(t, modelDir, fmt.Sprintf(`{"model":"deltafin-kimi-k3","seed":%d,"input":%q,"max_output_tokens":%d,"background":true}`, seed, input, maxNew), want)
+		kill9Resume(t, modelDir, fmt.Sprintf(`{"model":"k3-tiny","seed":%d,"input":%q,"max_output_tokens":%d,"background":true}`, seed, input, maxNew), want)
 	})
 }
 

@@ -34,7 +34,7 @@ func TestSIGTERMAnswers503(t *testing.T) {
 	}
 	running := make(chan answer, 1)
 	go func() {
-		body := `{"model":"deltafin-kimi-k3","messages":[{"role":"user","content":"Tell me everything."}],"max_tokens":4000}`
+		body := `{"model":"k3-tiny","messages":[{"role":"user","content":"Tell me everything."}],"max_tokens":4000}`
 		resp, err := http.Post(s.url+"/v1/chat/completions", "application/json", strings.NewReader(body))
 		if err != nil {
 			running <- answer{err: err}
@@ -49,13 +49,13 @@ func TestSIGTERMAnswers503(t *testing.T) {
 	queued := make(chan error, 1)
 	go func() {
 		client := openai.NewClient(option.WithBaseURL(s.url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
-		_, err := client.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{Model: "deltafin-kimi-k3",
+		_, err := client.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{Model: "k3-tiny",
 			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")}})
 		queued <- err
 	}()
 	events := make(chan []string, 1)
 	go func() {
-		body := `{"model":"deltafin-kimi-k3","input":"Hi","stream":true}`
+		body := `{"model":"k3-tiny","input":"Hi","stream":true}`
 		resp, err := http.Post(s.url+"/v1/responses", "application/json", strings.NewReader(body))
 		if err != nil {
 			events <- []string{err.Error()}

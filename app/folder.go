@@ -27,14 +27,16 @@ var ErrUnverified = downloader.ErrUnverified
 //     is refused, naming the file and the range).
 //
 // Plain files (no presence maps) are opened as such (nil). Either way the
-// install's bytes must be verified, unless cfg.AllowUnverified.
+// install's bytes must be verified, unless cfg.AllowUnverified. What it
+// says goes to ref.Log (the command's log, with its log file).
 func openFolder(ctx context.Context, cfg Config, ref ModelRef) (ckpt.OpenSource, *downloader.Mirror, error) {
+	log := ref.Log
 	if ref.Mirror != nil {
 		u, err := ref.Mirror.Unverified()
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := allowed(cfg, u); err != nil {
+		if err := allowed(cfg, u, log); err != nil {
 			return nil, nil, err
 		}
 		return MirrorSource(ref.Mirror), nil, nil
@@ -49,13 +51,13 @@ func openFolder(ctx context.Context, cfg Config, ref ModelRef) (ckpt.OpenSource,
 	if f.Repo != "" && f.Revision != "" {
 		m, err := downloader.Open(downloader.Options{
 			HubOptions: downloader.HubOptions{Endpoint: cfg.HFEndpoint, Repo: f.Repo, Revision: f.Revision, Token: cfg.HFToken},
-			Dir:        ref.Dir, Jobs: max(cfg.Jobs, 1), AllowUnverified: cfg.AllowUnverified, Disagreement: logDisagreement,
+			Dir:        ref.Dir, Jobs: max(cfg.Jobs, 1), AllowUnverified: cfg.AllowUnverified, Disagreement: logDisagreement(log),
 		})
 		switch {
 		case err == nil:
 			u, err := m.Unverified()
 			if err == nil {
-				err = allowed(cfg, u)
+				err = allowed(cfg, u, log)
 			}
 			if err != nil {
 				m.Close()
@@ -65,13 +67,13 @@ func openFolder(ctx context.Context, cfg Config, ref ModelRef) (ckpt.OpenSource,
 		case !errors.Is(err, downloader.ErrBusy):
 			return nil, nil, err
 		}
-		slog.Info("another process holds the mirror; its folder is read as it is on disk, missing bytes refused", "dir", ref.Dir)
+		log.Info("another process holds the mirror; its folder is read as it is on disk, missing bytes refused", "dir", ref.Dir)
 	}
 	u, err := f.Unverified()
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := allowed(cfg, u); err != nil {
+	if err := allowed(cfg, u, log); err != nil {
 		return nil, nil, err
 	}
 	return func(ctx context.Context, path string) (ckpt.Source, error) {
@@ -83,14 +85,15 @@ func openFolder(ctx context.Context, cfg Config, ref ModelRef) (ckpt.OpenSource,
 	}, nil, nil
 }
 
-// allowed refuses unverified bytes unless the Config allows them.
-func allowed(cfg Config, u downloader.Unverified) error {
+// allowed refuses unverified bytes unless the Config allows them (and says
+// so to log).
+func allowed(cfg Config, u downloader.Unverified, log *slog.Logger) error {
 	err := u.Err()
 	if err == nil {
 		return nil
 	}
 	if cfg.AllowUnverified {
-		slog.Warn("using bytes that could not be verified (--allow-unverified)", "detail", err.Error())
+		log.Warn("using bytes that could not be verified (--allow-unverified)", "detail", err.Error())
 		return nil
 	}
 	return err
@@ -123,10 +126,12 @@ func (c checkedFile) ReadAt(ctx context.Context, p []byte, off int64) error {
 	return c.Source.ReadAt(ctx, p, off)
 }
 
-// logDisagreement logs a verifier disagreement's evidence (the install
-// goes on; the bytes stay unverified).
-func logDisagreement(d downloader.Disagreement) {
-	slog.Warn(d.String(), "file", d.File, "window", d.Window.String(), "sha256", d.SHA256, "xet_hash", d.XetHash)
+// logDisagreement logs a verifier disagreement's evidence to log (the
+// install goes on; the bytes stay unverified).
+func logDisagreement(log *slog.Logger) func(downloader.Disagreement) {
+	return func(d downloader.Disagreement) {
+		log.Warn(d.String(), "file", d.File, "window", d.Window.String(), "sha256", d.SHA256, "xet_hash", d.XetHash)
+	}
 }
 
 // Close closes the file, as the engine closes the Sources it opened.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -100,7 +101,9 @@ func openMirror(ctx context.Context, cfg Config, opts downloader.Options) (*down
 	opts.HubOptions, opts.Dir, opts.Jobs = hub, cfg.ModelDir(), cfg.Jobs
 	opts.AllowUnverified = cfg.AllowUnverified
 	if opts.Disagreement == nil {
-		opts.Disagreement = logDisagreement
+		// No command's log reaches here (setup, the menu's downloads):
+		// the process's default, which the console shows.
+		opts.Disagreement = logDisagreement(slog.Default())
 	}
 	return downloader.Open(opts)
 }

@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
-	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/deltafin/deltafin/server"
@@ -33,10 +30,9 @@ type apiServer struct {
 	token    string      // the page's same-origin token, kept across restarts
 	busy     func(reason string) func()
 	finished func(time.Duration, string)
-	hs       *http.Server
+	host     *server.Host
 	srv      *server.Server
-	done     chan error
-	close    func() error
+	close    func() error // the model and the store, after the host
 	// recovered is what the last start found of a damaged job store.
 	recovered *store.Recovery
 }
@@ -117,14 +113,10 @@ func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err erro
 	if err != nil {
 		return "", errors.Join(err, m.Close(), jobs.Close())
 	}
-	if err := srv.Resume(); err != nil {
-		return "", errors.Join(err, m.Close(), jobs.Close())
-	}
-	closeAll := func() error {
-		srv.Close() // running jobs stop with their tokens stored
-		return errors.Join(m.Close(), jobs.Close())
-	}
-	ln, err := listenFrom(ctx, cfg.Server.Host, cfg.Server.Port)
+	closeAll := func() error { return errors.Join(m.Close(), jobs.Close()) }
+	opts := ServerOptions(cfg.Server)
+	opts.PortTries = portTries
+	ln, err := server.Listen(ctx, opts)
 	if err != nil {
 		return "", errors.Join(err, closeAll())
 	}
@@ -137,37 +129,25 @@ func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err erro
 	if finished == nil {
 		finished = func(time.Duration, string) {}
 	}
-	// As server.Serve: a header timeout, and no read or write timeout,
-	// which would cut a long generation.
-	s.hs = &http.Server{Handler: watchGenerations(srv, busy, finished), ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
-	s.done, s.close, s.srv, s.recovered = make(chan error, 1), closeAll, srv, jobs.Recovered()
-	go func(hs *http.Server, done chan error) { done <- hs.Serve(ln) }(s.hs, s.done)
-	return "http://" + PasteableAddr(ln.Addr()), nil
+	host, err := srv.Start(ln, func(h http.Handler) http.Handler { return watchGenerations(h, busy, finished) })
+	if err != nil {
+		return "", errors.Join(err, closeAll())
+	}
+	s.host, s.close, s.srv, s.recovered = host, closeAll, srv, jobs.Recovered()
+	return "http://" + PasteableAddr(host.Addr()), nil
 }
 
 func (s *apiServer) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	hs, done, closeAll, srv := s.hs, s.done, s.close, s.srv
-	s.hs, s.done, s.close, s.srv = nil, nil, nil, nil
+	host, closeAll := s.host, s.close
+	s.host, s.close, s.srv = nil, nil, nil
 	s.mu.Unlock()
-	if hs == nil {
+	if host == nil {
 		return nil
 	}
-	// Jobs first: stored ones keep their place and tokens and resume at
-	// the next start; quitting asks nothing and loses nothing.
-	srv.Close()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	err := hs.Shutdown(ctx)
-	if err != nil {
-		// Generations in flight end when their connections close.
-		err = errors.Join(err, hs.Close())
-	}
-	if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
-		err = errors.Join(err, serr)
-	}
-	return errors.Join(err, closeAll())
+	// Stored jobs keep their place and tokens and resume at the next
+	// start; quitting asks nothing and loses nothing.
+	return errors.Join(host.Shutdown(ctx), closeAll())
 }
 
 // responseDone sends the long-answer notification when a response ends
@@ -206,23 +186,3 @@ func (s *apiServer) Queue() (q server.QueueStatus, ok bool) {
 // it is taken (by another program: a second Deltafin is stopped earlier by
 // the instance lock).
 const portTries = 20
-
-// listenFrom listens on host:port or, when that port is in use, on the next
-// free one of the following portTries; port 0 takes any free port.
-func listenFrom(ctx context.Context, host string, port int) (net.Listener, error) {
-	var lc net.ListenConfig
-	var first error
-	for p := port; p <= port+portTries && p <= 65535; p++ {
-		ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(p)))
-		if err == nil {
-			return ln, nil
-		}
-		if first == nil {
-			first = err
-		}
-		if port == 0 || !errors.Is(err, syscall.EADDRINUSE) {
-			break
-		}
-	}
-	return nil, fmt.Errorf("app: listen: %w", first)
-}

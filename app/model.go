@@ -75,6 +75,7 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	ref.Log = log // every path of the open logs to it (folder.go, drives.go)
 	if cfg.RAMGB > 0 {
 		mem, err := sysinfo.ReadMemory()
 		if err != nil {

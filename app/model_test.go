@@ -1,7 +1,9 @@
 package app
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,4 +180,27 @@ func everyBigramAfter(c, vocab int) []int {
 		p = append(p, c, v)
 	}
 	return append(p, c)
+}
+
+// TestOpenModelLogsToItsLog: what opening a model says on its way (here:
+// another holder of the mirror a --model folder was written by, and its
+// unverified bytes used under --allow-unverified) goes to ModelRef.Log,
+// the command's log with its log file, not to the process's default.
+func TestOpenModelLogsToItsLog(t *testing.T) {
+	t.Parallel()
+	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
+	h.NoXet = true // nothing verifiable: the install stays unverified
+	cfg := streamInstall(t, h)
+	cfg.AllowUnverified = true
+	holder, err := OpenMirror(t.Context(), cfg)
+	require.NoError(t, err)
+	defer holder.Close()
+
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	m, err := OpenModel(t.Context(), cfg, ModelRef{Dir: cfg.ModelDir(), NeedTokenizer: true, Log: log})
+	require.NoError(t, err)
+	require.NoError(t, m.Close())
+	require.Contains(t, buf.String(), "another process holds the mirror")
+	require.Contains(t, buf.String(), "using bytes that could not be verified (--allow-unverified)")
 }

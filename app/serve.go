@@ -25,6 +25,9 @@ type Jobs struct {
 	// PageToken is the web page's same-origin token, kept across server
 	// restarts ("" picks one per server).
 	PageToken string
+	// Flags are deltafin serve's settings in force, which its /settings
+	// lists (nil in the app, whose Control has them).
+	Flags []web.Flag
 }
 
 // OpenStore opens the job store in cfg's data directory: background
@@ -42,20 +45,14 @@ func NewServer(sc ServerConfig, m *Model, jobs Jobs, log *slog.Logger) (*server.
 	if m.Tokenizer == nil {
 		return nil, fmt.Errorf("app: the server needs the model's tokenizer (tiktoken.model in %s)", m.Dir)
 	}
-	opts := server.DefaultOptions()
-	opts.Host, opts.Port = sc.Host, sc.Port
-	opts.MaxTokens, opts.Queue, opts.MemoEntries = sc.MaxTokens, sc.Queue, sc.MemoEntries
-	opts.APIKey, opts.CORSOrigins = sc.APIKey, sc.CORSOrigins
+	opts := ServerOptions(sc)
 	opts.Logger, opts.Store, opts.OnResponse = log, jobs.Store, jobs.OnResponse
-	if sc.Demo {
-		opts.ModelID, opts.ModelDescription = DemoModelID, "the demo model: random weights, its answers are gibberish; run deltafin setup for Kimi K3"
-	}
 	s, err := server.New(opts, server.FromEngine(m.Model), m.Tokenizer)
 	if err != nil {
 		return nil, err
 	}
 	page, err := web.New(web.Options{Server: s, Store: jobs.Store, APIKey: sc.APIKey, Engine: m.Model, Demo: sc.Demo,
-		Control: jobs.Control, Token: jobs.PageToken, Log: log})
+		Control: jobs.Control, Token: jobs.PageToken, Flags: jobs.Flags, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -69,6 +66,36 @@ func NewServer(sc ServerConfig, m *Model, jobs Jobs, log *slog.Logger) (*server.
 	}
 	m.WatchMemory(log)
 	return s, nil
+}
+
+// ServerOptions are the server's options from sc: its address (Listen it
+// with server.Listen), limits, key and CORS, and the id the model is
+// served under.
+func ServerOptions(sc ServerConfig) server.Options {
+	opts := server.DefaultOptions()
+	opts.Host, opts.Port = sc.Host, sc.Port
+	opts.MaxTokens, opts.Queue, opts.MemoEntries = sc.MaxTokens, sc.Queue, sc.MemoEntries
+	opts.APIKey, opts.CORSOrigins = sc.APIKey, sc.CORSOrigins
+	switch {
+	case sc.Demo:
+		opts.ModelID, opts.ModelDescription = DemoModelID, "the demo model: random weights, its answers are gibberish; run deltafin setup for Kimi K3"
+	case sc.ModelDir != "":
+		opts.ModelID = CheckpointName(sc.ModelDir)
+	}
+	return opts
+}
+
+// CheckpointName is the name a checkpoint directory given by hand
+// (--model DIR) is served under: the directory's own name, as its
+// publisher named it (Kimi-K3, k3-tiny), not the fixed id of the
+// installed model, so that clients listing /v1/models see which
+// checkpoint answers.
+func CheckpointName(dir string) string {
+	name := filepath.Base(filepath.Clean(dir))
+	if name == "." || name == string(filepath.Separator) {
+		return "" // the engine's own id
+	}
+	return name
 }
 
 // DemoModelID is the id the built-in demo model is served under, so no

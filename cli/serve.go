@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"strconv"
 	"strings"
 
 	"github.com/deltafin/deltafin/app"
+	"github.com/deltafin/deltafin/server"
+	"github.com/deltafin/deltafin/web"
 )
 
 // Serve returns `deltafin serve`: the OpenAI-compatible API without the
@@ -52,7 +53,7 @@ func Serve(demo func() (fs.FS, error)) func(ctx context.Context, c *Call) error 
 // checked before a weight is read: the instance lock, the port, the RAM
 // asked for and the tokenizer.
 func serve(ctx context.Context, cfg app.Config, demo func() (fs.FS, error), log *slog.Logger, ready func(baseURL string)) (err error) {
-	sc := cfg.Server
+	sc, given := cfg.Server, cfg
 	if err := sc.Validate(); err != nil {
 		return err
 	}
@@ -67,12 +68,14 @@ func serve(ctx context.Context, cfg app.Config, demo func() (fs.FS, error), log 
 		return err
 	}
 	defer func() { err = errors.Join(err, lock.Close()) }()
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(sc.Host, strconv.Itoa(sc.Port)))
+	// The port before the weights: a taken one is said at once.
+	ln, err := server.Listen(ctx, app.ServerOptions(sc))
 	if err != nil {
-		return fmt.Errorf("listen on %s:%d (use --port to pick another): %w", sc.Host, sc.Port, err)
+		return fmt.Errorf("%w; use --port to pick another", err)
 	}
-	defer ln.Close()
+	defer ln.Close() // Serve closes it too; this is for the returns before
 	ref := app.ModelRef{Dir: sc.ModelDir, NeedTokenizer: true, Log: log}
+	served := sc.ModelDir
 	if ref.Dir == "" {
 		switch ref.Mirror, err = app.OpenInstalled(ctx, cfg); {
 		case errors.Is(err, app.ErrNoModel) && demo != nil:
@@ -80,13 +83,14 @@ func serve(ctx context.Context, cfg app.Config, demo func() (fs.FS, error), log 
 				return err
 			}
 			cfg.DataDir = ref.Dir // the demo keeps its own heat histogram
-			sc.Demo = true
+			sc.Demo, served = true, "the demo model (nothing is installed)"
 			log.Warn("nothing is installed: serving the demo model (random weights, gibberish answers); run deltafin setup for Kimi K3")
 		case err != nil:
 			return err
 		default:
 			defer func() { err = errors.Join(err, ref.Mirror.Close()) }()
 			ref.Dir = ref.Mirror.Dir()
+			served = "installed: " + ref.Dir
 		}
 	}
 	m, err := app.OpenModel(ctx, cfg, ref)
@@ -101,11 +105,12 @@ func serve(ctx context.Context, cfg app.Config, demo func() (fs.FS, error), log 
 		return err
 	}
 	defer func() { err = errors.Join(err, jobs.Close()) }()
-	s, err := app.NewServer(sc, m, app.Jobs{Store: jobs}, log)
+	url := "http://" + app.PasteableAddr(ln.Addr())
+	given.Server = sc
+	s, err := app.NewServer(sc, m, app.Jobs{Store: jobs, Flags: servingFlags(given, served, m, url)}, log)
 	if err != nil {
 		return err
 	}
-	url := "http://" + app.PasteableAddr(ln.Addr())
 	log.Info("serving", "model", s.ModelID(), "base_url", url+"/v1")
 	if err := lock.SetURL(url); err != nil {
 		log.Warn("instance lock", "err", err)
@@ -114,4 +119,45 @@ func serve(ctx context.Context, cfg app.Config, demo func() (fs.FS, error), log 
 		ready(url)
 	}
 	return s.Serve(ctx, ln)
+}
+
+// servingFlags are the settings serve runs with, as its /settings lists
+// them: cfg as given (its data directory, not the demo's own), the model
+// served and the address bound. The API key itself is never shown.
+func servingFlags(cfg app.Config, served string, m *app.Model, url string) []web.Flag {
+	sc := cfg.Server
+	or := func(v, none string) string {
+		if v == "" || v == "0" {
+			return none
+		}
+		return v
+	}
+	key := "not set"
+	if sc.APIKey != "" {
+		key = "set (required as Authorization: Bearer)"
+	}
+	ram := "what is available at start, less a headroom"
+	if cfg.RAMGB > 0 {
+		ram = strconv.FormatFloat(cfg.RAMGB, 'g', -1, 64) + " GB"
+	}
+	id := app.ServerOptions(sc).ModelID
+	if id == "" {
+		id = m.Info().ID
+	}
+	plan, _, _ := strings.Cut(strings.TrimPrefix(m.Plan().String(), "RAM plan: "), "\n")
+	return []web.Flag{
+		{Name: "--host, --port", Value: strings.TrimPrefix(url, "http://") + " (--port " + strconv.Itoa(sc.Port) + ")"},
+		{Name: "--data-dir", Value: cfg.DataDir},
+		{Name: "--model", Value: served + " (served as " + id + ")"},
+		{Name: "--api-key", Value: key},
+		{Name: "--cors-origin", Value: or(strings.Join(sc.CORSOrigins, ", "), "none (CORS off)")},
+		{Name: "--max-tokens", Value: or(strconv.Itoa(sc.MaxTokens), "none")},
+		{Name: "--queue", Value: strconv.Itoa(sc.Queue)},
+		{Name: "--memo-entries", Value: or(strconv.Itoa(sc.MemoEntries), "0 (memo off)")},
+		{Name: "--ram-gb", Value: ram + "; " + plan},
+		{Name: "--spine", Value: cfg.Spine},
+		{Name: "--trace", Value: or(cfg.Trace, "off")},
+		{Name: "--allow-unverified", Value: strconv.FormatBool(cfg.AllowUnverified)},
+		{Name: "kernels (DELTAFIN_KERNELS)", Value: m.Info().Backend + " (asked: " + cfg.Kernels + ")"},
+	}
 }

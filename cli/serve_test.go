@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -41,13 +45,14 @@ func TestServeK3Tiny(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Contains(t, string(body), `"model":"deltafin-kimi-k3"`)
+	require.Contains(t, string(body), `"model":"k3-tiny"`, "--model DIR is served under the checkpoint's own name")
 
 	// DELTAFIN_SERVER_MAX_TOKENS caps the completion.
 	resp, err = http.Post(base+"/v1/completions", "application/json",
-		strings.NewReader(`{"model":"deltafin-kimi-k3","prompt":[1,2,3],"max_tokens":50}`))
+		strings.NewReader(`{"model":"k3-tiny","prompt":[1,2,3],"max_tokens":50}`))
 	require.NoError(t, err)
 	var c struct {
+		Model string `json:"model"`
 		Usage struct {
 			CompletionTokens int `json:"completion_tokens"`
 		} `json:"usage"`
@@ -56,6 +61,7 @@ func TestServeK3Tiny(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, 2, c.Usage.CompletionTokens)
+	require.Equal(t, "k3-tiny", c.Model)
 
 	cancel()
 	require.NoError(t, <-done)
@@ -179,4 +185,84 @@ func startServe(t *testing.T, ctx context.Context, cfg app.Config) (string, <-ch
 		t.Fatalf("serve ended early: %v", err)
 	}
 	return base, done
+}
+
+// TestServeSettingsListTheFlags: serve's /settings lists the settings in
+// force (address, data directory, model and the name it is served under,
+// queue, kernels, RAM), says the API key is set, and never shows it.
+func TestServeSettingsListTheFlags(t *testing.T) {
+	t.Parallel()
+	const key = "sekrit-key-4711"
+	cfg := app.DefaultConfig(func(string) string { return "" })
+	cfg.DataDir = t.TempDir()
+	cfg.Server.ModelDir = "../testdata/k3-tiny"
+	cfg.Server.Port, cfg.Server.Queue, cfg.Server.APIKey = 0, 5, key
+	require.NoError(t, cfg.Validate())
+	ctx, cancel := context.WithCancel(t.Context())
+	base, done := startServe(t, ctx, cfg)
+	modelDir, err := filepath.Abs(cfg.Server.ModelDir)
+	require.NoError(t, err)
+
+	// Sign in as a browser does: the page's token from the form, the key.
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	client := &http.Client{Jar: jar}
+	page := func(resp *http.Response, err error) string {
+		t.Helper()
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(b)
+	}
+	login := page(client.Get(base + "/settings"))
+	m := regexp.MustCompile(`name="token" value="([0-9a-f]+)"`).FindStringSubmatch(login)
+	require.NotNil(t, m, login)
+	settings := page(client.PostForm(base+"/login", url.Values{"token": {m[1]}, "key": {key}, "next": {"/settings"}}))
+	require.Contains(t, settings, `id="flags"`, settings)
+	text := html.UnescapeString(regexp.MustCompile(`\s+`).ReplaceAllString(regexp.MustCompile(`<[^>]+>`).ReplaceAllString(settings, " "), " "))
+	for _, want := range []string{
+		"--host, --port " + strings.TrimPrefix(base, "http://") + " (--port 0)",
+		"--data-dir " + cfg.DataDir,
+		"--model " + modelDir + " (served as k3-tiny)",
+		"--api-key set",
+		"--queue 5",
+		"--ram-gb what is available at start",
+		"kernels (DELTAFIN_KERNELS) ",
+	} {
+		require.Contains(t, text, want)
+	}
+	require.NotContains(t, settings, key, "the key itself is never shown")
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// TestServeErrorsCarryNoPackagePrefix: what serve refuses reaches the
+// user as "deltafin: <why>", never with a Go package prefix ("app:").
+func TestServeErrorsCarryNoPackagePrefix(t *testing.T) {
+	t.Parallel()
+	commands := []Command{{Name: "serve", Summary: "serve", Run: Serve(nil)}}
+	for name, tc := range map[string]struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		"negative queue": {[]string{"serve", "--queue", "-1"}, nil, "negative queue length -1"},
+		"bad port env":   {[]string{"serve"}, map[string]string{"DELTAFIN_PORT": "x"}, `DELTAFIN_PORT="x" is not a port number`},
+		"bad spine":      {[]string{"serve", "--spine", "fp4"}, nil, `--spine "fp4": want bf16 or int8`},
+		"no model":       {[]string{"serve", "--port", "0", "--model", t.TempDir()}, nil, "has no config.json"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			env := map[string]string{"DELTAFIN_HOME": t.TempDir()}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			var out, errOut bytes.Buffer
+			code := Main(t.Context(), commands, tc.args, &out, &errOut, func(k string) string { return env[k] })
+			require.Equal(t, 1, code, errOut.String())
+			require.True(t, strings.HasPrefix(errOut.String(), "deltafin: "), errOut.String())
+			require.Contains(t, errOut.String(), tc.want)
+			require.NotRegexp(t, `\b(app|server|engine|downloader|store|web):`, errOut.String())
+		})
+	}
 }

@@ -57,8 +57,16 @@
 //     surrogates before decoding (which would turn them into U+FFFD).
 //
 //   - server.go: options, routes, errors in OpenAI's shape (an unknown
-//     path's 404 lists the routes the router has), timeouts; a request
-//     the shutdown cuts gets 503 with Retry-After (generate.go).
+//     path's 404 lists the routes the router has); a request the
+//     shutdown cuts gets 503 with Retry-After (generate.go).
+//
+//   - host.go: serving, in one place for deltafin serve, the menu-bar app
+//     and the tests: Listen (a taken port is ErrPortInUse; the app tries
+//     the next ones), Start and Serve (resume the stored jobs, serve with
+//     the Options' header, body and idle timeouts) and Host.Shutdown,
+//     which keeps a request's lifetime (its client, or the shutdown) apart
+//     from a job's (background and stored responses end only with the
+//     server, their tokens stored to resume at the next Start).
 //
 //   - sampling.go: temperature, top_p, top_k, min_p and seed into the
 //     engine's Sampling (the model's defaults for fields not sent, a

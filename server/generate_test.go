@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -324,18 +323,17 @@ func TestEngineFailure(t *testing.T) {
 	_, tok := tiny(t)
 	s, err := New(DefaultOptions(), FromEngine(m), tok)
 	require.NoError(t, err)
-	srv := httptest.NewServer(s)
-	defer srv.Close()
+	base := host(t, s)
 	require.NoError(t, m.Close())
 
-	code, _, body := post(t, srv.URL+"/v1/completions", `{"model":"`+tinyID+`","temperature":0,"prompt":[1,2],"max_tokens":2}`)
+	code, _, body := post(t, base+"/v1/completions", `{"model":"`+tinyID+`","temperature":0,"prompt":[1,2],"max_tokens":2}`)
 	require.Equal(t, http.StatusInternalServerError, code)
 	e := decodeError(t, body)
 	require.Equal(t, "server_error", e.Type)
 	require.Equal(t, "generation_failed", *e.Code)
 	require.Contains(t, e.Message, "closed")
 
-	resp, next := stream(t, t.Context(), srv.URL+"/v1/chat/completions",
+	resp, next := stream(t, t.Context(), base+"/v1/chat/completions",
 		`{"model":"`+tinyID+`","temperature":0,"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream":true}`)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)

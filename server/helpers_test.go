@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -73,16 +72,28 @@ func startServerWith(t testing.TB, m Model, configure func(*Options)) (*Server, 
 	}
 	s, err := New(opts, m, tok)
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return s, host(t, s)
+}
+
+// host serves s on a free loopback port (Listen, Start) until the test
+// ends, and returns its base URL.
+func host(t testing.TB, s *Server) string {
+	t.Helper()
+	h, base := startHost(t, s)
+	t.Cleanup(func() { require.NoError(t, h.Shutdown(context.Background())) })
+	return base
+}
+
+// startHost starts s on a free loopback port; the caller shuts it down.
+func startHost(t testing.TB, s *Server) (*Host, string) {
+	t.Helper()
+	opts := s.opts
+	opts.Host, opts.Port = "127.0.0.1", 0
+	ln, err := Listen(t.Context(), opts)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	return s, "http://" + ln.Addr().String()
+	h, err := s.Start(ln, nil)
+	require.NoError(t, err)
+	return h, "http://" + h.Addr().String()
 }
 
 // serveWithStore serves m on loopback over the store at path (opened anew,
@@ -100,14 +111,9 @@ func serveWithStore(t *testing.T, m Model, path string, configure func(*Options)
 	}
 	s, err = New(opts, m, tok)
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
-	return s, "http://" + ln.Addr().String(), func() {
-		cancel()
-		require.NoError(t, <-done)
+	h, base := startHost(t, s)
+	return s, base, func() {
+		require.NoError(t, h.Shutdown(context.Background()))
 		require.NoError(t, st.Close())
 	}
 }

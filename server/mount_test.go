@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -22,9 +21,7 @@ func TestMount(t *testing.T) {
 		e.GET("/page", func(c echo.Context) error { return c.String(http.StatusOK, "page") })
 		e.POST("/page", func(c echo.Context) error { return c.String(http.StatusOK, "posted") })
 	})
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	base := srv.URL
+	base := host(t, s)
 	code, body := get(t, base+"/page")
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "page", string(body))

@@ -222,11 +222,10 @@ func (s *Server) finished(r Response) {
 	}
 }
 
-// Resume starts the jobs the store holds as queued or in progress (in
+// resume starts the jobs the store holds as queued or in progress (in
 // arrival order, ahead of new requests), and deletes finished responses
-// past the retention. Serve calls it; an app that serves the handler
-// itself calls it once, and Close when done.
-func (s *Server) Resume() error {
+// past the retention; Start calls it.
+func (s *Server) resume() error {
 	if s.store == nil {
 		return nil
 	}
@@ -260,9 +259,10 @@ func (s *Server) Resume() error {
 	return nil
 }
 
-// Close stops the running and queued jobs and waits for them: stored ones
-// keep their place and tokens in the store and resume at the next start.
-func (s *Server) Close() {
+// stopJobs stops the running and queued jobs and waits for them: stored
+// ones keep their place and tokens in the store and resume at the next
+// Start (Host.Shutdown calls it).
+func (s *Server) stopJobs() {
 	s.stopLife(errShutdown)
 	s.running.Wait()
 }

@@ -24,9 +24,11 @@ import (
 // Options configure a Server. Start from DefaultOptions: the zero value
 // disables the memo.
 type Options struct {
-	// Host and Port to listen on; loopback by default.
-	Host string
-	Port int
+	// Host and Port to listen on; loopback by default. PortTries is how
+	// many ports after Port Listen tries when Port is taken (0: only Port).
+	Host      string
+	Port      int
+	PortTries int
 	// MaxTokens is a hard cap on generated tokens for every request; 0 = none.
 	MaxTokens int
 	// Queue is how many jobs may wait while one generates; beyond it
@@ -45,9 +47,14 @@ type Options struct {
 	// Heartbeat is the interval of SSE comments while the model works.
 	Heartbeat time.Duration
 	// HeaderTimeout bounds reading request headers and BodyTimeout reading
-	// the body. Nothing bounds writing: a generation may take hours.
-	HeaderTimeout time.Duration
-	BodyTimeout   time.Duration
+	// the body; IdleTimeout is how long a kept-alive connection waits for
+	// its next request; ShutdownTimeout how long a shutdown lets open
+	// connections drain before it cuts them (host.go). Nothing bounds
+	// writing: a generation may take hours.
+	HeaderTimeout   time.Duration
+	BodyTimeout     time.Duration
+	IdleTimeout     time.Duration
+	ShutdownTimeout time.Duration
 	// RetryAfter is the Retry-After advertised with a 429.
 	RetryAfter time.Duration
 	// Logger receives one line per request; nil discards.
@@ -73,17 +80,19 @@ type Options struct {
 // idle timeouts are commonly 15 s or more).
 func DefaultOptions() Options {
 	return Options{
-		Host:          "127.0.0.1",
-		Port:          8000,
-		Queue:         32,
-		MemoEntries:   32,
-		MemoBytes:     64 << 20,
-		BodyLimit:     4 << 20,
-		Heartbeat:     10 * time.Second,
-		HeaderTimeout: 10 * time.Second,
-		BodyTimeout:   60 * time.Second,
-		RetryAfter:    2 * time.Second,
-		Retention:     30 * 24 * time.Hour,
+		Host:            "127.0.0.1",
+		Port:            8000,
+		Queue:           32,
+		MemoEntries:     32,
+		MemoBytes:       64 << 20,
+		BodyLimit:       4 << 20,
+		Heartbeat:       10 * time.Second,
+		HeaderTimeout:   10 * time.Second,
+		BodyTimeout:     60 * time.Second,
+		IdleTimeout:     2 * time.Minute,
+		ShutdownTimeout: 10 * time.Second,
+		RetryAfter:      2 * time.Second,
+		Retention:       30 * 24 * time.Hour,
 	}
 }
 
@@ -131,6 +140,8 @@ type Server struct {
 
 	// throttle limits API-key guessing per client address (throttle.go).
 	throttle *keyThrottle
+	// started is set by the one Start a Server gets (host.go).
+	started atomic.Bool
 }
 
 func newServer(opts Options, meta modelMeta) (*Server, error) {
@@ -140,8 +151,11 @@ func newServer(opts Options, meta modelMeta) (*Server, error) {
 	if opts.Heartbeat <= 0 || opts.BodyTimeout <= 0 {
 		return nil, fmt.Errorf("server: heartbeat interval and body timeout must be positive, got %v and %v", opts.Heartbeat, opts.BodyTimeout)
 	}
-	if opts.Queue < 0 || opts.MaxTokens < 0 || opts.MemoEntries < 0 || opts.MemoBytes < 0 {
-		return nil, fmt.Errorf("server: negative queue, max tokens or memo size")
+	if opts.Queue < 0 || opts.MaxTokens < 0 || opts.MemoEntries < 0 || opts.MemoBytes < 0 || opts.PortTries < 0 {
+		return nil, fmt.Errorf("server: negative queue, max tokens, memo size or port tries")
+	}
+	if opts.HeaderTimeout < 0 || opts.IdleTimeout < 0 || opts.ShutdownTimeout < 0 {
+		return nil, fmt.Errorf("server: negative header, idle or shutdown timeout (%v, %v, %v)", opts.HeaderTimeout, opts.IdleTimeout, opts.ShutdownTimeout)
 	}
 	log := opts.Logger
 	if log == nil {
@@ -202,74 +216,6 @@ func (s *Server) Mount(f func(e *echo.Echo)) { f(s.echo) }
 
 // ServeHTTP serves the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
-
-// Addr is the host:port the options ask to listen on.
-func (s *Server) Addr() string {
-	return net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port))
-}
-
-// Serve resumes the stored jobs, answers on ln until ctx ends, then shuts
-// down gracefully: new connections are refused, running requests get
-// ctx's end (a generation stops within one token) and background jobs stop
-// with their state stored (Close).
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if err := s.Resume(); err != nil {
-		return err
-	}
-	defer s.Close()
-	// Requests get their own base context, ended only after the jobs'
-	// life: a stored job then reads its end as a shutdown and stays
-	// pending, instead of as its client leaving.
-	reqCtx, endRequests := context.WithCancel(context.Background())
-	defer endRequests()
-	hs := &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: s.opts.HeaderTimeout,
-		// No ReadTimeout or WriteTimeout: either would cut a long
-		// generation (a read deadline hit while the handler runs cancels
-		// the request's context). The body gets its own deadline in
-		// readBody.
-		IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return reqCtx },
-		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	select {
-	case err := <-done:
-		return fmt.Errorf("server: %w", err)
-	case <-ctx.Done():
-	}
-	s.stopLife(errShutdown)
-	endRequests()
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := hs.Shutdown(shutdownCtx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = hs.Close()
-	}
-	if serveErr := <-done; !errors.Is(serveErr, http.ErrServerClosed) && err == nil {
-		err = serveErr
-	}
-	if err != nil {
-		return fmt.Errorf("server: shutdown: %w", err)
-	}
-	return nil
-}
-
-// ListenAndServe listens on Addr and serves until ctx ends; ready, if not
-// nil, receives the bound address once the listener is up.
-func (s *Server) ListenAndServe(ctx context.Context, ready func(addr net.Addr)) error {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", s.Addr())
-	if err != nil {
-		return fmt.Errorf("server: listen: %w", err)
-	}
-	if ready != nil {
-		ready(ln.Addr())
-	}
-	return s.Serve(ctx, ln)
-}
 
 // handleError writes every error in OpenAI's shape, or Anthropic's on the
 // Messages API's paths.

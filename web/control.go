@@ -63,3 +63,8 @@ type Settings struct {
 	WarmIdleMinutes    float64  `json:"warm_idle_minutes"`
 	NotifyAfterSeconds float64  `json:"notify_after_seconds"`
 }
+
+// Flag is one setting deltafin serve runs with, as /settings lists it:
+// serve takes its settings from its flags, so the page shows them and
+// changes none. A secret is never a Value (the API key reads "set").
+type Flag struct{ Name, Value string }

@@ -1,7 +1,8 @@
 // Package web is Deltafin's window: a local page served by the API server
 // on the same port (Server.Mount), to ask and to read answers that take
 // hours (/), to watch the model at work (/model) and to change the settings
-// (/settings). It sits beside the server in the data flow (tokens → server
+// (/settings: the app's, or under deltafin serve the flags in force, read
+// only, Options.Flags). It sits beside the server in the data flow (tokens → server
 // → web): an answer is a background response of the server's own Responses
 // API, so a reload, a closed tab or a quit loses nothing, and the page picks
 // the stream up again with starting_after. Conversations live in the job

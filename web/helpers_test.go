@@ -132,6 +132,12 @@ func serve(t *testing.T, apiKey string) *served {
 // serveIn is serve over the data directory dir (its deltafin.db as found).
 func serveIn(t *testing.T, apiKey, dir string) *served {
 	t.Helper()
+	return serveWith(t, apiKey, dir, nil)
+}
+
+// serveWith is serveIn with deltafin serve's flags for /settings.
+func serveWith(t *testing.T, apiKey, dir string, flags []web.Flag) *served {
+	t.Helper()
 	cfg := app.DefaultConfig(func(string) string { return "" })
 	cfg.DataDir = dir
 	m, err := app.OpenModel(t.Context(), cfg, app.ModelRef{Dir: tinyDir, NeedTokenizer: true})
@@ -144,7 +150,7 @@ func serveIn(t *testing.T, apiKey, dir string) *served {
 	opts.Logger = slog.New(uriLog{s})
 	s.srv, err = server.New(opts, s.gate, m.Tokenizer)
 	require.NoError(t, err)
-	page, err := web.New(web.Options{Server: s.srv, Store: st, APIKey: apiKey, Engine: m.Model, Demo: true})
+	page, err := web.New(web.Options{Server: s.srv, Store: st, APIKey: apiKey, Engine: m.Model, Demo: true, Flags: flags})
 	require.NoError(t, err)
 	s.srv.Mount(page.Mount)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

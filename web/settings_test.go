@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/deltafin/deltafin/web"
 	"github.com/stretchr/testify/require"
 )
 
@@ -67,4 +68,19 @@ func TestSettingsPersist(t *testing.T) {
 	require.Contains(t, body, `"depth":7`, "the queue depth is in force")
 	code, _ = call(t, http.MethodOptions, base2+"/v1/chat/completions", "", "Origin", "http://localhost:5173", "Access-Control-Request-Method", "POST")
 	require.Less(t, code, 300, "the CORS origin is in force")
+}
+
+// TestSettingsUnderServe: under deltafin serve (no app behind the page)
+// /settings lists the flags in force, read-only: no form to save.
+func TestSettingsUnderServe(t *testing.T) {
+	t.Parallel()
+	flags := []web.Flag{{Name: "--data-dir", Value: "/data/deltafin"}, {Name: "--api-key", Value: "not set"}, {Name: "--queue", Value: "7"}}
+	s := serveWith(t, "", t.TempDir(), flags)
+	ctx := tab(t)
+	do(t, ctx, chromedp.Navigate(s.base+"/settings"))
+	until(t, ctx, "the flags", `document.querySelectorAll("#flags tr").length === 3`)
+	rows := eval[[]string](t, ctx, `[...document.querySelectorAll("#flags tr")].map(r => r.cells[0].textContent + "=" + r.cells[1].textContent)`)
+	require.Equal(t, []string{"--data-dir=/data/deltafin", "--api-key=not set", "--queue=7"}, rows)
+	require.False(t, eval[bool](t, ctx, `document.querySelector("#settings") !== null`), "nothing to save under serve")
+	shot(t, ctx, "settings-serve")
 }

@@ -50,6 +50,9 @@ type Options struct {
 	// carry; the app keeps one across server restarts, so a page open
 	// while the settings restart the server stays usable. "" picks one.
 	Token string
+	// Flags are the settings in force under deltafin serve (Control nil),
+	// listed on /settings.
+	Flags []Flag
 	Log   *slog.Logger
 }
 
@@ -174,6 +177,7 @@ type pageData struct {
 	Next                                   string // the page to go to after signing in
 	Demo, App                              bool
 	Examples                               []example
+	Flags                                  []Flag // deltafin serve's, on /settings
 	Error                                  string
 	// Notice is a warning every page shows (a damaged job store recovered).
 	Notice string
@@ -182,7 +186,8 @@ type pageData struct {
 func (w *Web) data(c echo.Context, active string) pageData {
 	base := "http://" + c.Request().Host + "/v1"
 	d := pageData{Title: active, Active: active, Token: w.token, ModelID: w.opts.Server.ModelID(),
-		BaseURL: base, Demo: w.opts.Demo, App: w.opts.Control != nil, Examples: examples(base, w.opts.Server.ModelID(), w.opts.APIKey != "")}
+		BaseURL: base, Demo: w.opts.Demo, App: w.opts.Control != nil, Examples: examples(base, w.opts.Server.ModelID(), w.opts.APIKey != ""),
+		Flags: w.opts.Flags}
 	if w.opts.Store != nil {
 		if r := w.opts.Store.Recovered(); r != nil {
 			d.Notice = capitalize(r.String()) + "."
