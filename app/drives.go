@@ -10,7 +10,7 @@ import (
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/drives"
-	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 )
 
 // ErrDrive reports a bad expert-drive request (a share out of range, a
@@ -191,7 +191,7 @@ func FillDrive(ctx context.Context, cfg Config, m drives.Mirror, e DriveEntry, f
 	if p.Probe != nil {
 		p.Probe(pr)
 	}
-	heat, err := engine.ExpertHeat(filepath.Join(cfg.DataDir, heatFile), m.Spans)
+	heat, err := experts.HeatScores(filepath.Join(cfg.DataDir, heatFile), m.Spans)
 	if err != nil {
 		heat = nil // a damaged histogram only costs the ranking
 	}

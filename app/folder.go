@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/downloader"
-	"github.com/deltafin/deltafin/engine"
 )
 
 // ErrUnverified: the install holds bytes that could not be verified
@@ -29,7 +29,7 @@ var ErrUnverified = downloader.ErrUnverified
 // Plain files (no presence maps) are opened as such (nil). Either way the
 // install's bytes must be verified, unless cfg.AllowUnverified. What it
 // says goes to ref.Log (the command's log, with its log file).
-func openFolder(ctx context.Context, cfg Config, ref ModelRef) (engine.OpenSource, *downloader.Mirror, error) {
+func openFolder(ctx context.Context, cfg Config, ref ModelRef) (ckpt.OpenSource, *downloader.Mirror, error) {
 	log := ref.Log
 	if ref.Mirror != nil {
 		u, err := ref.Mirror.Unverified()
@@ -76,8 +76,8 @@ func openFolder(ctx context.Context, cfg Config, ref ModelRef) (engine.OpenSourc
 	if err := allowed(cfg, u, log); err != nil {
 		return nil, nil, err
 	}
-	return func(ctx context.Context, path string) (engine.Source, error) {
-		src, err := engine.OpenFile(ctx, path)
+	return func(ctx context.Context, path string) (ckpt.Source, error) {
+		src, err := ckpt.OpenFile(ctx, path)
 		if err != nil {
 			return nil, err
 		}
@@ -103,14 +103,19 @@ func allowed(cfg Config, u downloader.Unverified, log *slog.Logger) error {
 // presence map says the bytes are on disk: Ensure refuses a missing range
 // (the engine calls it before its direct reads), ReadAt checks first.
 type checkedFile struct {
-	engine.Source
+	ckpt.Source
 	f    *downloader.Folder
 	name string
 }
 
-var _ engine.Ensurer = checkedFile{}
+var _ ckpt.Ensurer = checkedFile{}
 
-func (c checkedFile) Ensure(_ context.Context, off, n int64) error {
+// Ensure checks ctx first, as every Source does (sourcetest's contract): a
+// cancelled turn must not read on.
+func (c checkedFile) Ensure(ctx context.Context, off, n int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	return c.f.Check(c.name, off, n)
 }
 

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/downloader"
-	"github.com/deltafin/deltafin/engine"
 )
 
 // OpenMirror opens the configured model mirror for reading by the engine
@@ -19,42 +18,13 @@ func OpenMirror(ctx context.Context, cfg Config) (*downloader.Mirror, error) {
 	return openMirror(ctx, cfg, downloader.Options{})
 }
 
-// The mirror's Sources are Ensurers: without Ensure the engine's direct
-// reads of a stream install would read its holes.
-var _ engine.Ensurer = presentSource{}
-
-// MirrorSource opens the engine's checkpoint files through the mirror m:
-// bytes that are present are read with pread, missing ones (stream mode's
-// experts) are fetched from the hub into the mirror first (Ensure, before
-// the engine's own direct reads). Files outside the mirror are opened as
-// plain files.
-func MirrorSource(m *downloader.Mirror) engine.OpenSource {
-	return func(ctx context.Context, path string) (engine.Source, error) {
-		rel, err := filepath.Rel(m.Dir(), path)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return engine.OpenFile(ctx, path)
-		}
-		src, err := m.Source(filepath.ToSlash(rel))
-		if err != nil {
-			return nil, err
-		}
-		return presentSource{src, m}, nil
-	}
-}
-
-// presentSource is a mirrored file that also says which of its bytes are on
-// disk (engine.Presence), for the web page's picture of the experts.
-type presentSource struct {
-	*downloader.Source
-	m *downloader.Mirror
-}
-
-var _ engine.Presence = presentSource{}
-
-func (s presentSource) Present(off, n int64) bool {
-	got, err := s.m.Present(s.Name(), off, n)
-	return err == nil && got == n
-}
+// MirrorSource opens the engine's checkpoint files through the mirror m
+// (Mirror.OpenSource): bytes that are present are read with pread, missing
+// ones (stream mode's experts) are fetched from the hub into the mirror
+// first (Ensure, before the expert store's own chunked direct reads, the
+// path bench slice measures). Files outside the mirror are opened as plain
+// files.
+func MirrorSource(m *downloader.Mirror) ckpt.OpenSource { return m.OpenSource() }
 
 // OpenInstalled opens the mirror of the model `deltafin setup` installed, or
 // says that none is (ErrNoModel) and how to install one.

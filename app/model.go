@@ -14,6 +14,7 @@ import (
 	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/drives"
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/sysinfo"
 	"github.com/deltafin/deltafin/kernels"
 	"github.com/deltafin/deltafin/tokenizer"
@@ -112,12 +113,12 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 	if eo.OpenSource, m.folderMirror, err = openFolder(ctx, cfg, ref); err != nil {
 		return nil, err
 	}
-	stream.OpenDrives = func(_ context.Context, spans map[ckpt.ExpertID]ckpt.ExpertSpan) ([]engine.ExpertDrive, error) {
+	stream.OpenDrives = func(_ context.Context, spans map[ckpt.ExpertID]ckpt.ExpertSpan) ([]experts.Drive, error) {
 		var err error
 		if m.drives, err = openDrives(cfg, spans, log); err != nil {
 			return nil, err
 		}
-		out := make([]engine.ExpertDrive, len(m.drives))
+		out := make([]experts.Drive, len(m.drives))
 		for i, d := range m.drives {
 			out[i] = d
 		}

@@ -50,7 +50,7 @@ func TestOpenModelStreamsK3Tiny(t *testing.T) {
 }
 
 // TestStreamInstallFetchesExpertsThroughTheStore: over a stream install the
-// expert store asks the mirror's Source (an engine.Ensurer) for each missing expert, then
+// expert store asks the mirror's Source (an ckpt.Ensurer) for each missing expert, then
 // reads it with direct I/O from the sparse shard; the tokens are exact.
 func TestStreamInstallFetchesExpertsThroughTheStore(t *testing.T) {
 	ctx := t.Context()

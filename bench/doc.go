@@ -10,5 +10,8 @@
 // BenchDrives (`bench slice --drive-gbps`) is the read scheduler over
 // simulated drives; ProjectK3 (`bench project`) the full K3's s/token on a
 // machine, term by term; TraceHitRates (`bench heat`) the expert cache's
-// hit rate on a recorded router trace.
+// hit rate on a recorded router trace. The synthetic loops of `bench
+// slice` (random routes, the disk's read rate, the read-only replay of a
+// decode) drive the expert store, package experts, directly (probe.go,
+// slice_engine.go's ioOnlyRate); the engine runs go through engine.Open.
 package bench

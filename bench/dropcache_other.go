@@ -2,7 +2,9 @@
 
 package bench
 
-import "os"
+import (
+	"os"
+)
 
 // dropRange has no portable equivalent outside Linux; the engine's direct
 // reads bypass the page cache there anyway (F_NOCACHE on macOS).

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-
-	"github.com/deltafin/deltafin/engine"
 )
 
 // The expert cache's hit rate on a recorded router trace (`deltafin bench
@@ -85,7 +83,7 @@ func TraceHitRates(ctx context.Context, dir string, paths []string, caches, half
 }
 
 func replay(ctx context.Context, dir string, trace []traceLine, cache, halfLife int) (HeatRun, error) {
-	p, err := engine.OpenProbe(ctx, dir, engine.ProbeOptions{Mode: "buffered", CacheExperts: cache, HeatHalfLife: halfLife})
+	p, err := openProbe(ctx, dir, probeOptions{Mode: "buffered", CacheExperts: cache, HeatHalfLife: halfLife})
 	if err != nil {
 		return HeatRun{}, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -50,7 +51,17 @@ type SliceBenchOptions struct {
 	// Int8 also converts the slice's spine to int8 (once) and compares its
 	// logits with BF16's.
 	Int8 bool
-	Log  func(format string, args ...any) // progress lines; nil: silent
+	// Mirror also runs the engine decode under Plan and, with Prefill, the
+	// prompt over the slice installed as a full mirror (installMirror: the
+	// same bytes, hard-linked, with the downloader's manifest and presence
+	// maps), read through the mirror's Sources as an installed model is
+	// (app.OpenModel's MirrorSource): every expert Ensured, then read in
+	// chunks on the scheduler, as over the plain files.
+	Mirror bool
+	Log    func(format string, args ...any) // progress lines; nil: silent
+	// open opens the checkpoint's files for the engine runs: nil, plain
+	// files; the mirror's Sources for the Mirror runs.
+	open ckpt.OpenSource
 }
 
 // ReadBandwidth is one read mode's parallel bandwidth over cold expert spans.
@@ -106,10 +117,14 @@ type SliceReport struct {
 	EngineDecode *DecodeResult `json:"engine_decode,omitempty"`
 	// EngineStreamed is the same under StreamedPlan: the spine pinned in
 	// the full K3's proportion on this machine (its layers streamed).
-	EngineStreamed  *DecodeResult     `json:"engine_decode_streamed,omitempty"`
-	StreamedPlan    engine.BudgetPlan `json:"streamed_plan"`
-	EnginePrefill   *PrefillResult    `json:"engine_prefill,omitempty"`
-	EngineInt8      *Int8Result       `json:"engine_int8,omitempty"`
+	EngineStreamed *DecodeResult     `json:"engine_decode_streamed,omitempty"`
+	StreamedPlan   engine.BudgetPlan `json:"streamed_plan"`
+	EnginePrefill  *PrefillResult    `json:"engine_prefill,omitempty"`
+	EngineInt8     *Int8Result       `json:"engine_int8,omitempty"`
+	// MirrorDecode and MirrorPrefill are EngineDecode and EnginePrefill
+	// over the slice installed as a mirror (SliceBenchOptions.Mirror).
+	MirrorDecode    *DecodeResult     `json:"mirror_decode,omitempty"`
+	MirrorPrefill   *PrefillResult    `json:"mirror_prefill,omitempty"`
 	K3Plan          engine.BudgetPlan `json:"k3_plan"`
 	K3SecondsPerTok [2]float64        `json:"k3_projected_s_per_token"` // [overlapped, serial]
 }
@@ -230,6 +245,11 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		logf("prefill, engine forward: %d tokens, time to first token %.2f s; %d distinct experts read, amplification %.4f (token-major would acquire %.2f×); read once without compute %.2f s (TTFT %.2f× that), waiting for experts %.2f s, compute %.2f s",
 			p.Tokens, p.TimeToFirstToken, p.DistinctExperts, p.ReadAmplification, p.TokenMajorAmplification, p.ReadsAlone, p.TTFTRatio, p.ExpertWait, p.Compute)
 	}
+	if o.Mirror {
+		if err := o.benchMirror(ctx, &r, heat, logf); err != nil {
+			return r, err
+		}
+	}
 	if o.Int8 {
 		q, err := o.engineInt8(ctx, o.Plan)
 		if err != nil {
@@ -261,7 +281,7 @@ func randomIDs(rng *rand.Rand, n, k int) []int {
 // readBandwidth reads rounds of 16 random spans of one random layer in
 // parallel through a cacheless store in mode and returns GB/s.
 func readBandwidth(ctx context.Context, dir string, layers []int, mode string, rng *rand.Rand) (float64, error) {
-	p, err := engine.OpenProbe(ctx, dir, engine.ProbeOptions{Mode: mode})
+	p, err := openProbe(ctx, dir, probeOptions{Mode: mode})
 	if err != nil {
 		return 0, err
 	}
@@ -303,7 +323,7 @@ func nextRoute(rng *rand.Rand, prev []int) []int {
 // the next layer's previous-token experts prefetched, each expert's FFN
 // computed as soon as it arrives on every core, then released.
 func (o SliceBenchOptions) decode(ctx context.Context, compute bool, rng *rand.Rand) (DecodeResult, error) {
-	p, err := engine.OpenProbe(ctx, o.Dir, engine.ProbeOptions{CacheExperts: o.Plan.CacheExperts, Backend: o.Backend})
+	p, err := openProbe(ctx, o.Dir, probeOptions{CacheExperts: o.Plan.CacheExperts, Backend: o.Backend})
 	if err != nil {
 		return DecodeResult{}, err
 	}
@@ -313,7 +333,7 @@ func (o SliceBenchOptions) decode(ctx context.Context, compute bool, rng *rand.R
 	for i := range prev {
 		prev[i] = randomIDs(rng, k3Experts, k3TopK)
 	}
-	var base engine.Stats
+	var base experts.Stats
 	var start time.Time
 	for tok := range o.Warmup + o.Tokens {
 		if tok == o.Warmup {
@@ -331,14 +351,14 @@ func (o SliceBenchOptions) decode(ctx context.Context, compute bool, rng *rand.R
 	el := time.Since(start).Seconds()
 	st := p.Stats().Sub(base)
 	n := float64(o.Tokens)
-	demanded := float64(st.Misses + st.CacheHits + st.PrefetchHits)
+	demanded := float64(st.Misses + st.CacheHits + st.SpecHits)
 	d := DecodeResult{
 		Compute:           compute,
 		SecondsPerToken:   el / n,
-		DiskBytesPerToken: float64(st.ExpertBytes) / n,
+		DiskBytesPerToken: float64(st.DiskBytes) / n,
 		CacheHitRate:      float64(st.CacheHits) / demanded,
-		PrefetchHitRate:   float64(st.PrefetchHits) / demanded,
-		PrefetchWasted:    float64(st.PrefetchWasted) / n,
+		PrefetchHitRate:   float64(st.SpecHits) / demanded,
+		PrefetchWasted:    float64(st.SpecWasted) / n,
 	}
 	d.DiskGBPerSecond = d.DiskBytesPerToken / d.SecondsPerToken / 1e9
 	return d, nil
@@ -348,7 +368,7 @@ func (o SliceBenchOptions) decode(ctx context.Context, compute bool, rng *rand.R
 // weights in RAM (layer's first 16 experts, read once into the probe's
 // cache) and returns weight bytes per second.
 func expertFFNThroughput(ctx context.Context, dir string, layer int, be kernels.Backend) (float64, error) {
-	p, err := engine.OpenProbe(ctx, dir, engine.ProbeOptions{CacheExperts: k3TopK, Backend: be})
+	p, err := openProbe(ctx, dir, probeOptions{CacheExperts: k3TopK, Backend: be})
 	if err != nil {
 		return 0, err
 	}
@@ -368,7 +388,7 @@ func expertFFNThroughput(ctx context.Context, dir string, layer int, be kernels.
 		}
 	}
 	el := time.Since(start).Seconds()
-	if read := p.Stats().Sub(before).ExpertBytes; read != 0 {
+	if read := p.Stats().Sub(before).DiskBytes; read != 0 {
 		return 0, fmt.Errorf("bench: expert FFN rate: %d bytes read from disk, the experts should have been cached", read)
 	}
 	return float64(per*k3TopK*ckpt.ExpertSpanBytes) / el / 1e9, nil

@@ -15,7 +15,7 @@ import (
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/drives"
-	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 )
 
 // The multi-drive measurement of `bench slice --drive-gbps`: the engine's
@@ -97,7 +97,7 @@ type limitedDrive struct {
 func (l *limitedDrive) Name() string             { return l.name }
 func (l *limitedDrive) Readers() int             { return l.readers }
 func (l *limitedDrive) Corrupt(id ckpt.ExpertID) { l.d.Corrupt(id) }
-func (l *limitedDrive) Replica(id ckpt.ExpertID) (engine.Replica, bool) {
+func (l *limitedDrive) Replica(id ckpt.ExpertID) (experts.Replica, bool) {
 	r, ok := l.d.Replica(id)
 	r.Source = l.src
 	return r, ok
@@ -106,7 +106,7 @@ func (l *limitedDrive) Replica(id ckpt.ExpertID) (engine.Replica, bool) {
 // limitedSource is a token bucket in front of a Source: each read waits
 // for its bytes' worth of tokens.
 type limitedSource struct {
-	engine.Source
+	ckpt.Source
 	lim *rate.Limiter
 }
 
@@ -175,13 +175,13 @@ func BenchDrives(ctx context.Context, o DriveBenchOptions) (DriveBenchResult, er
 	if err := warmPageCache(data); err != nil {
 		return res, err
 	}
-	srcs := make([]*engine.FileSource, len(o.GBps))
+	srcs := make([]*ckpt.FileSource, len(o.GBps))
 	for i := range srcs {
-		src, err := engine.OpenFile(ctx, data) // buffered: the page cache, not the disk
+		src, err := ckpt.OpenFile(ctx, data) // buffered: the page cache, not the disk
 		if err != nil {
 			return res, err
 		}
-		srcs[i] = src.(*engine.FileSource)
+		srcs[i] = src.(*ckpt.FileSource)
 		defer srcs[i].Close()
 	}
 	for _, gbps := range o.GBps {
@@ -223,16 +223,16 @@ func BenchDrives(ctx context.Context, o DriveBenchOptions) (DriveBenchResult, er
 
 // measure decodes through simulated drives of the limits given over srcs
 // (one per drive).
-func (o DriveBenchOptions) measure(ctx context.Context, d *drives.Drive, srcs []*engine.FileSource, limits []float64) (DriveBenchResult, error) {
+func (o DriveBenchOptions) measure(ctx context.Context, d *drives.Drive, srcs []*ckpt.FileSource, limits []float64) (DriveBenchResult, error) {
 	var res DriveBenchResult
-	var sims []engine.ExpertDrive
+	var sims []experts.Drive
 	var sum float64
 	for i, gbps := range limits {
 		lim := rate.NewLimiter(rate.Limit(gbps*1e9), o.Burst)
 		sims = append(sims, &limitedDrive{d: d, name: fmt.Sprintf("drive%d (%.2g GB/s)", i+1, gbps), readers: o.Readers, src: limitedSource{srcs[i], lim}})
 		sum += gbps
 	}
-	p, err := engine.OpenProbe(ctx, o.Dir, engine.ProbeOptions{Drives: sims, MirrorLast: true})
+	p, err := openProbe(ctx, o.Dir, probeOptions{Drives: sims, MirrorLast: true})
 	if err != nil {
 		return res, err
 	}
@@ -247,7 +247,7 @@ func (o DriveBenchOptions) measure(ctx context.Context, d *drives.Drive, srcs []
 	for i := range route {
 		route[i] = step{o.Layers[i%len(o.Layers)], randomIDs(rng, o.Experts, k3TopK)}
 	}
-	var base engine.Stats
+	var base experts.Stats
 	var t0 time.Time
 	for i := range total {
 		if i == 2*len(o.Layers) {

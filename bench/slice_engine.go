@@ -2,18 +2,25 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // maxEngineWarmup bounds the decode steps an engine run spends filling
@@ -26,7 +33,7 @@ const maxEngineWarmup = 40
 // expert cache is full): the router now chooses the experts. The heat
 // histogram persists at heatPath between the runs.
 func (o SliceBenchOptions) engineDecode(ctx context.Context, plan engine.BudgetPlan, heatPath, run string) (DecodeResult, error) {
-	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, Stream: &engine.StreamOptions{Plan: &plan, HeatPath: heatPath}})
+	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, OpenSource: o.open, Stream: &engine.StreamOptions{Plan: &plan, HeatPath: heatPath}})
 	if err != nil {
 		return DecodeResult{}, err
 	}
@@ -73,7 +80,7 @@ func (o SliceBenchOptions) engineDecode(ctx context.Context, plan engine.BudgetP
 	}
 	d.DiskGBPerSecond = d.DiskBytesPerToken / d.SecondsPerToken / 1e9
 	if m.Plan().PinnedLayers < m.Info().Layers {
-		if d.IOOnlyGBPerSecond, err = ioOnlyRate(ctx, m, max(o.Tokens/2, 2), rand.New(rand.NewPCG(o.Seed, 0x10))); err != nil {
+		if d.IOOnlyGBPerSecond, err = ioOnlyRate(ctx, o.Dir, m.Plan().PinnedLayers, max(o.Tokens/2, 2), rand.New(rand.NewPCG(o.Seed, 0x10))); err != nil {
 			return d, err
 		}
 	}
@@ -130,7 +137,7 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan engine.Budget
 	defer os.Remove(tracePath)
 	o.dropSliceCache()
 	opened := time.Now()
-	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, Stream: &engine.StreamOptions{Plan: &plan, TracePath: tracePath}})
+	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, OpenSource: o.open, Stream: &engine.StreamOptions{Plan: &plan, TracePath: tracePath}})
 	if err != nil {
 		return r, err
 	}
@@ -258,25 +265,169 @@ func (o SliceBenchOptions) engineInt8(ctx context.Context, plan engine.BudgetPla
 	return r, nil
 }
 
-// ioOnlyRate replays the engine decode's reads without computing: per
-// token and layer the streamed spine through the ring and 16 random
-// experts through the store, as the forward pass orders them
-// (Model.ReadPass). It returns GB/s: the limit for this mix of reads on
-// this disk, measured in the same run. On a disk whose host caches (a
-// virtual one), a spine re-read every token comes faster than random
-// expert spans, so this, not (a), is the figure to hold the engine's
-// traffic to.
-func ioOnlyRate(ctx context.Context, m *engine.Model, tokens int, rng *rand.Rand) (float64, error) {
-	info := m.Info()
-	route := func(int) []int { return randomIDs(rng, info.Experts, info.TopK) }
-	before, start := m.Stats(), time.Now()
+// ioOnlyRate replays the engine decode's reads without computing, through
+// the expert store directly: per token and layer, in the forward pass's
+// order, the layer's 16 random experts (K3's top-k) acquired through a cacheless store
+// while the layer's spine (when it is not among the first pinned layers)
+// is read, in 4 MiB direct reads, as the spine ring reads it. It returns
+// GB/s: the limit for this mix of reads on this disk, measured in the same
+// run. On a disk whose host caches (a virtual one), a spine re-read every
+// token comes faster than random expert spans, so this, not (a), is the
+// figure to hold the engine's traffic to.
+func ioOnlyRate(ctx context.Context, dir string, pinned, tokens int, rng *rand.Rand) (float64, error) {
+	ix, err := ckpt.OpenIndex(ctx, dir, nil)
+	if err != nil {
+		return 0, err
+	}
+	spans, err := ix.Experts()
+	spine := spineExtents(ix, pinned)
+	ix.Close()
+	if err != nil {
+		return 0, err
+	}
+	store, err := experts.Open(ctx, experts.Options{Dir: dir, Spans: spans})
+	if err != nil {
+		return 0, err
+	}
+	defer store.Close()
+	files := map[string]*experts.ShardFile{}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for _, ext := range spine {
+		for _, e := range ext {
+			if files[e.shard] == nil {
+				f, _, err := experts.OpenShard(filepath.Join(dir, e.shard), e.shard, directio.Direct, nil)
+				if err != nil {
+					return 0, err
+				}
+				files[e.shard] = f
+			}
+		}
+	}
+	perLayer := map[int]int{} // experts per MoE layer
+	for id := range spans {
+		perLayer[id.Layer] = max(perLayer[id.Layer], id.Expert+1)
+	}
+	var spineBytes int64
+	before, start := store.Stats(), time.Now()
 	for range tokens {
-		if err := m.ReadPass(ctx, route); err != nil {
-			return 0, err
+		for layer := range spine {
+			var b *experts.Batch
+			if n := perLayer[layer]; n > 0 {
+				if b, err = store.Acquire(ctx, layer, randomIDs(rng, n, min(n, k3TopK))); err != nil {
+					return 0, err
+				}
+			}
+			n, err := readExtents(ctx, files, spine[layer])
+			spineBytes += n
+			if b != nil {
+				for k := range b.Len() {
+					if _, werr := b.Wait(ctx, k); werr != nil && err == nil {
+						err = werr
+					}
+				}
+				b.Release()
+			}
+			if err != nil {
+				return 0, err
+			}
 		}
 	}
 	el := time.Since(start).Seconds()
-	return float64(m.Stats().Sub(before).DiskBytes()) / el / 1e9, nil
+	return float64(store.Stats().Sub(before).DiskBytes+spineBytes) / el / 1e9, nil
+}
+
+// extent is a contiguous byte range of one shard.
+type extent struct {
+	shard  string
+	lo, hi int64
+}
+
+// spineExtents returns, for each decoder layer, the byte ranges of its
+// spine tensors (every tensor of the layer but the routed experts') merged
+// where they touch; none for the first pinned layers, which stay in RAM.
+func spineExtents(ix *ckpt.Index, pinned int) [][]extent {
+	layers := 0
+	type ref struct {
+		shard  string
+		lo, hi int64
+		layer  int
+	}
+	var refs []ref
+	for _, s := range ix.Shards {
+		for _, t := range s.Header.Tensors {
+			name, _ := strings.CutPrefix(t.Name, ix.Prefix)
+			if ckpt.IsExpertTensor(name) {
+				continue
+			}
+			if i, ok := ckpt.LayerOf(name, math.MaxInt); ok {
+				layers = max(layers, i+1)
+				refs = append(refs, ref{s.Name, t.Offset, t.End(), i})
+			}
+		}
+	}
+	out := make([][]extent, layers)
+	slices.SortFunc(refs, func(a, b ref) int {
+		return cmp.Or(cmp.Compare(a.layer, b.layer), strings.Compare(a.shard, b.shard), cmp.Compare(a.lo, b.lo))
+	})
+	for _, r := range refs {
+		if r.layer < pinned {
+			continue
+		}
+		ext := out[r.layer]
+		if n := len(ext); n > 0 && ext[n-1].shard == r.shard && ext[n-1].hi >= r.lo {
+			ext[n-1].hi = max(ext[n-1].hi, r.hi)
+			continue
+		}
+		out[r.layer] = append(ext, extent{r.shard, r.lo, r.hi})
+	}
+	return out
+}
+
+// readExtents reads exts in chunks of experts.ReadChunk on 16 readers
+// (aligned for the direct descriptors) and returns the bytes read.
+func readExtents(ctx context.Context, files map[string]*experts.ShardFile, exts []extent) (int64, error) {
+	type job struct {
+		f      *experts.ShardFile
+		lo, hi int64
+	}
+	var jobs []job
+	for _, e := range exts {
+		f := files[e.shard]
+		lo, hi := e.lo, e.hi
+		if f.Direct() {
+			lo, hi = directio.AlignDown(lo), directio.AlignUp(hi)
+		}
+		for c := lo; c < hi; c += experts.ReadChunk {
+			jobs = append(jobs, job{f, c, min(c+experts.ReadChunk, hi)})
+		}
+	}
+	var next, total atomic.Int64
+	errs := make([]error, 16)
+	var wg sync.WaitGroup
+	for w := range errs {
+		wg.Go(func() {
+			buf := directio.Buffer(experts.ReadChunk)
+			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
+				if err := ctx.Err(); err != nil {
+					errs[w] = err
+					return
+				}
+				j := jobs[i]
+				n, err := j.f.ReadFull(buf[:j.hi-j.lo], j.lo)
+				total.Add(n)
+				if err != nil {
+					errs[w] = fmt.Errorf("bench: read the spine of %s at %d: %w", j.f.Name(), j.lo, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return total.Load(), errors.Join(errs...)
 }
 
 // argmax returns the index of the largest value, the first one on ties.

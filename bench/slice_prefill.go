@@ -6,8 +6,6 @@ import (
 	"maps"
 	"slices"
 	"time"
-
-	"github.com/deltafin/deltafin/engine"
 )
 
 // choice is one (layer, expert) the router chose.
@@ -21,7 +19,7 @@ type choice struct{ layer, expert int }
 // returns the seconds it took: the disk's floor for that prompt's time to
 // first token, measured in the same run.
 func replayPrefillReads(ctx context.Context, dir string, chosen map[choice]bool) (float64, error) {
-	p, err := engine.OpenProbe(ctx, dir, engine.ProbeOptions{Mode: "direct"})
+	p, err := openProbe(ctx, dir, probeOptions{Mode: "direct"})
 	if err != nil {
 		return 0, err
 	}

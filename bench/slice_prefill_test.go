@@ -1,12 +1,15 @@
 package bench
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/engine"
 )
 
@@ -38,4 +41,67 @@ func TestEnginePrefillReportsTheReadsAlone(t *testing.T) {
 
 	_, err = replayPrefillReads(t.Context(), dir, map[choice]bool{{layer: 1, expert: 999}: true})
 	require.Error(t, err, "an expert the checkpoint lacks")
+}
+
+// TestIOOnlyRateReadsTheSpineAndTheExperts replays k3-tiny's decode reads
+// through the expert store: with every layer streamed the spine's bytes
+// join the experts', and a layer past the checkpoint's has nothing to read.
+func TestIOOnlyRateReadsTheSpineAndTheExperts(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("..", "testdata", "k3-tiny")
+	ix, err := ckpt.OpenIndex(t.Context(), dir, nil)
+	require.NoError(t, err)
+	streamed, pinned := spineExtents(ix, 0), spineExtents(ix, 1<<20)
+	require.NoError(t, ix.Close())
+	var bytes int64
+	for i, ext := range streamed {
+		require.NotEmpty(t, ext, "layer %d has a spine", i)
+		require.Empty(t, pinned[i], "layer %d is pinned", i)
+		for _, e := range ext {
+			bytes += e.hi - e.lo
+		}
+	}
+	require.Positive(t, bytes)
+	rate, err := ioOnlyRate(t.Context(), dir, 0, 2, rand.New(rand.NewPCG(1, 2)))
+	require.NoError(t, err)
+	require.Positive(t, rate)
+	_, err = ioOnlyRate(t.Context(), t.TempDir(), 0, 1, rand.New(rand.NewPCG(1, 2)))
+	require.Error(t, err, "no checkpoint")
+}
+
+// TestMirrorPrefillReadsWhatThePlainFilesRead installs a copy of k3-tiny as
+// a full mirror and runs the prefill measurement through the mirror's
+// Sources: the router chooses the same experts, and the store reads them
+// as over the plain files, each once.
+func TestMirrorPrefillReadsWhatThePlainFilesRead(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join("..", "testdata", "k3-tiny")
+	dir := filepath.Join(t.TempDir(), "slice")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
+	}
+	o := SliceBenchOptions{Dir: dir, Prefill: 24, Seed: 3}
+	plain, err := o.enginePrefill(t.Context(), engine.BudgetPlan{PinnedLayers: 10})
+	require.NoError(t, err)
+
+	m, err := installMirror(dir)
+	require.NoError(t, err)
+	defer m.Close()
+	require.True(t, downloader.IsMirrorFolder(m.Dir()))
+	s, err := m.OpenSource()(t.Context(), filepath.Join(m.Dir(), "model-00002-of-000004.safetensors"))
+	require.NoError(t, err)
+	_, ensurer := s.(ckpt.Ensurer)
+	require.True(t, ensurer, "the mirror's Sources are Ensurers")
+	mo := o
+	mo.Dir, mo.open = m.Dir(), m.OpenSource()
+	mirror, err := mo.enginePrefill(t.Context(), engine.BudgetPlan{PinnedLayers: 10})
+	require.NoError(t, err)
+	require.Equal(t, plain.DistinctExperts, mirror.DistinctExperts)
+	require.Equal(t, plain.DiskBytes, mirror.DiskBytes, "the same bytes read")
+	require.InDelta(t, plain.ReadAmplification, mirror.ReadAmplification, 1e-12)
 }

@@ -26,6 +26,10 @@ var ErrExpertLayout = errors.New("checkpoint: routed expert layout")
 // or float-expert model): nothing to stream, replicate or probe.
 var ErrNoExperts = errors.New("no MXFP4 routed experts")
 
+// ErrNotFinite reports a weight that is NaN or infinite, which a published
+// checkpoint never holds: the file is damaged.
+var ErrNotFinite = errors.New("a weight is NaN or infinite")
+
 // An ExpertID names one routed expert of one MoE layer (layer numbers are the
 // checkpoint's decoder layer indices, 1..92 in K3).
 type ExpertID struct{ Layer, Expert int }

@@ -29,6 +29,7 @@ func benchSliceCmd(ctx context.Context, c *Call, args []string) error {
 	fs.BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	fs.IntVar(&o.Tokens, "tokens", 8, "decode tokens to measure")
 	fs.IntVar(&o.Prefill, "prefill", 0, "also time a prompt of this many tokens through the engine (time to first token, expert read amplification)")
+	fs.BoolVar(&o.Mirror, "mirror", false, "also run the engine decode (the slice's own plan) and, with --prefill, the prompt over the slice installed as a full mirror, read as an installed model is (the mirror's Sources, each expert's Ensure then chunked direct reads)")
 	fs.BoolVar(&o.Int8, "int8", false, "also convert the slice's spine to int8 (once) and compare its logits with BF16")
 	fs.BoolVar(&o.Engine, "engine", true, "also decode with the engine's forward pass over the slice")
 	fs.StringVar(&o.EnginePlan, "engine-plan", "both", "engine runs: natural (the slice's own RAM plan), streamed (the spine pinned as the full K3's on this machine: head pinned, layers streamed) or both")
@@ -57,6 +58,7 @@ type BenchSliceOptions struct {
 	CPUProfile string    // write a CPU profile of each engine decode to PATH-natural.pprof, PATH-streamed.pprof, of the prefill to PATH-prefill.pprof
 	Prefill    int       // prompt tokens for the prefill measurement (0: none)
 	Int8       bool      // compare the int8 spine with BF16 (converts the slice's spine once)
+	Mirror     bool      // also decode (and prefill) over the slice installed as a mirror
 	DriveGBps  []float64 // --drive-gbps: only the multi-drive scheduler over simulated drives
 }
 
@@ -122,7 +124,7 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 	}
 	fmt.Fprintf(log, "slice %s\n", plan)
 	eo := bench.SliceBenchOptions{
-		Dir: dir, Layout: layout, Plan: plan, Prefill: o.Prefill, Int8: o.Int8, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: o.Seed,
+		Dir: dir, Layout: layout, Plan: plan, Prefill: o.Prefill, Int8: o.Int8, Mirror: o.Mirror, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: o.Seed,
 		SkipSynthetic: !o.Synthetic,
 		RAM:           engine.BudgetInput{TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override},
 		Log:           func(f string, a ...any) { fmt.Fprintf(log, f+"\n", a...) },
@@ -180,6 +182,20 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 			p.ReadsAlone, p.TTFTRatio, p.ExpertWait, p.Compute, p.DiskIdle, rep.Backend, runtime.NumCPU())
 		fmt.Fprintf(out, "  open: %.2f s; index and validation %.2f s; pinned spine %.2f GB in %.2f s = %.2f GB/s, %.2f of (a) (%d readers, direct %v)\n",
 			p.OpenTotal, p.Open.IndexSeconds, float64(p.Open.PinnedBytes)/1e9, p.Open.PinnedSeconds, p.PinnedGBps, p.PinnedGBps/a, p.Open.Readers, p.Open.Direct)
+	}
+	if d := rep.MirrorDecode; d != nil {
+		fmt.Fprintf(out, "engine forward over the slice installed as a mirror, its own plan: %.3f s/token, %.1f MB/token from disk, ratio %.2f", d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.Ratio)
+		if e := rep.EngineDecode; e != nil {
+			fmt.Fprintf(out, " (plain files: %.3f s/token, ratio %.2f; mirror ÷ plain %.2f)", e.SecondsPerToken, e.Ratio, d.SecondsPerToken/e.SecondsPerToken)
+		}
+		fmt.Fprintln(out)
+	}
+	if p := rep.MirrorPrefill; p != nil {
+		fmt.Fprintf(out, "prefill of %d tokens over the mirror: time to first token %.2f s, %.2f× the reads alone, amplification %.4f", p.Tokens, p.TimeToFirstToken, p.TTFTRatio, p.ReadAmplification)
+		if e := rep.EnginePrefill; e != nil {
+			fmt.Fprintf(out, " (plain files: %.2f s, %.2f×; mirror ÷ plain %.2f)", e.TimeToFirstToken, e.TTFTRatio, p.TimeToFirstToken/e.TimeToFirstToken)
+		}
+		fmt.Fprintln(out)
 	}
 	if q := rep.EngineInt8; q != nil {
 		fmt.Fprintf(out, "int8 spine (NOT exact) vs BF16: max |Δlogit| %.4g (BF16 logits span %.4g), top-1 agreement %.0f%% over %d positions; spine %.2f → %.2f GB\n",

@@ -3,9 +3,13 @@ package downloader
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 )
 
-// Source is one mirrored file seen as the engine's byte source (engine.Source
+// Source is one mirrored file seen as the engine's byte source (ckpt.Source
 // with its Ensurer capability): Ensure makes bytes present, fetching missing
 // ones from the hub into the mirror, after which a pread of the mirrored file
 // returns them (the engine's direct reads of experts); ReadAt does the same
@@ -46,6 +50,35 @@ func (s *Source) ReadAt(ctx context.Context, p []byte, off int64) error {
 func (s *Source) Ensure(ctx context.Context, off, n int64) error {
 	return s.m.ensureChecked(ctx, s.file, Range{off, off + n})
 }
+
+// Present reports whether bytes [off, off+n) are on disk, without reading
+// or fetching (ckpt.Presence: the web page's picture of the experts).
+func (s *Source) Present(off, n int64) bool {
+	got, err := s.m.Present(s.file, off, n)
+	return err == nil && got == n
+}
+
+// OpenSource opens the engine's checkpoint files through the mirror: a file
+// inside its directory is the mirror's Source (present bytes read with
+// pread, missing ones fetched first; Ensure before the expert store's own
+// direct reads), a file outside it a plain file.
+func (m *Mirror) OpenSource() ckpt.OpenSource {
+	return func(ctx context.Context, path string) (ckpt.Source, error) {
+		rel, err := filepath.Rel(m.Dir(), path)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return ckpt.OpenFile(ctx, path)
+		}
+		return m.Source(filepath.ToSlash(rel))
+	}
+}
+
+// The mirror's Sources are Ensurers (without Ensure the expert store's
+// direct reads of a stream install would read its holes) and know which
+// bytes are present.
+var (
+	_ ckpt.Ensurer  = (*Source)(nil)
+	_ ckpt.Presence = (*Source)(nil)
+)
 
 // Size returns the file's size.
 func (s *Source) Size() int64 { return s.size }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/deltafin/deltafin/engine/sourcetest"
+	"github.com/deltafin/deltafin/checkpoint/sourcetest"
 )
 
 // TestSourceConformance runs the engine's Source contract against the

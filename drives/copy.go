@@ -12,7 +12,7 @@ import (
 	"syscall"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
-	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/directio"
 	"github.com/deltafin/deltafin/internal/sysinfo"
 )
@@ -32,7 +32,7 @@ type FillOptions struct {
 	// Share is the fraction of the model's experts the drive should hold,
 	// hottest first (0 < Share ≤ 1).
 	Share float64
-	// Heat ranks the experts (engine.ExpertHeat); experts without heat
+	// Heat ranks the experts (experts.HeatScores); experts without heat
 	// follow in layer and expert order.
 	Heat map[ckpt.ExpertID]float32
 	// Reserve is the free space Fill leaves on the drive (default 2 GB).
@@ -145,7 +145,7 @@ func (d *Drive) Fill(ctx context.Context, m Mirror, o FillOptions) (FillResult, 
 		}
 		var need int64
 		for _, id := range ids {
-			lo, hi := engine.ReplicaRange(m.Spans[id])
+			lo, hi := experts.ReplicaRange(m.Spans[id])
 			need += alignUp(hi - lo)
 		}
 		if int64(free) < need+o.Reserve {
@@ -229,8 +229,8 @@ func checkCopy(ctx context.Context, f *directio.File, r record, sp ckpt.ExpertSp
 	if err := f.ReadAt(ctx, buf, r.Slot); err != nil {
 		return false, fmt.Errorf("drives: read back %s: %w", r.id(), err)
 	}
-	lo, _ := engine.ReplicaRange(sp)
-	return engine.SpanCRC(buf[sp.Offset-lo:sp.Offset-lo+sp.Size]) == r.CRC, nil
+	lo, _ := experts.ReplicaRange(sp)
+	return experts.SpanCRC(buf[sp.Offset-lo:sp.Offset-lo+sp.Size]) == r.CRC, nil
 }
 
 func (d *Drive) holds(id ckpt.ExpertID) bool {
@@ -245,7 +245,7 @@ type copier struct {
 	d       *Drive
 	m       Mirror
 	w       *os.File
-	sources map[string]engine.Source
+	sources map[string]ckpt.Source
 }
 
 func (d *Drive) startCopy(m Mirror) (*copier, error) {
@@ -264,7 +264,7 @@ func (d *Drive) startCopy(m Mirror) (*copier, error) {
 			return nil, fmt.Errorf("drives: %w", err)
 		}
 	}
-	return &copier{d: d, m: m, w: w, sources: map[string]engine.Source{}}, nil
+	return &copier{d: d, m: m, w: w, sources: map[string]ckpt.Source{}}, nil
 }
 
 func (c *copier) close() {
@@ -359,16 +359,16 @@ func (c *copier) read(ctx context.Context, sp ckpt.ExpertSpan) ([]byte, uint32, 
 		}
 		c.sources[sp.Shard] = src
 	}
-	if e, ok := src.(engine.Ensurer); ok {
+	if e, ok := src.(ckpt.Ensurer); ok {
 		if err := e.Ensure(ctx, sp.Offset, sp.Size); err != nil {
 			return nil, 0, fmt.Errorf("drives: fetch %s bytes %d to %d: %w", sp.Shard, sp.Offset, sp.End(), err)
 		}
 	}
-	lo, hi := engine.ReplicaRange(sp)
+	lo, hi := experts.ReplicaRange(sp)
 	buf := make([]byte, hi-lo)
 	end := min(hi, src.Size())
 	if err := src.ReadAt(ctx, buf[:end-lo], lo); err != nil {
 		return nil, 0, fmt.Errorf("drives: read %s bytes %d to %d: %w", sp.Shard, lo, end, err)
 	}
-	return buf, engine.SpanCRC(buf[sp.Offset-lo : sp.End()-lo]), nil
+	return buf, experts.SpanCRC(buf[sp.Offset-lo : sp.End()-lo]), nil
 }

@@ -11,33 +11,33 @@ import (
 	"sync"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
-	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // Mirror is where copies come from: the checkpoint's directory, how its
 // files are opened (app.MirrorSource for the downloader's mirror,
-// engine.OpenFile for a plain directory) and its experts.
+// ckpt.OpenFile for a plain directory) and its experts.
 type Mirror struct {
 	Dir   string
-	Open  engine.OpenSource
+	Open  ckpt.OpenSource
 	Spans map[ckpt.ExpertID]ckpt.ExpertSpan
 }
 
-// OpenMirror lists dir's experts (engine.ExpertSpans); open nil means
-// engine.OpenFile.
-func OpenMirror(ctx context.Context, dir string, open engine.OpenSource) (Mirror, error) {
+// OpenMirror lists dir's experts (experts.Spans); open nil means
+// ckpt.OpenFile.
+func OpenMirror(ctx context.Context, dir string, open ckpt.OpenSource) (Mirror, error) {
 	if open == nil {
-		open = engine.OpenFile
+		open = ckpt.OpenFile
 	}
-	spans, err := engine.ExpertSpans(ctx, dir, open)
+	spans, err := experts.Spans(ctx, dir, open)
 	if err != nil {
 		return Mirror{}, err
 	}
 	return Mirror{Dir: dir, Open: open, Spans: spans}, nil
 }
 
-// Drive is one expert drive: an engine.ExpertDrive over the copies its
+// Drive is one expert drive: an experts.Drive over the copies its
 // manifest names. Safe for concurrent use; Fill, Repair and Scrub may run
 // while the engine reads from it.
 type Drive struct {
@@ -56,7 +56,7 @@ type Drive struct {
 	err    error                    // the last failure to record a Corrupt
 }
 
-var _ engine.ExpertDrive = (*Drive)(nil)
+var _ experts.Drive = (*Drive)(nil)
 
 // Open opens the drive at path for a checkpoint of layout (Layout). A path
 // without copies, or with copies of another layout, gives a drive that
@@ -95,14 +95,14 @@ func (d *Drive) Readers() int {
 }
 
 // Replica says where id's copy lies.
-func (d *Drive) Replica(id ckpt.ExpertID) (engine.Replica, bool) {
+func (d *Drive) Replica(id ckpt.ExpertID) (experts.Replica, bool) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	r, ok := d.held[id]
 	if !ok || d.file == nil {
-		return engine.Replica{}, false
+		return experts.Replica{}, false
 	}
-	return engine.Replica{Source: d.file, Offset: r.Slot, CRC32C: r.CRC}, true
+	return experts.Replica{Source: d.file, Offset: r.Slot, CRC32C: r.CRC}, true
 }
 
 // Corrupt stops offering id's copy and marks it for Repair in the

@@ -11,6 +11,7 @@ import (
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 )
 
 // tiny is the demo model: k3-tiny, MXFP4 experts in four shards.
@@ -27,7 +28,7 @@ func every() *engine.BudgetPlan { return &engine.BudgetPlan{PinnedLayers: 1 << 2
 // run generates genTokens greedily from prompt with the drives given and
 // returns the tokens, the prompt's last logits, and the model's Stats.
 // step, when set, is called after each emitted token.
-func run(t *testing.T, ds []engine.ExpertDrive, mirrorLast bool, step func(n int)) ([]int, []float32, engine.Stats) {
+func run(t *testing.T, ds []experts.Drive, mirrorLast bool, step func(n int)) ([]int, []float32, engine.Stats) {
 	t.Helper()
 	m, err := engine.Open(t.Context(), tiny, engine.Options{NoSpec: true, Stream: &engine.StreamOptions{Plan: every(), Drives: ds, MirrorLast: mirrorLast}})
 	require.NoError(t, err)
@@ -74,12 +75,12 @@ func TestTokensAreTheSameWithOneTwoAndThreeDrives(t *testing.T) {
 	a, b := filled(t, m, 1), filled(t, m, 0.5)
 	for _, tc := range []struct {
 		name       string
-		ds         []engine.ExpertDrive
+		ds         []experts.Drive
 		mirrorLast bool
 	}{
-		{"mirror and one drive", []engine.ExpertDrive{a}, false},
-		{"mirror and two drives", []engine.ExpertDrive{a, b}, false},
-		{"two drives, the mirror last", []engine.ExpertDrive{a, b}, true},
+		{"mirror and one drive", []experts.Drive{a}, false},
+		{"mirror and two drives", []experts.Drive{a, b}, false},
+		{"two drives, the mirror last", []experts.Drive{a, b}, true},
 	} {
 		toks, logits, st := run(t, tc.ds, tc.mirrorLast, nil)
 		require.Equal(t, want, toks, tc.name)
@@ -101,7 +102,7 @@ func TestADriveVanishingMidGenerationChangesNothing(t *testing.T) {
 	m := tinyMirror(t)
 	want, _, _ := run(t, nil, false, nil)
 	d := filled(t, m, 1)
-	toks, _, st := run(t, []engine.ExpertDrive{d}, true, func(n int) {
+	toks, _, st := run(t, []experts.Drive{d}, true, func(n int) {
 		if n == 3 {
 			// Unplugged: the drive still offers its copies, but its file
 			// fails every read from now on (EBADF, as a vanished device
@@ -122,7 +123,7 @@ func TestADriveClosedMidGenerationChangesNothing(t *testing.T) {
 	m := tinyMirror(t)
 	want, _, _ := run(t, nil, false, nil)
 	d := filled(t, m, 1)
-	toks, _, st := run(t, []engine.ExpertDrive{d}, true, func(n int) {
+	toks, _, st := run(t, []experts.Drive{d}, true, func(n int) {
 		if n == 3 {
 			require.NoError(t, d.Close())
 			_, ok := d.Replica(Rank(m.Spans, nil)[0])
@@ -143,7 +144,7 @@ func corruptAll(t *testing.T, d *Drive, m Mirror) {
 	defer f.Close()
 	for _, r := range d.man.Experts {
 		sp := m.Spans[r.id()]
-		lo, _ := engine.ReplicaRange(sp)
+		lo, _ := experts.ReplicaRange(sp)
 		at := r.Slot + sp.Offset - lo + sp.Size/2
 		var b [1]byte
 		_, err := f.ReadAt(b[:], at)
@@ -162,7 +163,7 @@ func TestABadByteIsDetectedOnReadAndRepaired(t *testing.T) {
 	d := filled(t, m, 1)
 	n := d.Info().Experts
 	corruptAll(t, d, m)
-	toks, logits, st := run(t, []engine.ExpertDrive{d}, true, nil)
+	toks, logits, st := run(t, []experts.Drive{d}, true, nil)
 	require.Equal(t, want, toks)
 	require.Equal(t, wantLogits, logits)
 	require.Positive(t, st.ChecksumFailures)
@@ -191,7 +192,7 @@ func TestABadByteIsDetectedOnReadAndRepaired(t *testing.T) {
 	require.Equal(t, n, checked)
 	require.Zero(t, repaired)
 	require.Equal(t, Info{Path: d.path, Experts: n, Bytes: d.Info().Bytes}, d.Info())
-	toks, _, st = run(t, []engine.ExpertDrive{d}, true, nil)
+	toks, _, st = run(t, []experts.Drive{d}, true, nil)
 	require.Equal(t, want, toks)
 	require.Zero(t, st.ChecksumFailures)
 }

@@ -46,7 +46,7 @@ type record struct {
 	Layer  int    `json:"layer"`
 	Expert int    `json:"expert"`
 	Slot   int64  `json:"slot"` // offset of the copy in experts.bin
-	Len    int64  `json:"len"`  // the copy's length (engine.ReplicaRange)
+	Len    int64  `json:"len"`  // the copy's length (experts.ReplicaRange)
 	CRC    uint32 `json:"crc32c"`
 	Bad    bool   `json:"bad,omitempty"` // failed its checksum; Repair copies it again
 }

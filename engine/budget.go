@@ -240,38 +240,18 @@ func fmtBytes(n int64) string {
 // cache is the only part of the plan that can shrink without changing
 // which bytes a token reads. A model without an expert store returns 0.
 func (m *Model) SetCacheBudget(bytes int64) int64 {
-	se, ok := m.experts.(*streamExperts)
-	if !ok || m.plan.SlotBytes <= 0 {
+	if m.plan.SlotBytes <= 0 {
 		return 0
 	}
 	n := int(min(max(bytes, 0)/m.plan.SlotBytes, int64(m.plan.CacheExperts)))
-	if se.store.setCacheCap(n) {
+	freed, ok := m.experts.setCacheCap(n)
+	if !ok {
+		return 0
+	}
+	if freed {
 		// The buffers were Go memory: return it now, not at the next GC
 		// cycle the allocator happens to run.
 		debug.FreeOSMemory()
 	}
 	return int64(n) * m.plan.SlotBytes
-}
-
-// setCacheCap sets the cache's capacity to n experts, dropping the coldest
-// cached ones beyond it and forgetting spare buffers beyond the new buffer
-// limit; it reports whether memory was let go.
-func (s *spanStore) setCacheCap(n int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cacheCap = n
-	freed := false
-	for s.cached > n {
-		v := s.coldestCached()
-		if v == nil {
-			break // the rest are held by a pass; unref drops them later
-		}
-		s.drop(v)
-	}
-	for limit := s.cacheCap + s.prefetchCap + 2*maxTopK; s.nbufs > limit && len(s.free) > 0; s.nbufs-- {
-		s.free[len(s.free)-1] = nil
-		s.free = s.free[:len(s.free)-1]
-		freed = true
-	}
-	return freed
 }

@@ -165,60 +165,6 @@ func TestSpineWarningSaysWhatStreamingCosts(t *testing.T) {
 	require.Empty(t, p.SpineWarning(), "the suggested --ram-gb pins the spine")
 }
 
-func TestHeatPersistsAcrossRuns(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "data", "expert_heat.jsonl")
-	h, err := loadHeat(path, 4, 8)
-	require.NoError(t, err, "a missing file is an empty histogram")
-	h.Touch(2, []int{1, 5})
-	h.Touch(2, []int{5})
-	h.Touch(9, []int{1}) // out of range: ignored
-	require.NoError(t, h.Save(path))
-	g, err := loadHeat(path, 4, 8)
-	require.NoError(t, err)
-	require.Equal(t, float32(2), g.Score(ckpt.ExpertID{Layer: 2, Expert: 5}))
-	require.Equal(t, float32(1), g.Score(ckpt.ExpertID{Layer: 2, Expert: 1}))
-	require.Zero(t, g.Score(ckpt.ExpertID{Layer: 3, Expert: 5}))
-
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, "{\"layer\":2,\"expert\":1,\"heat\":1}\n{\"layer\":2,\"expert\":5,\"heat\":2}\n", string(b),
-		"the format deltafin warm reads")
-	for _, tc := range []struct {
-		name    string
-		content string
-		want    string
-	}{
-		{"another model's shape", `{"layer":4,"expert":1,"heat":1}`, "outside the model's 4×8 experts"},
-		{"negative heat", `{"layer":1,"expert":1,"heat":-1}`, "heat -1"},
-		{"not JSON", "hello", "line 1"},
-		{"second line damaged", "{\"layer\":1,\"expert\":1,\"heat\":1}\n{\"layer\":", "line 2"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := filepath.Join(t.TempDir(), "h")
-			require.NoError(t, os.WriteFile(p, []byte(tc.content), 0o644))
-			h, err := loadHeat(p, 4, 8)
-			require.ErrorIs(t, err, errHeatFormat)
-			require.ErrorContains(t, err, tc.want)
-			require.NotNil(t, h, "an empty histogram to start afresh with")
-			require.Zero(t, h.Score(ckpt.ExpertID{Layer: 1, Expert: 1}))
-		})
-	}
-}
-
-func TestHeatHalvesInsteadOfOverflowing(t *testing.T) {
-	t.Parallel()
-	h := newHeat(2, 2)
-	for range heatHalving - 1 {
-		h.Touch(1, []int{0})
-	}
-	h.Touch(1, []int{1})
-	require.Equal(t, float32(heatHalving-1), h.Score(ckpt.ExpertID{Layer: 1, Expert: 0}))
-	h.Touch(1, []int{0})
-	require.Equal(t, float32(heatHalving/2), h.Score(ckpt.ExpertID{Layer: 1, Expert: 0}))
-	require.Equal(t, float32(0.5), h.Score(ckpt.ExpertID{Layer: 1, Expert: 1}))
-}
-
 func TestTraceWritesOneLinePerLayer(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
@@ -265,16 +211,16 @@ func TestSetCacheBudgetShrinksTheCache(t *testing.T) {
 		return out
 	}
 	want := greedy()
-	store := m.experts.(*streamExperts).store
-	before := store.Stats()
+	store := m.experts
+	before := store.stats()
 	require.Positive(t, before.CachedNow, "the cache filled")
 
 	require.Equal(t, p.SlotBytes, m.SetCacheBudget(p.SlotBytes+p.SlotBytes/2), "whole experts")
-	after := store.Stats()
+	after := store.stats()
 	require.LessOrEqual(t, after.CachedNow, 1)
 	require.Less(t, after.BufferBytes, before.BufferBytes, "buffers handed back")
 	require.Equal(t, want, greedy(), "a smaller cache changes where bytes come from, not the tokens")
-	require.LessOrEqual(t, store.Stats().CachedNow, 1)
+	require.LessOrEqual(t, store.stats().CachedNow, 1)
 
 	require.Equal(t, int64(p.CacheExperts)*p.SlotBytes, m.SetCacheBudget(1<<62), "never past the plan")
 	require.Zero(t, m.SetCacheBudget(-1))

@@ -2,17 +2,8 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
-	"os"
-	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/checkpoint/safetensors"
@@ -20,12 +11,12 @@ import (
 )
 
 // indexFile maps tensor names to shards in a sharded checkpoint.
-const indexFile = "model.safetensors.index.json"
+const indexFile = ckpt.IndexFile
 
 // shard is one opened safetensors file.
 type shard struct {
 	name string // base name, for errors
-	src  Source
+	src  ckpt.Source
 	hdr  *safetensors.Header
 }
 
@@ -46,6 +37,7 @@ func (r *tensorRef) errorf(format string, args ...any) error {
 // checkpoint is the set of shards of one model directory and the index of
 // the text model's tensors by their unprefixed name.
 type checkpoint struct {
+	ix      *ckpt.Index // the shards as opened and parsed
 	shards  []*shard
 	tensors map[string]*tensorRef
 	prefix  string // ckpt.TextPrefix when the checkpoint uses it, for error messages
@@ -56,7 +48,7 @@ type checkpoint struct {
 // openIndex is everything of opening dir that reads no weight: its
 // config, the shards' headers and index, and the validation of every
 // tensor against the config (ck.experts set).
-func openIndex(ctx context.Context, dir string, open OpenSource) (*config, *checkpoint, error) {
+func openIndex(ctx context.Context, dir string, open ckpt.OpenSource) (*config, *checkpoint, error) {
 	c, err := loadConfig(dir)
 	if err != nil {
 		return nil, nil, err
@@ -73,72 +65,34 @@ func openIndex(ctx context.Context, dir string, open OpenSource) (*config, *chec
 }
 
 // openCheckpoint opens the shards named by model.safetensors.index.json, or
-// the single model.safetensors, and parses their headers.
-func openCheckpoint(ctx context.Context, dir string, open OpenSource) (*checkpoint, error) {
-	files, index, err := shardFiles(dir)
+// the single model.safetensors, and parses their headers (ckpt.OpenIndex:
+// the one parse of the index), then indexes the text model's tensors.
+func openCheckpoint(ctx context.Context, dir string, open ckpt.OpenSource) (*checkpoint, error) {
+	ix, err := ckpt.OpenIndex(ctx, dir, open)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
-	ck := &checkpoint{}
-	if err := ck.index(ctx, dir, files, index, open); err != nil {
+	ck := &checkpoint{ix: ix, prefix: ix.Prefix}
+	if err := ck.index(); err != nil {
 		ck.close()
 		return nil, err
 	}
 	return ck, nil
 }
 
-// index opens the shards, parses their headers and indexes the text
-// model's tensors. Its work is linear in the tensors, with a few
-// allocations per shard (the full K3 has 497,220 tensors in 96 shards).
-func (ck *checkpoint) index(ctx context.Context, dir string, files []string, index []safetensors.IndexEntry, open OpenSource) error {
-	for _, f := range files {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		src, err := open(ctx, filepath.Join(dir, f))
-		if err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrCheckpoint, f, err)
-		}
-		ck.shards = append(ck.shards, &shard{name: f, src: src})
-	}
-	// The headers are parsed on every core (K3: 96 of about 1 MB each);
-	// the first error in file order is the one reported.
-	errs := make([]error, len(ck.shards))
-	next := atomic.Int64{}
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(ck.shards)) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(ck.shards); i = int(next.Add(1) - 1) {
-				s := ck.shards[i]
-				var err error
-				if s.hdr, err = safetensors.Read(readerAt{ctx, s.src}, s.src.Size()); err != nil {
-					if errs[i] = diagnoseTruncation(ctx, s.name, s.src); errs[i] == nil {
-						errs[i] = fmt.Errorf("%w: %s: %v", ErrCheckpoint, s.name, err)
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
+// index indexes the text model's tensors by their unprefixed name. Its work
+// is linear in the tensors, with a few allocations per shard (the full K3
+// has 497,220 tensors in 96 shards).
+func (ck *checkpoint) index() error {
 	total := 0
-	for i, s := range ck.shards {
-		if errs[i] != nil {
-			return errs[i]
-		}
-		total += len(s.hdr.Tensors)
+	for _, s := range ck.ix.Shards {
+		ck.shards = append(ck.shards, &shard{name: s.Name, src: s.Src, hdr: s.Header})
+		total += len(s.Header.Tensors)
 	}
-	prefixed := false
-	for _, s := range ck.shards {
-		for _, t := range s.hdr.Tensors {
-			if strings.HasPrefix(t.Name, ckpt.TextPrefix) {
-				prefixed = true
-				break
-			}
-		}
-	}
-	if prefixed {
-		ck.prefix = ckpt.TextPrefix
-	}
+	prefixed := ck.prefix != ""
 	ck.tensors = make(map[string]*tensorRef, total)
 	for _, s := range ck.shards {
 		refs := make([]tensorRef, len(s.hdr.Tensors)) // one block per shard
@@ -159,8 +113,8 @@ func (ck *checkpoint) index(ctx context.Context, dir string, files []string, ind
 			ck.tensors[name] = &refs[i]
 		}
 	}
-	if index != nil {
-		return ck.checkIndex(index)
+	if ck.ix.Entries != nil {
+		return ck.checkIndex(ck.ix.Entries)
 	}
 	return nil
 }
@@ -210,63 +164,18 @@ func (ck *checkpoint) checkIndex(index []safetensors.IndexEntry) error {
 	return nil
 }
 
-// shardFiles lists the checkpoint's files and, when sharded, the index.
-func shardFiles(dir string) ([]string, []safetensors.IndexEntry, error) {
-	b, err := os.ReadFile(filepath.Join(dir, indexFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err != nil {
-			return nil, nil, fmt.Errorf("%w: %s has neither %s nor model.safetensors", ErrCheckpoint, dir, indexFile)
-		}
-		return []string{"model.safetensors"}, nil, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrCheckpoint, err)
-	}
-	index, err := safetensors.ParseIndex(b)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %v", ErrCheckpoint, indexFile, err)
-	}
-	if len(index) == 0 {
-		return nil, nil, fmt.Errorf("%w: %s has an empty weight_map", ErrCheckpoint, indexFile)
-	}
-	set := map[string]bool{}
-	for _, e := range index {
-		f := e.File
-		if set[f] {
-			continue
-		}
-		if f != filepath.Base(f) || !strings.HasSuffix(f, ".safetensors") {
-			return nil, nil, fmt.Errorf("%w: %s names shard %q, want a .safetensors file in the model directory", ErrCheckpoint, indexFile, f)
-		}
-		set[f] = true
-	}
-	files := slices.Sorted(maps.Keys(set))
-	return files, index, nil
-}
-
 // sources returns the shards' Sources by name.
-func (ck *checkpoint) sources() map[string]Source {
-	m := make(map[string]Source, len(ck.shards))
-	for _, s := range ck.shards {
-		m[s.name] = s.src
-	}
-	return m
-}
+func (ck *checkpoint) sources() map[string]ckpt.Source { return ck.ix.Sources() }
 
 func (ck *checkpoint) missing(name string) error {
 	return fmt.Errorf("%w: tensor %q is missing (in no shard)", ErrCheckpoint, ck.prefix+name)
 }
 
 func (ck *checkpoint) close() error {
-	var first error
-	for _, s := range ck.shards {
-		if c, ok := s.src.(interface{ Close() error }); ok {
-			if err := c.Close(); err != nil && first == nil {
-				first = err
-			}
-		}
+	if ck.ix == nil {
+		return nil
 	}
-	return first
+	return ck.ix.Close()
 }
 
 // read returns the tensor's bytes exactly as stored.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/internal/testref"
 	"github.com/deltafin/deltafin/kernels"
 	"github.com/stretchr/testify/require"
@@ -71,11 +72,12 @@ func readModel(t *testing.T, dir string) *model {
 	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &m.config))
-	files, _, err := shardFiles(dir)
+	ix, err := ckpt.OpenIndex(t.Context(), dir, nil)
 	require.NoError(t, err)
-	for _, f := range files {
-		m.shards[f] = readShard(t, filepath.Join(dir, f))
+	for _, s := range ix.Shards {
+		m.shards[s.Name] = readShard(t, filepath.Join(dir, s.Name))
 	}
+	require.NoError(t, ix.Close())
 	return m
 }
 

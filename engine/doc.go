@@ -17,11 +17,9 @@
 //
 //	config.go      config.json → config (every size comes from here)
 //	errors.go      the sentinel errors every returned error wraps
-//	source.go      Source: the bytes of one checkpoint file
 //	checkpoint.go  shards, index, tensor lookup; roster.go: what must be there
 //	finite.go      the NaN/Inf scan of float weights as they load
 //	weights.go     the spine; experts.go: the expert store seam and the RAM store
-//	expertindex.go an expert span's bytes viewed as the kernels' matrices
 //	spineload.go   the pinned spine read in parallel, direct, checked as it lands
 //	attnres.go     Block Attention Residuals
 //	kda.go         Kimi Delta Attention; kda_chunk.go: its chunked prefill
@@ -42,32 +40,27 @@
 //	spinering.go   spine layers past the pinned prefix, streamed (STREAMING.md)
 //	streaming.go   StreamOptions, the streamed expert store behind the seam,
 //	               the PILOT lookahead prefetch
-//	expertstore.go the span store: reads, cache, prefetch, buffers;
-//	               expertread.go: the readers that carry out its reads
-//	readsched.go   the expert reads spread over the mirror and the drives
-//	drives.go      ExpertDrive: replicas of experts on other disks
-//	heat.go        the expert heat histogram, halved every N tokens
-//	iometer.go     reads in flight and disk idle time (bench slice)
 //	trace.go       the router trace (--trace)
 //	expertmap.go   ExpertMap: where each expert is, for the web page
 //	stats.go       Model.Stats: bytes read, cache and prefetch hits, disk idle
-//	probe.go       the expert store without a model, for bench slice
 //
-// Direct reads and aligned buffers are package internal/directio's.
+// The expert store, its read scheduler, the expert drives, the heat
+// histogram and the I/O meter are package experts'; the byte Source and the
+// index parse package checkpoint's; direct reads internal/directio's.
 //
 // A prompt runs expert-major: every position of a layer is routed first,
 // then each selected expert is read once and applied to all the positions
 // that chose it (moe.go). SPEEDUPS.md has the design and the figures.
 //
-// Weights are read through Source. Streaming is not invisible to the
-// forward pass: it enters it at the expert store's seam (experts.go), whose
-// acquire and four prefetch calls the pass makes per layer (model.go:
-// the previous token's experts at each decode layer; moe.go: a prompt's
-// groups; prefill.go: each chunk's experts as it is routed; streaming.go:
-// the next layer's guess), at the spine ring's get and release per streamed
-// layer (model.go), and where the pass checks for a streamed store to route
-// a prompt early or look ahead (prefill.go, streaming.go; also expertmap.go
-// and stats.go for their readings). Which experts a token uses, and so the
+// Weights are read through ckpt.Source. Streaming is not invisible to the
+// forward pass: it enters it at the expert store's seam (experts.go), the
+// one interface the pass sees, whatever the store: start at each layer
+// (model.go; the store may prefetch the previous token's experts), acquire
+// (moe.go; the store reads the rest of a prompt's union ahead), want
+// (prefill.go: a chunk's experts as it is routed; streaming.go: the next
+// layer's guess), and fromDisk, which turns on the early routing and the
+// guess; and at the spine ring's get and release per streamed layer
+// (model.go). Which experts a token uses, and so the
 // output, is the router's alone. Nothing outside this package sees a
 // tensor.
 package engine

@@ -1,6 +1,8 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+)
 
 // Sentinel errors. Every error the engine returns wraps one of these, so a
 // caller can tell a bad download from a bad request from a cancelled turn.

@@ -1,13 +1,6 @@
 package engine
 
-import ckpt "github.com/deltafin/deltafin/checkpoint"
-
-// Presence is the optional capability of a Source that can say, without
-// reading, whether a byte range is on disk (a stream install's sparse
-// shard). A Source without it is a complete local file.
-type Presence interface {
-	Present(off, n int64) bool
-}
+import ()
 
 // ExpertMap is where every routed expert is, for a status page (the web
 // page's picture of the experts): plain flags and counts, no weights.
@@ -31,40 +24,6 @@ func (m *Model) ExpertMap() ExpertMap {
 	}
 	n := len(em.Layers) * em.Experts
 	em.OnDisk, em.Cached, em.Heat = make([]bool, n), make([]bool, n), make([]float32, n)
-	se, ok := m.experts.(*streamExperts)
-	if !ok {
-		for i := range n {
-			em.OnDisk[i], em.Cached[i] = true, true
-		}
-		return em
-	}
-	s := se.store
-	for li, layer := range em.Layers {
-		for e := range em.Experts {
-			id, k := ckpt.ExpertID{Layer: layer, Expert: e}, li*em.Experts+e
-			em.Heat[k] = s.heat.Score(id)
-			sp, ok := s.spans[id]
-			if !ok {
-				continue
-			}
-			em.OnDisk[k] = true
-			if sf := s.shards[sp.Shard]; sf != nil && sf.ensure != nil {
-				if p, ok := sf.ensure.(Presence); ok {
-					em.OnDisk[k] = p.Present(sp.Offset, sp.Size)
-				}
-			}
-		}
-	}
-	pos := make(map[int]int, len(em.Layers))
-	for li, layer := range em.Layers {
-		pos[layer] = li
-	}
-	s.mu.Lock()
-	for id, e := range s.entries {
-		if li, ok := pos[id.Layer]; ok && e.cache && !e.gone && id.Expert < em.Experts {
-			em.Cached[li*em.Experts+id.Expert] = true
-		}
-	}
-	s.mu.Unlock()
+	em.OnDisk, em.Cached, em.Heat = m.experts.places(em.Layers, em.Experts)
 	return em
 }

@@ -15,7 +15,7 @@ import (
 // install's sparse shard would): Ensure has nothing to fetch, Present says
 // no for every byte of it.
 type partSource struct {
-	Source
+	ckpt.Source
 	missing bool
 }
 
@@ -26,8 +26,8 @@ func TestExpertMap(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("..", "testdata", "k3-tiny")
 	const missingShard = "model-00003-of-000004.safetensors"
-	open := func(ctx context.Context, path string) (Source, error) {
-		s, err := OpenFile(ctx, path)
+	open := func(ctx context.Context, path string) (ckpt.Source, error) {
+		s, err := ckpt.OpenFile(ctx, path)
 		if err != nil {
 			return nil, err
 		}
@@ -48,11 +48,10 @@ func TestExpertMap(t *testing.T) {
 	}
 	require.Equal(t, moe, em.Layers)
 	require.Len(t, em.OnDisk, len(moe)*em.Experts)
-	se := m.experts.(*streamExperts)
 	missing := 0
 	for li, layer := range em.Layers {
 		for e := range em.Experts {
-			sp := se.store.spans[ckpt.ExpertID{Layer: layer, Expert: e}]
+			sp := m.ck.experts[ckpt.ExpertID{Layer: layer, Expert: e}]
 			require.Equal(t, sp.Shard != missingShard, em.OnDisk[li*em.Experts+e], "layer %d expert %d in %s", layer, e, sp.Shard)
 			if !em.OnDisk[li*em.Experts+e] {
 				missing++

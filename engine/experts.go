@@ -5,32 +5,43 @@ import (
 	"fmt"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/kernels"
 )
 
 // expertStore hands out routed experts. It is the one seam between the
 // forward pass and where expert bytes live: ramExperts holds them all in RAM
 // (right for the tiny models and float experts); streamExperts reads MXFP4
-// spans per token through a spanStore (streaming.go).
+// spans per token through an experts.Store (streaming.go). The pass says
+// what it knows (a layer starts, the router has chosen, a guess) and the
+// store decides what to read ahead; the pass never asks which store it has.
 type expertStore interface {
+	// start says a pass of T positions has reached layer, before its
+	// attention: a store may read ahead the experts it expects (a decode
+	// step repeats about 31% of the previous token's).
+	start(layer, T int)
 	// acquire returns layer's experts ids and starts reading those not in
 	// RAM; the batch's views stay valid until release. union is the whole
-	// selection ids is part of (a prefill acquires it a group at a time):
-	// prefetches of the layer outside it are dropped.
+	// selection ids is part of, in the order it is acquired (a prompt's
+	// union, a group of experts.MaxTopK at a time): the store reads the
+	// groups after ids ahead, and drops the prefetches of the layer outside
+	// union, which were wrong guesses.
 	acquire(ctx context.Context, layer int, ids, union []int) (expertBatch, error)
-	// prefetch hints that layer's experts ids will probably be acquired
-	// soon; it never blocks and never changes what acquire returns.
-	prefetch(layer int, ids []int)
-	// prefetchPart starts reading the next group of a selection already
-	// made (a prefill's union): certain, so it may evict cold cached
-	// experts for buffers where a guess would be skipped.
-	prefetchPart(layer int, ids []int)
-	// prefetchAhead starts reading later parts of a selection already
-	// made, as deep as spare buffers allow, evicting nothing.
-	prefetchAhead(layer int, ids []int)
-	// prefetchPrevious prefetches the experts layer used last time: about
-	// 31% of a token's experts repeat from the previous token.
-	prefetchPrevious(layer int)
+	// want says layer's experts ids will be acquired: certain when the
+	// router has chosen them (a prompt's chunk, before its union is
+	// complete), else a guess (the lookahead). It never blocks and never
+	// changes what acquire returns.
+	want(layer int, ids []int, certain bool)
+	// fromDisk reports whether acquire may wait for a read: the pass then
+	// routes a prompt early and guesses ahead (prefill.go, streaming.go).
+	fromDisk() bool
+	// stats are the store's counters since open (zero for a store in RAM).
+	stats() experts.Stats
+	// places says where each expert of layers is (experts.Store.Map).
+	places(layers []int, n int) (onDisk, cached []bool, heat []float32)
+	// setCacheCap resizes the cache to n experts; freed reports memory let
+	// go, ok false a store without a cache.
+	setCacheCap(n int) (freed, ok bool)
 	close() error
 }
 
@@ -132,7 +143,7 @@ func readExpert(ctx context.Context, ck *checkpoint, c *config, layer, e int) (k
 		}
 		return kernels.Expert{}, sp.parts[0].errorf("reading layer %d expert %d (%d bytes at %d): %v", layer, e, sp.n, sp.off, err)
 	}
-	if err := checkExpertScales(ckpt.ExpertID{Layer: layer, Expert: e}, sp.shard.name, buf); err != nil {
+	if err := experts.CheckScales(ckpt.ExpertID{Layer: layer, Expert: e}, sp.shard.name, buf); err != nil {
 		return kernels.Expert{}, err
 	}
 	x := viewExpert(c, sp, buf)
@@ -155,13 +166,24 @@ func (s *ramExperts) acquire(_ context.Context, layer int, ids, _ []int) (expert
 	return b, nil
 }
 
-func (s *ramExperts) prefetch(int, []int) {}
+func (s *ramExperts) start(int, int) {}
 
-func (s *ramExperts) prefetchPart(int, []int) {}
+func (s *ramExperts) want(int, []int, bool) {}
 
-func (s *ramExperts) prefetchAhead(int, []int) {}
+func (s *ramExperts) fromDisk() bool { return false }
 
-func (s *ramExperts) prefetchPrevious(int) {}
+func (s *ramExperts) stats() experts.Stats { return experts.Stats{} }
+
+// places: every expert is on disk and in RAM.
+func (s *ramExperts) places(layers []int, n int) (onDisk, cached []bool, heat []float32) {
+	onDisk, cached, heat = make([]bool, len(layers)*n), make([]bool, len(layers)*n), make([]float32, len(layers)*n)
+	for i := range onDisk {
+		onDisk[i], cached[i] = true, true
+	}
+	return onDisk, cached, heat
+}
+
+func (s *ramExperts) setCacheCap(int) (bool, bool) { return false, false }
 
 func (s *ramExperts) close() error { return nil }
 

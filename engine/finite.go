@@ -8,9 +8,11 @@ import (
 	"github.com/deltafin/deltafin/kernels"
 )
 
-// ErrNotFinite: a weight is NaN or infinite, which a published checkpoint
-// never holds: the bytes are damaged (on disk or in transit).
-var ErrNotFinite = fmt.Errorf("%w: a weight is NaN or infinite", ErrCheckpoint)
+// errNotFinite is ckpt.ErrNotFinite in a spine tensor: a weight is NaN or
+// infinite, which a published checkpoint never holds (the bytes are damaged,
+// on disk or in transit). The expert store checks the experts' scales
+// (experts.CheckScales).
+var errNotFinite = fmt.Errorf("%w: %w", ErrCheckpoint, ckpt.ErrNotFinite)
 
 // firstNonFinite returns the index of the first NaN or Inf element of m's
 // float data, or -1. An element is one when its exponent bits are all set:
@@ -63,29 +65,5 @@ func checkFinite(r *tensorRef, m kernels.Matrix) error {
 // nonFiniteError names element i of a tensor of cols columns.
 func nonFiniteError(r *tensorRef, i, cols int) error {
 	return fmt.Errorf("%w: %s: tensor %q: element %d (row %d) is NaN or Inf; the file is damaged: `deltafin setup --repair` re-verifies the install",
-		ErrNotFinite, r.shard.name, r.full, i, i/max(cols, 1))
-}
-
-// scaleNaN is the e8m0 encoding of NaN, the one byte an MXFP4 scale never is.
-const scaleNaN = 0xff
-
-// checkExpertScales refuses an MXFP4 expert span (ckpt.ExpertSpan's bytes,
-// three equal parts of packed weights then scales: 16 packed bytes per scale
-// byte) whose scales hold the NaN byte, naming the tensor.
-func checkExpertScales(id ckpt.ExpertID, shard string, b []byte) error {
-	part := len(b) / 3
-	if part*3 != len(b) || part%17 != 0 {
-		return nil // not the MXFP4 layout; ExpertMatrices refuses it
-	}
-	scales := part / 17
-	for k := range 3 {
-		s := b[k*part+part-scales : (k+1)*part]
-		for i, v := range s {
-			if v == scaleNaN {
-				return fmt.Errorf("%w: %s: tensor %q: scale %d is 255 (NaN in e8m0); the file is damaged: `deltafin setup --repair` re-verifies the install",
-					ErrNotFinite, shard, ckpt.ExpertName(id, 2*k+1), i)
-			}
-		}
-	}
-	return nil
+		errNotFinite, r.shard.name, r.full, i, i/max(cols, 1))
 }

@@ -46,7 +46,7 @@ func TestNaNSpineIsRefusedAtLoad(t *testing.T) {
 			dir := patchedTiny(t, r.shard.name, r.t.Offset+r.t.Size/2&^1, bits)
 			for _, opts := range []Options{{}, {Stream: &StreamOptions{Plan: &BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 2}}}} {
 				_, err := Open(t.Context(), dir, opts)
-				require.ErrorIs(t, err, ErrNotFinite, name)
+				require.ErrorIs(t, err, ckpt.ErrNotFinite, name)
 				require.ErrorContains(t, err, r.full)
 				require.ErrorContains(t, err, "NaN or Inf")
 			}
@@ -78,7 +78,7 @@ func TestNaNExpertScaleIsRefusedOnFirstRead(t *testing.T) {
 		}{r.shard.name, r.t.Offset + 3})
 	}
 	want := func(t *testing.T, err error) {
-		require.ErrorIs(t, err, ErrNotFinite)
+		require.ErrorIs(t, err, ckpt.ErrNotFinite)
 		require.Regexp(t, `tensor "language_model\.model\.layers\.1\.block_sparse_moe\.experts\.\d+\.w2\.weight_scale": scale 3 is 255`, err.Error())
 	}
 	dir := patchedTiny(t, patches[0].shard, patches[0].off, []byte{0xff})

@@ -1,6 +1,8 @@
 package engine
 
-import "strings"
+import (
+	"strings"
+)
 
 // The arithmetic of a forward pass, counted from the roster's shapes for
 // `deltafin bench prefill`'s ratio to the FMA peak: 2 operations per

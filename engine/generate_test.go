@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/kernels"
 	"github.com/stretchr/testify/require"
 )
@@ -149,7 +150,7 @@ func TestInfo(t *testing.T) {
 // failingSource fails every read that reaches past limit, as a shard that
 // shrank after open or a range fetch that broke would.
 type failingSource struct {
-	Source
+	ckpt.Source
 	limit int64
 }
 
@@ -165,8 +166,8 @@ func (f failingSource) ReadAt(ctx context.Context, p []byte, off int64) error {
 func TestSourceReadError(t *testing.T) {
 	t.Parallel()
 	const victim = "model-00003-of-000004.safetensors"
-	open := func(ctx context.Context, path string) (Source, error) {
-		s, err := OpenFile(ctx, path)
+	open := func(ctx context.Context, path string) (ckpt.Source, error) {
+		s, err := ckpt.OpenFile(ctx, path)
 		if err != nil || filepath.Base(path) != victim {
 			return s, err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/experts"
 )
 
 // TestK3LayoutOpens opens the full-size K3 layout's index (k3layout_test.go:
@@ -18,7 +19,7 @@ import (
 // then a shard cut inside an expert is refused at open, by name.
 func TestK3LayoutOpens(t *testing.T) {
 	dir := k3LayoutDir(t)
-	c, ck, err := openIndex(t.Context(), dir, OpenFile)
+	c, ck, err := openIndex(t.Context(), dir, ckpt.OpenFile)
 	require.NoError(t, err)
 	require.Len(t, ck.tensors, k3Tensors-168, "the text model's tensors: the vision tower's are skipped")
 	require.Len(t, ck.experts, 92*896)
@@ -37,7 +38,7 @@ func TestK3LayoutOpens(t *testing.T) {
 	require.Positive(t, plan.PinnedLayers)
 	require.Less(t, plan.PinnedLayers, 93)
 	// The expert store checks all 82,432 spans against their shards.
-	store, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: ck.experts, Sources: ck.sources()})
+	store, err := experts.Open(t.Context(), experts.Options{Dir: dir, Spans: ck.experts, Sources: ck.sources()})
 	require.NoError(t, err)
 	require.NoError(t, store.Close())
 	require.NoError(t, ck.close())
@@ -47,8 +48,8 @@ func TestK3LayoutOpens(t *testing.T) {
 	st, err := os.Stat(shard)
 	require.NoError(t, err)
 	require.NoError(t, os.Truncate(shard, st.Size()/2))
-	_, _, err = openIndex(t.Context(), dir, OpenFile)
-	require.ErrorIs(t, err, ErrTruncated)
+	_, _, err = openIndex(t.Context(), dir, ckpt.OpenFile)
+	require.ErrorIs(t, err, ckpt.ErrTruncated)
 	require.ErrorContains(t, err, "model-00050-of-000096.safetensors")
 	require.ErrorContains(t, err, "layer 49 expert")
 }

@@ -168,7 +168,7 @@ func BenchmarkOpenK3Index(b *testing.B) {
 	}
 	start, n := cpu(), 0
 	for b.Loop() {
-		c, ck, err := openIndex(b.Context(), dir, OpenFile)
+		c, ck, err := openIndex(b.Context(), dir, ckpt.OpenFile)
 		require.NoError(b, err)
 		require.Len(b, ck.experts, 92*896)
 		require.Equal(b, 93, c.Layers)

@@ -1,6 +1,8 @@
 package engine
 
-import "github.com/deltafin/deltafin/kernels"
+import (
+	"github.com/deltafin/deltafin/kernels"
+)
 
 // ffn is the gated MLP shared by the dense layers, the shared experts and
 // the routed experts: out = down · act(gate·x, up·x), where act is SiTU (K3)

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/directio"
 	"github.com/deltafin/deltafin/kernels"
 )
@@ -16,7 +18,7 @@ type Options struct {
 	Backend kernels.Backend
 	// OpenSource opens each checkpoint file; nil means OpenFile (pread on a
 	// local file). The streaming layer and the downloader plug in here.
-	OpenSource OpenSource
+	OpenSource ckpt.OpenSource
 	// Stream, when set, streams what the RAM budget does not hold: routed
 	// MXFP4 experts through an expert store, spine layers past the pinned
 	// prefix per pass (streaming.go). Nil loads the whole model into RAM.
@@ -70,8 +72,8 @@ type Model struct {
 	// pinned is the number of spine layers in RAM; layers from pinned on are
 	// read per pass, one layer ahead of compute.
 	pinned      int
-	spine       *spineRing // streams layers pinned.., or nil
-	io          ioMeter    // reads in flight of the store and the ring
+	spine       *spineRing    // streams layers pinned.., or nil
+	io          experts.Meter // reads in flight of the store and the ring
 	plan        BudgetPlan
 	routerTrace *traceWriter
 	noSpec      bool
@@ -90,7 +92,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
 		opts.Backend = kernels.Default()
 	}
 	if opts.OpenSource == nil {
-		opts.OpenSource = OpenFile
+		opts.OpenSource = ckpt.OpenFile
 	}
 	m := &Model{backend: opts.Backend, noSpec: opts.NoSpec}
 	var err error
@@ -171,7 +173,7 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 		}
 	}
 	if stream != nil && m.cfg.ExpertsMXFP4 && m.cfg.Experts > 0 {
-		m.experts, err = openStreamExperts(ctx, dir, m.ck, m.cfg, stream, m.plan.CacheExperts, &m.io)
+		m.experts, err = openStreamExperts(ctx, dir, m.ck, m.cfg, stream, m.plan.CacheExperts, &m.io, m.spine != nil)
 	} else {
 		m.experts, err = loadRAMExperts(ctx, m.ck, m.cfg)
 	}
@@ -293,15 +295,7 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if T <= 2 && m.spine == nil {
-			// Decode and speculative steps. A prompt's union holds most of
-			// the previous token's experts anyway, and its group
-			// prefetches read them in order. With streamed spine layers
-			// the ring keeps the disk busy and the disk is the limit: a
-			// wrong guess (about 69% of them, docs/MODEL.md §10) would
-			// only cost disk time.
-			m.experts.prefetchPrevious(i)
-		}
+		m.experts.start(i, T)
 		lw := &w.layers[i]
 		if i >= m.pinned {
 			ld, err := m.spine.get(ctx, i)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -115,10 +116,6 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 	if err != nil {
 		return err
 	}
-	if len(work.groups) > 1 {
-		m.experts.prefetchPart(layer, work.groups[1])
-		m.experts.prefetchAhead(layer, work.union[len(work.groups[0])+len(work.groups[1]):])
-	}
 
 	z := x
 	if c.Latent > 0 {
@@ -182,11 +179,11 @@ func (m *Model) route(be kernels.Backend, x []float32, T, layer, pos int, w *moe
 type expertWork struct {
 	users  map[int][]int // expert → its (token, slot) pairs as token·K + slot
 	union  []int         // every selected expert, in reading order
-	groups [][]int       // union in acquisition groups of at most maxTopK
+	groups [][]int       // union in acquisition groups of at most experts.MaxTopK
 }
 
 // expertMajor inverts routes. A prefill's union can name hundreds of
-// experts; they are acquired a decode token's worth (maxTopK) at a time,
+// experts; they are acquired a decode token's worth (experts.MaxTopK) at a time,
 // the next group prefetched. The union is order (the experts in the order
 // a prompt routed chunk by chunk read them: the first to arrive run
 // first) or, when order is nil, ascending ids. The combine sums in route
@@ -207,7 +204,7 @@ func expertMajor(routes []route, K int, order []int) expertWork {
 		sort.Ints(w.union)
 	}
 	for ids := w.union; len(ids) > 0; {
-		n := min(len(ids), maxTopK)
+		n := min(len(ids), experts.MaxTopK)
 		w.groups, ids = append(w.groups, ids[:n]), ids[n:]
 	}
 	return w
@@ -224,14 +221,10 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 	for g, group := range work.groups {
 		if g > 0 {
 			var err error
+			// The store reads the next group ahead, and the rest as far
+			// as the buffers this group's release freed allow.
 			if batch, err = m.experts.acquire(ctx, layer, group, work.union); err != nil {
 				return nil, err
-			}
-			if g+1 < len(work.groups) {
-				// The next group is certain; the rest is topped up as
-				// far as the buffers this group's release freed allow.
-				m.experts.prefetchPart(layer, work.groups[g+1])
-				m.experts.prefetchAhead(layer, work.union[min((g+2)*maxTopK, len(work.union)):])
 			}
 		}
 		if T == 1 {

@@ -1,6 +1,8 @@
 package engine
 
-import "math"
+import (
+	"math"
+)
 
 // Elementwise operations of the forward pass, in fp32. Matrix products are
 // the kernels' job; everything whose cost is the activations lives here.

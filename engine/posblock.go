@@ -1,6 +1,8 @@
 package engine
 
-import "github.com/deltafin/deltafin/kernels"
+import (
+	"github.com/deltafin/deltafin/kernels"
+)
 
 // A batched product W·x over T positions reads, for every row of W, the
 // inputs of all T positions: over a long prompt they no longer fit in

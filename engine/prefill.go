@@ -35,7 +35,7 @@ const routeChunk = 128
 // routed MoE block, experts read from disk, and not a speculative pass
 // (whose two rows go one by one).
 func (m *Model) routesEarly(s *Session, lw *layerWeights, T int) bool {
-	if _, streamed := m.experts.(*streamExperts); !streamed || s.verifying {
+	if !m.experts.fromDisk() || s.verifying {
 		return false
 	}
 	return lw.moe != nil && T >= 2*routeChunk
@@ -98,7 +98,7 @@ func (m *Model) attendAndRoute(ctx context.Context, be kernels.Backend, s *Sessi
 			}
 		}
 		sort.Ints(fresh)
-		m.experts.prefetchAhead(i, fresh)
+		m.experts.want(i, fresh, true)
 		order = append(order, fresh...)
 		t0 = t1
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/directio"
 	"github.com/deltafin/deltafin/kernels"
 )
@@ -57,10 +58,9 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 				}
 			}
 			require.NoError(t, sc.Err())
-			store := m.experts.(*streamExperts).store
-			st := store.Stats()
+			st := m.experts.stats()
 			t.Logf("prompt %d tokens, %d distinct experts, store %+v", len(prompt), len(distinct), st)
-			require.Greater(t, len(distinct), maxTopK, "the union spans more than one acquire group")
+			require.Greater(t, len(distinct), experts.MaxTopK, "the union spans more than one acquire group")
 			require.Equal(t, int64(len(distinct)), st.Reads, "each distinct expert read once")
 			require.Zero(t, st.SpecWasted)
 			// Bytes needed: the spans themselves; with O_DIRECT each span's
@@ -69,7 +69,7 @@ func TestPrefillReadsEachExpertOnce(t *testing.T) {
 			// dominates there and the bound is the covering ranges).
 			var needed, covering int64
 			for id := range distinct {
-				sp := store.spans[id]
+				sp := m.ck.experts[id]
 				needed += sp.Size
 				covering += directio.AlignUp(sp.Offset+sp.Size) - directio.AlignDown(sp.Offset)
 			}
@@ -162,9 +162,9 @@ func TestPromptRoutedInChunks(t *testing.T) {
 	for i := range ids {
 		require.Equal(t, want[i], got[i], "position %d", i)
 	}
-	st := m.experts.(*streamExperts).store.Stats()
+	st := m.experts.stats()
 	t.Logf("store %+v", st)
-	require.Greater(t, st.Reads, int64(maxTopK), "the unions span more than one acquire group")
+	require.Greater(t, st.Reads, int64(experts.MaxTopK), "the unions span more than one acquire group")
 	require.Zero(t, st.Misses, "no expert read on demand: all prefetched as the chunks were routed")
 	require.Equal(t, st.Reads, st.SpecHits)
 	require.Zero(t, st.SpecWasted)

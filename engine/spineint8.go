@@ -15,6 +15,7 @@ import (
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/checkpoint/safetensors"
+	"github.com/deltafin/deltafin/internal/atomicfile"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -73,7 +74,7 @@ func ConvertSpineInt8(ctx context.Context, dir, out string, progress func(done, 
 	if _, err := loadConfig(dir); err != nil {
 		return err
 	}
-	ck, err := openCheckpoint(ctx, dir, OpenFile)
+	ck, err := openCheckpoint(ctx, dir, ckpt.OpenFile)
 	if err != nil {
 		return err
 	}
@@ -123,11 +124,11 @@ func ConvertSpineInt8(ctx context.Context, dir, out string, progress func(done, 
 		}
 	}
 	idx, _ := json.Marshal(map[string]any{"metadata": map[string]any{"format": "deltafin-spine-int8"}, "weight_map": index})
-	if err := writeFileAtomic(filepath.Join(out, indexFile), idx); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(out, indexFile), idx, 0o600); err != nil {
 		return err
 	}
 	mb, _ := json.MarshalIndent(man, "", "  ")
-	return writeFileAtomic(filepath.Join(out, spineInt8Manifest), mb)
+	return atomicfile.WriteFile(filepath.Join(out, spineInt8Manifest), mb, 0o600)
 }
 
 // writeInt8Shard quantises names (one source shard's matrices) into path.
@@ -259,7 +260,7 @@ func openSpineInt8(ctx context.Context, dir string, ck *checkpoint) (*checkpoint
 			return nil, fmt.Errorf("%w: %s was converted from a different %s (%d bytes, now %d): convert again", ErrSpineInt8, dir, s.name, n, s.src.Size())
 		}
 	}
-	i8, err := openCheckpoint(ctx, dir, OpenFile)
+	i8, err := openCheckpoint(ctx, dir, ckpt.OpenFile)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSpineInt8, err)
 	}

@@ -11,7 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/checkpoint/safetensors"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/directio"
 )
 
@@ -27,7 +29,7 @@ import (
 // so that the check runs in parallel with the reads still in flight.
 //
 // A shard is read through the engine's own descriptor when its Source is a
-// plain local file or an Ensurer (asked for each range first: a stream
+// plain local file or an ckpt.Ensurer (asked for each range first: a stream
 // install's sparse shard); any other Source is read with its ReadAt, in
 // parallel too.
 
@@ -62,10 +64,10 @@ func (m *Model) OpenStats() OpenStats { return m.openStats }
 // pinnedExtent is a run of tensors of one shard read as one buffer.
 type pinnedExtent struct {
 	sh      *shard
-	sf      *shardFile // nil: read through sh.src
-	off, n  int64      // the tensors' bytes in the file
-	lo, hi  int64      // the bytes read: [off, off+n), aligned for direct reads
-	buf     []byte     // file bytes [lo, hi)
+	sf      *experts.ShardFile // nil: read through sh.src
+	off, n  int64              // the tensors' bytes in the file
+	lo, hi  int64              // the bytes read: [off, off+n), aligned for direct reads
+	buf     []byte             // file bytes [lo, hi)
 	refs    []*tensorRef
 	pending atomic.Int32 // chunks not yet landed
 }
@@ -102,7 +104,7 @@ func loadPinned(ctx context.Context, dir string, refs []*tensorRef, mode directi
 	exts, files, err := pinnedExtents(dir, refs, mode)
 	defer func() {
 		for _, sf := range files {
-			sf.f.Close()
+			sf.Close()
 		}
 	}()
 	if err != nil {
@@ -110,7 +112,7 @@ func loadPinned(ctx context.Context, dir string, refs []*tensorRef, mode directi
 	}
 	reads, checks := 0, 0
 	for _, e := range exts {
-		n := int((e.hi - e.lo + readChunk - 1) / readChunk)
+		n := int((e.hi - e.lo + experts.ReadChunk - 1) / experts.ReadChunk)
 		e.pending.Store(int32(n))
 		reads += n
 		for _, r := range e.refs {
@@ -118,7 +120,7 @@ func loadPinned(ctx context.Context, dir string, refs []*tensorRef, mode directi
 				checks += int((r.t.Size + checkPiece - 1) / checkPiece)
 			}
 		}
-		st.Direct = st.Direct || e.sf != nil && e.sf.direct
+		st.Direct = st.Direct || e.sf != nil && e.sf.Direct()
 	}
 	l := &pinnedLoad{jobs: make(chan pinnedJob, reads+checks)}
 	l.ctx, l.cancel = context.WithCancelCause(ctx)
@@ -128,8 +130,8 @@ func loadPinned(ctx context.Context, dir string, refs []*tensorRef, mode directi
 		close(l.jobs)
 	}
 	for _, e := range exts {
-		for lo := e.lo; lo < e.hi; lo += readChunk {
-			l.jobs <- pinnedJob{ext: e, lo: lo, hi: min(lo+readChunk, e.hi)}
+		for lo := e.lo; lo < e.hi; lo += experts.ReadChunk {
+			l.jobs <- pinnedJob{ext: e, lo: lo, hi: min(lo+experts.ReadChunk, e.hi)}
 		}
 	}
 	var wg sync.WaitGroup
@@ -152,7 +154,7 @@ func loadPinned(ctx context.Context, dir string, refs []*tensorRef, mode directi
 
 // pinnedExtents sorts refs by shard and offset and merges neighbours into
 // extents with their buffers; it opens the shards read by descriptor.
-func pinnedExtents(dir string, refs []*tensorRef, mode directio.Mode) ([]*pinnedExtent, []*shardFile, error) {
+func pinnedExtents(dir string, refs []*tensorRef, mode directio.Mode) ([]*pinnedExtent, []*experts.ShardFile, error) {
 	refs = slices.Clone(refs)
 	slices.SortFunc(refs, func(a, b *tensorRef) int {
 		if c := strings.Compare(a.shard.name, b.shard.name); c != 0 {
@@ -160,17 +162,17 @@ func pinnedExtents(dir string, refs []*tensorRef, mode directio.Mode) ([]*pinned
 		}
 		return cmp.Compare(a.t.Offset, b.t.Offset)
 	})
-	files := map[*shard]*shardFile{}
-	var opened []*shardFile
+	files := map[*shard]*experts.ShardFile{}
+	var opened []*experts.ShardFile
 	var exts []*pinnedExtent
 	for _, r := range refs {
 		sf, seen := files[r.shard]
 		if !seen {
-			_, file := r.shard.src.(*FileSource)
-			_, ensurer := r.shard.src.(Ensurer)
+			_, file := r.shard.src.(*ckpt.FileSource)
+			_, ensurer := r.shard.src.(ckpt.Ensurer)
 			if file || ensurer {
 				var err error
-				if sf, _, err = openShardFile(filepath.Join(dir, r.shard.name), r.shard.name, mode, r.shard.src); err != nil {
+				if sf, _, err = experts.OpenShard(filepath.Join(dir, r.shard.name), r.shard.name, mode, r.shard.src); err != nil {
 					return nil, opened, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 				}
 				opened = append(opened, sf)
@@ -187,7 +189,7 @@ func pinnedExtents(dir string, refs []*tensorRef, mode directio.Mode) ([]*pinned
 	}
 	for _, e := range exts {
 		e.lo, e.hi = e.off, e.off+e.n
-		if e.sf != nil && e.sf.direct {
+		if e.sf != nil && e.sf.Direct() {
 			e.lo, e.hi = directio.AlignDown(e.lo), directio.AlignUp(e.hi)
 		}
 		e.buf = directio.Buffer(int(e.hi - e.lo))
@@ -249,21 +251,21 @@ func (l *pinnedLoad) read(j pinnedJob) error {
 		return nil
 	}
 	sf := e.sf
-	if sf.ensure != nil {
-		if err := sf.ensure.Ensure(l.ctx, lo, hi-lo); err != nil {
+	if sf.Sparse() {
+		if err := sf.Ensure(l.ctx, lo, hi-lo); err != nil {
 			return failed("fetching bytes %d to %d: %v", lo, hi, err)
 		}
 	}
-	got, err := directio.ReadFull(sf.fd, buf, j.lo, sf.direct)
+	got, err := sf.ReadFull(buf, j.lo)
 	l.bytes.Add(got)
 	if err != nil {
 		return failed("reading %d bytes at %d: %v", len(buf), j.lo, err)
 	}
 	if got < hi-j.lo {
-		return fmt.Errorf("%w: %w: %s ends at byte %d, inside the spine", ErrCheckpoint, ErrTruncated, sf.name, j.lo+got)
+		return fmt.Errorf("%w: %w: %s ends at byte %d, inside the spine", ErrCheckpoint, ckpt.ErrTruncated, sf.Name(), j.lo+got)
 	}
-	if !sf.direct {
-		directio.DropRange(sf.f, j.lo, int64(len(buf)))
+	if !sf.Direct() {
+		sf.DropBehind(j.lo, int64(len(buf)))
 	}
 	return nil
 }

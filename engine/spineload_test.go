@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/internal/directio"
 )
 
@@ -40,9 +41,9 @@ func spineLoadDir(t *testing.T, nan int) (string, []stTensor) {
 	return dir, ts
 }
 
-// plainSource hides FileSource's type, so that loadPinned reads through
+// plainSource hides ckpt.FileSource's type, so that loadPinned reads through
 // ReadAt as it does for any Source it cannot read by descriptor.
-type plainSource struct{ Source }
+type plainSource struct{ ckpt.Source }
 
 // TestLoadPinnedReadsTheStoredBytes: direct reads, buffered reads and reads
 // through a Source's ReadAt all give each tensor's stored bytes.
@@ -52,12 +53,12 @@ func TestLoadPinnedReadsTheStoredBytes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		mode directio.Mode
-		open OpenSource
+		open ckpt.OpenSource
 	}{
-		{"direct", directio.Direct, OpenFile},
-		{"buffered", directio.Buffered, OpenFile},
-		{"ReadAt", directio.Direct, func(ctx context.Context, p string) (Source, error) {
-			s, err := OpenFile(ctx, p)
+		{"direct", directio.Direct, ckpt.OpenFile},
+		{"buffered", directio.Buffered, ckpt.OpenFile},
+		{"ReadAt", directio.Direct, func(ctx context.Context, p string) (ckpt.Source, error) {
+			s, err := ckpt.OpenFile(ctx, p)
 			return plainSource{s}, err
 		}},
 	} {
@@ -87,24 +88,24 @@ func TestLoadPinnedRefusesNaNInAnyPiece(t *testing.T) {
 	t.Parallel()
 	const at = 1152*4096 - 5 // in the third piece
 	dir, _ := spineLoadDir(t, at)
-	ck, err := openCheckpoint(t.Context(), dir, OpenFile)
+	ck, err := openCheckpoint(t.Context(), dir, ckpt.OpenFile)
 	require.NoError(t, err)
 	defer ck.close()
 	_, _, err = loadPinned(t.Context(), dir, []*tensorRef{ck.tensors["m"], ck.tensors["v"], ck.tensors["h"]}, directio.Direct)
-	require.ErrorIs(t, err, ErrNotFinite)
+	require.ErrorIs(t, err, ckpt.ErrNotFinite)
 	require.ErrorContains(t, err, `model.safetensors: tensor "m": element 4718587 (row 1151)`)
 }
 
 // TestLoadPinnedNamesAShardCutAfterOpen: a shard cut after its header was
-// read fails the load with ErrTruncated and the file's name.
+// read fails the load with ckpt.ErrTruncated and the file's name.
 func TestLoadPinnedNamesAShardCutAfterOpen(t *testing.T) {
 	t.Parallel()
 	dir, _ := spineLoadDir(t, -1)
-	ck, err := openCheckpoint(t.Context(), dir, OpenFile)
+	ck, err := openCheckpoint(t.Context(), dir, ckpt.OpenFile)
 	require.NoError(t, err)
 	defer ck.close()
 	require.NoError(t, os.Truncate(filepath.Join(dir, "model.safetensors"), ck.tensors["m"].t.Offset+5<<20))
 	_, _, err = loadPinned(t.Context(), dir, []*tensorRef{ck.tensors["m"], ck.tensors["v"]}, directio.Direct)
-	require.ErrorIs(t, err, ErrTruncated)
+	require.ErrorIs(t, err, ckpt.ErrTruncated)
 	require.ErrorContains(t, err, "model.safetensors ends at byte")
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/directio"
 )
 
@@ -34,9 +36,9 @@ type spineRing struct {
 	first, n int // layers first..n-1 stream
 	fast     bool
 	extents  [][]spineExtent // per streamed layer (index layer − first)
-	files    map[string]*shardFile
+	files    map[string]*experts.ShardFile
 	chunk    int64
-	meter    *ioMeter
+	meter    *experts.Meter
 
 	ctx    context.Context // cancelled by close; loads run under it
 	cancel context.CancelFunc
@@ -59,7 +61,7 @@ type spineRing struct {
 // [off, off+n) of the file, read as [lo, hi) (aligned for direct reads)
 // into the slot at at.
 type spineExtent struct {
-	sf         *shardFile
+	sf         *experts.ShardFile
 	off, n     int64
 	lo, hi, at int64
 }
@@ -102,8 +104,8 @@ const spineGap = 1 << 20
 
 // newSpineRing starts streaming layers first..Layers-1 of the checkpoint in
 // dir: the first two loads start at once.
-func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *config, first int, mode directio.Mode, meter *ioMeter) (*spineRing, error) {
-	r := &spineRing{ck: ck, i8: i8, cfg: c, first: first, n: c.Layers, fast: i8 == nil, files: map[string]*shardFile{}, chunk: readChunk, next: first, meter: meter}
+func newSpineRing(ctx context.Context, dir string, ck, i8 *checkpoint, c *config, first int, mode directio.Mode, meter *experts.Meter) (*spineRing, error) {
+	r := &spineRing{ck: ck, i8: i8, cfg: c, first: first, n: c.Layers, fast: i8 == nil, files: map[string]*experts.ShardFile{}, chunk: experts.ReadChunk, next: first, meter: meter}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	var slotBytes int64
 	chunks := 0
@@ -159,7 +161,7 @@ func (r *spineRing) layerExtents(dir string, refs []*tensorRef, mode directio.Mo
 	for _, t := range refs {
 		sf := r.files[t.shard.name]
 		if sf == nil {
-			f, _, err := openShardFile(filepath.Join(dir, t.shard.name), t.shard.name, mode, t.shard.src)
+			f, _, err := experts.OpenShard(filepath.Join(dir, t.shard.name), t.shard.name, mode, t.shard.src)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 			}
@@ -175,7 +177,7 @@ func (r *spineRing) layerExtents(dir string, refs []*tensorRef, mode directio.Mo
 	for k := range ext {
 		e := &ext[k]
 		e.lo, e.hi = e.off, e.off+e.n
-		if e.sf.direct {
+		if e.sf.Direct() {
 			e.lo, e.hi = directio.AlignDown(e.lo), directio.AlignUp(e.hi)
 		}
 	}
@@ -249,24 +251,24 @@ func (r *spineRing) read(j spineJob) error {
 		return ErrClosed
 	}
 	sf := j.ext.sf
-	if sf.ensure != nil {
+	if sf.Sparse() {
 		lo, hi := max(j.lo, j.ext.off), j.lo+j.need
-		if err := sf.ensure.Ensure(r.ctx, lo, hi-lo); err != nil {
-			return fmt.Errorf("%w: fetch layer %d's spine (%s bytes %d to %d): %w", ErrCheckpoint, j.ld.layer, sf.name, lo, hi, err)
+		if err := sf.Ensure(r.ctx, lo, hi-lo); err != nil {
+			return fmt.Errorf("%w: fetch layer %d's spine (%s bytes %d to %d): %w", ErrCheckpoint, j.ld.layer, sf.Name(), lo, hi, err)
 		}
 	}
-	r.meter.change(1)
-	got, err := directio.ReadFull(sf.fd, j.buf, j.lo, sf.direct)
-	r.meter.change(-1)
+	r.meter.Change(1)
+	got, err := sf.ReadFull(j.buf, j.lo)
+	r.meter.Change(-1)
 	r.bytes.Add(got)
 	if err != nil {
-		return fmt.Errorf("%w: read layer %d's spine from %s at %d: %w", ErrCheckpoint, j.ld.layer, sf.name, j.lo, err)
+		return fmt.Errorf("%w: read layer %d's spine from %s at %d: %w", ErrCheckpoint, j.ld.layer, sf.Name(), j.lo, err)
 	}
 	if got < j.need {
-		return fmt.Errorf("%w: %w: %s ends at byte %d, inside layer %d's spine", ErrCheckpoint, ErrTruncated, sf.name, j.lo+got, j.ld.layer)
+		return fmt.Errorf("%w: %w: %s ends at byte %d, inside layer %d's spine", ErrCheckpoint, ckpt.ErrTruncated, sf.Name(), j.lo+got, j.ld.layer)
 	}
-	if !sf.direct {
-		directio.DropRange(sf.f, j.lo, int64(len(j.buf)))
+	if !sf.Direct() {
+		sf.DropBehind(j.lo, int64(len(j.buf)))
 	}
 	return nil
 }
@@ -296,7 +298,7 @@ func (r *spineRing) chunkDone(ld *spineLoad, err error) {
 // extents do not hold it.
 func (r *spineRing) view(ld *spineLoad, t *tensorRef) []byte {
 	for _, e := range r.extents[ld.layer-r.first] {
-		if e.sf.name == t.shard.name && t.t.Offset >= e.off && t.t.Offset+t.t.Size <= e.off+e.n {
+		if e.sf.Name() == t.shard.name && t.t.Offset >= e.off && t.t.Offset+t.t.Size <= e.off+e.n {
 			at := e.at + t.t.Offset - e.lo
 			return ld.slot.buf[at : at+t.t.Size : at+t.t.Size]
 		}
@@ -363,7 +365,7 @@ func (r *spineRing) close() error {
 	r.wg.Wait()
 	var first error
 	for _, sf := range r.files {
-		if err := sf.f.Close(); err != nil && first == nil {
+		if err := sf.Close(); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -23,7 +23,7 @@ func TestSpineRingIsBitExact(t *testing.T) {
 		require.NoError(t, err)
 		require.NotNil(t, m.spine)
 		for _, sf := range m.spine.files {
-			require.True(t, sf.direct, "spine shards are read with O_DIRECT on this filesystem")
+			require.True(t, sf.Direct(), "spine shards are read with O_DIRECT on this filesystem")
 		}
 
 		// A pass cancelled after its second streamed layer leaves the

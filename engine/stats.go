@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"context"
-	"fmt"
 	"time"
+
+	"github.com/deltafin/deltafin/experts"
 )
 
 // Stats is a reading of a model's streaming counters since Open: plain
@@ -32,7 +32,7 @@ type Stats struct {
 	// Drives are the mirror's and each expert drive's reads (drives.go);
 	// ChecksumFailures the experts read again because a drive's copy failed
 	// its checksum.
-	Drives           []DriveStats
+	Drives           []experts.DriveStats
 	ChecksumFailures int64
 }
 
@@ -51,81 +51,27 @@ func (s Stats) Sub(b Stats) Stats {
 		PrefetchWasted: s.PrefetchWasted - b.PrefetchWasted, Shared: s.Shared - b.Shared, Misses: s.Misses - b.Misses,
 		CachedExperts: s.CachedExperts, DiskIdle: s.DiskIdle - b.DiskIdle, ReadsInFlight: s.ReadsInFlight - b.ReadsInFlight,
 		ExpertWait: s.ExpertWait - b.ExpertWait,
-		Drives:     subDrives(s.Drives, b.Drives), ChecksumFailures: s.ChecksumFailures - b.ChecksumFailures,
+		Drives:     experts.SubDrives(s.Drives, b.Drives), ChecksumFailures: s.ChecksumFailures - b.ChecksumFailures,
 	}
 }
 
-func statsOf(st storeStats, spine int64, io ioMeterStats) Stats {
+func statsOf(st experts.Stats, spine int64, io experts.MeterStats) Stats {
 	return Stats{
 		ExpertBytes: st.DiskBytes, SpineBytes: spine, ExpertReads: st.Reads, PrefetchReads: st.SpecReads,
 		CacheHits: st.CacheHits, PrefetchHits: st.SpecHits, PrefetchWasted: st.SpecWasted, Shared: st.Shared,
-		Misses: st.Misses, CachedExperts: st.CachedNow, DiskIdle: io.idle, ReadsInFlight: io.depth,
+		Misses: st.Misses, CachedExperts: st.CachedNow, DiskIdle: io.Idle, ReadsInFlight: io.Depth,
 		Drives: st.Drives, ChecksumFailures: st.Corrupt,
 	}
 }
 
 // Stats returns the model's streaming counters since Open.
 func (m *Model) Stats() Stats {
-	var st storeStats
-	if s, ok := m.experts.(*streamExperts); ok {
-		st = s.store.Stats()
-	}
+	st := m.experts.stats()
 	var spine int64
 	if m.spine != nil {
 		spine = m.spine.bytes.Load()
 	}
-	s := statsOf(st, spine, m.io.stats())
+	s := statsOf(st, spine, m.io.Stats())
 	s.ExpertWait = time.Duration(m.expertWait.Load())
 	return s
-}
-
-// ReadPass does one decode pass's reads without computing anything: every
-// streamed spine layer through the ring and, at each MoE layer, the experts
-// route(layer) names through the store, in the forward pass's order.
-// bench slice holds the engine's decode to the rate of this mix of reads
-// on the same disk, measured in the same run. It needs a model opened with
-// streamed experts.
-func (m *Model) ReadPass(ctx context.Context, route func(layer int) []int) error {
-	se, ok := m.experts.(*streamExperts)
-	if !ok {
-		return fmt.Errorf("%w: ReadPass needs streamed MXFP4 experts", ErrConfig)
-	}
-	if m.closed.Load() {
-		return ErrClosed
-	}
-	r := m.spine
-	if r != nil {
-		r.pass.Lock()
-		defer r.pass.Unlock()
-	}
-	for i := range m.cfg.Layers {
-		var ld *spineLoad
-		if r != nil && i >= r.first {
-			var err error
-			if ld, err = r.get(ctx, i); err != nil {
-				return err
-			}
-		}
-		if m.cfg.IsMoE(i) {
-			b, err := se.store.Acquire(ctx, i, route(i))
-			if err == nil {
-				for k := range b.Len() {
-					if _, err = b.Wait(ctx, k); err != nil {
-						break
-					}
-				}
-				b.Release()
-			}
-			if err != nil {
-				if ld != nil {
-					r.release(ld)
-				}
-				return err
-			}
-		}
-		if ld != nil {
-			r.release(ld)
-		}
-	}
-	return nil
 }

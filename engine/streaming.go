@@ -2,13 +2,14 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
-	"github.com/deltafin/deltafin/checkpoint/safetensors"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/directio"
 	"github.com/deltafin/deltafin/kernels"
 )
@@ -34,16 +35,16 @@ type StreamOptions struct {
 	TracePath string
 	// Drives are expert drives holding replicas (drives.go); MirrorLast
 	// reads from the checkpoint only what no working drive holds (bench).
-	Drives     []ExpertDrive
+	Drives     []experts.Drive
 	MirrorLast bool
 	// OpenDrives, when set, is called once by Open with the routed experts
 	// its own index parse found, before the expert store opens, and the
 	// drives it returns join Drives: a caller that picks drives by the
 	// model's expert layout needs no second parse of the index (about a
 	// second on the full K3). An error fails the open.
-	OpenDrives func(ctx context.Context, spans map[ckpt.ExpertID]ckpt.ExpertSpan) ([]ExpertDrive, error)
+	OpenDrives func(ctx context.Context, spans map[ckpt.ExpertID]ckpt.ExpertSpan) ([]experts.Drive, error)
 	// HeatHalfLife is the tokens between halvings of the heat histogram
-	// (0: DefaultHeatHalfLife; negative: cumulative counts).
+	// (0: experts.DefaultHeatHalfLife; negative: cumulative counts).
 	HeatHalfLife int
 	mode         directio.Mode // directio.Direct; tests read buffered too
 }
@@ -125,7 +126,7 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 	if c.ExpertsMXFP4 && c.Experts > 0 {
 		span = ckpt.ExpertSpanSize(c.MoEIntermediate, c.ExpertDim())
 	}
-	working := int64(2*maxTopK+32) * (directio.AlignUp(span) + directio.Align)
+	working := int64(2*experts.MaxTopK+32) * (directio.AlignUp(span) + directio.Align)
 	return PlanBudget(BudgetInput{
 		TotalRAM: o.TotalRAM, AvailableRAM: o.AvailableRAM, OverrideRAM: o.OverrideRAM,
 		GlobalBytes: globals, LayerBytes: layers, WorkingBytes: working,
@@ -133,19 +134,22 @@ func (m *Model) planStreaming(o *StreamOptions) (BudgetPlan, error) {
 	})
 }
 
-// streamExperts serves routed experts from a spanStore.
+// streamExperts serves routed experts from an experts.Store.
 type streamExperts struct {
-	store         *spanStore
+	store         *experts.Store
 	inter, latent int
 	heatPath      string
+	// spineStreamed: spine layers past the pinned prefix are read per
+	// token, and they keep the disk busy.
+	spineStreamed bool
 }
 
-func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *config, o *StreamOptions, cache int, meter *ioMeter) (*streamExperts, error) {
-	var heat *heatMap
+func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *config, o *StreamOptions, cache int, meter *experts.Meter, spineStreamed bool) (*streamExperts, error) {
+	var heat *experts.Heat
 	if o.HeatPath != "" {
 		// A damaged or foreign histogram only costs warm-up: start afresh
 		// and overwrite it at close.
-		heat, _ = loadHeat(o.HeatPath, c.Layers, c.Experts)
+		heat, _ = experts.LoadHeat(o.HeatPath, c.Layers, c.Experts)
 	}
 	drives := o.Drives
 	if o.OpenDrives != nil {
@@ -155,36 +159,83 @@ func openStreamExperts(ctx context.Context, dir string, ck *checkpoint, c *confi
 		}
 		drives = append(slices.Clip(drives), more...)
 	}
-	s, err := openSpanStore(ctx, spanStoreOptions{
-		Dir: dir, Spans: ck.experts, Mode: o.mode, Heat: heat, Sources: ck.sources(), CacheExperts: cache, meter: meter,
+	s, err := experts.Open(ctx, experts.Options{
+		Dir: dir, Spans: ck.experts, Mode: o.mode, Heat: heat, Sources: ck.sources(), CacheExperts: cache, Meter: meter,
 		Drives: drives, MirrorLast: o.MirrorLast, HeatHalfLife: o.HeatHalfLife,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &streamExperts{store: s, inter: c.MoEIntermediate, latent: c.ExpertDim(), heatPath: o.HeatPath}, nil
+	return &streamExperts{store: s, inter: c.MoEIntermediate, latent: c.ExpertDim(), heatPath: o.HeatPath, spineStreamed: spineStreamed}, nil
 }
 
+// start prefetches, at a decode or speculative step (T ≤ 2), the experts
+// the layer used last time. A prompt's union holds most of the previous
+// token's experts anyway, and its group prefetches read them in order.
+// With streamed spine layers the ring keeps the disk busy and the disk is
+// the limit: a wrong guess (about 69% of them, docs/MODEL.md §10) would
+// only cost disk time.
+func (s *streamExperts) start(layer, T int) {
+	if T <= 2 && !s.spineStreamed {
+		s.store.PrefetchPrevious(layer)
+	}
+}
+
+// acquire acquires ids, then reads ahead the rest of union: the next group
+// (certain: it may evict a cold cached expert for a buffer) and, as deep
+// as spare buffers allow, the groups after it.
 func (s *streamExperts) acquire(ctx context.Context, layer int, ids, union []int) (expertBatch, error) {
 	b, err := s.store.AcquirePart(ctx, layer, ids, union)
 	if err != nil {
 		return nil, err
 	}
+	if rest := restOf(union, ids); len(rest) > 0 {
+		next := rest[:min(len(rest), experts.MaxTopK)]
+		s.store.PrefetchPart(layer, next)
+		s.store.PrefetchAhead(layer, rest[len(next):])
+	}
 	return &streamBatch{b: b, s: s}, nil
 }
 
-func (s *streamExperts) prefetch(layer int, ids []int) { s.store.Prefetch(layer, ids) }
+// restOf returns what follows ids in union, where ids is a run of union
+// (an acquisition group); nil when it is not one.
+func restOf(union, ids []int) []int {
+	if len(ids) == 0 || len(ids) >= len(union) {
+		return nil
+	}
+	for p := 0; p+len(ids) <= len(union); p++ {
+		if union[p] == ids[0] {
+			if slices.Equal(union[p:p+len(ids)], ids) {
+				return union[p+len(ids):]
+			}
+			return nil
+		}
+	}
+	return nil
+}
 
-func (s *streamExperts) prefetchPart(layer int, ids []int) { s.store.PrefetchPart(layer, ids) }
+func (s *streamExperts) want(layer int, ids []int, certain bool) {
+	if certain {
+		s.store.PrefetchAhead(layer, ids)
+		return
+	}
+	s.store.Prefetch(layer, ids)
+}
 
-func (s *streamExperts) prefetchAhead(layer int, ids []int) { s.store.PrefetchAhead(layer, ids) }
+func (s *streamExperts) fromDisk() bool { return true }
 
-func (s *streamExperts) prefetchPrevious(layer int) { s.store.PrefetchPrevious(layer) }
+func (s *streamExperts) stats() experts.Stats { return s.store.Stats() }
+
+func (s *streamExperts) places(layers []int, n int) (onDisk, cached []bool, heat []float32) {
+	return s.store.Map(layers, n)
+}
+
+func (s *streamExperts) setCacheCap(n int) (bool, bool) { return s.store.SetCacheCap(n), true }
 
 func (s *streamExperts) close() error {
 	err := s.store.Close()
 	if s.heatPath != "" {
-		if serr := s.store.heat.Save(s.heatPath); err == nil {
+		if serr := s.store.Heat().Save(s.heatPath); err == nil {
 			err = serr
 		}
 	}
@@ -192,16 +243,19 @@ func (s *streamExperts) close() error {
 }
 
 type streamBatch struct {
-	b *spanBatch
+	b *experts.Batch
 	s *streamExperts
 }
 
 func (b *streamBatch) expert(ctx context.Context, i int) (kernels.Expert, error) {
 	data, err := b.b.Wait(ctx, i)
+	if errors.Is(err, ckpt.ErrNotFinite) {
+		return kernels.Expert{}, fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
 	if err != nil {
 		return kernels.Expert{}, err
 	}
-	return expertMatrices(data, b.s.inter, b.s.latent)
+	return experts.View(data, b.s.inter, b.s.latent)
 }
 
 func (b *streamBatch) ready(i int) bool {
@@ -215,39 +269,6 @@ func (b *streamBatch) ready(i int) bool {
 
 func (b *streamBatch) release() { b.b.Release() }
 
-// diagnoseTruncation explains a shard whose header the parser rejected: if
-// the file ends inside a routed expert, the error names that expert and its
-// bytes rather than whichever tensor the parser met first. It returns nil
-// when the file is not cut inside an expert. It reads under the open's ctx:
-// a stream install's header may be fetched from the hub.
-func diagnoseTruncation(ctx context.Context, name string, src Source) error {
-	var prefix [8]byte
-	if err := src.ReadAt(ctx, prefix[:], 0); err != nil {
-		return nil
-	}
-	n, err := safetensors.HeaderLength(prefix[:], src.Size())
-	if err != nil {
-		return nil
-	}
-	buf := make([]byte, n)
-	if err := src.ReadAt(ctx, buf, 8); err != nil {
-		return nil
-	}
-	// Trust the offsets as if the file were whole, to see what it cuts.
-	h, err := safetensors.Parse(buf, math.MaxInt64/2)
-	if err != nil {
-		return nil
-	}
-	spans, err := ckpt.IndexExperts(name, h)
-	if err != nil {
-		return nil
-	}
-	if id, ok := firstTruncated(spans, map[string]int64{name: src.Size()}); ok {
-		return fmt.Errorf("%w: %w", ErrCheckpoint, truncatedError(id, spans[id], src.Size()))
-	}
-	return nil
-}
-
 // lookahead guesses layer i+1's experts while layer i still has its MoE
 // block to run: layer i+1's norm and router applied to layer i's
 // post-attention residual (the "PILOT" lookahead; its reported recall on
@@ -257,7 +278,7 @@ func diagnoseTruncation(ctx context.Context, name string, src Source) error {
 // pinned: a streamed spine keeps the disk busy, where wrong guesses (the
 // other 30–40%) would cost disk time.
 func (m *Model) lookahead(i int, mIn []float32, T int) {
-	if _, ok := m.experts.(*streamExperts); !ok || T != 1 || i+1 >= m.cfg.Layers {
+	if !m.experts.fromDisk() || T != 1 || i+1 >= m.cfg.Layers {
 		return
 	}
 	var next *layerWeights
@@ -273,5 +294,5 @@ func (m *Model) lookahead(i int, mIn []float32, T int) {
 	rmsNormRows(x, mIn, next.postNorm, c.Eps, c.Hidden)
 	logits := make([]float32, c.Experts)
 	m.backend.MatVec(logits, next.moe.router, x)
-	m.experts.prefetch(i+1, c.router(logits, next.moe.bias).ids)
+	m.experts.want(i+1, c.router(logits, next.moe.bias).ids, false)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/internal/directio"
 )
 
@@ -44,10 +45,9 @@ func TestK3TinyStreamedGivesTheReferenceTokens(t *testing.T) {
 				require.Less(t, m.pinned, m.cfg.Layers, "the plan streams some layers")
 				require.Contains(t, m.Plan().String(), "expected from disk per token")
 			}
-			_, ok := m.experts.(*streamExperts)
-			require.True(t, ok, "MXFP4 experts go through the expert store")
+			require.True(t, m.experts.fromDisk(), "MXFP4 experts go through the expert store")
 			checkReference(t, m, ref, []string{"short", "text"}, 2e-3)
-			st := m.experts.(*streamExperts).store.Stats()
+			st := m.experts.stats()
 			require.LessOrEqual(t, st.CachedNow, max(m.plan.CacheExperts, 0))
 			if tc.pinned == 10 {
 				// Every layer pinned: the lookahead guesses every next
@@ -96,7 +96,7 @@ func TestTruncatedK3ShardNamesTheExpert(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Open(t.Context(), dir, tc.opts)
-			require.ErrorIs(t, err, ErrTruncated)
+			require.ErrorIs(t, err, ckpt.ErrTruncated)
 			require.ErrorContains(t, err, sp.shard.name)
 			require.ErrorContains(t, err, "inside layer 4 expert 9")
 		})

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 )
 
 // TestValidation breaks one thing at a time in the K3 tiny checkpoint and
@@ -167,7 +169,7 @@ func TestValidation(t *testing.T) {
 // it is an Ensurer, so the engine reads weights by descriptor after
 // Ensure, as from a stream install.
 type countingSource struct {
-	Source
+	ckpt.Source
 	header int64 // 8 + the header's length
 	past   *atomic.Int64
 }
@@ -190,8 +192,8 @@ func (s countingSource) Ensure(_ context.Context, off, n int64) error {
 func TestOpenReadsNoWeightBeforeValidating(t *testing.T) {
 	t.Parallel()
 	var past atomic.Int64
-	open := func(ctx context.Context, path string) (Source, error) {
-		s, err := OpenFile(ctx, path)
+	open := func(ctx context.Context, path string) (ckpt.Source, error) {
+		s, err := ckpt.OpenFile(ctx, path)
 		if err != nil {
 			return nil, err
 		}

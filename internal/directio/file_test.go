@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/deltafin/deltafin/engine/sourcetest"
+	"github.com/deltafin/deltafin/checkpoint/sourcetest"
 	"github.com/deltafin/deltafin/internal/directio"
 )
 

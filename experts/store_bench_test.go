@@ -1,4 +1,4 @@
-package engine
+package experts
 
 import (
 	"maps"
@@ -61,7 +61,7 @@ func BenchmarkExpertStoreLayer(b *testing.B) {
 		}
 		wg.Wait()
 	}
-	s, err := openSpanStore(b.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: directio.Direct})
+	s, err := Open(b.Context(), Options{Dir: dir, Spans: spans, Mode: directio.Direct})
 	require.NoError(b, err)
 	defer s.Close()
 	store := func(sel []int) {

@@ -1,4 +1,4 @@
-package engine
+package experts
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func (g *gatedDrive) Replica(id ckpt.ExpertID) (Replica, bool) {
 }
 
 type gatedSource struct {
-	Source
+	ckpt.Source
 	g    *gatedDrive
 	byAt map[int64]ckpt.ExpertID // replica offset → expert
 }
@@ -68,9 +68,9 @@ func newGatedDrive(t *testing.T, name, dir string, spans map[ckpt.ExpertID]ckpt.
 		at += directio.AlignUp(hi - lo)
 	}
 	require.NoError(t, f.Close())
-	src, err := OpenFile(t.Context(), path)
+	src, err := ckpt.OpenFile(t.Context(), path)
 	require.NoError(t, err)
-	t.Cleanup(func() { src.(*FileSource).Close() })
+	t.Cleanup(func() { src.(*ckpt.FileSource).Close() })
 	for id, r := range g.reps {
 		r.Source = gatedSource{src, g, byAt}
 		g.reps[id] = r
@@ -84,8 +84,8 @@ func TestNoDriveIdlesWhileAnotherHasAQueue(t *testing.T) {
 	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{2}, 4)
 	a, b := newGatedDrive(t, "a", dir, spans), newGatedDrive(t, "b", dir, spans)
-	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: directio.Buffered, Readers: 2, ChunkBytes: 1 << 20,
-		Drives: []ExpertDrive{a, b}, MirrorLast: true})
+	s, err := Open(t.Context(), Options{Dir: dir, Spans: spans, Mode: directio.Buffered, Readers: 2, ChunkBytes: 1 << 20,
+		Drives: []Drive{a, b}, MirrorLast: true})
 	require.NoError(t, err)
 	defer s.Close()
 	batch, err := s.Acquire(t.Context(), 2, []int{0, 1, 2, 3})
@@ -110,8 +110,8 @@ func TestDemandReadsGoBeforePrefetches(t *testing.T) {
 	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{2, 3}, 4)
 	a := newGatedDrive(t, "a", dir, spans)
-	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: directio.Buffered, Readers: 2, ChunkBytes: 1 << 20,
-		Drives: []ExpertDrive{a}, MirrorLast: true})
+	s, err := Open(t.Context(), Options{Dir: dir, Spans: spans, Mode: directio.Buffered, Readers: 2, ChunkBytes: 1 << 20,
+		Drives: []Drive{a}, MirrorLast: true})
 	require.NoError(t, err)
 	defer s.Close()
 	s.Prefetch(3, []int{0, 1})

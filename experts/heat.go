@@ -1,4 +1,4 @@
-package engine
+package experts
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 
 // errHeatFormat reports a heat file that is damaged or belongs to a model of
 // another shape.
-var errHeatFormat = errors.New("engine: heat file")
+var errHeatFormat = errors.New("experts: heat file")
 
 // heatHalving is the count at which every count is halved whatever the
 // token clock says, so that no count can overflow.
@@ -29,11 +29,11 @@ const heatHalving = 1 << 16
 // half of what it routes now.
 const DefaultHeatHalfLife = 1024
 
-// heatMap is a histogram of how often each routed expert was selected,
+// Heat is a histogram of how often each routed expert was selected,
 // halved every halfLife tokens (Tick). The expert cache admits and evicts
 // by it, and it is saved in the data directory so that a new run starts
 // with what the last runs learned. Safe for concurrent use.
-type heatMap struct {
+type Heat struct {
 	mu              sync.Mutex
 	layers, experts int
 	counts          []float32 // [layers, experts]
@@ -41,15 +41,15 @@ type heatMap struct {
 	tokens          int       // tokens since the last halving
 }
 
-// newHeat returns an empty histogram for layer numbers 0..layers-1 and
+// NewHeat returns an empty histogram for layer numbers 0..layers-1 and
 // experts 0..experts-1 per layer, halved every DefaultHeatHalfLife tokens.
-func newHeat(layers, experts int) *heatMap {
-	return &heatMap{layers: layers, experts: experts, counts: make([]float32, layers*experts), halfLife: DefaultHeatHalfLife}
+func NewHeat(layers, experts int) *Heat {
+	return &Heat{layers: layers, experts: experts, counts: make([]float32, layers*experts), halfLife: DefaultHeatHalfLife}
 }
 
-// setHalfLife sets the tokens between halvings; n ≤ 0 leaves only the
+// SetHalfLife sets the tokens between halvings; n ≤ 0 leaves only the
 // overflow halving (cumulative counts).
-func (h *heatMap) setHalfLife(n int) {
+func (h *Heat) SetHalfLife(n int) {
 	h.mu.Lock()
 	h.halfLife = max(n, 0)
 	h.mu.Unlock()
@@ -58,7 +58,7 @@ func (h *heatMap) setHalfLife(n int) {
 // Tick advances the token clock by n tokens, halving every count each
 // time it passes a multiple of the half-life. The phase is not saved: a
 // new run starts a fresh period.
-func (h *heatMap) Tick(n int) {
+func (h *Heat) Tick(n int) {
 	if h == nil || n <= 0 {
 		return
 	}
@@ -74,25 +74,25 @@ func (h *heatMap) Tick(n int) {
 	}
 }
 
-func (h *heatMap) halveLocked() {
+func (h *Heat) halveLocked() {
 	for i := range h.counts {
 		h.counts[i] /= 2
 	}
 }
 
-// loadHeat reads a histogram saved by Save: JSON lines
+// LoadHeat reads a histogram saved by Save: JSON lines
 // {"layer":L,"expert":E,"heat":h}, the format `deltafin warm` reads. A
 // missing file gives an empty histogram; a damaged line or an expert outside
 // the model gives errHeatFormat and an empty histogram (the caller decides
 // whether to start afresh).
-func loadHeat(path string, layers, experts int) (*heatMap, error) {
-	h := newHeat(layers, experts)
+func LoadHeat(path string, layers, experts int) (*Heat, error) {
+	h := NewHeat(layers, experts)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return h, nil
 	}
 	if err != nil {
-		return h, fmt.Errorf("engine: read heat: %w", err)
+		return h, fmt.Errorf("experts: read heat: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -102,19 +102,19 @@ func loadHeat(path string, layers, experts int) (*heatMap, error) {
 		}
 		var r heatRecord
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return newHeat(layers, experts), fmt.Errorf("%w: %s line %d: %v", errHeatFormat, path, line, err)
+			return NewHeat(layers, experts), fmt.Errorf("%w: %s line %d: %v", errHeatFormat, path, line, err)
 		}
 		switch {
 		case r.Layer < 0 || r.Layer >= layers || r.Expert < 0 || r.Expert >= experts:
-			return newHeat(layers, experts), fmt.Errorf("%w: %s line %d: layer %d expert %d is outside the model's %d×%d experts",
+			return NewHeat(layers, experts), fmt.Errorf("%w: %s line %d: layer %d expert %d is outside the model's %d×%d experts",
 				errHeatFormat, path, line, r.Layer, r.Expert, layers, experts)
 		case !(r.Heat >= 0 && r.Heat <= heatHalving):
-			return newHeat(layers, experts), fmt.Errorf("%w: %s line %d: heat %v", errHeatFormat, path, line, r.Heat)
+			return NewHeat(layers, experts), fmt.Errorf("%w: %s line %d: heat %v", errHeatFormat, path, line, r.Heat)
 		}
 		h.counts[r.Layer*experts+r.Expert] = float32(r.Heat)
 	}
 	if err := sc.Err(); err != nil {
-		return newHeat(layers, experts), fmt.Errorf("%w: %s: %v", errHeatFormat, path, err)
+		return NewHeat(layers, experts), fmt.Errorf("%w: %s: %v", errHeatFormat, path, err)
 	}
 	return h, nil
 }
@@ -128,7 +128,7 @@ type heatRecord struct {
 
 // Touch records one selection of each of ids in layer. Out-of-range ids are
 // ignored: the router has already validated them.
-func (h *heatMap) Touch(layer int, ids []int) {
+func (h *Heat) Touch(layer int, ids []int) {
 	if h == nil || layer < 0 || layer >= h.layers {
 		return
 	}
@@ -148,7 +148,7 @@ func (h *heatMap) Touch(layer int, ids []int) {
 }
 
 // Score is id's decayed selection count (0 when out of range).
-func (h *heatMap) Score(id ckpt.ExpertID) float32 {
+func (h *Heat) Score(id ckpt.ExpertID) float32 {
 	if h == nil || id.Layer < 0 || id.Layer >= h.layers || id.Expert < 0 || id.Expert >= h.experts {
 		return 0
 	}
@@ -160,7 +160,7 @@ func (h *heatMap) Score(id ckpt.ExpertID) float32 {
 // Save writes the non-zero counts as JSON lines atomically (temporary
 // file, fsync, rename), so a crash leaves the previous file or the new one,
 // never a torn one.
-func (h *heatMap) Save(path string) error {
+func (h *Heat) Save(path string) error {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	h.mu.Lock()
@@ -177,23 +177,23 @@ func (h *heatMap) Save(path string) error {
 // directory first. 0o600 is what the temporary file always had.
 func writeFileAtomic(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("engine: %w", err)
+		return fmt.Errorf("experts: %w", err)
 	}
 	if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
-		return fmt.Errorf("engine: %w", err)
+		return fmt.Errorf("experts: %w", err)
 	}
 	return nil
 }
 
-// ExpertHeat reads a saved heat histogram (StreamOptions.HeatPath) for the
+// HeatScores reads a saved heat histogram (StreamOptions.HeatPath) for the
 // experts of spans: what package drives ranks its copies by, hottest first.
 // A missing file gives no scores.
-func ExpertHeat(path string, spans map[ckpt.ExpertID]ckpt.ExpertSpan) (map[ckpt.ExpertID]float32, error) {
+func HeatScores(path string, spans map[ckpt.ExpertID]ckpt.ExpertSpan) (map[ckpt.ExpertID]float32, error) {
 	layers, experts := 0, 0
 	for id := range spans {
 		layers, experts = max(layers, id.Layer+1), max(experts, id.Expert+1)
 	}
-	h, err := loadHeat(path, layers, experts)
+	h, err := LoadHeat(path, layers, experts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package engine
+package experts
 
 import (
 	"errors"
@@ -44,7 +44,7 @@ type readScheduler struct {
 type schedDrive struct {
 	idx     int
 	name    string
-	dev     ExpertDrive // nil for the mirror
+	dev     Drive // nil for the mirror
 	readers int
 	wake    *sync.Cond
 	failed  bool
@@ -56,13 +56,13 @@ type schedDrive struct {
 	corrupt             int64
 }
 
-func newReadScheduler(mirrorReaders int, drives []ExpertDrive, mirrorLast bool) (*readScheduler, error) {
+func newReadScheduler(mirrorReaders int, drives []Drive, mirrorLast bool) (*readScheduler, error) {
 	if len(drives)+1 > maxDrives {
-		return nil, fmt.Errorf("engine: %d expert drives; at most %d", len(drives), maxDrives-1)
+		return nil, fmt.Errorf("experts: %d expert drives; at most %d", len(drives), maxDrives-1)
 	}
 	q := &readScheduler{mirrorLast: mirrorLast && len(drives) > 0}
 	now := time.Now()
-	add := func(name string, dev ExpertDrive, readers int) {
+	add := func(name string, dev Drive, readers int) {
 		d := &schedDrive{idx: len(q.drives), name: name, dev: dev, readers: readers, since: now}
 		d.wake = sync.NewCond(&q.mu)
 		q.drives = append(q.drives, d)
@@ -217,7 +217,9 @@ func (q *readScheduler) finished(d *schedDrive, j readJob, n int64, err error, c
 	q.account(time.Now())
 	d.inflight--
 	d.bytes += n
-	d.reads++
+	if !j.ensure {
+		d.reads++ // an Ensure is no chunk read
+	}
 	if err == nil || d.dev == nil || closing || errors.Is(err, errDropped) {
 		return false
 	}

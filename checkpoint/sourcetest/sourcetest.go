@@ -12,12 +12,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/deltafin/deltafin/engine"
+	ckpt "github.com/deltafin/deltafin/checkpoint"
 )
 
 // A Fixture is one opened source and what the suite knows about it.
 type Fixture struct {
-	Src engine.Source
+	Src ckpt.Source
 	// Path is the local file behind Src, which the engine's preads read.
 	Path string
 	// Want is the file's whole content, from elsewhere (the hub's copy).
@@ -85,7 +85,7 @@ func pastTheEnd(t *testing.T, f Fixture) {
 		err := f.Src.ReadAt(t.Context(), make([]byte, r.n), r.off)
 		require.Error(t, err, r.name)
 		require.ErrorContains(t, err, strconv.FormatInt(size, 10), "%s: the error names the file's size", r.name)
-		if e, ok := f.Src.(engine.Ensurer); ok {
+		if e, ok := f.Src.(ckpt.Ensurer); ok {
 			require.Error(t, e.Ensure(t.Context(), r.off, r.n), "Ensure: %s", r.name)
 		}
 	}
@@ -111,7 +111,7 @@ func ensureThenPread(t *testing.T, f Fixture) {
 		require.False(t, bytes.Equal(f.Want[m[0]:m[0]+m[1]], hole), "[%d,+%d) is on disk before Ensure", m[0], m[1])
 	}
 	for _, r := range ranges {
-		if e, ok := f.Src.(engine.Ensurer); ok {
+		if e, ok := f.Src.(ckpt.Ensurer); ok {
 			require.NoError(t, e.Ensure(t.Context(), r[0], r[1]))
 		}
 		pread := make([]byte, r[1])
@@ -166,7 +166,7 @@ func cancelled(t *testing.T, f Fixture) {
 	}
 	before := fetches(f)
 	require.ErrorIs(t, f.Src.ReadAt(ctx, make([]byte, r[1]), r[0]), context.Canceled)
-	if e, ok := f.Src.(engine.Ensurer); ok {
+	if e, ok := f.Src.(ckpt.Ensurer); ok {
 		require.ErrorIs(t, e.Ensure(ctx, r[0], r[1]), context.Canceled)
 	}
 	require.Equal(t, before, fetches(f), "nothing fetched for a cancelled call")
@@ -188,7 +188,7 @@ func fetchedOnce(t *testing.T, f Fixture) {
 	for g := range errs {
 		wg.Go(func() {
 			got := make([]byte, f.Missing[1])
-			if e, ok := f.Src.(engine.Ensurer); ok && g%2 == 1 {
+			if e, ok := f.Src.(ckpt.Ensurer); ok && g%2 == 1 {
 				errs[g] = e.Ensure(t.Context(), f.Missing[0], f.Missing[1])
 				return
 			}

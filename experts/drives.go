@@ -1,4 +1,4 @@
-package engine
+package experts
 
 import (
 	"context"
@@ -18,9 +18,9 @@ import (
 // CRC-32C its drive recorded at copy time, and a drive that fails is
 // dropped for the rest of the run while the mirror serves its reads.
 
-// ExpertDrive is one drive holding replicas. Safe for concurrent use: the
+// Drive is one drive holding replicas. Safe for concurrent use: the
 // store asks it from many readers, while its owner may be copying more.
-type ExpertDrive interface {
+type Drive interface {
 	// Name names the drive in Stats and errors (its directory).
 	Name() string
 	// Readers is the number of reads in flight the drive wants, chosen by
@@ -38,9 +38,9 @@ type ExpertDrive interface {
 // covering aligned range of its shard, ReplicaRange: the store reads any
 // chunk of an expert from the mirror or from a replica interchangeably.
 type Replica struct {
-	Source Source // the file holding the copy
-	Offset int64  // where ReplicaRange's first byte lies in it (a multiple of 4096)
-	CRC32C uint32 // of the span's bytes (Castagnoli), as copied from the mirror
+	Source ckpt.Source // the file holding the copy
+	Offset int64       // where ReplicaRange's first byte lies in it (a multiple of 4096)
+	CRC32C uint32      // of the span's bytes (Castagnoli), as copied from the mirror
 }
 
 // ReplicaRange is the part of a shard a replica of the expert at sp holds:
@@ -55,30 +55,26 @@ func SpanCRC(span []byte) uint32 { return crc32.Checksum(span, castagnoli) }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// ExpertSpans lists the routed MXFP4 experts of the checkpoint in dir and
-// where each lies, opening its files with open (nil: OpenFile): what a
-// drive copies.
-func ExpertSpans(ctx context.Context, dir string, open OpenSource) (map[ckpt.ExpertID]ckpt.ExpertSpan, error) {
-	if open == nil {
-		open = OpenFile
-	}
-	_, spans, err := mxfp4Experts(ctx, dir, open, "replicate")
-	return spans, err
-}
-
-// mxfp4Experts reads dir's config and headers and returns its routed MXFP4
-// experts' spans, or an error saying the checkpoint has none to use (for
-// what).
-func mxfp4Experts(ctx context.Context, dir string, open OpenSource, what string) (*config, map[ckpt.ExpertID]ckpt.ExpertSpan, error) {
-	c, ck, err := openIndex(ctx, dir, open)
+// Spans lists the routed MXFP4 experts of the checkpoint in dir and where
+// each lies (ckpt.OpenIndex, Index.Experts), opening its files with open
+// (nil: ckpt.OpenFile): what a drive copies and what a store reads without a
+// model. It checks the experts' layout, not the config: the engine validates
+// every tensor when it opens the model. A checkpoint without MXFP4 experts
+// gives ckpt.ErrNoExperts.
+func Spans(ctx context.Context, dir string, open ckpt.OpenSource) (map[ckpt.ExpertID]ckpt.ExpertSpan, error) {
+	ix, err := ckpt.OpenIndex(ctx, dir, open)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	defer ck.close()
-	if !c.ExpertsMXFP4 || c.Experts == 0 || len(ck.experts) == 0 {
-		return nil, nil, fmt.Errorf("%w: %s has %w to %s", ErrConfig, dir, ckpt.ErrNoExperts, what)
+	defer ix.Close()
+	spans, err := ix.Experts()
+	if err != nil {
+		return nil, err
 	}
-	return c, ck.experts, nil
+	if len(spans) == 0 {
+		return nil, fmt.Errorf("%s has %w", dir, ckpt.ErrNoExperts)
+	}
+	return spans, nil
 }
 
 // DriveStats is one drive's reads since the store opened: the mirror first
@@ -104,8 +100,8 @@ func (d DriveStats) GBps() float64 {
 	return float64(d.Bytes) / d.Busy.Seconds() / 1e9
 }
 
-// subDrives returns a − b drive by drive (b from an earlier reading).
-func subDrives(a, b []DriveStats) []DriveStats {
+// SubDrives returns a − b drive by drive (b from an earlier reading).
+func SubDrives(a, b []DriveStats) []DriveStats {
 	out := make([]DriveStats, len(a))
 	for i, d := range a {
 		if i < len(b) {

@@ -1,4 +1,4 @@
-package engine_test
+package checkpoint_test
 
 import (
 	"os"
@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/engine/sourcetest"
+	ckpt "github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/checkpoint/sourcetest"
 )
 
 // TestFileSourceConformance runs the Source contract against a plain file
@@ -19,9 +19,9 @@ func TestFileSourceConformance(t *testing.T) {
 	want, err := os.ReadFile(path)
 	require.NoError(t, err)
 	sourcetest.Run(t, func(t *testing.T) sourcetest.Fixture {
-		src, err := engine.OpenFile(t.Context(), path)
+		src, err := ckpt.OpenFile(t.Context(), path)
 		require.NoError(t, err)
-		t.Cleanup(func() { src.(*engine.FileSource).Close() })
+		t.Cleanup(func() { src.(*ckpt.FileSource).Close() })
 		return sourcetest.Fixture{Src: src, Path: path, Want: want}
 	})
 }

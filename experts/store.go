@@ -1,11 +1,10 @@
-package engine
+package experts
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -15,26 +14,23 @@ import (
 	"github.com/deltafin/deltafin/internal/directio"
 )
 
-// ErrTruncated reports a shard that ends inside a routed expert.
-var ErrTruncated = errors.New("engine: shard truncated")
-
 // errDropped marks the skipped chunks of a prefetch dropped before its read
 // finished; nobody waits for such an entry.
-var errDropped = errors.New("engine: prefetch dropped")
+var errDropped = errors.New("experts: prefetch dropped")
 
-// errStoreClosed is returned by a store used after Close.
-var errStoreClosed = errors.New("engine: expert store closed")
+// ErrClosed is returned by a store used after Close.
+var ErrClosed = errors.New("experts: expert store closed")
 
-// spanStoreOptions configures openSpanStore.
-type spanStoreOptions struct {
+// Options configures Open.
+type Options struct {
 	Dir   string                            // model directory holding the shards
 	Spans map[ckpt.ExpertID]ckpt.ExpertSpan // every routed expert (ckpt.IndexExperts over each shard)
 	Mode  directio.Mode                     // directio.Direct unless a measurement says otherwise
-	Heat  *heatMap                          // nil: a fresh in-memory histogram
+	Heat  *Heat                             // nil: a fresh in-memory histogram
 	// Sources are the shards' Sources by name (the checkpoint's): a shard
-	// whose Source is an Ensurer has each expert made present (one Ensure
+	// whose Source is an ckpt.Ensurer has each expert made present (one Ensure
 	// of its span) before it is read. Nil or absent: a complete local file.
-	Sources map[string]Source
+	Sources map[string]ckpt.Source
 	// CacheExperts is how many experts the in-RAM cache keeps between uses
 	// (the budget plan's cache size ÷ the span size); 0 keeps none.
 	CacheExperts int
@@ -45,38 +41,38 @@ type spanStoreOptions struct {
 	// Apple SSDs reach their bandwidth at a queue depth of 4 to 16, the
 	// virtio disk here wants more).
 	Readers int
-	// ChunkBytes is the size of one read (default readChunk; rounded up to
+	// ChunkBytes is the size of one read (default ReadChunk; rounded up to
 	// the 4096-byte alignment of direct reads).
 	ChunkBytes int
 	// Drives are expert drives holding replicas of some experts: each
 	// chunk read goes to a drive that holds it (readsched.go).
-	Drives []ExpertDrive
+	Drives []Drive
 	// MirrorLast reads from the shards only what no working drive holds.
 	MirrorLast bool
 	// HeatHalfLife is the tokens between halvings of the heat histogram
 	// (0: DefaultHeatHalfLife; negative: never, cumulative counts).
 	HeatHalfLife int
-	meter        *ioMeter // the model's reads in flight (bench slice)
+	Meter        *Meter // reads in flight of this store (and whatever else shares it), or nil
 }
 
-// spanStore reads routed experts from shard files: a layer's selected
+// Store reads routed experts from shard files: a layer's selected
 // experts are read in parallel, each with one positional read of its span
 // into a reusable aligned buffer, bypassing the page cache so that expert
 // traffic does not evict the spine. Experts stay in RAM while in use, while a
 // prefetch holds them, and in a cache ranked by the heat histogram. Which
 // experts a token uses is decided by the router alone: the store only changes
 // where their bytes come from.
-type spanStore struct {
+type Store struct {
 	spans       map[ckpt.ExpertID]ckpt.ExpertSpan
-	shards      map[string]*shardFile
+	shards      map[string]*ShardFile
 	mode        directio.Mode
-	heat        *heatMap
+	heat        *Heat
 	bufSize     int
 	cacheCap    int
 	prefetchCap int
 	chunk       int64
-	meter       *ioMeter // the model's, or nil
-	firstLayer  int      // the lowest MoE layer: its Acquire ticks the heat clock
+	meter       *Meter // the model's, or nil
+	firstLayer  int    // the lowest MoE layer: its Acquire ticks the heat clock
 
 	ctx    context.Context // cancelled by Close; reads run under it
 	cancel context.CancelFunc
@@ -91,16 +87,8 @@ type spanStore struct {
 	specN   int
 	closed  bool
 
-	stats storeCounters
+	stats counters
 	last  map[int][]int // each layer's most recent selection
-}
-
-type shardFile struct {
-	name   string
-	f      *os.File
-	fd     int
-	direct bool
-	ensure Ensurer // the shard's Source, when bytes may be missing; else nil
 }
 
 // entry is one expert's bytes in RAM or on their way there.
@@ -128,13 +116,13 @@ type entry struct {
 	fromRep uint64
 }
 
-// storeCounters are the store's statistics (atomics: read without the lock).
-type storeCounters struct {
+// counters are the store's statistics (atomics: read without the lock).
+type counters struct {
 	diskBytes, reads, specReads, specHits, cacheHits, shared, misses, specWasted, corrupt atomic.Int64
 }
 
-// storeStats is a snapshot of the store's counters since open.
-type storeStats struct {
+// Stats is a snapshot of the store's counters since open.
+type Stats struct {
 	DiskBytes   int64 // bytes read from disk, alignment padding included
 	Reads       int64 // expert reads (demand and prefetch)
 	SpecReads   int64 // of which prefetches
@@ -149,12 +137,31 @@ type storeStats struct {
 	Drives      []DriveStats
 }
 
-// openSpanStore opens the shards named by opts.Spans and checks that every
+// Sub returns the counters of s minus those of an earlier reading b (the
+// experts cached and the buffers held are s's).
+func (s Stats) Sub(b Stats) Stats {
+	s.DiskBytes -= b.DiskBytes
+	s.Reads -= b.Reads
+	s.SpecReads -= b.SpecReads
+	s.SpecHits -= b.SpecHits
+	s.SpecWasted -= b.SpecWasted
+	s.CacheHits -= b.CacheHits
+	s.Shared -= b.Shared
+	s.Misses -= b.Misses
+	s.Corrupt -= b.Corrupt
+	s.Drives = SubDrives(s.Drives, b.Drives)
+	return s
+}
+
+// Demanded is the number of experts the store's users asked for.
+func (s Stats) Demanded() int64 { return s.CacheHits + s.SpecHits + s.Shared + s.Misses }
+
+// Open opens the shards named by opts.Spans and checks that every
 // span lies inside its shard, so that a truncated download fails here with
 // the expert it cut, not in the middle of a token.
-func openSpanStore(ctx context.Context, opts spanStoreOptions) (*spanStore, error) {
+func Open(ctx context.Context, opts Options) (*Store, error) {
 	if len(opts.Spans) == 0 {
-		return nil, fmt.Errorf("engine: expert store: no experts")
+		return nil, fmt.Errorf("experts: expert store: no experts")
 	}
 	if opts.Readers <= 0 {
 		opts.Readers = 32
@@ -163,14 +170,14 @@ func openSpanStore(ctx context.Context, opts spanStoreOptions) (*spanStore, erro
 		opts.PrefetchExperts = 32
 	}
 	if opts.ChunkBytes <= 0 {
-		opts.ChunkBytes = readChunk
+		opts.ChunkBytes = ReadChunk
 	}
 	if opts.CacheExperts < 0 {
 		opts.CacheExperts = 0
 	}
-	s := &spanStore{
-		spans: opts.Spans, shards: map[string]*shardFile{}, mode: opts.Mode, heat: opts.Heat,
-		meter: opts.meter, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: directio.AlignUp(int64(opts.ChunkBytes)),
+	s := &Store{
+		spans: opts.Spans, shards: map[string]*ShardFile{}, mode: opts.Mode, heat: opts.Heat,
+		meter: opts.Meter, cacheCap: opts.CacheExperts, prefetchCap: opts.PrefetchExperts, chunk: directio.AlignUp(int64(opts.ChunkBytes)),
 		entries: map[ckpt.ExpertID]*entry{}, last: map[int][]int{},
 	}
 	var err error
@@ -187,10 +194,10 @@ func openSpanStore(ctx context.Context, opts spanStoreOptions) (*spanStore, erro
 		}
 	}
 	if s.heat == nil {
-		s.heat = newHeat(maxLayer+1, maxExpert+1)
+		s.heat = NewHeat(maxLayer+1, maxExpert+1)
 	}
 	if opts.HeatHalfLife != 0 {
-		s.heat.setHalfLife(opts.HeatHalfLife)
+		s.heat.SetHalfLife(opts.HeatHalfLife)
 	}
 	sizes := map[string]int64{}
 	for _, id := range slices.SortedFunc(maps.Keys(opts.Spans), ckpt.ExpertID.Compare) {
@@ -200,7 +207,7 @@ func openSpanStore(ctx context.Context, opts spanStoreOptions) (*spanStore, erro
 		}
 		maxSpan = max(maxSpan, sp.Size)
 		if _, ok := s.shards[sp.Shard]; !ok {
-			sf, size, err := openShardFile(filepath.Join(opts.Dir, sp.Shard), sp.Shard, opts.Mode, opts.Sources[sp.Shard])
+			sf, size, err := OpenShard(filepath.Join(opts.Dir, sp.Shard), sp.Shard, opts.Mode, opts.Sources[sp.Shard])
 			if err != nil {
 				s.closeFiles()
 				return nil, err
@@ -208,10 +215,10 @@ func openSpanStore(ctx context.Context, opts spanStoreOptions) (*spanStore, erro
 			s.shards[sp.Shard], sizes[sp.Shard] = sf, size
 		}
 	}
-	if id, ok := firstTruncated(opts.Spans, sizes); ok {
+	if id, ok := ckpt.FirstTruncated(opts.Spans, sizes); ok {
 		s.closeFiles()
 		sp := opts.Spans[id]
-		return nil, truncatedError(id, sp, sizes[sp.Shard])
+		return nil, ckpt.TruncatedError(id, sp, sizes[sp.Shard])
 	}
 	// A covering aligned range is at most one block longer at each end.
 	s.bufSize = int(directio.AlignUp(maxSpan) + directio.Align)
@@ -225,56 +232,13 @@ func openSpanStore(ctx context.Context, opts spanStoreOptions) (*spanStore, erro
 	return s, nil
 }
 
-// firstTruncated finds an expert that runs past the end of its shard,
-// preferring the one the end of the file cuts through (the others lie wholly
-// beyond it).
-func firstTruncated(spans map[ckpt.ExpertID]ckpt.ExpertSpan, sizes map[string]int64) (ckpt.ExpertID, bool) {
-	var found ckpt.ExpertID
-	ok := false
-	for _, id := range slices.SortedFunc(maps.Keys(spans), ckpt.ExpertID.Compare) {
-		sp := spans[id]
-		size := sizes[sp.Shard]
-		if sp.Offset+sp.Size <= size {
-			continue
-		}
-		if sp.Offset < size {
-			return id, true
-		}
-		if !ok || sp.Offset < spans[found].Offset {
-			found, ok = id, true
-		}
-	}
-	return found, ok
-}
-
-// openShardFile opens a shard for the engine's own preads; src is its
-// Source (nil: none), kept when it is an Ensurer.
-func openShardFile(path, name string, mode directio.Mode, src Source) (*shardFile, int64, error) {
-	f, direct, err := directio.Open(path, mode)
-	if err != nil {
-		return nil, 0, fmt.Errorf("engine: open shard %s: %w", name, err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, fmt.Errorf("engine: shard %s: %w", name, err)
-	}
-	ensure, _ := src.(Ensurer)
-	return &shardFile{name: name, f: f, fd: int(f.Fd()), direct: direct, ensure: ensure}, st.Size(), nil
-}
-
-func truncatedError(id ckpt.ExpertID, sp ckpt.ExpertSpan, size int64) error {
-	return fmt.Errorf("%w: %s ends at byte %d, inside %s (bytes %d to %d); the download is incomplete or the file was cut",
-		ErrTruncated, sp.Shard, size, id, sp.Offset, sp.Offset+sp.Size)
-}
-
 // Stats returns the store's counters.
-func (s *spanStore) Stats() storeStats {
+func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	cached, nbufs := s.cached, s.nbufs
 	s.mu.Unlock()
 	c := &s.stats
-	return storeStats{
+	return Stats{
 		DiskBytes: c.diskBytes.Load(), Reads: c.reads.Load(), SpecReads: c.specReads.Load(),
 		SpecHits: c.specHits.Load(), SpecWasted: c.specWasted.Load(), CacheHits: c.cacheHits.Load(), Shared: c.shared.Load(),
 		Misses: c.misses.Load(), CachedNow: cached, BufferBytes: int64(nbufs) * int64(s.bufSize),
@@ -283,8 +247,8 @@ func (s *spanStore) Stats() storeStats {
 }
 
 // Close stops the readers and closes the shards. Batches still held stay
-// readable; their Wait returns errStoreClosed if their read had not finished.
-func (s *spanStore) Close() error {
+// readable; their Wait returns ErrClosed if their read had not finished.
+func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -296,37 +260,37 @@ func (s *spanStore) Close() error {
 	left := s.sched.close()
 	s.wg.Wait()
 	for _, j := range left {
-		s.chunkDone(j.e, errStoreClosed, 0, 0)
+		s.chunkDone(j.e, ErrClosed, 0, 0)
 	}
 	return s.closeFiles()
 }
 
-func (s *spanStore) closeFiles() error {
+func (s *Store) closeFiles() error {
 	var first error
 	for _, sf := range s.shards {
-		if err := sf.f.Close(); err != nil && first == nil {
+		if err := sf.Close(); err != nil && first == nil {
 			first = err
 		}
 	}
 	return first
 }
 
-// A spanBatch is one layer's selected experts for one token, in router order.
+// A Batch is one layer's selected experts for one token, in router order.
 // Its bytes are valid until Release.
-type spanBatch struct {
-	s       *spanStore
+type Batch struct {
+	s       *Store
 	entries []*entry
 }
 
 // Len is the number of experts in the batch.
-func (b *spanBatch) Len() int { return len(b.entries) }
+func (b *Batch) Len() int { return len(b.entries) }
 
 // Done is closed when the i-th expert's read has finished (successfully or
 // not), so a caller can compute each expert as soon as it arrives.
-func (b *spanBatch) Done(i int) <-chan struct{} { return b.entries[i].done }
+func (b *Batch) Done(i int) <-chan struct{} { return b.entries[i].done }
 
 // Wait blocks until the i-th expert's bytes are in RAM and returns them.
-func (b *spanBatch) Wait(ctx context.Context, i int) ([]byte, error) {
+func (b *Batch) Wait(ctx context.Context, i int) ([]byte, error) {
 	e := b.entries[i]
 	select {
 	case <-e.done:
@@ -341,7 +305,7 @@ func (b *spanBatch) Wait(ctx context.Context, i int) ([]byte, error) {
 
 // Release gives the batch's experts back: each one is admitted to the cache
 // or its buffer is reused. The batch must not be used afterwards.
-func (b *spanBatch) Release() {
+func (b *Batch) Release() {
 	s := b.s
 	s.mu.Lock()
 	for _, e := range b.entries {
@@ -353,9 +317,9 @@ func (b *spanBatch) Release() {
 
 // Acquire returns layer's experts ids (the router's selection, in its order),
 // starting reads for those not already in RAM. It does not wait for the
-// reads: spanBatch.Wait does. Any prefetched expert of this layer that ids does
+// reads: Batch.Wait does. Any prefetched expert of this layer that ids does
 // not name is dropped, since the router has decided.
-func (s *spanStore) Acquire(ctx context.Context, layer int, ids []int) (*spanBatch, error) {
+func (s *Store) Acquire(ctx context.Context, layer int, ids []int) (*Batch, error) {
 	return s.AcquirePart(ctx, layer, ids, ids)
 }
 
@@ -363,17 +327,17 @@ func (s *spanStore) Acquire(ctx context.Context, layer int, ids []int) (*spanBat
 // union of experts is acquired a group at a time, and only the prefetches
 // outside the whole selection (union) are wrong guesses to drop. Dropping
 // the later groups' prefetches would read them twice.
-func (s *spanStore) AcquirePart(ctx context.Context, layer int, ids, union []int) (*spanBatch, error) {
+func (s *Store) AcquirePart(ctx context.Context, layer int, ids, union []int) (*Batch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	for i, e := range ids {
 		if _, ok := s.spans[ckpt.ExpertID{Layer: layer, Expert: e}]; !ok {
-			return nil, fmt.Errorf("engine: %s is not in the checkpoint", ckpt.ExpertID{Layer: layer, Expert: e})
+			return nil, fmt.Errorf("experts: %s is not in the checkpoint", ckpt.ExpertID{Layer: layer, Expert: e})
 		}
 		for _, d := range ids[:i] {
 			if d == e {
-				return nil, fmt.Errorf("engine: layer %d selects expert %d twice", layer, e)
+				return nil, fmt.Errorf("experts: layer %d selects expert %d twice", layer, e)
 			}
 		}
 	}
@@ -383,11 +347,11 @@ func (s *spanStore) AcquirePart(ctx context.Context, layer int, ids, union []int
 		// (a decode token; a prefill counts once) on the heat clock.
 		s.heat.Tick(1)
 	}
-	b := &spanBatch{s: s, entries: make([]*entry, len(ids))}
+	b := &Batch{s: s, entries: make([]*entry, len(ids))}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, errStoreClosed
+		return nil, ErrClosed
 	}
 	// Claim what is already in RAM first, so that a miss below cannot
 	// evict (as an unused prefetch or a cold cache entry) an expert this
@@ -448,14 +412,14 @@ func (s *spanStore) AcquirePart(ctx context.Context, layer int, ids, union []int
 // that never blocks and never changes which experts a batch gets. The engine
 // calls it with the previous token's selection of a layer, and with the next
 // layer's selection as soon as its router has run.
-func (s *spanStore) Prefetch(layer int, ids []int) { s.prefetch(layer, ids, bufGuess) }
+func (s *Store) Prefetch(layer int, ids []int) { s.prefetch(layer, ids, bufGuess) }
 
 // PrefetchPart is Prefetch for the next group of a selection the router has
 // already made (a prefill's union, acquired a group at a time): certain, not
 // a guess, so when the budget's buffers are all taken it evicts the coldest
 // cached expert rather than leave the disk one group deep while the
 // current group computes.
-func (s *spanStore) PrefetchPart(layer int, ids []int) { s.prefetch(layer, ids, bufCertain) }
+func (s *Store) PrefetchPart(layer int, ids []int) { s.prefetch(layer, ids, bufCertain) }
 
 // PrefetchAhead starts reading experts of a selection already made beyond
 // the next group (a prompt's experts as its chunks are routed, and the
@@ -463,9 +427,9 @@ func (s *spanStore) PrefetchPart(layer int, ids []int) { s.prefetch(layer, ids, 
 // has buffers to spare: it evicts nothing, so a cached expert the same
 // selection needs later is never dropped to read another, and it may use
 // the cache's unfilled share as well as the prefetch window.
-func (s *spanStore) PrefetchAhead(layer int, ids []int) { s.prefetch(layer, ids, bufAhead) }
+func (s *Store) PrefetchAhead(layer int, ids []int) { s.prefetch(layer, ids, bufAhead) }
 
-func (s *spanStore) prefetch(layer int, ids []int, need bufNeed) {
+func (s *Store) prefetch(layer int, ids []int, need bufNeed) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -494,38 +458,43 @@ func (s *spanStore) prefetch(layer int, ids []int, need bufNeed) {
 
 // PrefetchPrevious prefetches the experts layer selected last time (a
 // decode token repeats about 31% of the previous token's experts).
-func (s *spanStore) PrefetchPrevious(layer int) {
+func (s *Store) PrefetchPrevious(layer int) {
 	s.mu.Lock()
 	ids := append([]int(nil), s.last[layer]...)
 	s.mu.Unlock()
 	s.Prefetch(layer, ids)
 }
 
-func (s *spanStore) newEntry(id ckpt.ExpertID, buf []byte) *entry {
+func (s *Store) newEntry(id ckpt.ExpertID, buf []byte) *entry {
 	e := &entry{id: id, buf: buf, done: make(chan struct{})}
 	s.entries[id] = e
 	return e
 }
 
-// readChunk is the size of one positional read. A span is read as several
+// ReadChunk is the size of one positional read. A span is read as several
 // chunks in parallel: on the virtio disk here 4 MiB reads reach about 20%
 // more bandwidth than whole 17.5 MB ones (STREAMING.md), and a layer whose
 // cache hits leave only a few misses still keeps the queue deep.
-const readChunk = 4 << 20
+const ReadChunk = 4 << 20
 
 // A readJob is one chunk [lo, hi) of the file range covering an entry's
-// span (the whole range when the shard's Source is an Ensurer, which is
-// asked for the expert as one request), at demand or prefetch priority.
+// span, at demand or prefetch priority; or, for a shard whose Source is a
+// ckpt.Ensurer (an installed mirror, full or stream), the expert's Ensure:
+// one request for the whole span (a stream install's one HTTP range, a
+// full install's presence check), after which the reader that ran it
+// queues the span's chunks like any other shard's. So every install reads
+// its experts through the same chunked, scheduled path.
 type readJob struct {
 	e      *entry
 	lo, hi int64
 	demand bool
+	ensure bool
 }
 
 // submit queues e's read as chunk jobs; the in-flight read holds a
 // reference. The expert drives holding e are looked up here. Called with
 // mu held.
-func (s *spanStore) submit(e *entry, demand bool) {
+func (s *Store) submit(e *entry, demand bool) {
 	e.refs++
 	if n := len(s.sched.drives); n > 1 {
 		e.reps = make([]Replica, n)
@@ -542,19 +511,25 @@ func (s *spanStore) submit(e *entry, demand bool) {
 	s.sched.mu.Unlock()
 }
 
-// jobs splits e's read into chunks.
-func (s *spanStore) jobs(e *entry, demand bool) []readJob {
+// jobs is e's read: its Ensure first where the shard's Source may lack
+// bytes, else its chunks.
+func (s *Store) jobs(e *entry, demand bool) []readJob {
+	if s.shards[s.spans[e.id].Shard].Sparse() {
+		return []readJob{{e: e, demand: demand, ensure: true}}
+	}
+	return s.chunks(e, demand)
+}
+
+// chunks splits e's read into chunks of the covering range.
+func (s *Store) chunks(e *entry, demand bool) []readJob {
 	sp := s.spans[e.id]
 	lo, hi := sp.Offset, sp.Offset+sp.Size
-	if s.shards[sp.Shard].direct {
+	if s.shards[sp.Shard].Direct() {
 		lo, hi = directio.AlignDown(lo), directio.AlignUp(hi)
-	}
-	if s.shards[sp.Shard].ensure != nil {
-		return []readJob{{e, lo, hi, demand}}
 	}
 	var jobs []readJob
 	for c := lo; c < hi; c += s.chunk {
-		jobs = append(jobs, readJob{e, c, min(c+s.chunk, hi), demand})
+		jobs = append(jobs, readJob{e: e, lo: c, hi: min(c+s.chunk, hi), demand: demand})
 	}
 	return jobs
 }
@@ -573,13 +548,13 @@ const (
 // Within the budget it allocates; past it, certain and demand reads evict
 // (wrong prefetches first, then the coldest cached expert), and a demand
 // read that finds nothing to evict allocates anyway. Called with mu held.
-func (s *spanStore) takeBuffer(need bufNeed) []byte {
+func (s *Store) takeBuffer(need bufNeed) []byte {
 	if n := len(s.free); n > 0 {
 		b := s.free[n-1]
 		s.free = s.free[:n-1]
 		return b
 	}
-	limit := s.cacheCap + s.prefetchCap + 2*maxTopK
+	limit := s.cacheCap + s.prefetchCap + 2*MaxTopK
 	if s.nbufs < limit {
 		s.nbufs++
 		return directio.Buffer(s.bufSize)
@@ -602,12 +577,12 @@ func (s *spanStore) takeBuffer(need bufNeed) []byte {
 	return nil
 }
 
-// maxTopK is the largest selection the buffer budget plans for (K3: 16).
-const maxTopK = 16
+// MaxTopK is the largest selection the buffer budget plans for (K3: 16).
+const MaxTopK = 16
 
 // victim picks the entry to evict: an unused prefetch, else the cached
 // expert with the lowest heat. Only entries nobody holds qualify.
-func (s *spanStore) victim() *entry {
+func (s *Store) victim() *entry {
 	var best *entry
 	var bestHeat float32
 	for _, e := range s.entries {
@@ -625,7 +600,7 @@ func (s *spanStore) victim() *entry {
 }
 
 // drop removes e from the table; its buffer is reused once nothing holds it.
-func (s *spanStore) drop(e *entry) {
+func (s *Store) drop(e *entry) {
 	if e.gone {
 		return
 	}
@@ -648,7 +623,7 @@ func (s *spanStore) drop(e *entry) {
 
 // unref drops one reference; at zero the entry is kept (prefetched, cached
 // or newly admitted by heat) or its buffer is reused. Called with mu held.
-func (s *spanStore) unref(e *entry) {
+func (s *Store) unref(e *entry) {
 	e.refs--
 	if e.refs > 0 {
 		return
@@ -674,7 +649,7 @@ func (s *spanStore) unref(e *entry) {
 	}
 }
 
-func (s *spanStore) coldestCached() *entry {
+func (s *Store) coldestCached() *entry {
 	var best *entry
 	var bestHeat float32
 	for _, e := range s.entries {
@@ -686,4 +661,67 @@ func (s *spanStore) coldestCached() *entry {
 		}
 	}
 	return best
+}
+
+// Heat is the histogram the store's cache ranks by (Options.Heat, or its
+// own): the engine saves it at close.
+func (s *Store) Heat() *Heat { return s.heat }
+
+// SetCacheCap sets the cache's capacity to n experts, dropping the coldest
+// cached ones beyond it and forgetting spare buffers beyond the new buffer
+// limit; it reports whether memory was let go (the caller may then hand it
+// back to the OS).
+func (s *Store) SetCacheCap(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cacheCap = max(n, 0)
+	freed := false
+	for s.cached > s.cacheCap {
+		v := s.coldestCached()
+		if v == nil {
+			break // the rest are held by a pass; unref drops them later
+		}
+		s.drop(v)
+	}
+	for limit := s.cacheCap + s.prefetchCap + 2*MaxTopK; s.nbufs > limit && len(s.free) > 0; s.nbufs-- {
+		s.free[len(s.free)-1] = nil
+		s.free = s.free[:len(s.free)-1]
+		freed = true
+	}
+	return freed
+}
+
+// Map says where each expert of layers (experts per layer, row-major
+// cells [len(layers), experts]) is now: on disk (false only for a missing
+// expert of a shard whose Source is a ckpt.Presence, a stream install's),
+// in the RAM cache, and its heat.
+func (s *Store) Map(layers []int, experts int) (onDisk, cached []bool, heat []float32) {
+	n := len(layers) * experts
+	onDisk, cached, heat = make([]bool, n), make([]bool, n), make([]float32, n)
+	for li, layer := range layers {
+		for e := range experts {
+			id, k := ckpt.ExpertID{Layer: layer, Expert: e}, li*experts+e
+			heat[k] = s.heat.Score(id)
+			sp, ok := s.spans[id]
+			if !ok {
+				continue
+			}
+			onDisk[k] = true
+			if sf := s.shards[sp.Shard]; sf != nil {
+				onDisk[k] = sf.Present(sp.Offset, sp.Size)
+			}
+		}
+	}
+	pos := make(map[int]int, len(layers))
+	for li, layer := range layers {
+		pos[layer] = li
+	}
+	s.mu.Lock()
+	for id, e := range s.entries {
+		if li, ok := pos[id.Layer]; ok && e.cache && !e.gone && id.Expert < experts {
+			cached[li*experts+id.Expert] = true
+		}
+	}
+	s.mu.Unlock()
+	return onDisk, cached, heat
 }

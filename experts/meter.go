@@ -1,15 +1,15 @@
-package engine
+package experts
 
 import (
 	"sync"
 	"time"
 )
 
-// ioMeter watches the reads in flight of one model (its expert store and
+// Meter watches the reads in flight of one model (its expert store and
 // its spine ring together): how long the disk had none, and the mean
 // number in flight. bench slice reports them for the engine decode: a
 // streaming engine should never leave the disk idle.
-type ioMeter struct {
+type Meter struct {
 	mu       sync.Mutex
 	inflight int
 	since    time.Time     // last change of inflight
@@ -17,13 +17,15 @@ type ioMeter struct {
 	depth    float64       // ∫ inflight dt, in seconds
 }
 
-// ioMeterStats is an ioMeter reading.
-type ioMeterStats struct {
-	idle  time.Duration // with no read in flight
-	depth float64       // reads in flight integrated over time (seconds)
+// MeterStats is an Meter reading.
+type MeterStats struct {
+	Idle  time.Duration // with no read in flight
+	Depth float64       // reads in flight integrated over time (seconds)
 }
 
-func (m *ioMeter) change(d int) {
+// Change counts d more reads in flight (d < 0: fewer). A nil Meter counts
+// nothing.
+func (m *Meter) Change(d int) {
 	if m == nil {
 		return
 	}
@@ -34,7 +36,7 @@ func (m *ioMeter) change(d int) {
 }
 
 // advance accounts the time since the last change. Called with mu held.
-func (m *ioMeter) advance(now time.Time) {
+func (m *Meter) advance(now time.Time) {
 	if !m.since.IsZero() {
 		dt := now.Sub(m.since)
 		if m.inflight == 0 {
@@ -45,9 +47,10 @@ func (m *ioMeter) advance(now time.Time) {
 	m.since = now
 }
 
-func (m *ioMeter) stats() ioMeterStats {
+// Stats reads the meter now.
+func (m *Meter) Stats() MeterStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.advance(time.Now())
-	return ioMeterStats{idle: m.idle, depth: m.depth}
+	return MeterStats{Idle: m.idle, Depth: m.depth}
 }

@@ -1,4 +1,4 @@
-package engine
+package checkpoint
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 )
 
 // Source is the bytes of one checkpoint file: the one door through which the
-// engine reaches them. Headers and the resident spine are read with ReadAt;
+// engine and the expert store reach them. Headers and the resident spine are read with ReadAt;
 // the streamed parts (routed experts, spine layers past the pinned prefix)
 // are read by the engine's own direct-I/O preads of the file at the same
 // path, which bypass the page cache, after Ensure when the Source has it.
@@ -32,7 +32,15 @@ type Ensurer interface {
 	Ensure(ctx context.Context, off, n int64) error
 }
 
-// OpenSource opens a checkpoint file. Options.OpenSource overrides it.
+// Presence is the optional capability of a Source that can say, without
+// reading, whether a byte range is on disk (a stream install's sparse
+// shard). A Source without it is a complete local file.
+type Presence interface {
+	Present(off, n int64) bool
+}
+
+// OpenSource opens a checkpoint file (OpenFile, or the mirror's; the
+// engine's Options.OpenSource).
 type OpenSource func(ctx context.Context, path string) (Source, error)
 
 // FileSource is a Source over a local file, read with pread.

@@ -1,4 +1,4 @@
-package engine
+package experts
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func TestExpertStoreReadsTheBytesOnDisk(t *testing.T) {
 		{"drop-behind", directio.DropBehind, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Mode: tc.mode, CacheExperts: tc.cache, Readers: 4, ChunkBytes: tc.chunk})
+			s, err := Open(t.Context(), Options{Dir: dir, Spans: spans, Mode: tc.mode, CacheExperts: tc.cache, Readers: 4, ChunkBytes: tc.chunk})
 			require.NoError(t, err)
 			defer s.Close()
 			// Every expert, including the first and the last of each shard
@@ -154,12 +154,12 @@ func TestAlignedRangeEdgeCases(t *testing.T) {
 func TestExpertCacheKeepsTheHottest(t *testing.T) {
 	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 8)
-	heat := newHeat(2, 8)
+	heat := NewHeat(2, 8)
 	// Experts 6 and 7 are hot from earlier runs.
 	for range 50 {
 		heat.Touch(1, []int{6, 7})
 	}
-	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Heat: heat, CacheExperts: 2, Readers: 2})
+	s, err := Open(t.Context(), Options{Dir: dir, Spans: spans, Heat: heat, CacheExperts: 2, Readers: 2})
 	require.NoError(t, err)
 	defer s.Close()
 	use := func(ids ...int) {
@@ -191,7 +191,7 @@ func TestExpertCacheKeepsTheHottest(t *testing.T) {
 func TestPrefetchNeverChangesTheExperts(t *testing.T) {
 	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1, 2}, 10)
-	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Readers: 3, PrefetchExperts: 4})
+	s, err := Open(t.Context(), Options{Dir: dir, Spans: spans, Readers: 3, PrefetchExperts: 4})
 	require.NoError(t, err)
 	defer s.Close()
 	s.Prefetch(2, []int{0, 1, 2, 3, 4, 5}) // only 4 fit the prefetch budget
@@ -218,10 +218,10 @@ func TestPrefetchNeverChangesTheExperts(t *testing.T) {
 func TestPrefetchPartEvictsWhereAGuessWaits(t *testing.T) {
 	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 40)
-	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, CacheExperts: 2, PrefetchExperts: 1, Readers: 2})
+	s, err := Open(t.Context(), Options{Dir: dir, Spans: spans, CacheExperts: 2, PrefetchExperts: 1, Readers: 2})
 	require.NoError(t, err)
 	defer s.Close()
-	wait := func(b *spanBatch, n int) {
+	wait := func(b *Batch, n int) {
 		for i := range n {
 			_, err := b.Wait(t.Context(), i)
 			require.NoError(t, err)
@@ -261,10 +261,10 @@ func TestPrefetchPartEvictsWhereAGuessWaits(t *testing.T) {
 // copySource is a shard of a sparse mirror that Ensure fills from the
 // complete file, as the downloader's Source fills it from the hub.
 type copySource struct {
-	Source   // the sparse file, for ReadAt and Size
-	src, dst string
-	mu       sync.Mutex
-	calls    int
+	ckpt.Source // the sparse file, for ReadAt and Size
+	src, dst    string
+	mu          sync.Mutex
+	calls       int
 }
 
 func (c *copySource) Ensure(_ context.Context, off, n int64) error {
@@ -290,6 +290,9 @@ func (c *copySource) Ensure(_ context.Context, off, n int64) error {
 	return f.Close()
 }
 
+// TestEnsurerFillsMissingExperts: a shard whose Source is an Ensurer (an
+// installed mirror) has each expert made present with one Ensure of its
+// span, then read in chunks on the scheduler like a plain file's.
 func TestEnsurerFillsMissingExperts(t *testing.T) {
 	t.Parallel()
 	src, spans := writeTinyModel(t, []int{1}, 6)
@@ -301,11 +304,11 @@ func TestEnsurerFillsMissingExperts(t *testing.T) {
 	dst := filepath.Join(mirror, name)
 	require.NoError(t, os.WriteFile(dst, nil, 0o644))
 	require.NoError(t, os.Truncate(dst, int64(len(full))))
-	sparse, err := OpenFile(t.Context(), dst)
+	sparse, err := ckpt.OpenFile(t.Context(), dst)
 	require.NoError(t, err)
-	defer sparse.(*FileSource).Close()
+	defer sparse.(*ckpt.FileSource).Close()
 	shard := &copySource{Source: sparse, src: filepath.Join(src, name), dst: dst}
-	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: mirror, Spans: spans, Sources: map[string]Source{name: shard}, Readers: 2})
+	s, err := Open(t.Context(), Options{Dir: mirror, Spans: spans, Sources: map[string]ckpt.Source{name: shard}, Readers: 2, ChunkBytes: 4096})
 	require.NoError(t, err)
 	defer s.Close()
 	b, err := s.Acquire(t.Context(), 1, []int{4, 2})
@@ -317,6 +320,12 @@ func TestEnsurerFillsMissingExperts(t *testing.T) {
 		require.Equal(t, spanBytes(t, src, spans[ckpt.ExpertID{Layer: 1, Expert: e}]), got)
 	}
 	require.Equal(t, 2, shard.calls, "one Ensure per expert")
+	chunks := 0
+	for _, e := range []int{4, 2} {
+		chunks += len(s.chunks(&entry{id: ckpt.ExpertID{Layer: 1, Expert: e}}, true))
+	}
+	require.GreaterOrEqual(t, chunks, 6, "a 9,792-byte span is three 4 KiB chunks or more")
+	require.Equal(t, int64(chunks), s.Stats().Drives[0].Reads, "read in chunks, the Ensure not counted as one")
 }
 
 func TestTruncatedShardNamesTheExpert(t *testing.T) {
@@ -330,8 +339,8 @@ func TestTruncatedShardNamesTheExpert(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, sp.Shard))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(d, sp.Shard), b[:cut], 0o644))
-		_, err = openSpanStore(t.Context(), spanStoreOptions{Dir: d, Spans: spans})
-		require.ErrorIs(t, err, ErrTruncated)
+		_, err = Open(t.Context(), Options{Dir: d, Spans: spans})
+		require.ErrorIs(t, err, ckpt.ErrTruncated)
 		require.ErrorContains(t, err, fmt.Sprintf("inside layer 3 expert 2 (bytes %d to %d)", sp.Offset, sp.Offset+sp.Size))
 		require.ErrorContains(t, err, sp.Shard)
 	})
@@ -341,7 +350,7 @@ func TestTruncatedShardNamesTheExpert(t *testing.T) {
 		require.NoError(t, err)
 		path := filepath.Join(d, sp.Shard)
 		require.NoError(t, os.WriteFile(path, b, 0o644))
-		s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: d, Spans: spans, Readers: 2, ChunkBytes: 4096})
+		s, err := Open(t.Context(), Options{Dir: d, Spans: spans, Readers: 2, ChunkBytes: 4096})
 		require.NoError(t, err)
 		defer s.Close()
 		require.NoError(t, os.Truncate(path, cut))
@@ -349,7 +358,7 @@ func TestTruncatedShardNamesTheExpert(t *testing.T) {
 		require.NoError(t, err)
 		_, err = batch.Wait(t.Context(), 0)
 		batch.Release()
-		require.ErrorIs(t, err, ErrTruncated)
+		require.ErrorIs(t, err, ckpt.ErrTruncated)
 		require.ErrorContains(t, err, "layer 3 expert 2")
 		// Once the file is whole again the expert reads: errors are not cached.
 		require.NoError(t, os.WriteFile(path, b, 0o644))
@@ -365,7 +374,7 @@ func TestTruncatedShardNamesTheExpert(t *testing.T) {
 func TestAcquireRejectsBadSelections(t *testing.T) {
 	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 4)
-	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans})
+	s, err := Open(t.Context(), Options{Dir: dir, Spans: spans})
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name  string
@@ -384,13 +393,13 @@ func TestAcquireRejectsBadSelections(t *testing.T) {
 	}
 	require.NoError(t, s.Close())
 	_, err = s.Acquire(t.Context(), 1, []int{0})
-	require.ErrorIs(t, err, errStoreClosed)
+	require.ErrorIs(t, err, ErrClosed)
 }
 
 func TestExpertMatricesViewTheSpan(t *testing.T) {
 	t.Parallel()
 	b := make([]byte, ckpt.ExpertSpanBytes)
-	e, err := expertMatrices(b, 3072, 3584)
+	e, err := View(b, 3072, 3584)
 	require.NoError(t, err)
 	for _, m := range []struct {
 		name string
@@ -403,14 +412,14 @@ func TestExpertMatricesViewTheSpan(t *testing.T) {
 	require.Equal(t, uintptr(5_849_088), directio.Addr(e.W2.Data)-base)
 	require.Equal(t, uintptr(11_354_112), directio.Addr(e.W2.Scales)-base)
 	require.Equal(t, uintptr(17_203_200), directio.Addr(e.W3.Scales)-base)
-	_, err = expertMatrices(b[:100], 3072, 3584)
+	_, err = View(b[:100], 3072, 3584)
 	require.True(t, errors.Is(err, ckpt.ErrExpertLayout))
 }
 
 func TestPrefetchPreviousReadsTheLastSelection(t *testing.T) {
 	t.Parallel()
 	dir, spans := writeTinyModel(t, []int{1}, 10)
-	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Readers: 2})
+	s, err := Open(t.Context(), Options{Dir: dir, Spans: spans, Readers: 2})
 	require.NoError(t, err)
 	defer s.Close()
 	s.PrefetchPrevious(1) // nothing selected yet: nothing to do
@@ -440,7 +449,7 @@ func TestWrongPrefetchesStopReading(t *testing.T) {
 	dir, spans := writeTinyModel(t, []int{1}, 12)
 	// One reader and 4096-byte chunks: a prefetch of 8 experts queues about
 	// 24 chunk reads, most still queued when the router decides.
-	s, err := openSpanStore(t.Context(), spanStoreOptions{Dir: dir, Spans: spans, Readers: 1, ChunkBytes: 4096, PrefetchExperts: 8})
+	s, err := Open(t.Context(), Options{Dir: dir, Spans: spans, Readers: 1, ChunkBytes: 4096, PrefetchExperts: 8})
 	require.NoError(t, err)
 	defer s.Close()
 	s.Prefetch(1, []int{0, 1, 2, 3, 4, 5, 6, 7})
@@ -457,4 +466,38 @@ func TestWrongPrefetchesStopReading(t *testing.T) {
 	// Reading all nine experts would take at least 9 × 12288 bytes; the
 	// demanded one and the chunks in flight take at most about three.
 	require.Less(t, st.DiskBytes, 4*directio.AlignUp(ckpt.ExpertSpanSize(tinyInter, tinyLatent)), "dropped prefetches were not read to the end")
+}
+
+// failingEnsure is a sparse shard whose fetches fail (the hub unreachable).
+type failingEnsure struct{ ckpt.Source }
+
+var errNoHub = errors.New("no hub")
+
+func (failingEnsure) Ensure(context.Context, int64, int64) error { return errNoHub }
+
+// TestFailedEnsureFailsTheExpertNotTheDrive: a fetch that fails fails the
+// expert's Wait with the fetch's error, naming the expert; the mirror stays
+// in service and a later Acquire tries again.
+func TestFailedEnsureFailsTheExpertNotTheDrive(t *testing.T) {
+	t.Parallel()
+	dir, spans := writeTinyModel(t, []int{1}, 4)
+	name := spans[ckpt.ExpertID{Layer: 1, Expert: 0}].Shard
+	src, err := ckpt.OpenFile(t.Context(), filepath.Join(dir, name))
+	require.NoError(t, err)
+	defer src.(*ckpt.FileSource).Close()
+	s, err := Open(t.Context(), Options{Dir: dir, Spans: spans, Sources: map[string]ckpt.Source{name: failingEnsure{src}}, Readers: 2})
+	require.NoError(t, err)
+	defer s.Close()
+	for range 2 {
+		b, err := s.Acquire(t.Context(), 1, []int{3})
+		require.NoError(t, err)
+		_, err = b.Wait(t.Context(), 0)
+		require.ErrorIs(t, err, errNoHub)
+		require.ErrorContains(t, err, "layer 1 expert 3")
+		b.Release()
+	}
+	st := s.Stats()
+	require.Equal(t, int64(2), st.Misses, "the failed read is not kept")
+	require.False(t, st.Drives[0].Failed)
+	require.Zero(t, st.Drives[0].Reads)
 }
