@@ -35,7 +35,7 @@ func benchPrefillCmd(ctx context.Context, c *Call, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	return benchPrefill(ctx, *cfg, c.Stdout, o)
+	return benchPrefill(ctx, *cfg, c.Stdout, c.Stderr, o)
 }
 
 // BenchPrefillOptions are `deltafin bench prefill`'s flags.
@@ -61,8 +61,10 @@ func parseLengths(s string) ([]int, error) {
 
 // benchPrefill opens the model as `deltafin run` does (app.OpenModel) and
 // prints bench.Prefill's report as a table or as JSON.
-func benchPrefill(ctx context.Context, cfg app.Config, w io.Writer, o BenchPrefillOptions) error {
-	m, err := app.OpenModel(ctx, cfg, app.ModelRef{Dir: o.Model})
+func benchPrefill(ctx context.Context, cfg app.Config, w, stderr io.Writer, o BenchPrefillOptions) error {
+	logger := app.NewLogger(cfg, stderr)
+	defer logger.Close()
+	m, err := app.OpenModel(ctx, cfg, app.ModelRef{Dir: o.Model, Log: logger.Logger})
 	if err != nil {
 		return err
 	}

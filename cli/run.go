@@ -161,7 +161,11 @@ func runPromptOr(ctx context.Context, cfg app.Config, demo func() (iofs.FS, erro
 	// Without --model, the installed model (a stream install fetches its
 	// experts on demand). The tokenizer is needed for --prompt and adds
 	// "text" to --ids runs when the model directory has one.
-	ref := app.ModelRef{Dir: rc.Model, NeedTokenizer: rc.Prompt != ""}
+	// What opening says (a --ram-gb above what is free, a drive skipped)
+	// goes to the console and the data directory's log file, as serve's.
+	logger := app.NewLogger(cfg, stderr)
+	defer logger.Close()
+	ref := app.ModelRef{Dir: rc.Model, NeedTokenizer: rc.Prompt != "", Log: logger.Logger}
 	if ref.Dir == "" {
 		switch ref.Mirror, err = app.OpenInstalled(ctx, cfg); {
 		case errors.Is(err, app.ErrNoModel) && demo != nil:
