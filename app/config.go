@@ -10,6 +10,7 @@ import (
 	"github.com/adrg/xdg"
 
 	"github.com/deltafin/deltafin/chat"
+	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/kernels"
 )
 
@@ -60,6 +61,10 @@ type Config struct {
 	// changes the tokens). DELTAFIN_SPEC=0 turns it off.
 	Spec    bool
 	specErr error // a DELTAFIN_SPEC that is not a boolean
+	// Draft is --draft: "ngram" (the default: n-gram speculation, when
+	// Spec), "off", or "oracle:R" (run and bench only: the target's own
+	// answer, computed first, each token wrong with probability 1 − R).
+	Draft string
 	// Spine picks the spine's weights: "bf16" (as published, exact; the
 	// default) or "int8" (--spine int8: the per-row int8 copy written by
 	// `deltafin convert-spine-int8`, half the bytes, NOT exact).
@@ -198,6 +203,9 @@ func (c *Config) Validate() error {
 	}
 	if c.specErr != nil {
 		return c.specErr
+	}
+	if _, err := engine.ParseDraft(c.Draft); err != nil {
+		return err
 	}
 	if c.Spine == "" {
 		c.Spine = "bf16"

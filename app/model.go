@@ -108,7 +108,13 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 		return nil, err
 	}
 	m := &Model{Tokenizer: tok, Dir: ref.Dir}
-	eo := engine.Options{Backend: backend, Stream: stream, NoSpec: !cfg.Spec}
+	// --draft off turns n-gram off; the oracle drafts alone, set per
+	// session by run (it needs the answer first).
+	draft, err := engine.ParseDraft(cfg.Draft)
+	if err != nil {
+		return nil, err
+	}
+	eo := engine.Options{Backend: backend, Stream: stream, NoSpec: !cfg.Spec || draft.Kind != "ngram"}
 	// A folder a mirror wrote is read through presence (folder.go).
 	if eo.OpenSource, m.folderMirror, err = openFolder(ctx, cfg, ref); err != nil {
 		return nil, err

@@ -8,8 +8,10 @@
 // bench prefill`: synthetic prompts through a model's Session, in seconds
 // and as a ratio of the arithmetic engine.Info counts to the FMA peak.
 // BenchDrives (`bench slice --drive-gbps`) is the read scheduler over
-// simulated drives; ProjectK3 (`bench project`) the full K3's s/token on a
-// machine, term by term; TraceHitRates (`bench heat`) the expert cache's
+// simulated drives; `bench slice --draft oracle:R,…` decodes with T = 1 and
+// the oracle drafter (slice_draft.go); ProjectK3 (`bench project`) the
+// full K3's s/token on a machine, term by term, and ProjectDraft the same
+// with drafting (project_draft.go); TraceHitRates (`bench heat`) the expert cache's
 // hit rate on a recorded router trace. The synthetic loops of `bench
 // slice` (random routes, the disk's read rate, the read-only replay of a
 // decode) drive the expert store, package experts, directly (probe.go,

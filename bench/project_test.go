@@ -65,3 +65,52 @@ func TestLoadComputeRates(t *testing.T) {
 	_, err = LoadComputeRates(bad)
 	require.ErrorContains(t, err, "expert_ffn_gb_per_s")
 }
+
+// TestProjectDraftArithmetic checks drafting's projection by hand on a
+// constructed plan: 20 GB of streamed spine and 10 GB of experts per
+// token over one 10 GB/s drive, 0.5 s of compute per position.
+func TestProjectDraftArithmetic(t *testing.T) {
+	t.Parallel()
+	p := Projection{DriveGBps: []float64{10}, SpineSeconds: 0.4, ExpertSeconds: 0.1}
+	p.Plan.StreamedSpineBytes, p.Plan.ExpertBytesPerToken, p.Plan.DiskBytesPerToken = 20e9, 10e9, 30e9
+	p.DiskSeconds, p.Overlapped = 3, 3
+	// T = 3 at a = 0.5, g = 0.5: 20 + 10·2 = 40 GB, 4 s of disk; 1.5 s of
+	// compute; 1.75 tokens: 4/1.75 s/token overlapped, 5.5/1.75 serial.
+	q, err := ProjectDraft(p, DraftOptions{Accept: 0.5, T: 3, Growth: 0.5})
+	require.NoError(t, err)
+	require.InDelta(t, 40e9, q.DiskBytes, 1)
+	require.InDelta(t, 4.0, q.DiskSeconds, 1e-12)
+	require.InDelta(t, 1.5, q.Compute, 1e-12)
+	require.InDelta(t, 1.75, q.TokensPerPass, 1e-12)
+	require.InDelta(t, 4/1.75, q.Overlapped, 1e-12)
+	require.InDelta(t, 5.5/1.75, q.Serial, 1e-12)
+	require.InDelta(t, 3/(4/1.75), q.Speedup, 1e-12)
+	// T = 1 is the plain projection's disk term.
+	one, err := ProjectDraft(p, DraftOptions{Accept: 0.5, T: 1, Growth: 0.5})
+	require.NoError(t, err)
+	require.InDelta(t, p.DiskSeconds, one.Overlapped, 1e-12)
+	// The best T at a = 0.9: deeper than 3, and better than any other.
+	best, err := ProjectDraft(p, DraftOptions{Accept: 0.9, Growth: 0.5})
+	require.NoError(t, err)
+	require.Greater(t, best.T, 3)
+	for T := 1; T <= DraftMaxT; T++ {
+		q, err := ProjectDraft(p, DraftOptions{Accept: 0.9, T: T, Growth: 0.5})
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, q.Overlapped, best.Overlapped)
+	}
+	// Compute-bound: everything resident, T costs T times the compute.
+	res := Projection{DriveGBps: []float64{10}, SpineSeconds: 0.4, ExpertSeconds: 0.1, Overlapped: 0.5}
+	q, err = ProjectDraft(res, DraftOptions{Accept: 0.9})
+	require.NoError(t, err)
+	require.Equal(t, 1, q.T, "nothing to share: drafting does not pay")
+	_, err = ProjectDraft(p, DraftOptions{Accept: 1.5})
+	require.Error(t, err)
+
+	// The full K3 on the 64 GB M1 Max: the streamed spine dominates, so
+	// drafting at a = 0.6 shares it and pays (1.41× with these rates).
+	k3, err := ProjectK3(ProjectOptions{RAM: 64e9, DriveGBps: []float64{6.6}, Compute: rates})
+	require.NoError(t, err)
+	m1, err := ProjectDraft(k3, DraftOptions{Accept: 0.6})
+	require.NoError(t, err)
+	require.InDelta(t, 1.41, m1.Speedup, 0.01)
+}

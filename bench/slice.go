@@ -50,6 +50,10 @@ type SliceBenchOptions struct {
 	// Int8 also converts the slice's spine to int8 (once) and compares its
 	// logits with BF16's.
 	Int8 bool
+	// Drafts, when set, decodes under the streamed plan with T = 1 and
+	// then with the oracle drafter at each acceptance (bench slice --draft
+	// oracle:R,…; slice_draft.go).
+	Drafts []float64
 	// Mirror also runs the engine decode under Plan and, with Prefill, the
 	// prompt over the slice installed as a full mirror (installMirror: the
 	// same bytes, hard-linked, with the downloader's manifest and presence
@@ -92,11 +96,15 @@ type DecodeResult struct {
 	// flight.
 	DiskIdle     float64 `json:"disk_idle"`
 	MeanInFlight float64 `json:"mean_reads_in_flight"`
-	// Speculation (engine run only): share of two-position passes whose
-	// guess was accepted, and generated tokens per pass.
+	// Speculation (engine runs only), over the measured tokens: verify
+	// passes, the share of drafted tokens accepted, and generated tokens
+	// per pass; the target's passes and the tokens drafted and accepted.
 	SpecPasses     int     `json:"spec_passes,omitempty"`
 	SpecAcceptRate float64 `json:"spec_accept_rate,omitempty"`
 	TokensPerPass  float64 `json:"tokens_per_pass,omitempty"`
+	TargetPasses   int     `json:"target_passes,omitempty"`
+	Drafted        int     `json:"drafted_tokens,omitempty"`
+	Accepted       int     `json:"accepted_tokens,omitempty"`
 }
 
 // SliceReport is everything bench slice measures in one run.
@@ -120,6 +128,8 @@ type SliceReport struct {
 	StreamedPlan   experts.BudgetPlan `json:"streamed_plan"`
 	EnginePrefill  *PrefillResult     `json:"engine_prefill,omitempty"`
 	EngineInt8     *Int8Result        `json:"engine_int8,omitempty"`
+	// Drafting is T = 1 and the oracle runs of Drafts (streamed plan).
+	Drafting []DraftResult `json:"drafting,omitempty"`
 	// MirrorDecode and MirrorPrefill are EngineDecode and EnginePrefill
 	// over the slice installed as a mirror (SliceBenchOptions.Mirror).
 	MirrorDecode    *DecodeResult      `json:"mirror_decode,omitempty"`
@@ -220,7 +230,7 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		if run.name == "streamed" {
 			logf("engine, spine as the full K3's on this machine: %s", run.plan)
 		}
-		d, err := o.engineDecode(ctx, run.plan, heat, run.name)
+		d, _, _, err := o.engineDecode(ctx, run.plan, heat, run.name, decodeRun{})
 		if err != nil {
 			return r, err
 		}
@@ -234,6 +244,15 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		*run.out = &d
 		logf("(b) decode, engine forward (%s plan): %.3f s/token, %.1f MB/token from disk (%.1f MB of spine), %.2f GB/s = %.2f of (a); disk idle %.1f%%; cache hits %.0f%%, prefetch hits %.0f%%; speculation: %d passes, %.0f%% accepted, %.2f tokens/pass",
 			run.name, d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.SpineBytesPerToken/1e6, d.DiskGBPerSecond, d.Ratio, 100*d.DiskIdle, 100*d.CacheHitRate, 100*d.PrefetchHitRate, d.SpecPasses, 100*d.SpecAcceptRate, d.TokensPerPass)
+	}
+	if len(o.Drafts) > 0 {
+		if r.Drafting, err = o.engineDrafts(ctx, r.StreamedPlan, heat); err != nil {
+			return r, err
+		}
+		for _, d := range r.Drafting {
+			logf("drafting, engine forward (streamed plan), %s: %.3f s/token (%.2f× T = 1), %.1f MB/token from disk (%.2f of T = 1); %d target passes for %d tokens, %d of %d drafted accepted, %.2f positions per pass",
+				d.Draft, d.SecondsPerToken, d.SpeedupVsT1, d.DiskBytesPerToken/1e6, d.BytesVsT1, d.TargetPasses, o.Tokens, d.Accepted, d.Drafted, d.MeanT)
+		}
 	}
 	if o.Prefill > 0 {
 		p, err := o.enginePrefill(ctx, o.Plan)

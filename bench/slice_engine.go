@@ -27,44 +27,72 @@ import (
 // its expert cache before it measures.
 const maxEngineWarmup = 40
 
+// decodeRun is one engine decode's drafting: none (n-gram speculation as
+// the engine does by default), T = 1 (noSpec, no drafter) or a drafter.
+// warm > 0 fixes the warmup tokens (the drafting runs measure the same
+// tokens as the T = 1 run they compare with); extra tokens are decoded
+// after the measured ones (the T = 1 run's answer then covers the drafts
+// of the last measured passes).
+type decodeRun struct {
+	noSpec      bool
+	draft       engine.Draft
+	warm, extra int
+}
+
 // engineDecode runs the real forward pass over the slice (it is a K3-shaped
 // checkpoint with its own config) under the budget plan, and measures the
 // decode steps after the warmup ones (at least o.Warmup, and until the
 // expert cache is full): the router now chooses the experts. The heat
-// histogram persists at heatPath between the runs.
-func (o SliceBenchOptions) engineDecode(ctx context.Context, plan experts.BudgetPlan, heatPath, run string) (DecodeResult, error) {
-	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, OpenSource: o.open, Stream: &engine.StreamOptions{Plan: &plan, HeatPath: heatPath}})
+// histogram persists at heatPath between the runs. It also returns the
+// conversation (prompt and answer) and the warmup tokens.
+func (o SliceBenchOptions) engineDecode(ctx context.Context, plan experts.BudgetPlan, heatPath, run string, dr decodeRun) (DecodeResult, []int, int, error) {
+	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, OpenSource: o.open, NoSpec: dr.noSpec, Stream: &engine.StreamOptions{Plan: &plan, HeatPath: heatPath}})
 	if err != nil {
-		return DecodeResult{}, err
+		return DecodeResult{}, nil, 0, err
 	}
 	defer m.Close()
 	s := m.NewSession()
-	var base engine.Stats
+	if err := s.SetDraft(dr.draft); err != nil {
+		return DecodeResult{}, nil, 0, err
+	}
+	var base, end engine.Stats
+	var spec0, spec1 engine.SpecStats
 	var start time.Time
+	var el float64
 	stop := func() {}
 	n, first := 0, -1
-	_, err = s.Generate(ctx, []int{163584, 1, 2, 3}, engine.GenerateOptions{MaxNew: maxEngineWarmup + o.Tokens + 1}, func(int) error {
+	// K3's <|im_user|> (the last id of a smaller vocabulary), then 1, 2, 3.
+	prompt := []int{min(163584, m.Info().VocabSize-1), 1, 2, 3}
+	_, err = s.Generate(ctx, prompt, engine.GenerateOptions{MaxNew: maxEngineWarmup + o.Tokens + dr.extra + 1}, func(int) error {
 		// The first token comes from the prefill; steps start after it,
 		// once the expert cache is full (steady state: a filling cache
 		// costs page faults on its new buffers that a full one does not).
 		n++
-		if first < 0 && n > o.Warmup && (m.Stats().CachedExperts >= plan.CacheExperts || n > maxEngineWarmup) {
+		warm := n > o.Warmup && (m.Stats().CachedExperts >= plan.CacheExperts || n > maxEngineWarmup)
+		if dr.warm > 0 {
+			warm = n >= dr.warm
+		}
+		if first < 0 && warm {
 			if o.Profile != nil {
 				stop = o.Profile(run)
 			}
-			first, base, start = n, m.Stats(), time.Now()
+			first, base, spec0, start = n, m.Stats(), s.SpecStats(), time.Now()
 		}
 		if first >= 0 && n == first+o.Tokens {
+			el, end, spec1 = time.Since(start).Seconds(), m.Stats(), s.SpecStats()
+			stop()
+			stop = func() {}
+		}
+		if first >= 0 && n == first+o.Tokens+dr.extra {
 			return engine.ErrStopped
 		}
 		return nil
 	})
-	el := time.Since(start).Seconds()
-	st := m.Stats().Sub(base)
 	stop()
 	if err != nil {
-		return DecodeResult{}, err
+		return DecodeResult{}, nil, 0, err
 	}
+	st := end.Sub(base)
 	steps := float64(o.Tokens)
 	demanded := float64(st.Demanded())
 	d := DecodeResult{
@@ -79,14 +107,15 @@ func (o SliceBenchOptions) engineDecode(ctx context.Context, plan experts.Budget
 		PrefetchWasted:     float64(st.PrefetchWasted) / steps,
 	}
 	d.DiskGBPerSecond = d.DiskBytesPerToken / d.SecondsPerToken / 1e9
-	if m.Plan().PinnedLayers < m.Info().Layers {
+	if m.Plan().PinnedLayers < m.Info().Layers && dr.draft.Name() == "" && !dr.noSpec {
 		if d.IOOnlyGBPerSecond, err = ioOnlyRate(ctx, o.Dir, m.Plan().PinnedLayers, max(o.Tokens/2, 2), rand.New(rand.NewPCG(o.Seed, 0x10))); err != nil {
-			return d, err
+			return d, nil, 0, err
 		}
 	}
-	sp := s.SpecStats()
+	sp := spec1.Sub(spec0)
 	d.SpecPasses, d.SpecAcceptRate, d.TokensPerPass = sp.Passes, sp.AcceptRate(), sp.TokensPerPass()
-	return d, nil
+	d.TargetPasses, d.Drafted, d.Accepted = sp.TargetPasses(), sp.Drafted, sp.Accepted
+	return d, s.Tokens(), first, nil
 }
 
 // PrefillResult is one prompt run over the slice with a cold expert store.

@@ -67,7 +67,7 @@ func (o SliceBenchOptions) benchMirror(ctx context.Context, r *SliceReport, heat
 	mo := o
 	mo.Dir, mo.open = m.Dir(), m.OpenSource()
 	os.Remove(heat) // a fresh histogram, as the plain-file natural run had
-	d, err := mo.engineDecode(ctx, o.Plan, heat, "mirror")
+	d, _, _, err := mo.engineDecode(ctx, o.Plan, heat, "mirror", decodeRun{})
 	if err != nil {
 		return err
 	}

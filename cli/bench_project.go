@@ -28,15 +28,29 @@ func benchProjectCmd(ctx context.Context, c *Call, args []string) error {
 	compute := fs.String("compute", "", "compute rates measured elsewhere: a JSON file {source, matvec_bf16_gb_per_s, matvec_int8_gb_per_s, expert_ffn_gb_per_s} or bench kernels --json output (default: measured here)")
 	table := fs.Bool("table", false, "print the projection table for the Macs (both spines) instead")
 	asJSON := fs.Bool("json", false, "print the projection as JSON")
+	var d bench.DraftOptions
+	fs.Float64Var(&d.Accept, "draft-accept", 0, "also project drafting at this per-draft acceptance (0 to 1; e.g. bench slice --draft's or a drafter's measured rate)")
+	fs.IntVar(&d.T, "draft-t", 0, "positions per verify pass with --draft-accept (0: the best, up to 8)")
+	fs.Float64Var(&d.Growth, "draft-growth", 0, "share of a further position's experts not already in the pass's union (0: K3's 0.69)")
 	if err := c.parse(fs, args); err != nil {
 		return err
+	}
+	var draft *bench.DraftOptions
+	if d.Accept > 0 || d.T > 0 {
+		if _, err := bench.ProjectDraft(bench.Projection{DriveGBps: []float64{1}}, d); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		draft = &d
 	}
 	rates, err := computeRates(ctx, *cfg, *compute)
 	if err != nil {
 		return err
 	}
 	if *table {
-		return projectTable(c.Stdout, rates)
+		if err := projectTable(c.Stdout, rates); err != nil || draft == nil {
+			return err
+		}
+		return draftTable(c.Stdout, rates, *draft)
 	}
 	ram := cfg.RAMGB * 1e9
 	if ram <= 0 {
@@ -57,12 +71,60 @@ func benchProjectCmd(ctx context.Context, c *Call, args []string) error {
 	if err != nil {
 		return err
 	}
+	var dp *bench.DraftProjection
+	if draft != nil {
+		q, err := bench.ProjectDraft(p, *draft)
+		if err != nil {
+			return err
+		}
+		dp = &q
+	}
 	if *asJSON {
 		enc := json.NewEncoder(c.Stdout)
 		enc.SetIndent("", "  ")
+		if dp != nil {
+			return enc.Encode(struct {
+				bench.Projection
+				Draft *bench.DraftProjection `json:"draft"`
+			}{p, dp})
+		}
 		return enc.Encode(p)
 	}
 	printProjection(c.Stdout, p)
+	if dp != nil {
+		printDraft(c.Stdout, p, *dp)
+	}
+	return nil
+}
+
+func printDraft(out io.Writer, p bench.Projection, q bench.DraftProjection) {
+	fmt.Fprintf(out, "drafting at acceptance %.2f, union growth %.2f: T = %d positions per pass, %.2f tokens per pass\n", q.Accept, q.Growth, q.T, q.TokensPerPass)
+	fmt.Fprintf(out, "  per pass: disk %.2f GB, %.2f s; compute %.2f s (%d × %.2f s)\n", q.DiskBytes/1e9, q.DiskSeconds, q.Compute, q.T, p.ComputeSeconds())
+	fmt.Fprintf(out, "  projected: %.2f s/token (%.2f× the plain %.2f), %.2f s/token serial\n", q.Overlapped, q.Speedup, p.Overlapped, q.Serial)
+}
+
+// draftTable prints the Macs' projections with drafting (BF16 spine), the
+// 64 GB M1 Max beside the original Deltafin's measured figures.
+func draftTable(out io.Writer, rates bench.ComputeRates, d bench.DraftOptions) error {
+	fmt.Fprintf(out, "\nDrafting at acceptance %.2f (BF16 spine; T = positions per verify pass):\n\n", d.Accept)
+	fmt.Fprintln(out, "| machine | plain s/token | T | tokens/pass | drafted s/token | speedup | measured (original Deltafin) |")
+	fmt.Fprintln(out, "|---|---|---|---|---|---|---|")
+	for _, m := range bench.Macs {
+		p, err := bench.ProjectK3(bench.ProjectOptions{RAM: int64(m.RAMGB * 1e9), DriveGBps: m.DriveGBps, Compute: rates})
+		if err != nil {
+			return err
+		}
+		q, err := bench.ProjectDraft(p, d)
+		if err != nil {
+			return err
+		}
+		measured := "—"
+		if m.Name == "M1 Max 64 GB" {
+			o := bench.OriginalM1Max
+			measured = fmt.Sprintf("%.2f → %.2f s/token (%.2f×, EAGLE-3.1)", o[0], o[1], o[0]/o[1])
+		}
+		fmt.Fprintf(out, "| %s | %.2f | %d | %.2f | **%.2f** | %.2f× | %s |\n", m.Name, p.Overlapped, q.T, q.TokensPerPass, q.Overlapped, q.Speedup, measured)
+	}
 	return nil
 }
 

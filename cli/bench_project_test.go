@@ -39,6 +39,18 @@ func TestBenchProjectShowsEachTerm(t *testing.T) {
 	require.Contains(t, out, "| M3 Ultra 512 GB | bf16 |")
 	_, err = benchCall(t, "project", "--drive-gbps", "fast")
 	require.ErrorIs(t, err, errUsage)
+
+	// Drafting: the 64 GB M1 Max's streamed spine is shared by the
+	// positions of a pass, beside the original Deltafin's measured figures.
+	out, err = benchCall(t, "project", "--ram-gb", "64", "--drive-gbps", "6.6", "--compute", rates, "--draft-accept", "0.6")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "drafting at acceptance 0.60, union growth 0.69: T = 3 positions per pass, 1.96 tokens per pass")
+	require.Contains(t, out, "projected: 9.84 s/token (1.41× the plain 13.90)")
+	out, err = benchCall(t, "project", "--table", "--compute", rates, "--draft-accept", "0.6")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "| M1 Max 64 GB | 13.90 | 3 | 1.96 | **9.84** | 1.41× | 11.38 → 5.62 s/token (2.02×, EAGLE-3.1) |")
+	_, err = benchCall(t, "project", "--draft-accept", "1.5")
+	require.ErrorIs(t, err, errUsage)
 }
 
 func TestBenchHeatReplaysTheTrace(t *testing.T) {
@@ -51,4 +63,16 @@ func TestBenchHeatReplaysTheTrace(t *testing.T) {
 	// (testdata/PROVENANCE.md), re-derived when the trace was.
 	require.Contains(t, out, "288    cumulative  9432      9150  0.970")
 	require.Contains(t, out, "288    16          9432      9150  0.970")
+}
+
+func TestBenchSliceDraftFlag(t *testing.T) {
+	t.Parallel()
+	got, err := parseOracleRates("oracle:0.3,0.6, 0.9")
+	require.NoError(t, err)
+	require.Equal(t, []float64{0.3, 0.6, 0.9}, got)
+	for _, bad := range []string{"ngram", "oracle:", "oracle:0.3,2", "0.5"} {
+		_, err := parseOracleRates(bad)
+		require.Error(t, err, bad)
+		require.Contains(t, err.Error(), "--draft", bad)
+	}
 }

@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/deltafin/deltafin/app"
 	"github.com/deltafin/deltafin/bench"
 	"github.com/deltafin/deltafin/checkpoint"
+	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/sysinfo"
 	"github.com/deltafin/deltafin/kernels"
@@ -36,6 +38,11 @@ func benchSliceCmd(ctx context.Context, c *Call, args []string) error {
 	fs.BoolVar(&o.Synthetic, "synthetic", true, "run the synthetic decode loops (false: only (a), the compute primitives and the engine runs)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the synthetic routes (the same seed replays the same routes)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of each engine decode to PATH-natural.pprof and PATH-streamed.pprof, and of the prefill to PATH-prefill.pprof")
+	fs.Func("draft", "also decode under the streamed plan with T = 1 and with the oracle drafter at each acceptance, e.g. oracle:0.3,0.6,0.9 (s and bytes per accepted token against T = 1)", func(v string) error {
+		var err error
+		o.Drafts, err = parseOracleRates(v)
+		return err
+	})
 	fs.Var((*gbpsList)(&o.DriveGBps), "drive-gbps", "measure only the multi-drive read scheduler over simulated drives of these GB/s, e.g. 1.0,0.5,0.5 (bench_drives.go)")
 	if err := c.parse(fs, args); err != nil {
 		return err
@@ -60,6 +67,24 @@ type BenchSliceOptions struct {
 	Int8       bool      // compare the int8 spine with BF16 (converts the slice's spine once)
 	Mirror     bool      // also decode (and prefill) over the slice installed as a mirror
 	DriveGBps  []float64 // --drive-gbps: only the multi-drive scheduler over simulated drives
+	Drafts     []float64 // --draft oracle:R,…: the oracle drafter's acceptances to measure against T = 1
+}
+
+// parseOracleRates reads --draft oracle:R1,R2,… of bench slice.
+func parseOracleRates(v string) ([]float64, error) {
+	list, ok := strings.CutPrefix(v, "oracle:")
+	if !ok {
+		return nil, fmt.Errorf("--draft %q: bench slice measures the oracle drafter: want oracle:R or oracle:R1,R2,…", v)
+	}
+	var out []float64
+	for _, r := range strings.Split(list, ",") {
+		d, err := engine.ParseDraft("oracle:" + strings.TrimSpace(r))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d.Rate)
+	}
+	return out, nil
 }
 
 // BenchSlice creates (once, in the data directory) a synthetic checkpoint
@@ -125,6 +150,7 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 	fmt.Fprintf(log, "slice %s\n", plan)
 	eo := bench.SliceBenchOptions{
 		Dir: dir, Layout: layout, Plan: plan, Prefill: o.Prefill, Int8: o.Int8, Mirror: o.Mirror, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: o.Seed,
+		Drafts:        o.Drafts,
 		SkipSynthetic: !o.Synthetic,
 		RAM:           experts.BudgetInput{TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override},
 		Log:           func(f string, a ...any) { fmt.Fprintf(log, f+"\n", a...) },
@@ -173,6 +199,14 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 	if d := rep.EngineDecode; d != nil {
 		fmt.Fprintf(out, "engine forward over the slice, its own plan (spine pinned): %.3f s/token, %.1f MB/token from disk, ratio %.2f (backend %s); speculation %.0f%% accepted of %d passes, %.2f tokens/pass\n",
 			d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.Ratio, rep.Backend, 100*d.SpecAcceptRate, d.SpecPasses, d.TokensPerPass)
+	}
+	if len(rep.Drafting) > 0 {
+		fmt.Fprintf(out, "drafting over the slice, spine as K3's on this machine (%d measured tokens each, the same tokens; backend %s, %d threads):\n", o.Tokens, rep.Backend, runtime.NumCPU())
+		fmt.Fprintf(out, "  %-11s %12s %10s %14s %10s %13s %9s %8s\n", "draft", "s/token", "vs T=1", "MB/token", "vs T=1", "target passes", "accepted", "T/pass")
+		for _, d := range rep.Drafting {
+			fmt.Fprintf(out, "  %-11s %12.3f %9.2f× %14.1f %10.2f %13d %4d/%-4d %8.2f\n",
+				d.Draft, d.SecondsPerToken, d.SpeedupVsT1, d.DiskBytesPerToken/1e6, d.BytesVsT1, d.TargetPasses, d.Accepted, d.Drafted, d.MeanT)
+		}
 	}
 	if p := rep.EnginePrefill; p != nil {
 		a := rep.Bandwidth[0].GBPerSecond

@@ -139,6 +139,7 @@ func addModelFlags(fs *flag.FlagSet, cfg *app.Config) {
 	addRAMFlag(fs, cfg)
 	fs.StringVar(&cfg.Trace, "trace", cfg.Trace, "write the router's expert choices to this file (JSON lines)")
 	fs.StringVar(&cfg.Spine, "spine", cfg.Spine, "spine weights: bf16 (exact) or int8 (the convert-spine-int8 copy: half the bytes, NOT exact)")
+	fs.StringVar(&cfg.Draft, "draft", cfg.Draft, "drafting, verified exactly (the tokens never change): ngram (default), off, or oracle:R (run only: the target's own answer, decoded first, each token wrong with probability 1-R)")
 	addUnverifiedFlag(fs, cfg)
 }
 

@@ -121,9 +121,17 @@ type RunStats struct {
 	DecodeMS        float64 `json:"decode_ms"`
 	DecodeTokPerS   float64 `json:"decode_tokens_per_s"`
 	LogitsRows      int     `json:"logits_rows,omitempty"`
-	// Speculation: two-position passes and how many guesses were accepted.
+	// Speculation: verify passes and how many drafted tokens were accepted.
 	SpecPasses   int `json:"spec_passes"`
 	SpecAccepted int `json:"spec_accepted"`
+	// Drafting (the decode passes after the prefill): the drafter
+	// (--draft), the target's passes, the tokens drafted and accepted, and
+	// the bytes read from disk per token those passes gave.
+	Draft         string  `json:"draft"`
+	TargetPasses  int     `json:"target_passes"`
+	Drafted       int     `json:"drafted_tokens"`
+	Accepted      int     `json:"accepted_tokens"`
+	BytesPerToken float64 `json:"bytes_per_token"`
 }
 
 // RunOutput is what `deltafin run --json` prints.
@@ -231,6 +239,10 @@ func runPromptOr(ctx context.Context, cfg app.Config, demo func() (iofs.FS, erro
 	out := RunOutput{PromptIDs: prompt, IDs: []int{}, Seed: seed}
 	start := time.Now()
 	sess := m.NewSession()
+	draftName, err := oracleSession(ctx, cfg.Draft, m.Model, sess, prompt, opts)
+	if err != nil {
+		return err
+	}
 	res, err := sess.Generate(ctx, prompt, opts, func(tok int) error {
 		out.IDs = append(out.IDs, tok)
 		if printer != nil {
@@ -266,7 +278,9 @@ func runPromptOr(ctx context.Context, cfg app.Config, demo func() (iofs.FS, erro
 		Model: info.ID, Backend: info.Backend,
 		PromptTokens: res.PromptTokens, GeneratedTokens: res.Tokens, FinishReason: res.FinishReason,
 		PrefillMS: ms(res.Prefill.Seconds()), DecodeMS: ms(res.Decode.Seconds()),
-		SpecPasses: sess.SpecStats().Passes, SpecAccepted: sess.SpecStats().Accepted,
+		SpecPasses: res.Spec.Passes, SpecAccepted: res.Spec.Accepted,
+		Draft: draftName, TargetPasses: res.Spec.TargetPasses(), Drafted: res.Spec.Drafted, Accepted: res.Spec.Accepted,
+		BytesPerToken: math.Round(res.Spec.BytesPerToken()),
 	}
 	if res.Tokens > 1 && res.Decode > 0 {
 		out.Stats.DecodeTokPerS = math.Round(float64(res.Tokens-1)/res.Decode.Seconds()*100) / 100
@@ -285,8 +299,8 @@ func runPromptOr(ctx context.Context, cfg app.Config, demo func() (iofs.FS, erro
 	} else {
 		fmt.Fprintln(stdout)
 		s := out.Stats
-		fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s; speculation: %d of %d guesses accepted; %s\n",
-			s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason, s.SpecAccepted, s.SpecPasses, describeSampling(samp, seed))
+		fmt.Fprintf(stderr, "%s (%s): %d prompt tokens in %.0f ms, %d generated in %.0f ms (%.2f tok/s), finish %s; drafting (%s): %d target passes, %d of %d drafted tokens accepted, %.1f MB read per token; %s\n",
+			s.Model, s.Backend, s.PromptTokens, s.PrefillMS, s.GeneratedTokens, s.DecodeMS, s.DecodeTokPerS, s.FinishReason, s.Draft, s.TargetPasses, s.Accepted, s.Drafted, s.BytesPerToken/1e6, describeSampling(samp, seed))
 	}
 	if rc.Notify != nil && !interrupted {
 		answer := ""
@@ -443,4 +457,29 @@ func describeSampling(s engine.Sampling, seed int64) string {
 		d += fmt.Sprintf(", min_p %g", s.MinP)
 	}
 	return d + fmt.Sprintf(", seed %d", seed)
+}
+
+// oracleSession sets up --draft oracle:R on sess: the answer is decoded
+// first without drafting in a session of its own (the oracle proposes the
+// target's own continuation), then sess drafts it back, each token wrong
+// with probability 1 − R. It returns the drafter's name for the stats.
+func oracleSession(ctx context.Context, spec string, m *engine.Model, sess *engine.Session, prompt []int, opts engine.GenerateOptions) (string, error) {
+	d, err := engine.ParseDraft(spec)
+	if err != nil || d.Kind != "oracle" {
+		name := d.Kind
+		if n := m.Info().Draft; n != "" && d.Kind == "ngram" {
+			name = "ngram+" + n
+		}
+		return name, err
+	}
+	first := m.NewSession()
+	opts.Logits = nil
+	if _, err := first.Generate(ctx, prompt, opts, func(int) error { return nil }); err != nil {
+		return "", fmt.Errorf("--draft %s: decoding the answer to draft: %w", spec, err)
+	}
+	draft, err := d.WithAnswer(first.Tokens(), uint64(len(prompt)))
+	if err != nil {
+		return "", err
+	}
+	return draft.Name(), sess.SetDraft(draft)
 }

@@ -57,6 +57,9 @@ func serve(ctx context.Context, cfg app.Config, demo func() (fs.FS, error), log 
 	if err := sc.Validate(); err != nil {
 		return err
 	}
+	if strings.HasPrefix(cfg.Draft, "oracle:") {
+		return fmt.Errorf("--draft %s needs each answer beforehand: it is for run and bench slice, not serve", cfg.Draft)
+	}
 	if err := app.CheckRAM(cfg); err != nil {
 		return err
 	}

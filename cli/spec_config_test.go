@@ -74,3 +74,41 @@ func TestRunSpeculationSameIDs(t *testing.T) {
 	require.Positive(t, on.Stats.SpecPasses)
 	t.Logf("speculation: %d of %d guesses accepted", on.Stats.SpecAccepted, on.Stats.SpecPasses)
 }
+
+// TestRunOracleDraftSameIDs: `deltafin run --draft oracle:R` decodes the
+// answer, drafts it back and gives the same ids as --draft off, sampled by
+// the model card's defaults with a seed; the JSON stats report the
+// target's passes (fewer than the tokens at R = 0.9) and the drafts.
+func TestRunOracleDraftSameIDs(t *testing.T) {
+	t.Parallel()
+	run := func(draft string) RunOutput {
+		cfg := app.DefaultConfig(func(string) string { return "" })
+		cfg.DataDir = t.TempDir()
+		cfg.Draft = draft
+		seed := int64(5)
+		cfg.Run = app.RunConfig{Seed: &seed, Model: filepath.Join("..", "testdata", "k3-tiny"), IDs: []int{3, 14, 15, 92, 65}, MaxNew: 24, JSON: true}
+		var stdout, stderr bytes.Buffer
+		require.NoError(t, runPrompt(t.Context(), cfg, &stdout, &stderr))
+		var out RunOutput
+		require.NoError(t, json.Unmarshal(stdout.Bytes(), &out))
+		return out
+	}
+	off := run("off")
+	require.Equal(t, "off", off.Stats.Draft)
+	require.Zero(t, off.Stats.Drafted)
+	for _, r := range []string{"0", "0.9"} {
+		got := run("oracle:" + r)
+		require.Equal(t, off.IDs, got.IDs, r)
+		require.Equal(t, "oracle:"+r, got.Stats.Draft)
+		require.Positive(t, got.Stats.Drafted, r)
+		if r == "0.9" {
+			require.Less(t, got.Stats.TargetPasses, got.Stats.GeneratedTokens)
+			require.Positive(t, got.Stats.Accepted)
+		} else {
+			require.Zero(t, got.Stats.Accepted)
+		}
+	}
+	cfg := app.DefaultConfig(func(string) string { return "" })
+	cfg.DataDir, cfg.Draft = t.TempDir(), "oracle:2"
+	require.ErrorContains(t, cfg.Validate(), "--draft")
+}

@@ -32,7 +32,13 @@
 //	heads.go       attention heads spread over the cores (bit-identical)
 //	posblock.go    long prompts' batched products in blocks of positions
 //	flops.go       a pass's arithmetic, for bench prefill's ratio to the peak
-//	spec.go        exact n-gram speculation (two-position verify passes)
+//	spec.go        n-gram speculation's guesses; SpecStats (passes, drafts, bytes)
+//	verify.go      verify passes of T positions, exact; keep rolls the
+//	               KDA state and the MLA caches back to any position
+//	draft.go       the drafter interface: what it sees of the target (taps,
+//	               observe), what it proposes; Draft, Options.Draft
+//	oracle.go      the oracle drafter (--draft oracle:R) and ParseDraft
+//	price.go       how many tokens to draft per pass, priced in bytes read
 //	budget.go      Model.SetCacheBudget: the expert cache shrunk while running
 //	               (the RAM plan itself is experts.PlanBudget)
 //	sample.go      temperature, top_k, top_p, min_p on float64 probabilities;

@@ -16,6 +16,9 @@ var (
 	ErrCheckpoint = errors.New("engine: checkpoint does not match config")
 	// ErrInput: a token id outside the vocabulary or an empty prompt.
 	ErrInput = errors.New("engine: bad input")
+	// ErrDraft: a drafter that cannot be made (a --draft value out of
+	// range, a drafter set too late).
+	ErrDraft = errors.New("engine: bad drafter")
 	// ErrStopped may be returned by an emit callback to end generation early;
 	// Generate then reports FinishReason "stop" instead of an error.
 	ErrStopped = errors.New("engine: generation stopped")

@@ -31,6 +31,8 @@ type Result struct {
 	FinishReason string // "stop" or "length"
 	Prefill      time.Duration
 	Decode       time.Duration
+	// Spec is this call's decode passes, drafts and bytes read.
+	Spec SpecStats
 }
 
 // Generate appends prompt to the conversation and decodes with
@@ -57,17 +59,21 @@ func (s *Session) Generate(ctx context.Context, prompt []int, opts GenerateOptio
 		}
 	}
 	start = time.Now()
+	before := s.spec
 	res.FinishReason, err = s.decode(ctx, rows[len(rows)-1], opts, emit, &res.Tokens)
 	res.Decode = time.Since(start)
+	res.Spec = s.spec.Sub(before)
 	return res, err
 }
 
 // decode picks tokens from last onwards and returns the finish reason; n
-// counts the emitted tokens. With speculation a pass may yield two tokens;
-// the tokens, the logits rows handed to opts.Logits and their order are
-// those of one token per pass. A guess is kept only when it is the token
-// picked from the verify pass's first row at its own position (the same
-// key as without speculation), so sampling stays lossless too.
+// counts the emitted tokens. A verify pass may yield several tokens; the
+// tokens, the logits rows handed to opts.Logits and their order are those
+// of one token per pass. A draft is kept only when it is the token picked
+// from the row before it at its own position (the same key as without
+// drafting), so sampling stays lossless too; a turn that ends inside the
+// kept drafts (emit's ErrStopped) leaves the session as one token per pass
+// would have.
 func (s *Session) decode(ctx context.Context, last []float32, opts GenerateOptions, emit func(int) error, n *int) (string, error) {
 	stop := make(map[int]bool, len(opts.StopTokens))
 	for _, t := range opts.StopTokens {
@@ -75,7 +81,7 @@ func (s *Session) decode(ctx context.Context, last []float32, opts GenerateOptio
 	}
 	ctxLen := s.m.cfg.ContextLen
 	// take handles one chosen token; ran says it has already run through
-	// the model (an accepted guess), else it becomes the pending token.
+	// the model (a kept draft), else it becomes the pending token.
 	take := func(tok int, ran bool) (string, error) {
 		if !ran {
 			// The token is part of the conversation whether or not we go
@@ -106,62 +112,121 @@ func (s *Session) decode(ctx context.Context, last []float32, opts GenerateOptio
 		return opts.Logits(row)
 	}
 	z := &sampler{opts: opts.Sampling}
+	pick := func(pos int, row []float32) int { return z.pick(row, pos) }
 	// tok is the token at index s.Len(): picked before take appends it.
 	tok := z.pick(last, s.Len())
 	for {
 		if fin, err := take(tok, false); fin != "" || err != nil {
 			return fin, err
 		}
-		if guess, ok := s.guess(stop, opts.MaxNew-*n, ctxLen); ok {
-			at := s.Len() // the guess's index
-			rows, err := s.verify(ctx, guess, func(row []float32) int {
-				tok = z.pick(row, at)
-				return tok
-			})
-			if err != nil {
-				return "", err
-			}
-			s.spec.Passes++
-			if err := logits(rows[0]); err != nil {
-				return "", err
-			}
-			if len(rows) < 2 { // tok, picked from rows[0], is not the guess
-				s.rewind()
-				continue
-			}
-			s.spec.Accepted++
-			if fin, err := take(guess, true); fin != "" || err != nil {
-				return fin, err
-			}
-			last = rows[1]
-		} else {
+		before := s.readCounters()
+		drafts, err := s.drafts(ctx, stop, opts.MaxNew-*n, ctxLen)
+		if err != nil {
+			return "", err
+		}
+		if len(drafts) == 0 {
 			step, err := s.Forward(ctx, nil, false)
 			if err != nil {
 				return "", err
 			}
 			s.spec.Steps++
+			s.account(before, 1, 0)
 			last = step[0]
+			if err := logits(last); err != nil {
+				return "", err
+			}
+			tok = z.pick(last, s.Len())
+			continue
 		}
-		if err := logits(last); err != nil {
+		rows, picks, err := s.verify(ctx, drafts, pick)
+		if err != nil {
 			return "", err
 		}
-		tok = z.pick(last, s.Len())
+		kept := len(rows) - 1 // drafts accepted: rows[j] picked drafts[j]
+		s.keep(kept + 1)
+		s.spec.Passes++
+		s.spec.Drafted += len(drafts)
+		s.spec.Accepted += kept
+		s.account(before, 1+len(drafts), kept)
+		for j := range kept {
+			if err := logits(rows[j]); err != nil {
+				return "", err
+			}
+			if fin, err := take(drafts[j], true); fin != "" || err != nil {
+				// The turn ends at drafts[j]: as one token per pass, it
+				// is pending and the drafts after it never ran.
+				s.keep(j + 1)
+				s.pending = append(s.pending, drafts[j])
+				s.hist = append(s.hist, drafts[j])
+				return fin, err
+			}
+		}
+		if err := logits(rows[kept]); err != nil {
+			return "", err
+		}
+		tok = picks[kept]
 	}
 }
 
-// guess drafts the token after the pending one when a two-token pass is
-// worth running: speculation on, room for two more tokens, and a guess that
-// would not end the turn (a turn's last token stays pending, as without
-// speculation, so the next turn's pass is the same).
-func (s *Session) guess(stop map[int]bool, left, ctxLen int) (int, bool) {
-	if s.m.noSpec || left < 2 || len(s.pending) != 1 || (ctxLen > 0 && s.Len()+2 >= ctxLen) {
-		return 0, false
+// drafts are the tokens to verify after the pending one this pass: as many
+// as the pricing says pay (price.go), n-gram guesses first, the drafter's
+// after them, cut before any stop token (a turn's last token stays
+// pending, as without drafting, so the next turn's pass is the same) and
+// within the turn's and the context's room.
+func (s *Session) drafts(ctx context.Context, stop map[int]bool, left, ctxLen int) ([]int, error) {
+	if len(s.pending) != 1 || (s.m.noSpec && s.dr == nil) {
+		return nil, nil
 	}
-	g, ok := draft(s.hist)
-	if !ok || stop[g] {
-		return 0, false
+	maxK := min(draftMax, left-1)
+	if ctxLen > 0 {
+		maxK = min(maxK, ctxLen-s.Len()-2)
 	}
-	return g, true
+	k := s.price.depth(maxK)
+	if k < 1 {
+		return nil, nil
+	}
+	var d []int
+	if !s.m.noSpec {
+		d = ngram(s.hist, k)
+	}
+	if len(d) < k && s.dr != nil {
+		s.settle()
+		more, err := s.dr.propose(ctx, append(s.pending[:1:1], d...), k-len(d))
+		if err != nil {
+			return nil, err
+		}
+		d = append(d, more...)
+	}
+	d = d[:min(len(d), k)]
+	for i, t := range d {
+		if t < 0 || t >= s.m.cfg.Vocab || stop[t] {
+			return d[:i], nil
+		}
+	}
+	return d, nil
+}
+
+// passCounters are the store's counters a pass is priced by.
+type passCounters struct{ demanded, expertBytes, spineBytes int64 }
+
+// readCounters reads them (zero for a model with nothing streamed).
+func (s *Session) readCounters() passCounters {
+	if !s.price.streamed {
+		return passCounters{}
+	}
+	st := s.m.Stats()
+	return passCounters{st.Demanded(), st.ExpertBytes, st.SpineBytes}
+}
+
+// account books a decode pass of T positions that kept accepted drafts:
+// the bytes it read (the store's counters since before) and the pricing's
+// estimates. The counters are the model's, so passes of other sessions
+// running at the same time are counted too.
+func (s *Session) account(before passCounters, T, accepted int) {
+	after := s.readCounters()
+	d := passCounters{after.demanded - before.demanded, after.expertBytes - before.expertBytes, after.spineBytes - before.spineBytes}
+	s.spec.Bytes += d.expertBytes + d.spineBytes
+	s.price.record(T, accepted, d.demanded, d.expertBytes, d.spineBytes)
 }
 
 // argmax returns the index of the largest value, the first on ties.

@@ -42,6 +42,8 @@ func TestGenerate(t *testing.T) {
 		})
 		require.NoError(t, err)
 		require.Equal(t, greedy[:3], got)
+		require.Equal(t, 2, res.Spec.Tokens(), "tokens 2 and 3 came from decode passes")
+		res.Spec = SpecStats{}
 		require.Equal(t, Result{PromptTokens: len(prompt), Tokens: 3, FinishReason: "stop"}, withoutTimes(res))
 	})
 

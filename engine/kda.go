@@ -29,29 +29,76 @@ type kdaWeights struct {
 type kdaState struct {
 	conv [3][]float32 // q, k, v: [P, K−1] last raw (pre-conv) inputs, oldest first
 	s    []float32    // [nh, d(K), d(V)] recurrent state
-	// A speculative two-token pass (spec.go) leaves the state after its
-	// first token here, written out of place rather than copied, so that a
-	// rejected draft is undone by swapping buffers. Allocated on first use.
-	midConv [3][]float32
-	midS    []float32
+	// vp is what a verify pass (verify.go) keeps to roll the layer back to
+	// any of its positions; nil until the first one.
+	vp *kdaVerify
 }
 
-// ensureMid allocates the mid-pass buffers.
-func (st *kdaState) ensureMid() {
-	if st.midS != nil {
+// kdaVerify is one KDA layer's record of the last verify pass of T
+// positions. The pass runs the delta rule out of place, from prevS into
+// the session's s, so the state before it survives; rolling back to n
+// positions runs the first n steps again from prevS with the same inputs
+// (the same arithmetic, so the same bits as n decode steps), and rebuilds
+// the conv windows from the windows before the pass and the raw inputs.
+// The memory is one more recurrent state per layer (as a two-position
+// pass always took) and the pass's activations.
+type kdaVerify struct {
+	prevS    []float32    // [nh, d, d] the state before the pass
+	prevConv [3][]float32 // [P, K−1] the windows before the pass
+	raw      [3][]float32 // [T, P] the pass's raw q, k, v projections
+	q, k, v  []float32    // [T, P] the recurrence's inputs
+	g, b     []float32    // [T, P], [T, nh]
+	T        int
+}
+
+// beginVerify makes prevS the current state and gives s the spare buffer
+// for the pass to write into.
+func (st *kdaState) beginVerify(T int) *kdaVerify {
+	vp := st.vp
+	if vp == nil {
+		vp = &kdaVerify{prevS: make([]float32, len(st.s))}
+		for i := range vp.prevConv {
+			vp.prevConv[i] = make([]float32, len(st.conv[i]))
+		}
+		st.vp = vp
+	}
+	vp.prevS, st.s = st.s, vp.prevS
+	for i := range st.conv {
+		copy(vp.prevConv[i], st.conv[i])
+	}
+	vp.T = T
+	return vp
+}
+
+// keep rolls the layer back to the first n positions of the last verify
+// pass (n = T keeps it as it is).
+func (st *kdaState) keep(n int, nh, d, K int, heads headSplit) {
+	vp := st.vp
+	if n >= vp.T {
 		return
 	}
-	st.midS = make([]float32, len(st.s))
-	for i := range st.midConv {
-		st.midConv[i] = make([]float32, len(st.conv[i]))
+	P := nh * d
+	o := make([]float32, n*P)
+	kdaHeads(context.Background(), o, vp.q[:n*P], vp.k[:n*P], vp.v[:n*P], vp.g[:n*P], vp.b[:n*nh], vp.prevS, st.s, n, nh, d, heads.workers(n*nh*d*d))
+	for i := range st.conv {
+		convWindow(st.conv[i], vp.prevConv[i], vp.raw[i][:n*P], P, K)
 	}
 }
 
-// rewind makes the state after the first token of the last two-token pass
-// current again (a swap: the buffers trade places).
-func (st *kdaState) rewind() {
-	st.s, st.midS = st.midS, st.s
-	st.conv, st.midConv = st.midConv, st.conv
+// convWindow sets dst [P, K−1] to the last K−1 raw inputs of each channel
+// after x [n, P] followed the window prev.
+func convWindow(dst, prev, x []float32, P, K int) {
+	n := len(x) / P
+	for c := 0; c < P; c++ {
+		for i := 0; i < K-1; i++ {
+			tt := n - (K - 1) + i // time of window slot i; < 0 is the old window
+			if tt >= 0 {
+				dst[c*(K-1)+i] = x[tt*P+c]
+			} else {
+				dst[c*(K-1)+i] = prev[c*(K-1)+K-1+tt]
+			}
+		}
+	}
 }
 
 func newKDAState(c *config) *kdaState {
@@ -67,10 +114,10 @@ func newKDAState(c *config) *kdaState {
 //
 //	x: [T, H] (already input-normalised) → out: [T, H]
 //
-// With mid set (a speculative pass, T = 2), the state after the first token
-// is kept in st's mid buffers for rewind. The delta rule checks ctx every
+// With verify set (a verify pass, verify.go) the pass keeps in st.vp what
+// rolling back to any of its positions takes. The delta rule checks ctx every
 // ctxBlock tokens; a cancelled pass returns ctx's error with st torn.
-func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []float32, T int, w *kdaWeights, st *kdaState, mid bool) error {
+func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []float32, T int, w *kdaWeights, st *kdaState, verify bool) error {
 	c := m.cfg
 	nh, d := c.KDAHeads, c.KDAHeadDim
 	P := nh * d
@@ -82,14 +129,19 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 		return y
 	}
 	// Projections, then the causal short conv + SiLU on each of q, k, v.
-	var midConv [3][]float32
-	if mid {
-		st.ensureMid()
-		midConv = st.midConv
+	var vp *kdaVerify
+	src := st.s // the delta rule's state before the pass
+	if verify {
+		vp = st.beginVerify(T)
+		src = vp.prevS
 	}
-	q := shortConv(mat(w.qProj, x), w.qConv, st.conv[0], midConv[0], P, c.ConvSize)
-	k := shortConv(mat(w.kProj, x), w.kConv, st.conv[1], midConv[1], P, c.ConvSize)
-	v := shortConv(mat(w.vProj, x), w.vConv, st.conv[2], midConv[2], P, c.ConvSize)
+	var raw [3][]float32
+	for i, wm := range []kernels.Matrix{w.qProj, w.kProj, w.vProj} {
+		raw[i] = mat(wm, x)
+	}
+	q := shortConv(raw[0], w.qConv, st.conv[0], P, c.ConvSize)
+	k := shortConv(raw[1], w.kConv, st.conv[1], P, c.ConvSize)
+	v := shortConv(raw[2], w.vConv, st.conv[2], P, c.ConvSize)
 	g := mat(w.fB, mat(w.fA, x)) // [T, P] decay-gate pre-activation
 	b := mat(w.bProj, x)         // [T, nh] beta logits
 	var gate []float32           // [T, P] output-gate pre-activation
@@ -129,12 +181,12 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	// Both are the same function of the inputs (kda_test.go).
 	o := make([]float32, T*P)
 	switch {
-	case mid:
-		// Token 0: s → mid (out of place); token 1: mid → s, in place.
-		// Each step is the arithmetic of a decode step.
-		span := nh * d
-		kdaStep(o[:span], q[:span], k[:span], v[:span], g[:span], b[:nh], st.s, st.midS, nh, d, m.heads)
-		kdaStep(o[span:], q[span:], k[span:], v[span:], g[span:], b[nh:], st.midS, st.s, nh, d, m.heads)
+	case verify:
+		// Token 0 from prevS into s (out of place), the rest in place:
+		// each step is the arithmetic of a decode step. The inputs are
+		// kept for keep.
+		vp.raw, vp.q, vp.k, vp.v, vp.g, vp.b = raw, q, k, v, g, b
+		kdaHeads(ctx, o, q, k, v, g, b, src, st.s, T, nh, d, m.heads.workers(T*nh*d*d))
 	case c.GateLowerBound == nil && T > kdaChunkSize:
 		kdaChunked(ctx, be, o, q, k, v, g, b, st.s, T, nh, d, kdaChunkSize, m.heads)
 	default:
@@ -200,10 +252,7 @@ func kdaGate(g, a, dtBias []float32, lowerBound *float32, nh, d int) {
 // token and misses the cache on every one: 1.5 s of a 512-token K3 layer),
 // and the blocks run on every core; each sum is the same, in the same
 // order, as a decode step's.
-//
-// mid, when not nil, receives the window after the first token (the state
-// a speculative pass rewinds to).
-func shortConv(x, w, state, mid []float32, P, K int) []float32 {
+func shortConv(x, w, state []float32, P, K int) []float32 {
 	T := len(x) / P
 	y := make([]float32, len(x))
 	// in is the raw input at time tt of channel c: x for tt ≥ 0, the
@@ -227,12 +276,6 @@ func shortConv(x, w, state, mid []float32, P, K int) []float32 {
 		}
 		win := make([]float32, K-1)
 		for c := c0; c < c1; c++ {
-			if mid != nil {
-				for i := range win {
-					win[i] = in(i-(K-2), c)
-				}
-				copy(mid[c*(K-1):(c+1)*(K-1)], win)
-			}
 			for i := range win {
 				win[i] = in(T-(K-1)+i, c)
 			}
@@ -259,16 +302,11 @@ func kdaRecurrent(ctx context.Context, o, q, k, v, g, beta, s []float32, T, nh, 
 	kdaHeads(ctx, o, q, k, v, g, beta, s, s, T, nh, d, heads.workers(T*nh*d*d))
 }
 
-// kdaStep is one token of kdaRecurrent from state src into dst: the same
-// operations in the same order whether dst is src (in place) or another
-// buffer (a speculative pass keeping the state before the step).
-func kdaStep(o, q, k, v, g, beta, src, dst []float32, nh, d int, heads headSplit) {
-	kdaHeads(context.Background(), o, q, k, v, g, beta, src, dst, 1, nh, d, heads.workers(nh*d*d))
-}
-
 // kdaHeads runs T tokens of the delta rule for every head, on workers
 // goroutines (heads split between them); the state goes from src to dst,
-// which may be the same buffer. With T > 1 src must be dst.
+// which may be the same buffer: the first token reads src and writes dst,
+// the others run in place on dst, with the same operations in the same
+// order either way (a verify pass keeps src, the state before it).
 func kdaHeads(ctx context.Context, o, q, k, v, g, beta, src, dst []float32, T, nh, d, workers int) {
 	parallelHeads(nh, workers, func(h0, h1 int) {
 		delta := make([]float32, d)

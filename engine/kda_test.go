@@ -105,10 +105,10 @@ func TestShortConvCarriesState(t *testing.T) {
 		w[i] = float32(r.NormFloat64())
 	}
 	// All at once vs. token by token with the carried state.
-	whole := shortConv(x, w, make([]float32, P*(K-1)), nil, P, K)
+	whole := shortConv(x, w, make([]float32, P*(K-1)), P, K)
 	state := make([]float32, P*(K-1))
 	for tk := 0; tk < T; tk++ {
-		y := shortConv(x[tk*P:(tk+1)*P], w, state, nil, P, K)
+		y := shortConv(x[tk*P:(tk+1)*P], w, state, P, K)
 		require.Equal(t, whole[tk*P:(tk+1)*P], y, "token %d", tk)
 	}
 	// By hand at t = 1 (window [0,0,x0,x1]): tap K−1 is the current token.
@@ -125,7 +125,7 @@ func TestShortConvCarriesState(t *testing.T) {
 // shortConvByChannel is shortConv as first written, one channel at a
 // time through a sliding window: the reference its parallel, token-major
 // form must match bit for bit.
-func shortConvByChannel(x, w, state, mid []float32, P, K int) []float32 {
+func shortConvByChannel(x, w, state []float32, P, K int) []float32 {
 	T := len(x) / P
 	y := make([]float32, len(x))
 	win := make([]float32, K)
@@ -141,9 +141,6 @@ func shortConvByChannel(x, w, state, mid []float32, P, K int) []float32 {
 			}
 			y[t*P+c] = silu(s)
 			copy(win, win[1:])
-			if t == 0 && mid != nil {
-				copy(mid[c*(K-1):(c+1)*(K-1)], win[:K-1])
-			}
 		}
 		copy(st, win[:K-1])
 	}
@@ -152,8 +149,9 @@ func shortConvByChannel(x, w, state, mid []float32, P, K int) []float32 {
 
 // TestShortConvMatchesByChannel runs a prompt-sized conv (split over the
 // cores) and short ones (1 and 2 tokens, fewer than the window) against
-// the channel-at-a-time reference: outputs, carried state and the
-// speculative pass's mid window, bit for bit.
+// the channel-at-a-time reference: outputs and carried state bit for bit,
+// and the window a verify pass rolls back to after each of its positions
+// (convWindow) is the state the conv of those positions leaves.
 func TestShortConvMatchesByChannel(t *testing.T) {
 	t.Parallel()
 	const P, K = 1536, 4
@@ -171,12 +169,17 @@ func TestShortConvMatchesByChannel(t *testing.T) {
 			x[i] = float32(r.NormFloat64())
 		}
 		stA, stB := slices.Clone(st0), slices.Clone(st0)
-		midA, midB := make([]float32, P*(K-1)), make([]float32, P*(K-1))
-		got := shortConv(x, w, stA, midA, P, K)
-		want := shortConvByChannel(x, w, stB, midB, P, K)
+		got := shortConv(x, w, stA, P, K)
+		want := shortConvByChannel(x, w, stB, P, K)
 		require.Equal(t, want, got, "T=%d outputs", T)
 		require.Equal(t, stB, stA, "T=%d state", T)
-		require.Equal(t, midB, midA, "T=%d mid", T)
+		for n := 0; n <= min(T, 5); n++ {
+			st := slices.Clone(st0)
+			shortConvByChannel(x[:n*P], w, st, P, K)
+			win := make([]float32, P*(K-1))
+			convWindow(win, st0, x[:n*P], P, K)
+			require.Equal(t, st, win, "T=%d: the window after %d positions", T, n)
+		}
 	}
 }
 

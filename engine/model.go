@@ -30,6 +30,9 @@ type Options struct {
 	// NoSpec turns n-gram speculation off (spec.go; DELTAFIN_SPEC=0).
 	// Speculation never changes the tokens, only how many passes they take.
 	NoSpec bool
+	// Draft, when set, drafts for every session (draft.go): its guesses
+	// fill what n-gram speculation does not guess, verified exactly.
+	Draft Draft
 }
 
 // Info describes an opened model.
@@ -48,6 +51,9 @@ type Info struct {
 	// card (temperature 1.0, top_p 0.95), with what generation_config.json
 	// sets of temperature, top_p, top_k and min_p (sample.go).
 	Sampling Sampling
+	// Draft names the drafter every session drafts with (Options.Draft):
+	// "" for n-gram speculation alone.
+	Draft string
 	// SpineBytes is the RAM the whole spine and the globals take loaded
 	// (the int8 copy's size with Options.SpineInt8), pinned or not.
 	SpineBytes int64
@@ -77,6 +83,7 @@ type Model struct {
 	plan        experts.BudgetPlan
 	routerTrace *traceWriter
 	noSpec      bool
+	draft       Draft       // Options.Draft
 	i8          *checkpoint // the int8 spine, or nil
 	heads       headSplit   // attention heads over the cores
 	openStats   OpenStats
@@ -94,7 +101,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
 	if opts.OpenSource == nil {
 		opts.OpenSource = ckpt.OpenFile
 	}
-	m := &Model{backend: opts.Backend, noSpec: opts.NoSpec}
+	m := &Model{backend: opts.Backend, noSpec: opts.NoSpec, draft: opts.Draft}
 	var err error
 	if opts.Stream != nil && opts.Stream.TracePath != "" {
 		if m.routerTrace, err = createTrace(opts.Stream.TracePath); err != nil {
@@ -194,6 +201,7 @@ func (m *Model) load(ctx context.Context, dir string, stream *StreamOptions) err
 		Experts: c.Experts, TopK: c.TopK, Backend: m.backend.Name(), Sampling: m.info.Sampling,
 	}
 	m.info.TokenFLOPs, m.info.HeadFLOPs, m.info.PairFLOPs = c.flops()
+	m.info.Draft = m.draft.Name()
 	layers, globals := m.spineRAMBytes()
 	m.info.SpineBytes = globals
 	for _, b := range layers {
@@ -274,6 +282,7 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 	if trace != nil {
 		trace(-1, partial)
 	}
+	tapAt := s.tapsFor(T)  // layer → the drafter's tap, or nil
 	var blocks [][]float32 // completed block sums, each [T, H]
 	mix := func(res attnResWeights) []float32 { return m.mixRows(blocks, partial, res, 0, T) }
 	x := make([]float32, T*H)
@@ -361,6 +370,9 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		if trace != nil {
 			trace(i, partial)
 		}
+		if tapAt != nil && tapAt[i] >= 0 {
+			tapHidden(s.tapBuf[tapAt[i]], blocks, partial)
+		}
 	}
 
 	// Tail: final AttnRes, norm and lm_head, for the rows asked for.
@@ -374,16 +386,17 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		trace(c.Layers, x[:rows*H])
 	}
 	logits := make([]float32, rows*c.Vocab)
-	if s.verifying && rows == 2 {
-		// The guess's row is only needed when the guess is the token
-		// picked from the first row: a rejected guess skips half of
-		// lm_head.
+	if s.verifying {
+		// A draft's row is only needed when the draft is the token picked
+		// from the row before it: the rows after a rejected draft skip
+		// lm_head (verify.go).
 		V := c.Vocab
-		be.MatMul(logits[:V], w.lmHead, x[:H], 1)
-		if !s.accept(logits[:V], ids[1]) {
-			return logits[:V], nil
+		for t := range rows {
+			be.MatMul(logits[t*V:(t+1)*V], w.lmHead, x[t*H:(t+1)*H], 1)
+			if !s.verifyPick(t, logits[t*V:(t+1)*V]) {
+				return logits[:(t+1)*V], nil
+			}
 		}
-		be.MatMul(logits[V:], w.lmHead, x[H:2*H], 1)
 		return logits, nil
 	}
 	be.MatMul(logits, w.lmHead, x[:rows*H], rows)

@@ -20,11 +20,14 @@ type Session struct {
 	// hist is every token of the conversation, pending ones included: the
 	// text n-gram speculation searches (spec.go).
 	hist      []int
-	verifying bool // the current pass is a speculative one (spec.go)
-	// pickGuess, during a verify pass, picks the token after the pending
-	// one from its row (nil: argmax).
-	pickGuess func(row []float32) int
+	verifying bool        // the current pass is a verify pass (verify.go)
+	vp        *verifyPass // the last verify pass, until the next pass
 	spec      SpecStats
+	// dr drafts beyond n-gram speculation (draft.go), or nil; tapBuf holds
+	// the last pass's hidden states at its taps, [T, H] each.
+	dr     drafter
+	tapBuf [][]float32
+	price  draftPrice // how many tokens to draft per pass (price.go)
 }
 
 // NewSession returns an empty session.
@@ -37,7 +40,26 @@ func (m *Model) NewSession() *Session {
 			s.mla[i] = &mlaCache{}
 		}
 	}
+	if m.draft.src != nil {
+		s.dr = m.draft.src.newDrafter(m)
+	}
+	s.price = newDraftPrice(m)
 	return s
+}
+
+// SetDraft makes d this session's drafter in place of the model's
+// (Options.Draft); the zero Draft drafts with n-gram speculation alone. It
+// must be set before the session's first pass: a drafter observes every
+// position.
+func (s *Session) SetDraft(d Draft) error {
+	if s.Len() > 0 {
+		return fmt.Errorf("a drafter set after the session's first token: %w", ErrDraft)
+	}
+	s.dr = nil
+	if d.src != nil {
+		s.dr = d.src.newDrafter(s.m)
+	}
+	return nil
 }
 
 // Len returns the number of tokens in the conversation, pending ones included.
@@ -80,6 +102,10 @@ func (s *Session) forward(ctx context.Context, ids []int, every bool, trace trac
 	if s.m.cfg.ContextLen > 0 && s.Len()+len(ids) > s.m.cfg.ContextLen {
 		return nil, fmt.Errorf("%w: %d tokens exceed the context of %d", ErrInput, s.Len()+len(ids), s.m.cfg.ContextLen)
 	}
+	if !s.verifying {
+		s.settle()
+		s.vp = nil
+	}
 	n := len(s.pending)
 	run := append(s.pending[:n:n], ids...)
 	s.hist = append(s.hist, ids...)
@@ -93,6 +119,9 @@ func (s *Session) forward(ctx context.Context, ids []int, every bool, trace trac
 	}
 	s.pos += len(run)
 	s.pending = nil
+	if !s.verifying {
+		s.observe(run, 0, len(run))
+	}
 	rows := make([][]float32, len(flat)/V)
 	for i := range rows {
 		rows[i] = flat[i*V : (i+1)*V]

@@ -1,25 +1,16 @@
 package engine
 
 import (
-	"context"
-
 	"github.com/deltafin/deltafin/kernels"
 )
 
-// N-gram speculation: while decoding, the engine guesses the token after the
-// pending one by finding the latest earlier occurrence of the conversation's
-// last few tokens (prompt and output alike) and taking what followed it. The
-// pending token and the guess run in one two-position pass, which pays a
-// layer's fixed costs once (the streamed spine layer is read once, and the
-// union of both positions' experts is acquired once). The first position's
-// logits are exactly a decode step's: the pass runs every product one row at
-// a time (rowByRow), the KDA recurrence step by step and the attention per
-// position, so decoding picks the same token (greedy or sampled: the
-// random number is keyed by the position); when it is the guess,
-// the second position's logits give one more token for free. When it is
-// not, the guess is undone by reference: the KDA and conv states after the
-// first position were written to the state's second buffers (kdaState.mid*)
-// and are swapped back in, and the MLA caches drop their last position.
+// N-gram speculation: while decoding, the engine guesses the tokens after
+// the pending one by finding the latest earlier occurrence of the
+// conversation's last few tokens (prompt and output alike) and taking what
+// followed it (a run continues into its own guesses, so a repeating
+// period is guessed as far as asked). The guesses are verified with the
+// pending token in one pass (verify.go); a model drafter (draft.go) fills
+// what n-gram does not guess, and the pricing (price.go) sets how many.
 
 const (
 	specMaxN = 4 // longest suffix matched
@@ -28,47 +19,104 @@ const (
 	specWindow = 1 << 14
 )
 
-// SpecStats counts a session's speculative passes.
+// SpecStats counts a session's decode passes and drafts.
 type SpecStats struct {
-	Passes   int // two-position passes run
-	Accepted int // of which the guess was the token picked
-	Steps    int // single-token decode passes
+	Passes   int   // verify passes (two positions or more)
+	Steps    int   // single-position decode passes
+	Drafted  int   // tokens drafted and verified
+	Accepted int   // of which kept (each a token without a pass of its own)
+	Bytes    int64 // bytes read from disk during the decode passes (streamed models)
 }
+
+// Sub is s less an earlier reading b.
+func (s SpecStats) Sub(b SpecStats) SpecStats {
+	return SpecStats{Passes: s.Passes - b.Passes, Steps: s.Steps - b.Steps, Drafted: s.Drafted - b.Drafted,
+		Accepted: s.Accepted - b.Accepted, Bytes: s.Bytes - b.Bytes}
+}
+
+// Add is s plus b (the server's totals over its generations).
+func (s SpecStats) Add(b SpecStats) SpecStats {
+	return SpecStats{Passes: s.Passes + b.Passes, Steps: s.Steps + b.Steps, Drafted: s.Drafted + b.Drafted,
+		Accepted: s.Accepted + b.Accepted, Bytes: s.Bytes + b.Bytes}
+}
+
+// TargetPasses is the number of decode passes of the target.
+func (s SpecStats) TargetPasses() int { return s.Passes + s.Steps }
+
+// Tokens is the tokens the decode passes gave: one per pass and the
+// accepted drafts.
+func (s SpecStats) Tokens() int { return s.Passes + s.Steps + s.Accepted }
 
 // TokensPerPass is generated tokens per decode pass (1 without speculation).
 func (s SpecStats) TokensPerPass() float64 {
-	passes := s.Passes + s.Steps
-	if passes == 0 {
+	if s.TargetPasses() == 0 {
 		return 0
 	}
-	return float64(passes+s.Accepted) / float64(passes)
+	return float64(s.Tokens()) / float64(s.TargetPasses())
 }
 
-// AcceptRate is the share of speculative passes whose guess was accepted.
+// AcceptRate is the share of drafted tokens accepted.
 func (s SpecStats) AcceptRate() float64 {
-	if s.Passes == 0 {
+	if s.Drafted == 0 {
 		return 0
 	}
-	return float64(s.Accepted) / float64(s.Passes)
+	return float64(s.Accepted) / float64(s.Drafted)
+}
+
+// BytesPerToken is the bytes read from disk per token the decode passes
+// gave (per accepted token: the target's own and the kept drafts).
+func (s SpecStats) BytesPerToken() float64 {
+	if s.Tokens() == 0 {
+		return 0
+	}
+	return float64(s.Bytes) / float64(s.Tokens())
 }
 
 // SpecStats returns the session's speculation counters.
 func (s *Session) SpecStats() SpecStats { return s.spec }
 
+// ngram guesses up to k tokens after the history: what followed the latest
+// earlier occurrence of its longest suffix of specMaxN..specMinN tokens,
+// read on through the guesses themselves past the history's end.
+func ngram(hist []int, k int) []int {
+	j := ngramAt(hist)
+	if j < 0 || k < 1 {
+		return nil
+	}
+	out := []int{hist[j]}
+	for i := 1; i < k; i++ {
+		if p := j + i; p < len(hist) {
+			out = append(out, hist[p])
+		} else {
+			out = append(out, out[p-len(hist)])
+		}
+	}
+	return out
+}
+
 // draft guesses the token after the history: what followed the latest
 // earlier occurrence of its longest suffix of specMaxN..specMinN tokens.
 func draft(hist []int) (int, bool) {
+	if j := ngramAt(hist); j >= 0 {
+		return hist[j], true
+	}
+	return 0, false
+}
+
+// ngramAt is the index of the token that follows the latest earlier
+// occurrence of the history's longest matched suffix, or −1.
+func ngramAt(hist []int) int {
 	lo := max(0, len(hist)-specWindow)
 	for n := min(specMaxN, len(hist)-1); n >= specMinN; n-- {
 		suf := hist[len(hist)-n:]
 		// j is the end of an earlier occurrence; hist[j] follows it.
 		for j := len(hist) - 1; j-n >= lo; j-- {
 			if equalInts(hist[j-n:j], suf) {
-				return hist[j], true
+				return j
 			}
 		}
 	}
-	return 0, false
+	return -1
 }
 
 func equalInts(a, b []int) bool {
@@ -78,44 +126,6 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
-}
-
-// verify runs the pending token and guess in one pass and returns the
-// first position's logits and, when the guess is the token pick chooses
-// from them (argmax when pick is nil), the second's; the caller keeps the
-// guess or calls rewind.
-func (s *Session) verify(ctx context.Context, guess int, pick func(row []float32) int) ([][]float32, error) {
-	tok := s.pending[0]
-	s.pending = nil
-	s.hist = s.hist[:len(s.hist)-1] // forward appends it again
-	s.verifying, s.pickGuess = true, pick
-	defer func() { s.verifying, s.pickGuess = false, nil }()
-	return s.forward(ctx, []int{tok, guess}, true, nil)
-}
-
-// accept reports whether guess is the token picked from row, the first
-// row of a verify pass.
-func (s *Session) accept(row []float32, guess int) bool {
-	if s.pickGuess == nil {
-		return argmax(row) == guess
-	}
-	return s.pickGuess(row) == guess
-}
-
-// rewind undoes the last position of a verify pass.
-func (s *Session) rewind() {
-	c := s.m.cfg
-	for i := range s.kda {
-		if s.kda[i] != nil {
-			s.kda[i].rewind()
-		}
-		if mc := s.mla[i]; mc != nil {
-			mc.k = mc.k[:(s.pos-1)*c.Heads*(c.NoPE+c.RoPE)]
-			mc.v = mc.v[:(s.pos-1)*c.Heads*c.VHead]
-		}
-	}
-	s.pos--
-	s.hist = s.hist[:len(s.hist)-1]
 }
 
 // rowByRow computes a batch one row at a time with the single-row kernels,

@@ -125,9 +125,11 @@ func TestSpeculationKeepsTheTokens(t *testing.T) {
 	}
 }
 
-// TestVerifyAcceptsAndRewinds drives the two-position pass directly: a
-// correct guess yields the next two greedy tokens, a wrong one is rewound,
-// and decoding afterwards still gives the plain greedy tokens bit for bit.
+// TestVerifyAcceptsAndRewinds drives verify passes of up to 6 positions
+// directly: drafts right up to a wrong one give the next greedy rows bit
+// for bit and stop there, keep rolls the KDA and MLA state back to the
+// kept positions, and decoding afterwards gives the plain greedy tokens bit
+// for bit, on both fixtures.
 func TestVerifyAcceptsAndRewinds(t *testing.T) {
 	t.Parallel()
 	for _, dir := range []string{filepath.Join("..", "testdata", "k3-tiny"), filepath.Join("..", "testdata", "kimi-linear-tiny", "hf")} {
@@ -138,33 +140,42 @@ func TestVerifyAcceptsAndRewinds(t *testing.T) {
 			prompt := []int{3, 14, 15, 92, 65, 35}
 			var greedy []int
 			var rows [][]float32
-			_, err = m.NewSession().Generate(t.Context(), prompt, GenerateOptions{MaxNew: 12,
+			_, err = m.NewSession().Generate(t.Context(), prompt, GenerateOptions{MaxNew: 24,
 				Logits: func(r []float32) error { rows = append(rows, append([]float32(nil), r...)); return nil }}, collect(&greedy))
 			require.NoError(t, err)
 			steps := rows[len(prompt)-1:] // steps[i] chose greedy[i]
-
-			s := m.NewSession()
-			_, err = s.Generate(t.Context(), prompt, GenerateOptions{MaxNew: 1}, collect(new([]int)))
-			require.NoError(t, err) // greedy[0] is pending
-			wrong := (greedy[1] + 1) % m.Info().VocabSize
-			got, err := s.verify(t.Context(), wrong, nil)
-			require.NoError(t, err)
-			require.Equal(t, steps[1], got[0], "the first position is a decode step, bit for bit")
-			s.rewind()
-			require.Equal(t, len(prompt)+1, s.Len())
-			// The rewound session decodes on as if the guess never ran.
-			s.pending = append(s.pending, greedy[1])
-			s.hist = append(s.hist, greedy[1])
-			got, err = s.verify(t.Context(), greedy[2], nil)
-			require.NoError(t, err)
-			require.Equal(t, steps[2], got[0])
-			require.Equal(t, steps[3], got[1], "an accepted guess's row is the next decode step")
-			s.pending = append(s.pending, greedy[3])
-			s.hist = append(s.hist, greedy[3])
-			var rest []int
-			_, err = s.Generate(t.Context(), nil, GenerateOptions{MaxNew: 7}, collect(&rest))
-			require.NoError(t, err)
-			require.Equal(t, greedy[4:11], rest)
+			V := m.Info().VocabSize
+			for _, tc := range []struct{ k, wrong int }{{1, 0}, {1, -1}, {3, 0}, {3, 1}, {3, -1}, {5, 2}, {5, 4}, {5, -1}} {
+				s := m.NewSession()
+				_, err = s.Generate(t.Context(), prompt, GenerateOptions{MaxNew: 1}, collect(new([]int)))
+				require.NoError(t, err) // greedy[0] is pending
+				drafts := append([]int(nil), greedy[1:1+tc.k]...)
+				if tc.wrong >= 0 {
+					drafts[tc.wrong] = (drafts[tc.wrong] + 1) % V
+				}
+				got, picks, err := s.verify(t.Context(), drafts, nil)
+				require.NoError(t, err)
+				kept := tc.k
+				if tc.wrong >= 0 {
+					kept = tc.wrong
+				}
+				require.Len(t, got, kept+1, "%+v: rows up to the first wrong draft", tc)
+				for j := range got {
+					require.Equal(t, steps[j+1], got[j], "%+v: row %d is a decode step, bit for bit", tc, j)
+					require.Equal(t, greedy[j+1], picks[j])
+				}
+				require.Equal(t, len(prompt)+1+tc.k, s.Len(), "every position ran")
+				s.keep(kept + 1)
+				require.Equal(t, len(prompt)+1+kept, s.Len())
+				// The rolled back session decodes on as if the wrong
+				// drafts never ran.
+				var rest []int
+				s.pending = append(s.pending, picks[kept])
+				s.hist = append(s.hist, picks[kept])
+				_, err = s.Generate(t.Context(), nil, GenerateOptions{MaxNew: 6}, collect(&rest))
+				require.NoError(t, err)
+				require.Equal(t, greedy[kept+2:kept+8], rest, "%+v", tc)
+			}
 		})
 	}
 }

@@ -272,6 +272,9 @@ func (s *Server) generate(ctx context.Context, t *ticket, j *job, emit func(int)
 		t.token()
 		return emit(tok)
 	})
+	s.specMu.Lock()
+	s.spec = s.spec.Add(res.Spec)
+	s.specMu.Unlock()
 	if err != nil || ctx.Err() != nil {
 		return res, reused, err
 	}

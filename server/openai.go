@@ -315,6 +315,18 @@ type CompletionChoice struct {
 	Logprobs     *struct{} `json:"logprobs"`
 }
 
+// Drafting is /health's count of the engine's decode passes and drafts
+// over every generation since the server started.
+type Drafting struct {
+	// Draft names the drafter beside n-gram speculation ("" for none).
+	Draft         string  `json:"draft,omitempty"`
+	TargetPasses  int     `json:"target_passes"`
+	VerifyPasses  int     `json:"verify_passes"`
+	Drafted       int     `json:"drafted_tokens"`
+	Accepted      int     `json:"accepted_tokens"`
+	BytesPerToken float64 `json:"bytes_per_token"`
+}
+
 // Health is the body of GET /health.
 type Health struct {
 	Status string `json:"status"`
@@ -325,6 +337,9 @@ type Health struct {
 	Queued      int    `json:"queued"`
 	// Queue is what runs and what waits, with progress and ETAs.
 	Queue QueueStatus `json:"queue"`
+	// Drafting is the decode passes since start: the target's passes, the
+	// tokens drafted and accepted, and the bytes read per token.
+	Drafting Drafting `json:"drafting"`
 	// StoreRecovered is set when the job store's file was found damaged
 	// at start: where it went and what was saved from it.
 	StoreRecovered *store.Recovery `json:"store_recovered,omitempty"`

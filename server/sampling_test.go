@@ -170,3 +170,31 @@ func TestSampledChatAndResponses(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, *r.Seed, *decodeResponse(t, got).Seed)
 }
+
+// TestHealthCountsDrafting: /health totals the generations' decode
+// passes: every token after a completion's first comes from a target pass
+// or an accepted draft, and n-gram guesses are drafted and verified (the
+// prompt 7,0, 7,1, …, 7,1023, 7 holds every pair after 7, so the first
+// answer token's guess is there at once).
+func TestHealthCountsDrafting(t *testing.T) {
+	t.Parallel()
+	s, base := startServer(t, func(o *Options) { o.MemoEntries = 0 })
+	var prompt []int
+	for v := range 1024 {
+		prompt = append(prompt, 7, v)
+	}
+	prompt = append(prompt, 7)
+	for seed := range 3 {
+		completeSampled(t, base, prompt, 16, fmt.Sprintf(`,"seed":%d`, seed))
+	}
+	code, body := get(t, base+"/health")
+	require.Equal(t, http.StatusOK, code)
+	var h Health
+	require.NoError(t, json.Unmarshal(body, &h))
+	d := h.Drafting
+	require.Equal(t, int64(3), s.generations.Load())
+	require.Equal(t, 3*15, d.TargetPasses+d.Accepted, "%+v: 15 tokens of each answer from decode passes", d)
+	require.Positive(t, d.VerifyPasses, "%+v", d)
+	require.LessOrEqual(t, d.Accepted, d.Drafted)
+	require.Zero(t, d.BytesPerToken, "k3-tiny in RAM reads nothing per token")
+}

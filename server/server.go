@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/store"
 	"github.com/deltafin/deltafin/tokenizer"
 	"github.com/labstack/echo/v4"
@@ -142,6 +144,10 @@ type Server struct {
 	throttle *keyThrottle
 	// started is set by the one Start a Server gets (host.go).
 	started atomic.Bool
+
+	// spec totals the generations' decode passes and drafts (/health).
+	specMu sync.Mutex
+	spec   engine.SpecStats
 }
 
 func newServer(opts Options, meta modelMeta) (*Server, error) {
@@ -329,6 +335,14 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 func (s *Server) health(c echo.Context) error {
 	qs := s.queue.status()
 	h := Health{Status: "ok", Model: s.meta.id, Description: s.meta.desc, Busy: qs.Running != nil, Queued: len(qs.Queued), Queue: qs}
+	s.specMu.Lock()
+	sp := s.spec
+	s.specMu.Unlock()
+	h.Drafting = Drafting{TargetPasses: sp.TargetPasses(), VerifyPasses: sp.Passes, Drafted: sp.Drafted, Accepted: sp.Accepted,
+		BytesPerToken: math.Round(sp.BytesPerToken())}
+	if s.model != nil {
+		h.Drafting.Draft = s.model.Info().Draft
+	}
 	if s.store != nil {
 		h.StoreRecovered = s.store.Recovered()
 	}

@@ -39,7 +39,8 @@ func TestModelsAndHealth(t *testing.T) {
 	code, body = get(t, base+"/health")
 	require.Equal(t, http.StatusOK, code)
 	require.JSONEq(t, `{"status":"ok","model":"`+tinyID+`","busy":false,"queued":0,"queue":{"running":null,"queued":[],"depth":32,
-		"prefill_tokens_per_second":0,"decode_tokens_per_second":0,"generated_tokens":0}}`, string(body))
+		"prefill_tokens_per_second":0,"decode_tokens_per_second":0,"generated_tokens":0},
+		"drafting":{"target_passes":0,"verify_passes":0,"drafted_tokens":0,"accepted_tokens":0,"bytes_per_token":0}}`, string(body))
 
 	code, body = get(t, base+"/v1/embeddings")
 	require.Equal(t, http.StatusNotFound, code)
