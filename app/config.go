@@ -40,6 +40,16 @@ type Config struct {
 	Revision   string
 	// Jobs is the number of parallel range requests (--jobs).
 	Jobs int
+	// DrafterRepo and DrafterRevision are the drafter's hub repository
+	// (setup --drafter; drafter.go). Drafter picks the drafter run, serve
+	// and the app draft with: "auto" (the installed one, when there is
+	// one and it fits the model; the default), "off", or a directory.
+	// DELTAFIN_DRAFTER sets it.
+	DrafterRepo, DrafterRevision string
+	Drafter                      string
+	// mirrorsDrafter: this copy of the config mirrors the drafter's
+	// repository (drafterHub), into drafterDir.
+	mirrorsDrafter bool
 	// KeepFreeGB is the free disk, in GB, every download leaves (setup and
 	// fetch-experts --keep-free, and the menu's downloads); 0: a tenth of
 	// the model's full size, 1 to 100 GB (downloader.HeadroomFor).
@@ -155,6 +165,10 @@ func DefaultConfig(getenv Getenv) Config {
 		}
 	}
 	hubFromEnv(getenv, &c)
+	c.DrafterRepo, c.DrafterRevision, c.Drafter = DefaultDrafterRepo, DefaultDrafterRevision, "auto"
+	if v := getenv("DELTAFIN_DRAFTER"); v != "" {
+		c.Drafter = v
+	}
 	c.Server = ServerConfig{Host: "127.0.0.1", Port: 8000, Queue: 32, MemoEntries: 32, APIKey: getenv("DELTAFIN_API_KEY")}
 	if v := getenv("DELTAFIN_HOST"); v != "" {
 		c.Server.Host, c.Server.AddrGiven = v, true

@@ -99,6 +99,9 @@ func openMirror(ctx context.Context, cfg Config, opts downloader.Options) (*down
 	}
 	cfg.Revision, hub.Revision = rev, rev
 	opts.HubOptions, opts.Dir, opts.Jobs = hub, cfg.ModelDir(), cfg.Jobs
+	if cfg.mirrorsDrafter {
+		opts.Dir = cfg.drafterDir()
+	}
 	opts.AllowUnverified = cfg.AllowUnverified
 	if opts.Disagreement == nil {
 		// No command's log reaches here (setup, the menu's downloads):

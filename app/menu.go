@@ -18,6 +18,7 @@ const (
 	ItemDownloadFull
 	ItemPause
 	ItemUpgrade
+	ItemDrafter
 	ItemWarm
 	ItemOpenWeb
 	ItemCopyAddress
@@ -37,6 +38,8 @@ const (
 	LabelPause          = "Pause download"
 	LabelResume         = "Resume download"
 	LabelUpgrade        = "Upgrade to full install"
+	LabelDrafter        = "Download the drafter (6 GB)…"
+	LabelDrafterReady   = "Drafter installed"
 	LabelWarm           = "Warm experts overnight"
 	LabelOpenWeb        = "Open Deltafin…"
 	LabelCopyAddress    = "Copy API address"
@@ -173,6 +176,10 @@ type State struct {
 	// What this build wires in: entries that need a missing part are
 	// disabled.
 	CanDownload, CanWarm, CanServe bool
+	// The drafter (drafter.go): installed, or downloading with its
+	// progress; CanDraft when the build wires its installer in.
+	DrafterInstalled, DrafterDownloading, CanDraft bool
+	Drafter                                        Progress
 }
 
 // BuildMenu renders the state into the menu. It has no side effects.
@@ -186,7 +193,9 @@ func BuildMenu(s State) Menu {
 		{ID: ItemDownloadStream, Label: LabelDownloadStream, Enabled: canStart, Visible: nothing},
 		{ID: ItemDownloadFull, Label: LabelDownloadFull, Enabled: canStart, Visible: nothing},
 		{ID: ItemPause, Label: LabelPause, Enabled: s.Pending != 0 && s.CanDownload, Visible: s.Pending != 0},
-		{ID: ItemUpgrade, Label: LabelUpgrade, Enabled: upgrade && s.CanDownload, Visible: upgrade, SeparatorAfter: true},
+		{ID: ItemUpgrade, Label: LabelUpgrade, Enabled: upgrade && s.CanDownload, Visible: upgrade},
+		{ID: ItemDrafter, Label: drafterLabel(s), Enabled: s.CanDraft && !s.DrafterInstalled && !s.DrafterDownloading,
+			Visible: s.CanDraft, SeparatorAfter: true},
 		{ID: ItemWarm, Label: LabelWarm, Checkbox: true, Checked: s.WarmEnabled,
 			Enabled: s.WarmEnabled || (s.Install.Mode == InstallStream && s.CanWarm), Visible: true, SeparatorAfter: true},
 		{ID: ItemOpenWeb, Label: LabelOpenWeb, Enabled: s.ServerAddr != "", Visible: true},
@@ -215,6 +224,17 @@ func BuildMenu(s State) Menu {
 		m.Title = "answering…"
 	}
 	return m
+}
+
+// drafterLabel is the drafter's entry: what a click does, or its progress.
+func drafterLabel(s State) string {
+	switch {
+	case s.DrafterInstalled:
+		return LabelDrafterReady
+	case s.DrafterDownloading:
+		return fmt.Sprintf("Downloading the drafter %d%%", percent(s.Drafter.Fraction()))
+	}
+	return LabelDrafter
 }
 
 func statusLine(s State) string {

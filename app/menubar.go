@@ -56,6 +56,7 @@ func New(cfg Config, deps Deps, log *slog.Logger) *App {
 	a.st.CanDownload = deps.Downloader != nil
 	a.st.CanWarm = deps.Warmer != nil && deps.Idle != nil && deps.Power != nil
 	a.st.CanServe = deps.Server != nil
+	a.st.CanDraft = deps.Drafter != nil
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	if r, ok := deps.Server.(GenerationReporter); ok {
 		r.ReportGenerations(a.Busy, a.AnswerFinished)
@@ -98,6 +99,13 @@ func (a *App) Start(ctx context.Context) error {
 			s.Pending, s.Upgrade = 0, false
 		}
 	})
+	if a.deps.Drafter != nil {
+		ok, err := a.deps.Drafter.DrafterInstalled()
+		if err != nil {
+			a.problem(subInstall, "Drafter unreadable", err)
+		}
+		a.update(func(s *State) { s.DrafterInstalled = ok })
+	}
 	if a.deps.Login != nil {
 		on, err := a.deps.Login.Enabled()
 		if err != nil {
@@ -185,6 +193,8 @@ func (a *App) Click(id ItemID) {
 		a.confirmDownload(ModeFull)
 	case ItemUpgrade:
 		a.startDownload(ModeFull, true)
+	case ItemDrafter:
+		a.startDrafterDownload()
 	case ItemPause:
 		a.togglePause()
 	case ItemWarm:

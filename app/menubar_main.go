@@ -29,6 +29,7 @@ func MenuBarDeps(cfg Config, demo fs.FS, log *slog.Logger) (Deps, error) {
 	}
 	mi := newMirrorInstall(cfg)
 	d.Downloader, d.Warmer = mi, mi
+	d.Drafter = &drafterInstall{cfg: cfg}
 	d.Server = &apiServer{cfg: cfg, mi: mi, demo: demo, log: log}
 	return d, nil
 }

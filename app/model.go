@@ -51,7 +51,9 @@ type Model struct {
 	// Approximate is set when the weights are not the published ones (the
 	// int8 spine): callers say so wherever the output is shown.
 	Approximate string
-	drives      []*drives.Drive // the expert drives it reads from (drives.go)
+	// Drafter names the drafter the model drafts with ("" for none).
+	Drafter string
+	drives  []*drives.Drive // the expert drives it reads from (drives.go)
 	// folderMirror is the mirror OpenModel opened for a --model folder
 	// that a mirror wrote (folder.go); closed with the model.
 	folderMirror *downloader.Mirror
@@ -133,6 +135,17 @@ func OpenModel(ctx context.Context, cfg Config, ref ModelRef) (*Model, error) {
 	if cfg.Spine == "int8" {
 		eo.SpineInt8 = engine.SpineInt8Dir(ref.Dir)
 		m.Approximate = fmt.Sprintf("spine: int8 copy in %s (approximate: NOT the exact K3 output)", eo.SpineInt8)
+	}
+	// The model drafter drafts beside n-gram (--draft ngram, the default);
+	// --draft off and the oracle leave it out.
+	if draft.Kind == "ngram" {
+		if eo.Draft, err = withDrafter(ctx, cfg, draft, ref.Dir, backend, log); err != nil {
+			if m.folderMirror != nil {
+				m.folderMirror.Close()
+			}
+			return nil, err
+		}
+		m.Drafter = eo.Draft.String()
 	}
 	if m.Model, err = engine.Open(ctx, ref.Dir, eo); err != nil {
 		for _, d := range m.drives {

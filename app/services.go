@@ -100,15 +100,26 @@ type KeepAwake func(ctx context.Context, reason string) (release func(), err err
 // disables the menu entries that need it.
 type Deps struct {
 	Downloader Downloader
-	Warmer     Warmer
-	Server     Server
-	Notifier   Notifier
-	Idle       IdleSource
-	Power      PowerSource
-	Login      LoginItem
-	Desktop    Desktop
-	KeepAwake  KeepAwake
+	// Drafter installs the drafter (the menu's "Download the drafter").
+	Drafter   DrafterInstaller
+	Warmer    Warmer
+	Server    Server
+	Notifier  Notifier
+	Idle      IdleSource
+	Power     PowerSource
+	Login     LoginItem
+	Desktop   Desktop
+	KeepAwake KeepAwake
 	// Serving, when set, is told the server's base URL each time it starts
 	// (the instance lock records it for a second instance's message).
 	Serving func(baseURL string)
+}
+
+// DrafterInstaller is the drafter's install (drafter.go) as the menu sees it.
+type DrafterInstaller interface {
+	// DrafterInstalled reports whether a complete drafter is recorded.
+	DrafterInstalled() (bool, error)
+	// InstallDrafter downloads it whole (resumable, verified), calling
+	// progress as bytes arrive.
+	InstallDrafter(ctx context.Context, progress func(Progress)) error
 }

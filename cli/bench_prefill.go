@@ -62,6 +62,9 @@ func parseLengths(s string) ([]int, error) {
 // benchPrefill opens the model as `deltafin run` does (app.OpenModel) and
 // prints bench.Prefill's report as a table or as JSON.
 func benchPrefill(ctx context.Context, cfg app.Config, w, stderr io.Writer, o BenchPrefillOptions) error {
+	// A prompt's pass drafts nothing: the drafter's RAM would only shrink
+	// the plan being measured.
+	cfg.Drafter = "off"
 	logger := app.NewLogger(cfg, stderr)
 	defer logger.Close()
 	m, err := app.OpenModel(ctx, cfg, app.ModelRef{Dir: o.Model, Log: logger.Logger})

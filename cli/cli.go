@@ -134,11 +134,12 @@ func addRAMFlag(fs *flag.FlagSet, cfg *app.Config) {
 }
 
 // addModelFlags binds the flags of the commands that generate (run, serve):
-// --ram-gb, --trace and --spine.
+// --ram-gb, --trace, --spine and --drafter.
 func addModelFlags(fs *flag.FlagSet, cfg *app.Config) {
 	addRAMFlag(fs, cfg)
 	fs.StringVar(&cfg.Trace, "trace", cfg.Trace, "write the router's expert choices to this file (JSON lines)")
 	fs.StringVar(&cfg.Spine, "spine", cfg.Spine, "spine weights: bf16 (exact) or int8 (the convert-spine-int8 copy: half the bytes, NOT exact)")
+	fs.StringVar(&cfg.Drafter, "drafter", cfg.Drafter, "draft with: auto (the drafter setup --drafter installed, when it fits the model), off, or a drafter directory; the tokens are the model's either way")
 	fs.StringVar(&cfg.Draft, "draft", cfg.Draft, "drafting, verified exactly (the tokens never change): ngram (default), off, or oracle:R (run only: the target's own answer, decoded first, each token wrong with probability 1-R)")
 	addUnverifiedFlag(fs, cfg)
 }

@@ -29,11 +29,21 @@ func Setup(ctx context.Context, c *Call) error {
 	dryRun := fs.Bool("dry-run", false, "print each mode's totals and what is present, download nothing")
 	keepFree := keepFreeFlag(fs)
 	repair := fs.Bool("repair", false, "re-verify everything present (hash complete files, fetch shard headers again) and fetch again what fails; keeps the install's mode unless one is given")
+	drafter := fs.Bool("drafter", false, "download the drafter (--drafter-repo) that run, serve and the app draft with, instead of the model")
+	fs.StringVar(&cfg.DrafterRepo, "drafter-repo", cfg.DrafterRepo, "the drafter's hub repository owner/name")
+	fs.StringVar(&cfg.DrafterRevision, "drafter-revision", cfg.DrafterRevision, "the drafter's revision (commit, branch or tag)")
 	if err := c.parse(fs, c.Args); err != nil {
 		return err
 	}
 	if err := checkKeepFree(fs, *keepFree); err != nil {
 		return err
+	}
+	if *drafter {
+		if *stream || *full || *auto || *dryRun {
+			fmt.Fprintln(fs.Output(), "--drafter installs the whole drafter: leave out --stream, --full, --auto and --dry-run")
+			return errUsage
+		}
+		return setupDrafter(ctx, *cfg, SetupOptions{Repair: *repair, Headroom: headroomGB(*keepFree)}, c.Stdout)
 	}
 	opts := SetupOptions{Mode: downloader.Auto, DryRun: *dryRun, Repair: *repair, Headroom: headroomGB(*keepFree)}
 	if opts.Repair && opts.DryRun {
@@ -212,6 +222,23 @@ func setupModel(ctx context.Context, cfg app.Config, opts SetupOptions, out io.W
 		return err
 	}
 	return printStreamStatus(m, p, out)
+}
+
+// setupDrafter installs the drafter whole, verified, and records it for
+// run, serve and the app (app.InstallDrafter).
+func setupDrafter(ctx context.Context, cfg app.Config, opts SetupOptions, out io.Writer) error {
+	if opts.Headroom > 0 {
+		cfg.KeepFreeGB = float64(opts.Headroom) / 1e9
+	}
+	ui := newProgressUI(out)
+	fmt.Fprintf(out, "drafter %s@%s\n", cfg.DrafterRepo, cfg.DrafterRevision)
+	dir, err := app.InstallDrafter(ctx, cfg, downloader.Options{ChunkSize: opts.ChunkSize, Progress: ui.event, Repair: opts.Repair})
+	ui.finish(err)
+	if err != nil {
+		return interrupted("setup --drafter", err)
+	}
+	fmt.Fprintf(out, "drafter installed and verified in %s; run, serve and the app draft with it (DELTAFIN_DRAFTER=off turns it off)\n", dir)
+	return nil
 }
 
 // freeDisk is the free space of the filesystem that holds (or will hold)

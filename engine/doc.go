@@ -39,6 +39,10 @@
 //	               observe), what it proposes; Draft, Options.Draft
 //	oracle.go      the oracle drafter (--draft oracle:R) and ParseDraft
 //	price.go       how many tokens to draft per pass, priced in bytes read
+//	drafter.go     the EAGLE-3 MLA drafter's config, checkpoint and weights
+//	               (docs/DRAFTER.md); drafter_rope.go its YaRN rotary,
+//	               drafter_attn.go its latent attention and cache,
+//	               drafter_step.go its rows, observe and propose
 //	budget.go      Model.SetCacheBudget: the expert cache shrunk while running
 //	               (the RAM plan itself is experts.PlanBudget)
 //	sample.go      temperature, top_k, top_p, min_p on float64 probabilities;

@@ -80,3 +80,12 @@ func (d Draft) Name() string {
 	}
 	return d.src.name()
 }
+
+// String describes the drafter for logs: its name, or what a model
+// drafter is and the RAM it takes ("" for none).
+func (d Draft) String() string {
+	if s, ok := d.src.(interface{ describe() string }); ok {
+		return s.describe()
+	}
+	return d.Name()
+}

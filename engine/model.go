@@ -371,7 +371,7 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 			trace(i, partial)
 		}
 		if tapAt != nil && tapAt[i] >= 0 {
-			tapHidden(s.tapBuf[tapAt[i]], blocks, partial)
+			tapHidden(s.tapBuf[tapAt[i]], s.tapBlocks(blocks), partial)
 		}
 	}
 

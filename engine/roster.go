@@ -173,6 +173,22 @@ func (c *config) eachTensor(yield func(tensorSpec) bool) {
 	}
 }
 
+// check is the first way the checkpoint's tensor s.name differs from s:
+// missing, then its dtype, then its shape.
+func (ck *checkpoint) check(s tensorSpec) error {
+	r := ck.tensors[s.name]
+	if r == nil {
+		return ck.missing(s.name)
+	}
+	if !s.class.allows(r.t.DType) {
+		return r.errorf("dtype %s, want %s", r.t.DType, s.class)
+	}
+	if !slices.Equal(r.t.Shape, s.shape) {
+		return r.errorf("shape %v, want %v", r.t.Shape, s.shape)
+	}
+	return nil
+}
+
 // validate checks the checkpoint against the config and returns the first
 // violation: a missing, mis-typed or mis-shaped tensor in roster order, then
 // an unexpected tensor (by name), then an MXFP4 expert whose six tensors are
@@ -181,15 +197,8 @@ func (c *config) eachTensor(yield func(tensorSpec) bool) {
 func (ck *checkpoint) validate(c *config) error {
 	found := 0 // the roster's names are distinct: count instead of keeping a set
 	for s := range c.roster() {
-		r := ck.tensors[s.name]
-		if r == nil {
-			return ck.missing(s.name)
-		}
-		if !s.class.allows(r.t.DType) {
-			return r.errorf("dtype %s, want %s", r.t.DType, s.class)
-		}
-		if !slices.Equal(r.t.Shape, s.shape) {
-			return r.errorf("shape %v, want %v", r.t.Shape, s.shape)
+		if err := ck.check(s); err != nil {
+			return err
 		}
 		found++
 	}

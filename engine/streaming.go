@@ -127,9 +127,13 @@ func (m *Model) planStreaming(o *StreamOptions) (experts.BudgetPlan, error) {
 		span = ckpt.ExpertSpanSize(c.MoEIntermediate, c.ExpertDim())
 	}
 	working := int64(2*experts.MaxTopK+32) * (directio.AlignUp(span) + directio.Align)
+	var draft int64
+	if r, ok := m.draft.src.(interface{ residentBytes() int64 }); ok {
+		draft = r.residentBytes()
+	}
 	return experts.PlanBudget(experts.BudgetInput{
 		TotalRAM: o.TotalRAM, AvailableRAM: o.AvailableRAM, OverrideRAM: o.OverrideRAM,
-		GlobalBytes: globals, LayerBytes: layers, WorkingBytes: working,
+		GlobalBytes: globals, LayerBytes: layers, WorkingBytes: working, DraftBytes: draft,
 		SpanBytes: span, MoELayers: moe, ExpertsPerLayer: c.Experts, TopK: c.TopK,
 	})
 }

@@ -36,7 +36,10 @@ type BudgetInput struct {
 	LayerBytes []int64
 	// WorkingBytes is what the engine needs besides weights: the store's
 	// in-flight and prefetch buffers, session caches, activations.
-	WorkingBytes    int64
+	WorkingBytes int64
+	// DraftBytes are a drafter's weights, resident beside the target's for
+	// the model's life: taken before any spine is pinned.
+	DraftBytes      int64
 	SpanBytes       int64 // one routed expert (K3: checkpoint.ExpertSpanBytes)
 	MoELayers       int   // layers with routed experts (K3: 92)
 	ExpertsPerLayer int   // K3: 896
@@ -54,7 +57,8 @@ type BudgetPlan struct {
 	// physical RAM (max(10 GiB, 18%)) the OS itself needs.
 	Reserve int64 `json:"reserve"`
 	Working int64 `json:"working"` // the engine's working set beside the weights
-	Usable  int64 `json:"usable"`  // RAM − reserve − working set: for weights and the expert cache
+	Draft   int64 `json:"draft"`   // a drafter's resident weights (BudgetInput.DraftBytes)
+	Usable  int64 `json:"usable"`  // RAM − reserve − working set − drafter: for weights and the expert cache
 	// GlobalsPinned says the embedding, lm_head and the final norms stay in
 	// RAM; they are pinned before any layer because every token reads them.
 	GlobalsPinned bool  `json:"globals_pinned"`
@@ -102,7 +106,7 @@ func Headroom(available int64) int64 { return max(gib, available/8) }
 // there is to go on when availability is unknown). With --ram-gb the plan
 // is that many bytes for Deltafin in all, working set included.
 func PlanBudget(in BudgetInput) (BudgetPlan, error) {
-	p := BudgetPlan{RAM: in.TotalRAM, Working: in.WorkingBytes}
+	p := BudgetPlan{RAM: in.TotalRAM, Working: in.WorkingBytes, Draft: in.DraftBytes}
 	var free int64
 	switch {
 	case in.OverrideRAM > 0:
@@ -117,14 +121,17 @@ func PlanBudget(in BudgetInput) (BudgetPlan, error) {
 			free = p.RAM - p.Reserve
 		}
 	}
-	p.Usable = free - in.WorkingBytes
+	p.Usable = free - in.WorkingBytes - in.DraftBytes
 	if p.Usable < 0 {
 		what := fmt.Sprintf("%s of RAM leaves %s after the %s kept free", fmtBytes(p.RAM), fmtBytes(max(free, 0)), fmtBytes(p.Reserve))
 		if in.OverrideRAM > 0 {
 			what = fmt.Sprintf("--ram-gb %s", fmtBytes(p.RAM))
 		}
-		return p, fmt.Errorf("%w: %s, and the engine's working set needs %s",
-			ErrBudget, what, fmtBytes(in.WorkingBytes))
+		need := fmt.Sprintf("the engine's working set needs %s", fmtBytes(in.WorkingBytes))
+		if in.DraftBytes > 0 {
+			need += fmt.Sprintf(" and the drafter %s", fmtBytes(in.DraftBytes))
+		}
+		return p, fmt.Errorf("%w: %s, and %s", ErrBudget, what, need)
 	}
 	left := p.Usable
 	// ring(i) is the streamed spine's two buffers when layers i.. stream.
@@ -200,6 +207,9 @@ func (p BudgetPlan) String() string {
 	}
 	fmt.Fprintf(&b, "  spine: head %s, layers %s pinned (%s); %s streamed per token through %s of layer buffers\n",
 		globals, layers, fmtBytes(p.PinnedBytes), fmtBytes(p.StreamedSpineBytes), fmtBytes(p.RingBytes))
+	if p.Draft > 0 {
+		fmt.Fprintf(&b, "  drafter: %s resident\n", fmtBytes(p.Draft))
+	}
 	fmt.Fprintf(&b, "  expert cache: %s (%d experts)\n", fmtBytes(p.CacheBytes), p.CacheExperts)
 	fmt.Fprintf(&b, "  expected from disk per token: %s (%s of experts)", fmtBytes(p.DiskBytesPerToken), fmtBytes(p.ExpertBytesPerToken))
 	if s := p.SpineWarning(); s != "" {

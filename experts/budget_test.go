@@ -160,3 +160,26 @@ func TestSpineWarningSaysWhatStreamingCosts(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, p.SpineWarning(), "the suggested --ram-gb pins the spine")
 }
+
+// TestPlanBudgetDrafter: a drafter's resident weights come out of what the
+// plan may pin and cache, and a budget they do not fit in says so.
+func TestPlanBudgetDrafter(t *testing.T) {
+	t.Parallel()
+	layers := []int64{gib, gib, gib}
+	in := BudgetInput{OverrideRAM: 8 * gib, GlobalBytes: gib, LayerBytes: layers, WorkingBytes: gib / 2,
+		SpanBytes: 16 << 20, MoELayers: 3, ExpertsPerLayer: 896, TopK: 16}
+	without, err := PlanBudget(in)
+	require.NoError(t, err)
+	require.NotContains(t, without.String(), "drafter")
+	in.DraftBytes = 3 * gib / 2
+	with, err := PlanBudget(in)
+	require.NoError(t, err)
+	require.Equal(t, without.Usable-in.DraftBytes, with.Usable)
+	require.Equal(t, in.DraftBytes, with.Draft)
+	require.Less(t, with.PinnedBytes+with.CacheBytes, without.PinnedBytes+without.CacheBytes)
+	require.Contains(t, with.String(), "drafter: 1.61 GB resident")
+	in.DraftBytes = 8 * gib
+	_, err = PlanBudget(in)
+	require.ErrorIs(t, err, ErrBudget)
+	require.ErrorContains(t, err, "and the drafter 8.59 GB")
+}
