@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -46,6 +47,7 @@ type decodeRun struct {
 // histogram persists at heatPath between the runs. It also returns the
 // conversation (prompt and answer) and the warmup tokens.
 func (o SliceBenchOptions) engineDecode(ctx context.Context, plan experts.BudgetPlan, heatPath, run string, dr decodeRun) (DecodeResult, []int, int, error) {
+	runtime.GC() // the earlier runs' buffers, collected before this one
 	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, OpenSource: o.open, NoSpec: dr.noSpec, Stream: &engine.StreamOptions{Plan: &plan, HeatPath: heatPath}})
 	if err != nil {
 		return DecodeResult{}, nil, 0, err
@@ -165,6 +167,9 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan experts.Budge
 	tracePath := filepath.Join(o.Dir, "prefill-trace.jsonl")
 	defer os.Remove(tracePath)
 	o.dropSliceCache()
+	// The runs before this one left their models' buffers to the
+	// collector: collected now, not during this pass.
+	runtime.GC()
 	opened := time.Now()
 	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, OpenSource: o.open, Stream: &engine.StreamOptions{Plan: &plan, TracePath: tracePath}})
 	if err != nil {
