@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/deltafin/deltafin/checkpoint"
@@ -295,7 +294,7 @@ func DescribeInstall(ctx context.Context, cfg Config) string {
 	case errors.Is(err, downloader.ErrBusy):
 		return "in use by a running Deltafin (it holds the mirror)"
 	case err != nil:
-		return "unreadable: " + shortError(err)
+		return "unreadable: " + wholeError(err) // the whole advice: doctor is where it is read
 	case in.Mode == InstallFull:
 		return fmt.Sprintf("full install of %s in %s", cfg.Repo, cfg.ModelDir())
 	case in.Mode == InstallStream:
@@ -312,7 +311,7 @@ func DescribeDesktop(ctx context.Context, cfg Config) string {
 	warning, err := checkDesktop(ctx, cfg)
 	switch {
 	case err != nil:
-		return strings.ReplaceAll(UserText(err), "\n", " ") // the whole advice: doctor is where it is read
+		return wholeError(err) // the whole advice: doctor is where it is read
 	case warning != "":
 		return warning
 	}

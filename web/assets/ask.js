@@ -224,6 +224,7 @@
       let state;
       if (j.state === "queued") state = "waiting, " + i + " ahead";
       else if (j.state === "prefilling") state = "reading the prompt " + j.prompt_done + "/" + j.prompt_tokens;
+      else if (j.thinking) state = "thinking… " + j.thinking_tokens + " tokens";
       else state = j.tokens + " tokens";
       const parts = [];
       if (j.state === "generating" && q.decode_tokens_per_second) parts.push(q.decode_tokens_per_second.toFixed(2) + " tok/s");
