@@ -1,11 +1,8 @@
 package app
 
 import (
-	"context"
-	"net"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,9 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/deltafin/deltafin/chat"
 	"github.com/deltafin/deltafin/engine"
-	"github.com/deltafin/deltafin/server"
 	"github.com/deltafin/deltafin/server/servertest"
 	"github.com/deltafin/deltafin/tokenizer"
 )
@@ -27,26 +22,9 @@ import (
 func TestMenuSaysThinking(t *testing.T) {
 	tok, err := tokenizer.Load(filepath.Join("..", "testdata", "k3-tiny"))
 	require.NoError(t, err)
-	reasoning := tok.Encode("Light scatters off the air.")
-	out := append(slices.Clone(reasoning), tok.EncodeSpecial(chat.Close+"think"+chat.Sep+chat.Open+"response"+chat.Sep)...)
-	answerAt := len(out)
-	out = append(out, tok.Encode("Rayleigh scattering.")...)
-	out = append(out, tok.EncodeSpecial(chat.Close+"response"+chat.Sep+chat.Close+"message"+chat.Sep+chat.EndOfMsg)...)
+	out, thought, answerAt := servertest.K3Turn(tok, "Light scatters off the air.", "Rayleigh scattering.")
 	m := servertest.NewPaced(engine.Info{ID: "deltafin-kimi-k3", VocabSize: tok.VocabSize(), ContextLen: 1 << 20}, out)
-	opts := server.DefaultOptions()
-	opts.MemoEntries = 0
-	srv, err := server.New(opts, m, tok)
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-served)
-	})
-	base := "http://" + ln.Addr().String()
+	srv, base := servertest.Serve(t, m, tok)
 	ask := func(q string) {
 		go func() {
 			resp, err := http.Post(base+"/v1/chat/completions", "application/json",
@@ -64,11 +42,11 @@ func TestMenuSaysThinking(t *testing.T) {
 		return BuildMenu(State{Install: InstallState{Mode: InstallFull}, Answering: answeringOf(srv.Queue())}).Item(ItemStatus).Label
 	}
 	require.Equal(t, "Full install · Answering… “Why is the sky blue?” · thinking… 1 tokens · 1 waiting, 1 ahead", line())
-	m.Advance(len(reasoning) - 1)
-	require.Contains(t, line(), "· thinking… "+strconv.Itoa(len(reasoning))+" tokens · 1 waiting, 1 ahead")
-	m.Advance(answerAt + 2 - len(reasoning))
+	m.Advance(thought - 1)
+	require.Contains(t, line(), "· thinking… "+strconv.Itoa(thought)+" tokens · 1 waiting, 1 ahead")
+	m.Advance(answerAt + 2 - thought)
 	require.Contains(t, line(), "· "+strconv.Itoa(answerAt+2)+" tokens · 1 waiting, 1 ahead", "the answer, no longer thinking")
 	require.NotContains(t, line(), "thinking")
-	go m.Run(ctx) // the rest of both answers
+	go m.Run(t.Context()) // the rest of both answers
 	require.Eventually(t, func() bool { q := srv.Queue(); return q.Running == nil && len(q.Queued) == 0 }, time.Minute, time.Millisecond)
 }

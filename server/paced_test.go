@@ -3,17 +3,14 @@ package server_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/deltafin/deltafin/chat"
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/server"
 	"github.com/deltafin/deltafin/server/servertest"
@@ -36,20 +33,8 @@ func pacedTokenizer(t *testing.T) *tokenizer.Tokenizer {
 func servePaced(t *testing.T, tok *tokenizer.Tokenizer, out []int) (*server.Server, string, *servertest.Paced) {
 	t.Helper()
 	m := servertest.NewPaced(engine.Info{ID: pacedID, VocabSize: tok.VocabSize(), ContextLen: 1 << 20}, out)
-	opts := server.DefaultOptions()
-	opts.MemoEntries = 0
-	s, err := server.New(opts, m, tok)
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	return s, "http://" + ln.Addr().String(), m
+	s, base := servertest.Serve(t, m, tok)
+	return s, base, m
 }
 
 // send posts body to url under ctx in the background and reports the
@@ -84,12 +69,8 @@ func send(t *testing.T, ctx context.Context, url, body string) <-chan int {
 func TestQueueCountsThinking(t *testing.T) {
 	t.Parallel()
 	tok := pacedTokenizer(t)
-	reasoning := tok.Encode("First I weigh the question carefully.")
-	out := append(slices.Clone(reasoning), tok.EncodeSpecial(chat.Close+"think"+chat.Sep+chat.Open+"response"+chat.Sep)...)
-	answerAt := len(out)
+	out, thought, answerAt := servertest.K3Turn(tok, "First I weigh the question carefully.", "Blue.")
 	answer := tok.Encode("Blue.")
-	out = append(out, answer...)
-	out = append(out, tok.EncodeSpecial(chat.Close+"response"+chat.Sep+chat.Close+"message"+chat.Sep+chat.EndOfMsg)...)
 	for _, c := range []struct{ name, path, body string }{
 		{"chat", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"Why is the sky blue?"}]}`},
 		{"responses", "/v1/responses", `{"model":"m","input":"Why is the sky blue?"}`},
@@ -104,13 +85,13 @@ func TestQueueCountsThinking(t *testing.T) {
 				r := s.Queue().Running
 				require.NotNil(t, r)
 				require.Equal(t, i+1, r.Tokens)
-				if i < len(reasoning) {
+				if i < thought {
 					require.True(t, r.Thinking, "token %d is reasoning", i)
 					require.Equal(t, i+1, r.ThinkingTokens)
 				}
 				if i >= answerAt {
 					require.False(t, r.Thinking, "token %d is the answer", i)
-					require.GreaterOrEqual(t, r.ThinkingTokens, len(reasoning))
+					require.GreaterOrEqual(t, r.ThinkingTokens, thought)
 					require.LessOrEqual(t, r.ThinkingTokens, answerAt, "the count stopped at the end of thinking")
 				}
 			}
