@@ -27,6 +27,7 @@ func MenuBarDeps(cfg Config, demo fs.FS, log *slog.Logger) (Deps, error) {
 		return d, err
 	}
 	mi := newMirrorInstall(cfg)
+	mi.log = log
 	d.Downloader, d.Warmer = mi, mi
 	d.Server = &apiServer{cfg: cfg, mi: mi, demo: demo, log: log}
 	return d, nil

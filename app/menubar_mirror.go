@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,6 +23,9 @@ type mirrorInstall struct {
 	cfg       Config
 	headroom  int64 // free space every download leaves
 	chunkSize int64 // 0: the downloader's default
+	// log receives the verifier's disagreements (the app's log, with its
+	// file); nil: the process's default.
+	log *slog.Logger
 
 	mu       sync.Mutex
 	m        *downloader.Mirror
@@ -36,7 +40,11 @@ func (d *mirrorInstall) mirror(ctx context.Context) (*downloader.Mirror, error) 
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.m == nil {
-		m, err := openMirror(ctx, d.cfg, downloader.Options{ChunkSize: d.chunkSize, Progress: d.event})
+		opts := downloader.Options{ChunkSize: d.chunkSize, Progress: d.event}
+		if d.log != nil {
+			opts.Disagreement = logDisagreement(d.log)
+		}
+		m, err := openMirror(ctx, d.cfg, opts)
 		if err != nil {
 			return nil, err
 		}
