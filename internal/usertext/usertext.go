@@ -4,7 +4,7 @@ import "regexp"
 
 // pkgPrefix matches a Go package's name where an error wrapped on the way
 // up put it: at the start of the text or after another part's ": ".
-var pkgPrefix = regexp.MustCompile(`(^|: )(app|bench|chat|checkpoint|cli|downloader|drives|engine|kernels|safetensors|server|store|sysinfo|tokenizer|web|xet|hubtest|atomicfile|directio|flock): `)
+var pkgPrefix = regexp.MustCompile(`(^|: )(app|bench|chat|checkpoint|cli|downloader|drives|engine|experts|kernels|safetensors|server|store|sysinfo|tokenizer|web|xet|hubtest|atomicfile|directio|flock): `)
 
 // Of is err's text as a person reads it ("app: open model: engine: …"
 // reads "open model: …"); "" for nil.
