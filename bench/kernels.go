@@ -56,7 +56,12 @@ type KernelsReport struct {
 	// (kernels.FMAPeak, 10^9 floating-point operations per second), the
 	// compute limit every flop_ratio is relative to: the best of a
 	// measurement before the kernels and one after them.
-	FMAPeakGFLOPS float64        `json:"fma_peak_gflops"`
+	FMAPeakGFLOPS float64 `json:"fma_peak_gflops"`
+	// GPUPeakGFLOPS is the GPU's own fp32 multiply-add rate (GPUPeak, a
+	// peak shader), measured before the kernels and after them like the
+	// CPU's, where the backend has a GPU (a GPU backend, "gpu", or "auto"
+	// with an accelerator); absent otherwise.
+	GPUPeakGFLOPS float64        `json:"gpu_peak_gflops,omitempty"`
 	Kernels       []KernelResult `json:"kernels"`
 }
 
@@ -74,8 +79,13 @@ type KernelResult struct {
 	// operations a call (an expert's three matrices for the multi-position
 	// expert FFN), and FLOPRatio that over FMAPeakGFLOPS (both absent for
 	// the decode expert kernels).
-	GFLOPS    float64 `json:"gflops,omitempty"`
-	FLOPRatio float64 `json:"flop_ratio,omitempty"`
+	// On a GPU backend's own report (the backend is the GPU, not a CPU
+	// beside it) FLOPRatio is over GPUPeakGFLOPS: the limit of the device
+	// that ran the product. GPUFLOPRatio is over GPUPeakGFLOPS whenever
+	// there is one.
+	GFLOPS       float64 `json:"gflops,omitempty"`
+	FLOPRatio    float64 `json:"flop_ratio,omitempty"`
+	GPUFLOPRatio float64 `json:"gpu_flop_ratio,omitempty"`
 }
 
 // benchCase is one kernel on K3-sized matrices laid out from offset 0 of a
@@ -187,6 +197,11 @@ func benchCases(shrink int) []benchCase {
 	matmul(kernels.BF16, 1536, 7168, 1, true) // a 22 MB projection: near the decode threshold
 	matmul(kernels.BF16, 12288, 7168, 8, true)
 	matmul(kernels.BF16, 12288, 7168, 64, true)
+	// The GPU's tiles themselves, with no weights crossing the bus: the
+	// pinned spine's projections over a long prompt.
+	matmul(kernels.BF16, 12288, 7168, 256, true)
+	matmul(kernels.BF16, 12288, 7168, 512, true)
+	matmul(kernels.I8, 12288, 7168, 256, true)
 
 	// The fused routed expert over one span laid out as on disk
 	// (docs/MODEL.md §4.3: w1, w2, w3, each followed by its scales;
@@ -268,9 +283,16 @@ func Kernels(ctx context.Context, opt KernelsOptions) (KernelsReport, error) {
 	}
 	if opt.Only != "" {
 		cases = slices.DeleteFunc(cases, func(c benchCase) bool { return !strings.Contains(c.name, opt.Only) })
-		if len(cases) == 0 {
+		if len(cases) == 0 && !slices.ContainsFunc(attnCases(opt.Shrink), func(c attnCase) bool { return strings.Contains(c.name, opt.Only) }) {
 			return KernelsReport{}, fmt.Errorf("%w: no kernel name contains %q", ErrNoKernel, opt.Only)
 		}
+	}
+	acases := attnCases(opt.Shrink)
+	if opt.MaxPositions > 0 {
+		acases = slices.DeleteFunc(acases, func(c attnCase) bool { return c.a.T > opt.MaxPositions })
+	}
+	if opt.Only != "" {
+		acases = slices.DeleteFunc(acases, func(c attnCase) bool { return !strings.Contains(c.name, opt.Only) })
 	}
 	largest := 0
 	for _, c := range cases {
@@ -324,6 +346,13 @@ func Kernels(ctx context.Context, opt KernelsOptions) (KernelsReport, error) {
 	}
 	if rep.FMAPeakGFLOPS, err = FMAPeak(ctx, opt.MinTime, opt.Threads); err != nil {
 		return rep, err
+	}
+	peaker, hasGPU := kernels.DevicePeakerOf(all)
+	_, gpuOwn := all.(kernels.DevicePeaker) // the backend is the GPU itself
+	if hasGPU {
+		if rep.GPUPeakGFLOPS, err = GPUPeak(ctx, peaker, opt.MinTime); err != nil {
+			return rep, err
+		}
 	}
 	// The machine may be shared: the limit is the best read seen in the
 	// whole run (re-measured alongside every kernel), so that a busy moment
@@ -381,13 +410,39 @@ func Kernels(ctx context.Context, opt KernelsOptions) (KernelsReport, error) {
 				GFLOPS: float64(perPass*c.flops) / bestK.Seconds() / 1e9})
 		}
 	}
+	// Attention: a prompt's causal attention over one layer's heads, with
+	// the paired ratio against the best read of the run so far.
+	for _, c := range acases {
+		for _, b := range []kernels.Backend{all, one} {
+			r, err := benchAttn(ctx, b, c, opt.MinTime)
+			if err != nil {
+				return rep, fmt.Errorf("%s: %w", c.name, err)
+			}
+			r.PairedRatio = r.GBps / rep.MemReadGBps
+			rep.Kernels = append(rep.Kernels, r)
+		}
+	}
 	// The peak again after the kernels: the best of the run, as for the read.
 	if rep.FMAPeakGFLOPS, err = fmaPeakAgain(ctx, opt.MinTime, opt.Threads, rep.FMAPeakGFLOPS); err != nil {
 		return rep, err
 	}
+	if hasGPU {
+		again, err := GPUPeak(ctx, peaker, opt.MinTime)
+		if err != nil {
+			return rep, err
+		}
+		rep.GPUPeakGFLOPS = max(rep.GPUPeakGFLOPS, again)
+	}
 	for i := range rep.Kernels {
-		rep.Kernels[i].Ratio = rep.Kernels[i].GBps / rep.MemReadGBps
-		rep.Kernels[i].FLOPRatio = rep.Kernels[i].GFLOPS / rep.FMAPeakGFLOPS
+		k := &rep.Kernels[i]
+		k.Ratio = k.GBps / rep.MemReadGBps
+		k.FLOPRatio = k.GFLOPS / rep.FMAPeakGFLOPS
+		if hasGPU {
+			k.GPUFLOPRatio = k.GFLOPS / rep.GPUPeakGFLOPS
+		}
+		if gpuOwn {
+			k.FLOPRatio = k.GPUFLOPRatio
+		}
 	}
 	return rep, nil
 }

@@ -29,14 +29,14 @@ func TestBenchReportsEveryKernelAgainstTheMeasuredLimit(t *testing.T) {
 			require.Positive(t, k.GFLOPS, k.Name)
 			require.InDelta(t, k.GFLOPS/rep.FMAPeakGFLOPS, k.FLOPRatio, 1e-9, k.Name)
 			require.InEpsilon(t, matFLOPsPerByte(t, k.Name), k.GFLOPS/k.GBps, 1e-9, k.Name)
-		} else if strings.HasPrefix(k.Name, "expert_ffn_") && strings.Contains(k.Name, "_t") {
+		} else if strings.HasPrefix(k.Name, "attention_") || strings.HasPrefix(k.Name, "expert_ffn_") && strings.Contains(k.Name, "_t") {
 			require.Positive(t, k.FLOPRatio, k.Name) // the expert FFN in prefill
 		} else {
 			require.Zero(t, k.FLOPRatio, k.Name)
 		}
 		names[k.Name] += k.Threads
 	}
-	require.Len(t, names, 21, "fifteen matrix kernels, the fused expert at one position and at 16, 24, 32 and 64, and a layer of them; no resident ones on a CPU backend")
+	require.Len(t, names, 24, "fifteen matrix kernels, the fused expert at one position and at 16, 24, 32 and 64, a layer of them and attention at three lengths; no resident ones on a CPU backend")
 	all, err := kernels.Open("auto", 2)
 	require.NoError(t, err)
 	for name, threads := range names {
@@ -49,9 +49,9 @@ func TestBenchResidentCasesOnANonCPUBackend(t *testing.T) {
 	t.Parallel()
 	// Not a CPU backend to kernels.IsCPU: the reference on both sides of a Split.
 	kernels.Register("benchgpu", func() (kernels.Backend, error) { return kernels.Split(kernels.Ref(), kernels.Ref()), nil })
-	// Only the resident cases: the reference's prefill cases at 512
-	// positions would take minutes.
-	rep, err := Kernels(t.Context(), KernelsOptions{Backend: "benchgpu", BufferBytes: 16 << 20, MinTime: time.Millisecond, Shrink: 64, Threads: 2, Only: "_resident"})
+	// Only the resident cases up to 64 positions: the reference's prefill
+	// cases at 256 and 512 positions would take minutes.
+	rep, err := Kernels(t.Context(), KernelsOptions{Backend: "benchgpu", BufferBytes: 16 << 20, MinTime: time.Millisecond, Shrink: 64, Threads: 2, Only: "_resident", MaxPositions: 64})
 	require.NoError(t, err)
 	var resident int
 	for _, k := range rep.Kernels {
@@ -59,7 +59,7 @@ func TestBenchResidentCasesOnANonCPUBackend(t *testing.T) {
 			resident++
 		}
 	}
-	require.Equal(t, 2*5, resident, "five resident cases, all threads and one")
+	require.Equal(t, 2*5, resident, "five resident cases up to 64 positions, all threads and one")
 }
 
 // matFLOPsPerByte is a matmul case's operations per weight byte, from its

@@ -34,7 +34,11 @@ type PrefillReport struct {
 	// FMAPeakGFLOPS is the machine's fp32 multiply-add rate (FMAPeak),
 	// the limit every flop_ratio is relative to: the best of a measurement
 	// before the prompts and one after them.
-	FMAPeakGFLOPS float64         `json:"fma_peak_gflops"`
+	FMAPeakGFLOPS float64 `json:"fma_peak_gflops"`
+	// GPUPeakGFLOPS is the GPU's own fp32 multiply-add rate (GPUPeak),
+	// measured before and after the prompts, where the model's backend has
+	// a GPU; absent otherwise.
+	GPUPeakGFLOPS float64         `json:"gpu_peak_gflops,omitempty"`
 	Lengths       []PrefillLength `json:"lengths"`
 }
 
@@ -48,6 +52,8 @@ type PrefillLength struct {
 	FLOPs     float64 `json:"flops"`
 	GFLOPS    float64 `json:"gflops"`
 	FLOPRatio float64 `json:"flop_ratio"` // GFLOPS / FMAPeakGFLOPS
+	// GPUFLOPRatio is GFLOPS / GPUPeakGFLOPS, where there is a GPU.
+	GPUFLOPRatio float64 `json:"gpu_flop_ratio,omitempty"`
 }
 
 // PrefillFLOPs is the arithmetic of a T-token prefill that returns the
@@ -93,6 +99,12 @@ func Prefill(ctx context.Context, m *engine.Model, opt PrefillOptions) (PrefillR
 	if rep.FMAPeakGFLOPS, err = FMAPeak(ctx, opt.PeakTime, opt.Threads); err != nil {
 		return rep, err
 	}
+	peaker, hasGPU := gpuPeaker(info.Backend)
+	if hasGPU {
+		if rep.GPUPeakGFLOPS, err = GPUPeak(ctx, peaker, opt.PeakTime); err != nil {
+			return rep, err
+		}
+	}
 	if _, err := m.NewSession().Forward(ctx, PrefillIDs(min(16, opt.Tokens[0]), info.VocabSize), false); err != nil {
 		return rep, fmt.Errorf("bench: prefill warm-up: %w", err)
 	}
@@ -110,8 +122,18 @@ func Prefill(ctx context.Context, m *engine.Model, opt PrefillOptions) (PrefillR
 	if rep.FMAPeakGFLOPS, err = fmaPeakAgain(ctx, opt.PeakTime, opt.Threads, rep.FMAPeakGFLOPS); err != nil {
 		return rep, err
 	}
+	if hasGPU {
+		again, err := GPUPeak(ctx, peaker, opt.PeakTime)
+		if err != nil {
+			return rep, err
+		}
+		rep.GPUPeakGFLOPS = max(rep.GPUPeakGFLOPS, again)
+	}
 	for i := range rep.Lengths {
 		rep.Lengths[i].FLOPRatio = rep.Lengths[i].GFLOPS / rep.FMAPeakGFLOPS
+		if hasGPU {
+			rep.Lengths[i].GPUFLOPRatio = rep.Lengths[i].GFLOPS / rep.GPUPeakGFLOPS
+		}
 	}
 	return rep, nil
 }

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +34,7 @@ const maxEngineWarmup = 40
 // expert cache is full): the router now chooses the experts. The heat
 // histogram persists at heatPath between the runs.
 func (o SliceBenchOptions) engineDecode(ctx context.Context, plan experts.BudgetPlan, heatPath, run string) (DecodeResult, error) {
+	runtime.GC() // the earlier runs' buffers, collected before this one
 	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, OpenSource: o.open, Stream: &engine.StreamOptions{Plan: &plan, HeatPath: heatPath}})
 	if err != nil {
 		return DecodeResult{}, err
@@ -136,6 +138,9 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan experts.Budge
 	tracePath := filepath.Join(o.Dir, "prefill-trace.jsonl")
 	defer os.Remove(tracePath)
 	o.dropSliceCache()
+	// The runs before this one left their models' buffers to the
+	// collector: collected now, not during this pass.
+	runtime.GC()
 	opened := time.Now()
 	m, err := engine.Open(ctx, o.Dir, engine.Options{Backend: o.Backend, OpenSource: o.open, Stream: &engine.StreamOptions{Plan: &plan, TracePath: tracePath}})
 	if err != nil {

@@ -82,8 +82,8 @@ func (o SliceBenchOptions) benchMirror(ctx context.Context, r *SliceReport, heat
 			return err
 		}
 		r.MirrorPrefill = &p
-		logf("prefill, engine forward over the mirror: %d tokens, time to first token %.2f s (%.2f× the reads alone); amplification %.4f",
-			p.Tokens, p.TimeToFirstToken, p.TTFTRatio, p.ReadAmplification)
+		logf("prefill, engine forward over the mirror: %d tokens, time to first token %.2f s (%.2f× the reads alone); amplification %.4f; waiting for experts %.2f s, compute %.2f s",
+			p.Tokens, p.TimeToFirstToken, p.TTFTRatio, p.ReadAmplification, p.ExpertWait, p.Compute)
 	}
 	return nil
 }

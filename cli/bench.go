@@ -173,8 +173,12 @@ func writeBenchTable(w io.Writer, rep bench.KernelsReport, device string) error 
 	if device != "" {
 		device = " on " + device
 	}
-	fmt.Fprintf(w, "backend %s%s; memory read %.1f GB/s with %d threads (%.1f GB/s with 1), over %d MiB; fp32 FMA peak %.1f GFLOP/s\n\n",
-		rep.Backend, device, rep.MemReadGBps, rep.MemThreads, rep.MemReadOneGBps, rep.BufferBytes>>20, rep.FMAPeakGFLOPS)
+	gpuPeak := ""
+	if rep.GPUPeakGFLOPS > 0 {
+		gpuPeak = fmt.Sprintf("; GPU fp32 FMA peak %.1f GFLOP/s", rep.GPUPeakGFLOPS)
+	}
+	fmt.Fprintf(w, "backend %s%s; memory read %.1f GB/s with %d threads (%.1f GB/s with 1), over %d MiB; fp32 FMA peak %.1f GFLOP/s%s\n\n",
+		rep.Backend, device, rep.MemReadGBps, rep.MemThreads, rep.MemReadOneGBps, rep.BufferBytes>>20, rep.FMAPeakGFLOPS, gpuPeak)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "kernel\tthreads\tGB/s\tratio to memory read\tpaired ratio\tGFLOP/s\tratio to FMA peak\t")
 	for _, k := range rep.Kernels {

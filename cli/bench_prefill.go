@@ -78,11 +78,15 @@ func benchPrefill(ctx context.Context, cfg app.Config, w, stderr io.Writer, o Be
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(w, "model %s, backend %s; fp32 FMA peak %.1f GFLOP/s with %d threads\n\n", rep.Model, rep.Backend, rep.FMAPeakGFLOPS, rep.Threads)
+	gpuPeak := ""
+	if rep.GPUPeakGFLOPS > 0 {
+		gpuPeak = fmt.Sprintf("; GPU fp32 FMA peak %.1f GFLOP/s", rep.GPUPeakGFLOPS)
+	}
+	fmt.Fprintf(w, "model %s, backend %s; fp32 FMA peak %.1f GFLOP/s with %d threads%s\n\n", rep.Model, rep.Backend, rep.FMAPeakGFLOPS, rep.Threads, gpuPeak)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "tokens\tseconds\ttokens/s\tGFLOP/s\tratio to FMA peak\t")
+	fmt.Fprintln(tw, "tokens\tseconds\ttokens/s\tGFLOP/s\tratio to FMA peak\tratio to GPU peak\t")
 	for _, l := range rep.Lengths {
-		fmt.Fprintf(tw, "%d\t%.3f\t%.1f\t%.2f\t%.4f\t\n", l.Tokens, l.Seconds, l.TokensPerS, l.GFLOPS, l.FLOPRatio)
+		fmt.Fprintf(tw, "%d\t%.3f\t%.1f\t%.2f\t%.4f\t%.4f\t\n", l.Tokens, l.Seconds, l.TokensPerS, l.GFLOPS, l.FLOPRatio, l.GPUFLOPRatio)
 	}
 	return tw.Flush()
 }

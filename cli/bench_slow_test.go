@@ -33,11 +33,14 @@ func TestBenchKernelsOutput(t *testing.T) {
 	}
 	var gpus struct {
 		GPU []struct {
-			Device  string `json:"device"`
-			Backend string `json:"backend"`
+			Device  string  `json:"device"`
+			Backend string  `json:"backend"`
+			GPUPeak float64 `json:"gpu_peak_gflops"`
 			Kernels []struct {
-				Name string  `json:"name"`
-				GBps float64 `json:"gbps"`
+				Name      string  `json:"name"`
+				GBps      float64 `json:"gbps"`
+				GFLOPS    float64 `json:"gflops"`
+				FLOPRatio float64 `json:"flop_ratio"`
 			} `json:"kernels"`
 		} `json:"gpu"`
 	}
@@ -46,8 +49,10 @@ func TestBenchKernelsOutput(t *testing.T) {
 	for _, g := range gpus.GPU {
 		require.NotEmpty(t, g.Device, g.Backend)
 		require.NotEmpty(t, g.Kernels, g.Backend)
+		require.Positive(t, g.GPUPeak, "the GPU's own FMA peak, %s", g.Backend)
 		for _, k := range g.Kernels {
 			require.Positive(t, k.GBps, k.Name)
+			require.InDelta(t, k.GFLOPS/g.GPUPeak, k.FLOPRatio, 1e-9, "%s: against the GPU's peak", k.Name)
 		}
 	}
 

@@ -52,7 +52,7 @@ func attnResRows(dst []float32, values [][]float32, w attnResWeights, eps float3
 
 // mixRows is the AttnRes mix of the block sums and the partial sum over
 // rows [t0, t1) (the mix is row by row): [t1−t0, H]. A pass mixes all its
-// rows; a prompt attending chunk by chunk, a chunk's (prefill.go).
+// rows; a prompt attending chunk by chunk, a chunk's (attend.go).
 func (m *Model) mixRows(blocks [][]float32, partial []float32, res attnResWeights, t0, t1 int) []float32 {
 	c := m.cfg
 	H := c.Hidden

@@ -79,7 +79,7 @@ func TestCancelInsideLayer(t *testing.T) {
 	}{
 		{filepath.Join("..", "testdata", "k3-tiny"), Options{}},
 		{filepath.Join("..", "testdata", "kimi-linear-tiny", "hf"), Options{}},
-		// Streamed experts: attention and routing chunk by chunk (prefill.go).
+		// Streamed experts: attention and routing chunk by chunk (attend.go).
 		{filepath.Join("..", "testdata", "k3-tiny"), Options{Stream: &StreamOptions{Plan: &streamed}}},
 	} {
 		dir := tc.dir

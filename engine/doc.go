@@ -27,8 +27,10 @@
 //	moe.go, mlp.go router, routed and shared experts, dense MLP
 //	norm.go        RMS norm and the elementwise helpers
 //	model.go       Open and the decoder; session.go, generate.go
-//	prefill.go     a prompt's attention and routing chunk by chunk, so its
-//	               experts' reads start while later chunks attend
+//	attend.go      every pass's attention, chunk by chunk: one chunk for a
+//	               decode step or a speculative pass; a prompt before
+//	               streamed experts also routes each chunk, so its experts'
+//	               reads start while later chunks attend
 //	heads.go       attention heads spread over the cores (bit-identical)
 //	posblock.go    long prompts' batched products in blocks of positions
 //	flops.go       a pass's arithmetic, for bench prefill's ratio to the peak
@@ -61,7 +63,7 @@
 // one interface the pass sees, whatever the store: start at each layer
 // (model.go; the store may prefetch the previous token's experts), acquire
 // (moe.go; the store reads the rest of a prompt's union ahead), want
-// (prefill.go: a chunk's experts as it is routed; streaming.go: the next
+// (attend.go: a chunk's experts as it is routed; streaming.go: the next
 // layer's guess), and fromDisk, which turns on the early routing and the
 // guess; and at the spine ring's get and release per streamed layer
 // (model.go). Which experts a token uses, and so the

@@ -33,7 +33,7 @@ type expertStore interface {
 	// changes what acquire returns.
 	want(layer int, ids []int, certain bool)
 	// fromDisk reports whether acquire may wait for a read: the pass then
-	// routes a prompt early and guesses ahead (prefill.go, streaming.go).
+	// routes a prompt early and guesses ahead (attend.go, streaming.go).
 	fromDisk() bool
 	// stats are the store's counters since open (zero for a store in RAM).
 	stats() experts.Stats

@@ -313,43 +313,23 @@ func (m *Model) forward(ctx context.Context, s *Session, ids []int, every bool, 
 		if partial == nil {
 			partial = make([]float32, T*H)
 		}
-		var routes []route // made here when the attention ran in chunks
-		var order []int
+		// Attention, chunk by chunk (attend.go); a prompt before streamed
+		// experts also routes each chunk, its experts read while the next
+		// chunk's attention runs, and then needs its own MLP input buffer.
 		mlpIn := x
 		if m.routesEarly(s, lw, T) {
-			// A prompt before streamed experts: attention and routing
-			// chunk by chunk, the experts each chunk names read while
-			// the next chunk's attention runs (prefill.go).
 			mlpIn = make([]float32, T*H)
-			var err error
-			if routes, order, err = m.attendAndRoute(ctx, be, s, i, lw, x, y, partial, mlpIn, blocks, T); err != nil {
-				return nil, err
-			}
-		} else {
-			var err error
-			switch {
-			case lw.kda != nil:
-				err = m.kdaForward(ctx, be, y, x, T, lw.kda, s.kda[i], s.verifying)
-			default:
-				err = m.mlaForward(ctx, be, y, x, T, lw.mla, s.mla[i])
-			}
-			if err == nil {
-				err = ctx.Err() // before the MLP: a long prompt's is seconds of work
-			}
-			if err != nil {
-				return nil, err
-			}
-			add(partial, y)
-			mIn := mix(lw.mlpRes)
-			rmsNormRows(x, mIn, lw.postNorm, c.Eps, H)
-			m.lookahead(i, mIn, T)
+		}
+		routes, order, err := m.attend(ctx, be, s, i, lw, x, y, partial, mlpIn, blocks, T)
+		if err != nil {
+			return nil, err
 		}
 		if lw.moe != nil {
 			if err := m.moeForward(ctx, be, y, mlpIn, T, i, s.pos, lw.moe, routes, order); err != nil {
 				return nil, err
 			}
 		} else {
-			m.ffn(be, y, *lw.mlp, x, T)
+			m.ffn(be, y, *lw.mlp, mlpIn, T)
 		}
 		add(partial, y)
 		if cur != nil {

@@ -99,7 +99,7 @@ func topK(x []float32, k int) []int {
 // shared experts run at the first wait for a routed expert's bytes.
 //
 // routes, when not nil, are the tokens' selections already made (a prompt
-// routed chunk by chunk as its attention ran, prefill.go) and order their
+// routed chunk by chunk as its attention ran, attend.go) and order their
 // union in the order it was read; nil routes are computed here and the
 // union taken in ascending ids.
 func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []float32, T, layer, pos int, w *moeWeights, routes []route, order []int) error {

@@ -45,3 +45,23 @@ func fmaGo(n int, a, b float32) (int, float64) {
 	}
 	return 8, float64(v0) + float64(v1) + float64(v2) + float64(v3) + float64(v4) + float64(v5) + float64(v6) + float64(v7)
 }
+
+// A DevicePeaker is a backend with an arithmetic device of its own (a GPU)
+// that measures that device's fp32 multiply-add rate, the limit its
+// matmuls are held to: DeviceFMAPeak runs one submission of independent
+// FMA chains over groups workgroups, steps steps each, and returns the
+// operations done, the sum of every lane and the sum the arithmetic must
+// give (proof that it was done).
+type DevicePeaker interface {
+	DeviceFMAPeak(groups, steps int) (flops uint64, sum, want float64, err error)
+}
+
+// DevicePeakerOf returns b's device peaker: b itself, or the GPU side of a
+// Split or Accelerate backend; false when b has no device of its own.
+func DevicePeakerOf(b Backend) (DevicePeaker, bool) {
+	if s, ok := b.(split); ok {
+		b = s.prefill
+	}
+	p, ok := b.(DevicePeaker)
+	return p, ok
+}

@@ -18,8 +18,14 @@ type AccelOptions struct {
 	// from this many positions.
 	ResidentMinPositions int
 	// StreamedMinPositions: a batch over weights the GPU must first
-	// receive (streamed experts) runs there from this many positions.
+	// receive (streamed experts) runs there from this many positions, and
+	// so does a prompt's attention (its cache crosses the bus every call).
 	StreamedMinPositions int
+	// AttnMinHeadWidth: attention runs on the GPU only for heads at least
+	// this wide (QK + DV; 0: any width). Narrow heads give each of the
+	// shader's threads a few columns between its barriers, and their
+	// arithmetic is too little to pay for the cache's crossing.
+	AttnMinHeadWidth int
 }
 
 // DefaultAccelOptions is the rule "auto" uses, from `deltafin bench kernels`
@@ -31,9 +37,16 @@ type AccelOptions struct {
 //   - ResidentMinPositions 16 (8: a tie; 64: 30-32 GB/s of weights against
 //     the CPU's 4.6);
 //   - StreamedMinPositions 96 (the GPU's 3.4-3.8 GB/s against the CPU's 32
-//     at 8 positions and 4.6 at 64).
+//     at 8 positions and 4.6 at 64; with issue 33's tiles and DMA copies,
+//     BF16 12288×7168 streamed: GPU 0.81-0.82 TFLOP/s against the CPU's
+//     0.92 at 64 positions, 3.0-3.2 against about 1.2 at 256; the MXFP4
+//     expert FFN at 64: GPU 0.54-0.55, CPU 0.90);
+//   - AttnMinHeadWidth 128 (K3's 192/128 head at 256 / 1,024 / 4,096
+//     positions: GPU 0.24 / 1.1 / 2.9 TFLOP/s against the CPU's 0.17 /
+//     0.60 / 2.1; k3-tiny's 24/16 heads: a 16,384-token prefill took 8.6 s
+//     with its attention on the GPU against 7.3 s on the CPU alone).
 func DefaultAccelOptions() AccelOptions {
-	return AccelOptions{DecodeMinBytes: 32 << 20, ResidentMinPositions: 16, StreamedMinPositions: 96}
+	return AccelOptions{DecodeMinBytes: 32 << 20, ResidentMinPositions: 16, StreamedMinPositions: 96, AttnMinHeadWidth: 128}
 }
 
 // Accelerate returns the backend "auto" picks on a machine with a hardware

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"context"
 	"math/rand/v2"
 	"testing"
 
@@ -199,4 +200,33 @@ func TestSplitPassesALayersExpertsOnAsOneCall(t *testing.T) {
 	ExpertsFFN(Accelerate(keeping{counting{Ref(), &gpu}, true}, batching{Ref(), &batches}, every), dst, es, Activation{}, x)
 	require.Equal(t, 2, batches, "resident experts the rule sends to the GPU go one by one")
 	require.Equal(t, []int{-1, -1, -1}, gpu)
+}
+
+// attending records the rows of each attention call it runs.
+type attending struct {
+	Backend
+	calls *[]int
+}
+
+func (a attending) Attention(ctx context.Context, at Attn) error {
+	*a.calls = append(*a.calls, at.T)
+	return attentionGo(ctx, at, 1)
+}
+
+// Accelerate's rule sends a prompt's attention to the GPU from
+// StreamedMinPositions rows, and only for heads of AttnMinHeadWidth or
+// wider; a decode token's stays on the CPU.
+func TestAccelerateAttentionRule(t *testing.T) {
+	var gpu []int
+	b := Accelerate(attending{Ref(), &gpu}, Ref(), AccelOptions{StreamedMinPositions: 4, AttnMinHeadWidth: 64})
+	run := func(T, qk, dv int) {
+		a := Attn{T: T, Heads: 1, QK: qk, DV: dv, Scale: 1,
+			Q: make([]float32, T*qk), K: make([]float32, T*qk), V: make([]float32, T*dv), Dst: make([]float32, T*dv)}
+		require.NoError(t, Attention(t.Context(), b, a))
+	}
+	run(3, 48, 32)   // too few rows
+	run(5, 24, 16)   // too narrow
+	run(6, 48, 16)   // 64 wide: the GPU
+	run(7, 192, 128) // the GPU
+	require.Equal(t, []int{6, 7}, gpu)
 }

@@ -18,8 +18,11 @@ const AttnMaxHead = 256
 // submission rather than after the whole layer.
 const attnRowsPerSubmit = 1024
 
+// attnRows is the query rows of one workgroup of attn.comp (BQ there).
+const attnRows = 32
+
 // Attention runs the causal attention of a on the device (attn.comp): q, k
-// and v are copied into slots, the rows are dispatched 64 per workgroup and
+// and v are copied into slots, the rows are dispatched 32 per workgroup and
 // head, attnRowsPerSubmit rows per submission with ctx checked between
 // them. What the device cannot take (a head wider than AttnMaxHead, a
 // buffer over its limit, a device error) runs on the fallback, and Err
@@ -73,10 +76,14 @@ func (b *Backend) attention(ctx context.Context, a kernels.Attn) error {
 			return err
 		}
 		push := []uint32{uint32(a.T), uint32(a.Past), uint32(a.Heads), uint32(a.QK), uint32(a.DV), f32bits(a.Scale), uint32(r0)}
-		if err := b.dispatch(shaders.Attn, []int{slotX, slotG, slotU, slotY}, push, (rows+63)/64, a.Heads, 1); err != nil {
+		if err := b.dispatch(shaders.Attn, []int{slotX, slotG, slotU, slotY}, push, (rows+attnRows-1)/attnRows, a.Heads, 1); err != nil {
 			return err
 		}
-		if err := b.submit(); err != nil {
+		submit := b.submit
+		if r0+rows == a.T {
+			submit = func() error { return b.submitTo(slotY, db) }
+		}
+		if err := submit(); err != nil {
 			return err
 		}
 	}

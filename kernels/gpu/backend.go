@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"math"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -36,6 +37,13 @@ type Device interface {
 	// should hold at most.
 	ResidentBudget() int64
 	Begin() error
+	// ToDevice records, between Begin and Submit, the copy of slot i's
+	// first n bytes (as the host wrote them through Slot) to the device
+	// memory the shaders read; ToHost the copy of what the shaders wrote
+	// back, which Slot shows after Submit. Either does nothing where the
+	// shaders read the host's memory itself (unified memory).
+	ToDevice(i, n int) error
+	ToHost(i, n int) error
 	// Dispatch records shader over slots (bound at 1..len(slots)) with the
 	// push constants, on gx×gy workgroups.
 	Dispatch(shader string, slots []int, push []uint32, gx, gy int) error
@@ -50,7 +58,14 @@ type Backend struct {
 	fallback kernels.Backend
 	lastErr  error
 	res      residency
+	// pending are the slots written through Slot since the last Begin,
+	// which begin copies to the device before the call's shaders run.
+	pending []pend
+	// bigMin: mmBigMinGroups unless set (SetBigTileMinGroups).
+	bigMin int
 }
+
+type pend struct{ slot, n int }
 
 var _ kernels.Backend = (*Backend)(nil)
 
@@ -61,6 +76,17 @@ func New(name string, dev Device, fallback kernels.Backend) *Backend {
 		fallback = kernels.Default()
 	}
 	return &Backend{name: name, dev: dev, fallback: fallback}
+}
+
+// SetBigTileMinGroups changes the fewest workgroups of 128×64 tiles a
+// product must fill to run in them (mmbig.comp; 128 by default, about one
+// per multiprocessor of a large GPU): 1 sends every product over 32
+// positions there, which is how the tests hold that shader to the
+// reference on small shapes.
+func (b *Backend) SetBigTileMinGroups(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.bigMin = n
 }
 
 // Name is the backend's name ("vulkan", "metal").
@@ -93,7 +119,10 @@ func (b *Backend) putBytes(i int, data []byte) error {
 	if err != nil {
 		return err
 	}
-	copy(m, data)
+	parallelCopy(m, data)
+	if len(data) > 0 {
+		b.pending = append(b.pending, pend{i, len(data)})
+	}
 	return nil
 }
 
@@ -111,12 +140,59 @@ func (b *Backend) getF32(i int, v []float32) error {
 	if err != nil {
 		return err
 	}
-	copy(f32bytes(v), m)
+	parallelCopy(f32bytes(v), m)
 	return nil
 }
 
-func (b *Backend) begin() error  { return b.dev.Begin() }
+// copyChunk is the bytes one goroutine of parallelCopy moves at least.
+const copyChunk = 1 << 20
+
+// parallelCopy copies src into dst (as copy) on up to NumCPU goroutines:
+// one core moves 5-8 GB/s between host buffers, which made every upload of
+// an operand slower than the bus it then crosses (16-core host of the H200:
+// 15 GB/s read on one core, 100-120 on all).
+func parallelCopy(dst, src []byte) {
+	n := min(len(dst), len(src))
+	parts := min(runtime.NumCPU(), n/copyChunk)
+	if parts < 2 {
+		copy(dst, src)
+		return
+	}
+	step := (n/parts + 4095) &^ 4095
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += step {
+		hi := min(n, lo+step)
+		wg.Go(func() { copy(dst[lo:hi], src[lo:hi]) })
+	}
+	wg.Wait()
+}
+
+// begin starts a call with the copies of the slots written since the last
+// one to the device.
+func (b *Backend) begin() error {
+	p := b.pending
+	b.pending = b.pending[:0]
+	if err := b.dev.Begin(); err != nil {
+		return err
+	}
+	for _, s := range p {
+		if err := b.dev.ToDevice(s.slot, s.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (b *Backend) submit() error { return b.dev.Submit() }
+
+// submitTo ends a call with the copy of the first n bytes of the device's
+// slot back to the host, then runs it.
+func (b *Backend) submitTo(slot, n int) error {
+	if err := b.dev.ToHost(slot, n); err != nil {
+		return err
+	}
+	return b.dev.Submit()
+}
 
 func (b *Backend) dispatch(shader string, slots []int, push []uint32, gx, gy, _ int) error {
 	return b.dev.Dispatch(shader, slots, push, gx, gy)

@@ -8,7 +8,9 @@
 //
 // Calls are serialised; each copies its operands into the device's buffers
 // (weights with a kernels.Matrix.Key only once: they stay in device memory,
-// resident.go), records its dispatches, submits and waits. When the device fails (or an
+// resident.go), records the copies to the device, its dispatches and the
+// copy of its result back, submits and waits (backend.go, ops.go, attn.go;
+// peak.go runs the FMA peak shader). When the device fails (or an
 // operand exceeds its limits) the call is computed on the CPU instead, by the
 // fallback kernels.Backend, and Err reports why.
 package gpu

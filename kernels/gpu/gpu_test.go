@@ -41,6 +41,20 @@ func TestLimitsSplitOrFallBack(t *testing.T) {
 		require.NoError(t, b.Err())
 	})
 
+	t.Run("row tiles of 128 beyond the dispatch limit loop in the shader", func(t *testing.T) {
+		b := gpu.New("vulkan", small{dev, 3, 1 << 20}, nil)
+		b.SetBigTileMinGroups(1)
+		for _, dt := range []kernels.DType{kernels.BF16, kernels.I8, kernels.MXFP4, kernels.F16} {
+			w := conformance.RandMatrix(rng, dt, 401, 96)
+			x := conformance.RandVec(rng, 70*96)
+			want, got := make([]float32, 70*401), make([]float32, 70*401)
+			kernels.Ref().MatMul(want, w, x, 70)
+			b.MatMul(got, w, x, 70)
+			require.Equal(t, -1, conformance.Worst(want, got, conformance.MatMulTol(w, x, 70)), dt.String())
+			require.NoError(t, b.Err())
+		}
+	})
+
 	t.Run("activations over 65535 workgroups use a 2-D grid", func(t *testing.T) {
 		b := gpu.New("vulkan", small{dev, 2, 1 << 20}, nil) // 7·64 activations: 4×2 groups
 		e := kernels.Expert{

@@ -41,17 +41,35 @@ func (b *Backend) fits(w kernels.Matrix, n int) bool {
 	return len(w.Data) <= b.maxBuf() && 4*n*w.Cols <= b.maxBuf() && 4*n*w.Rows <= b.maxBuf()
 }
 
-// Tile shape of mmtile.comp.
-const tileRows, tilePositions = 64, 32
+// Tile shapes of mmtile.comp and mmbig.comp.
+const (
+	tileRows, tilePositions = 64, 32
+	bigRows, bigPositions   = 128, 64
+)
+
+// mmBigMinGroups is the fewest workgroups of mmbig.comp a product must
+// fill for it to run there rather than in mmtile.comp's smaller tiles:
+// about one per multiprocessor of a large GPU (132 on an H200), below which
+// the bigger tiles leave most of the device idle.
+const mmBigMinGroups = 128
 
 // matGrid picks the shader and workgroups for rows × n: one workgroup per
-// row for a single position (matmul.comp), else 64×32 tiles (mmtile.comp),
-// row tiles along x (the shaders loop past the dispatch limit), position
-// tiles along y.
+// row for a single position (matmul.comp), 128×64 tiles (mmbig.comp) for
+// products large enough to fill the device with them, else 64×32 tiles
+// (mmtile.comp); row tiles along x (the shaders loop past the dispatch
+// limit), position tiles along y.
 func (b *Backend) matGrid(rows, n int) (shader string, gx, gy int) {
 	if n == 1 {
 		gx, _ = b.grid(rows)
 		return shaders.MatMul, gx, 1
+	}
+	minGroups := mmBigMinGroups
+	if b.bigMin > 0 {
+		minGroups = b.bigMin
+	}
+	if big := (rows + bigRows - 1) / bigRows; n > tilePositions && big*((n+bigPositions-1)/bigPositions) >= minGroups {
+		gx, _ = b.grid(big)
+		return shaders.MMBig, gx, (n + bigPositions - 1) / bigPositions
 	}
 	gx, _ = b.grid((rows + tileRows - 1) / tileRows)
 	return shaders.MMTile, gx, (n + tilePositions - 1) / tilePositions
@@ -85,7 +103,11 @@ func (b *Backend) matmul(dst []float32, w kernels.Matrix, x []float32, n int) er
 		if err := b.dispatch(shader, []int{wd, ws, slotX, slotY}, matPush(w, r1-r0, n, w.Rows, r0), gx, gy, 1); err != nil {
 			return err
 		}
-		if err := b.submit(); err != nil {
+		submit := b.submit
+		if r1 == w.Rows {
+			submit = func() error { return b.submitTo(slotY, 4*n*w.Rows) }
+		}
+		if err := submit(); err != nil {
 			return err
 		}
 	}
@@ -157,7 +179,7 @@ func (b *Backend) expertFFN(dst []float32, e kernels.Expert, act kernels.Activat
 			return err
 		}
 	}
-	if err := b.submit(); err != nil {
+	if err := b.submitTo(slotY, 4*n*dim); err != nil {
 		return err
 	}
 	return b.getF32(slotY, dst[:n*dim])

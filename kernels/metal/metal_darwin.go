@@ -114,6 +114,13 @@ func (d *Device) Slot(i, n int) ([]byte, error) {
 	return unsafe.Slice((*byte)(p), max(n, 1))[:n], nil
 }
 
+// ToDevice does nothing: the slots are shared storage, which the GPU reads
+// where the host wrote it (unified memory).
+func (d *Device) ToDevice(i, n int) error { return nil }
+
+// ToHost does nothing, as ToDevice.
+func (d *Device) ToHost(i, n int) error { return nil }
+
 // Begin starts a command buffer.
 func (d *Device) Begin() error {
 	if C.dfmtl_begin(d.c) != 0 {
@@ -138,7 +145,7 @@ func (d *Device) Dispatch(shader string, slots []int, push []uint32, gx, gy int)
 		pc[i] = C.uint32_t(v)
 	}
 	if C.dfmtl_dispatch(d.c, idx, &cs[0], C.int(len(slots)), unsafe.Pointer(&pc[0]), C.int(4*len(push)),
-		C.uint32_t(gx), C.uint32_t(gy)) != 0 {
+		C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(shaders.LocalSizeOf(shader))) != 0 {
 		return fmt.Errorf("%w: dispatching %s", ErrDevice, shader)
 	}
 	return nil

@@ -31,7 +31,7 @@ void dfmtl_close(dfmtl *c);
 void *dfmtl_slot(dfmtl *c, int i, uint64_t bytes);
 int dfmtl_begin(dfmtl *c);
 int dfmtl_dispatch(dfmtl *c, int shader, const int *slots, int nslots, const void *push, int pushBytes, uint32_t gx,
-                   uint32_t gy);
+                   uint32_t gy, uint32_t local);
 int dfmtl_submit(dfmtl *c);
 // dfmtl_upload copies bytes of data into a new shared-storage buffer (on
 // unified memory the GPU reads it in place) and sets *id, which

@@ -140,15 +140,18 @@ static id<MTLBuffer> lookup(dfmtl *c, int id) {
 }
 
 int dfmtl_dispatch(dfmtl *c, int shader, const int *slots, int nslots, const void *push, int pushBytes, uint32_t gx,
-                   uint32_t gy) {
+                   uint32_t gy, uint32_t local) {
 	if (shader < 0 || shader >= c->npipes || nslots < 0 || nslots > DFM_MAX_BINDINGS || !c->enc) return -1;
+	// A pipeline may take fewer threads than the shader's width (its
+	// registers): the call then runs on the CPU.
+	if (local == 0 || local > c->pipes[shader].maxTotalThreadsPerThreadgroup) return -1;
 	for (int i = 0; i < nslots; i++)
 		if (!lookup(c, slots[i])) return -1;
 	@autoreleasepool {
 		[c->enc setComputePipelineState:c->pipes[shader]];
 		if (pushBytes > 0) [c->enc setBytes:push length:(NSUInteger)pushBytes atIndex:0];
 		for (int i = 0; i < nslots; i++) [c->enc setBuffer:lookup(c, slots[i]) offset:0 atIndex:(NSUInteger)i + 1];
-		[c->enc dispatchThreadgroups:MTLSizeMake(gx, gy, 1) threadsPerThreadgroup:MTLSizeMake(DFM_LOCAL_SIZE, 1, 1)];
+		[c->enc dispatchThreadgroups:MTLSizeMake(gx, gy, 1) threadsPerThreadgroup:MTLSizeMake(local, 1, 1)];
 	}
 	return 0;
 }

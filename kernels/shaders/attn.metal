@@ -136,7 +136,7 @@ struct D
     float dst[1];
 };
 
-constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(64u, 1u, 1u);
+constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(256u, 1u, 1u);
 
 static inline __attribute__((always_inline))
 float dfExp(thread const float& x)
@@ -164,112 +164,144 @@ float dfExp(thread const float& x)
     return (y * as_type<float>(uint(e1 + 127) << uint(23))) * as_type<float>(uint((e - e1) + 127) << uint(23));
 }
 
-kernel void main0(constant Params& pc [[buffer(0)]], const device Q& _172 [[buffer(1)]], const device K& _282 [[buffer(2)]], const device V& _340 [[buffer(3)]], device D& _516 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+kernel void main0(constant Params& pc [[buffer(0)]], const device Q& _188 [[buffer(1)]], const device K& _295 [[buffer(2)]], const device V& _354 [[buffer(3)]], device D& _598 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
 {
     threadgroup float ks[8][256];
     threadgroup float vs[8][256];
+    threadgroup float part[32][8][9];
+    threadgroup float sc[32][8];
+    threadgroup float pw[32][8];
     uint lid = gl_LocalInvocationID.x;
+    uint row = lid / 8u;
+    uint l = lid % 8u;
     uint h = gl_WorkGroupID.y;
-    uint b0 = pc.row0 + (gl_WorkGroupID.x * 64u);
-    uint t = b0 + lid;
+    uint b0 = pc.row0 + (gl_WorkGroupID.x * 32u);
+    uint t = b0 + row;
     bool live = t < pc.T;
-    spvUnsafeArray<float, 256> qr;
-    float _166;
-    for (uint c = 0u; c < pc.qk; c++)
+    spvUnsafeArray<float, 32> qr;
+    float _182;
+    spvUnsafeArray<float, 32> o;
+    for (uint i = 0u; i < 32u; i++)
     {
+        uint c = l + (8u * i);
+        bool _181;
         if (live)
         {
-            _166 = _172.q[(((t * pc.nh) + h) * pc.qk) + c] * pc.scale;
+            _181 = c < pc.qk;
         }
         else
         {
-            _166 = 0.0;
+            _181 = live;
         }
-        qr[c] = _166;
-    }
-    spvUnsafeArray<float, 256> o;
-    for (uint d = 0u; d < pc.dv; d++)
-    {
-        o[d] = 0.0;
+        if (_181)
+        {
+            _182 = _188.q[(((t * pc.nh) + h) * pc.qk) + c] * pc.scale;
+        }
+        else
+        {
+            _182 = 0.0;
+        }
+        qr[i] = _182;
+        o[i] = 0.0;
     }
     float m = -1000000015047466219876688855040.0;
-    float l = 0.0;
-    uint keys = pc.past + min(pc.T, (b0 + 64u));
-    uint mine = (pc.past + t) + 1u;
-    float _276;
-    float _334;
-    uint _367;
-    spvUnsafeArray<float, 8> s;
+    float sum = 0.0;
+    uint keys = pc.past + min(pc.T, (b0 + 32u));
+    uint _231;
+    if (live)
+    {
+        _231 = (pc.past + t) + 1u;
+    }
+    else
+    {
+        _231 = 0u;
+    }
+    uint mine = _231;
+    float NEG = as_type<float>(4286578688u);
+    float _289;
+    float _348;
     for (uint j0 = 0u; j0 < keys; j0 += 8u)
     {
-        for (uint i = lid; i < (8u * pc.qk); i += 64u)
+        for (uint i_1 = lid; i_1 < (8u * pc.qk); i_1 += 256u)
         {
-            uint jj = i / pc.qk;
-            uint c_1 = i % pc.qk;
+            uint jj = i_1 / pc.qk;
+            uint c_1 = i_1 % pc.qk;
             uint j = j0 + jj;
             if (j < keys)
             {
-                _276 = _282.k[(((j * pc.nh) + h) * pc.qk) + c_1];
+                _289 = _295.k[(((j * pc.nh) + h) * pc.qk) + c_1];
             }
             else
             {
-                _276 = 0.0;
+                _289 = 0.0;
             }
-            ks[jj][c_1] = _276;
+            ks[jj][c_1] = _289;
         }
-        for (uint i_1 = lid; i_1 < (8u * pc.dv); i_1 += 64u)
+        for (uint i_2 = lid; i_2 < (8u * pc.dv); i_2 += 256u)
         {
-            uint jj_1 = i_1 / pc.dv;
-            uint d_1 = i_1 % pc.dv;
+            uint jj_1 = i_2 / pc.dv;
+            uint d = i_2 % pc.dv;
             uint j_1 = j0 + jj_1;
             if (j_1 < keys)
             {
-                _334 = _340.v[(((j_1 * pc.nh) + h) * pc.dv) + d_1];
+                _348 = _354.v[(((j_1 * pc.nh) + h) * pc.dv) + d];
             }
             else
             {
-                _334 = 0.0;
+                _348 = 0.0;
             }
-            vs[jj_1][d_1] = _334;
+            vs[jj_1][d] = _348;
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (live && (mine > j0))
+        for (uint jj_2 = 0u; jj_2 < 8u; jj_2++)
         {
-            _367 = min(8u, (mine - j0));
-        }
-        else
-        {
-            _367 = 0u;
-        }
-        uint n = _367;
-        if (n > 0u)
-        {
-            float mx = m;
-            for (uint jj_2 = 0u; jj_2 < n; jj_2++)
+            float a = 0.0;
+            for (uint i_3 = 0u; i_3 < 32u; i_3++)
             {
-                float a = 0.0;
-                for (uint c_2 = 0u; c_2 < pc.qk; c_2++)
+                uint c_2 = l + (8u * i_3);
+                if (c_2 < pc.qk)
                 {
-                    a += (qr[c_2] * ks[jj_2][c_2]);
+                    a = fma(qr[i_3], ks[jj_2][c_2], a);
                 }
-                s[jj_2] = a;
-                mx = fast::max(mx, a);
             }
-            float param = m - mx;
-            float corr = dfExp(param);
-            l *= corr;
-            for (uint d_2 = 0u; d_2 < pc.dv; d_2++)
+            part[row][jj_2][l] = a;
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        float s = 0.0;
+        for (uint g = 0u; g < 8u; g++)
+        {
+            s += part[row][l][g];
+        }
+        sc[row][l] = ((j0 + l) < mine) ? s : NEG;
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        float mx = m;
+        for (uint jj_3 = 0u; jj_3 < 8u; jj_3++)
+        {
+            mx = fast::max(mx, sc[row][jj_3]);
+        }
+        float param = sc[row][l] - mx;
+        pw[row][l] = dfExp(param);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        if (mine > j0)
+        {
+            float param_1 = m - mx;
+            float corr = dfExp(param_1);
+            sum *= corr;
+            for (uint i_4 = 0u; i_4 < 32u; i_4++)
             {
-                o[d_2] *= corr;
+                o[i_4] *= corr;
             }
-            for (uint jj_3 = 0u; jj_3 < n; jj_3++)
+            for (uint jj_4 = 0u; jj_4 < 8u; jj_4++)
             {
-                float param_1 = s[jj_3] - mx;
-                float p = dfExp(param_1);
-                l += p;
-                for (uint d_3 = 0u; d_3 < pc.dv; d_3++)
+                float p = pw[row][jj_4];
+                sum += p;
+                for (uint i_5 = 0u; i_5 < 32u; i_5++)
                 {
-                    o[d_3] += (p * vs[jj_3][d_3]);
+                    uint d_1 = l + (8u * i_5);
+                    if (d_1 < pc.dv)
+                    {
+                        o[i_5] = fma(p, vs[jj_4][d_1], o[i_5]);
+                    }
                 }
             }
             m = mx;
@@ -278,9 +310,13 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Q& _172 [[buff
     }
     if (live)
     {
-        for (uint d_4 = 0u; d_4 < pc.dv; d_4++)
+        for (uint i_6 = 0u; i_6 < 32u; i_6++)
         {
-            _516.dst[(((t * pc.nh) + h) * pc.dv) + d_4] = o[d_4] / l;
+            uint d_2 = l + (8u * i_6);
+            if (d_2 < pc.dv)
+            {
+                _598.dst[(((t * pc.nh) + h) * pc.dv) + d_2] = o[i_6] / sum;
+            }
         }
     }
 }

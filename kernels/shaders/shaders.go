@@ -18,18 +18,22 @@ const (
 	Act    = "act"    // the expert FFN's gated activation, in place
 	MMTile = "mmtile" // y = W·x for n ≥ 2 positions in 64×32 tiles (prefill)
 	Attn   = "attn"   // causal softmax attention in tiles, online softmax (MLA prefill)
+	MMBig  = "mmbig"  // y = W·x for many positions in 128×64 tiles, 8×8 a thread (prefill)
+	FMA    = "fma"    // the device's fp32 multiply-add peak
 )
 
 // Names lists every shader, in a fixed order (backends index pipelines by
 // it); each call returns a new slice.
-func Names() []string { return []string{MatMul, Act, MMTile, Attn} }
+func Names() []string { return []string{MatMul, Act, MMTile, Attn, MMBig, FMA} }
 
 // Bindings is how many storage buffers a shader binds (SPIR-V bindings
 // 1..n), 0 for a name this package does not hold.
 func Bindings(name string) int {
 	switch name {
-	case MatMul, MMTile:
+	case MatMul, MMTile, MMBig:
 		return 4 // weights, scales, x, y
+	case FMA:
+		return 1 // the lanes' sums
 	case Attn:
 		return 4 // q, k, v, dst
 	case Act:
@@ -38,8 +42,27 @@ func Bindings(name string) int {
 	return 0
 }
 
-// LocalSize is every shader's workgroup width (local_size_x).
+// LocalSize is the workgroup width (local_size_x) of every shader but
+// mmbig and attn (LocalSizeOf).
 const LocalSize = 64
+
+// MMBigLocalSize is mmbig's workgroup width, AttnLocalSize attn's.
+const (
+	MMBigLocalSize = 128
+	AttnLocalSize  = 256
+)
+
+// LocalSizeOf is a shader's workgroup width (local_size_x), which Metal
+// must be told at each dispatch (Vulkan reads it from the SPIR-V).
+func LocalSizeOf(name string) int {
+	switch name {
+	case MMBig:
+		return MMBigLocalSize
+	case Attn:
+		return AttnLocalSize
+	}
+	return LocalSize
+}
 
 // SPIRV returns the SPIR-V words of a shader as bytes.
 func SPIRV(name string) ([]byte, error) {

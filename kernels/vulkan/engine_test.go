@@ -54,6 +54,46 @@ func TestEngineReferenceOnVulkan(t *testing.T) {
 	require.NoError(t, be.Err(), "every product sent to the device ran there")
 }
 
+// TestLongPromptOnVulkan prefills a 1,100-token prompt with every product
+// and the attention on the device (Accelerate with thresholds of 2: the
+// tiles of mmbig and mmtile, attention over two submissions of rows) and
+// holds the logits at every position to the same prompt prefilled on the
+// CPU backend, within the 2e-3 the reference tests allow each of them; the
+// CPU's prefill is itself held to decode and to the reference by the
+// engine's tests.
+func TestLongPromptOnVulkan(t *testing.T) {
+	be, err := vulkan.Open()
+	require.NoError(t, err)
+	be.SetBigTileMinGroups(1)
+	every := kernels.AccelOptions{DecodeMinBytes: 0, ResidentMinPositions: 2, StreamedMinPositions: 2}
+	const n = 1100
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = (i*31 + 7) % 500 // inside both vocabularies
+	}
+	td := filepath.Join("..", "..", "testdata")
+	for _, dir := range []string{"k3-tiny", filepath.Join("kimi-linear-tiny", "hf")} {
+		t.Run(dir, func(t *testing.T) {
+			rows := map[string][][]float32{}
+			for name, b := range map[string]kernels.Backend{"gpu": kernels.Accelerate(be, kernels.Default(), every), "cpu": kernels.Default()} {
+				m, err := engine.Open(t.Context(), filepath.Join(td, dir), engine.Options{Backend: b})
+				require.NoError(t, err)
+				rows[name], err = m.NewSession().Forward(t.Context(), ids, true)
+				require.NoError(t, m.Close())
+				require.NoError(t, err)
+				require.Len(t, rows[name], n)
+			}
+			worst := 0.0
+			for i := range n {
+				worst = max(worst, maxAbsDiff(rows["gpu"][i], rows["cpu"][i]))
+			}
+			t.Logf("max |Δlogit| over %d positions = %.3g", n, worst)
+			require.LessOrEqual(t, worst, 2e-3)
+		})
+	}
+	require.NoError(t, be.Err(), "every product sent to the device ran there")
+}
+
 func engineReference(t *testing.T, be kernels.Backend, name string) {
 	const tol = 2e-3
 	for _, c := range []struct {

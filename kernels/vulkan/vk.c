@@ -73,6 +73,13 @@ struct dfvk {
 	VkCommandBuffer cmd;
 	VkFence fence;
 	slot slots[DFVK_SLOTS];
+	// Device-local twins of the slots (twins set: a discrete or software
+	// device): the shaders bind these, and dfvk_copy moves a call's
+	// operands between a slot and its twin by DMA, so that no shader reads
+	// host memory across the bus (a tile of x read over PCIe by every
+	// workgroup cost more than the arithmetic).
+	slot twin[DFVK_SLOTS];
+	int twins;
 	// Resident buffers (ids DFVK_SLOTS + i): device-local copies of weights
 	// that never change, filled through the staging buffer by ucmd.
 	slot *res;
@@ -92,6 +99,8 @@ void dfvk_close(dfvk *c) {
 		for (int i = 0; i < DFVK_SLOTS; i++) {
 			if (c->slots[i].buf) vkDestroyBuffer(c->dev, c->slots[i].buf, NULL);
 			if (c->slots[i].mem) vkFreeMemory(c->dev, c->slots[i].mem, NULL);
+			if (c->twin[i].buf) vkDestroyBuffer(c->dev, c->twin[i].buf, NULL);
+			if (c->twin[i].mem) vkFreeMemory(c->dev, c->twin[i].mem, NULL);
 		}
 		for (int i = 0; i < c->nres; i++) {
 			if (c->res[i].buf) vkDestroyBuffer(c->dev, c->res[i].buf, NULL);
@@ -213,6 +222,9 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 		return -1;
 	}
 	c->memType = (uint32_t)mt;
+	// An integrated GPU shares the host's memory: a twin would be a copy
+	// within RAM for nothing.
+	c->twins = p.deviceType != VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
 	for (uint32_t i = 0; i < mp.memoryTypeCount; i++) {
 		if (!(mp.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) continue;
 		c->localBits |= 1u << i;
@@ -321,13 +333,15 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 
 static VkResult newBuffer(dfvk *c, slot *s, uint64_t bytes, VkBufferUsageFlags usage, uint32_t bits, int map);
 
+#define SLOT_USAGE (VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+
 void *dfvk_slot(dfvk *c, int i, uint64_t bytes, int *res) {
 	*res = 0;
 	if (i < 0 || i >= DFVK_SLOTS) {
 		*res = -1;
 		return NULL;
 	}
-	slot *s = &c->slots[i];
+	slot *s = &c->slots[i], *d = &c->twin[i];
 	if (bytes < 16) bytes = 16;
 	bytes = (bytes + 255) & ~(uint64_t)255;
 	if (s->buf && s->size >= bytes) return s->map;
@@ -339,12 +353,47 @@ void *dfvk_slot(dfvk *c, int i, uint64_t bytes, int *res) {
 		vkFreeMemory(c->dev, s->mem, NULL);
 		memset(s, 0, sizeof *s);
 	}
-	VkResult r = newBuffer(c, s, bytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, 1u << c->memType, 1);
+	if (d->buf) {
+		vkDestroyBuffer(c->dev, d->buf, NULL);
+		vkFreeMemory(c->dev, d->mem, NULL);
+		memset(d, 0, sizeof *d);
+	}
+	VkResult r = newBuffer(c, s, bytes, SLOT_USAGE, 1u << c->memType, 1);
+	if (r == VK_SUCCESS && c->twins) {
+		r = newBuffer(c, d, bytes, SLOT_USAGE, c->localBits ? c->localBits : 1u << c->memType, 0);
+		if (r != VK_SUCCESS) {
+			vkDestroyBuffer(c->dev, s->buf, NULL);
+			vkFreeMemory(c->dev, s->mem, NULL);
+			memset(s, 0, sizeof *s);
+		}
+	}
 	if (r != VK_SUCCESS) {
 		*res = r;
 		return NULL;
 	}
 	return s->map;
+}
+
+// barrier makes every transfer and shader write before it visible to every
+// transfer and shader after it.
+static void barrier(dfvk *c) {
+	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+	                      .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+	                                       VK_ACCESS_TRANSFER_WRITE_BIT};
+	const VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+	vkCmdPipelineBarrier(c->cmd, st, st, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+int dfvk_copy(dfvk *c, int i, uint64_t bytes, int toHost) {
+	if (i < 0 || i >= DFVK_SLOTS || !c->slots[i].buf || bytes > c->slots[i].size) return -1;
+	if (!c->twins || bytes == 0) return 0;
+	barrier(c);
+	VkBufferCopy cp = {.srcOffset = 0, .dstOffset = 0, .size = bytes};
+	if (toHost) vkCmdCopyBuffer(c->cmd, c->twin[i].buf, c->slots[i].buf, 1, &cp);
+	else vkCmdCopyBuffer(c->cmd, c->slots[i].buf, c->twin[i].buf, 1, &cp);
+	barrier(c);
+	return 0;
 }
 
 int dfvk_begin(dfvk *c) {
@@ -354,18 +403,20 @@ int dfvk_begin(dfvk *c) {
 	VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
 	                               .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
 	if ((r = vkBeginCommandBuffer(c->cmd, &bi)) != VK_SUCCESS) return r;
-	// Host writes to the mapped slots before the shaders read them.
+	// Host writes to the mapped slots before the shaders or copies read them.
 	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
 	                      .srcAccessMask = VK_ACCESS_HOST_WRITE_BIT,
-	                      .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-	vkCmdPipelineBarrier(c->cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+	                      .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT};
+	vkCmdPipelineBarrier(c->cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+	                     1, &mb, 0, NULL, 0, NULL);
 	return 0;
 }
 
-// lookup returns the slot or resident buffer behind an id, NULL if none.
+// lookup returns the buffer the shaders bind for an id (a slot's twin, or
+// a resident buffer), NULL if none.
 static slot *lookup(dfvk *c, int id) {
 	slot *s = NULL;
-	if (id >= 0 && id < DFVK_SLOTS) s = &c->slots[id];
+	if (id >= 0 && id < DFVK_SLOTS) s = c->twins ? &c->twin[id] : &c->slots[id];
 	else if (id >= DFVK_SLOTS && id < DFVK_SLOTS + c->nres) s = &c->res[id - DFVK_SLOTS];
 	return s && s->buf ? s : NULL;
 }
@@ -410,9 +461,10 @@ int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void 
 
 int dfvk_submit(dfvk *c) {
 	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
 	                      .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
-	vkCmdPipelineBarrier(c->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+	vkCmdPipelineBarrier(c->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
+	                     1, &mb, 0, NULL, 0, NULL);
 	VkResult r = vkEndCommandBuffer(c->cmd);
 	if (r != VK_SUCCESS) return r;
 	VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->cmd};

@@ -44,6 +44,12 @@ int dfvk_begin(dfvk *c);
 int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void *push, int pushBytes, uint32_t gx,
                   uint32_t gy, uint32_t gz);
 int dfvk_submit(dfvk *c);
+// dfvk_copy records, between begin and submit, a copy of the first bytes of
+// slot i from its mapped memory to the device-local twin the shaders bind
+// (toHost 0) or back (toHost 1), ordered after everything recorded before
+// it and before everything after; nothing where the device has no twins
+// (an integrated GPU). Returns -1 for a bad slot or size.
+int dfvk_copy(dfvk *c, int i, uint64_t bytes, int toHost);
 
 // dfvk_upload copies bytes of data into a new device-local buffer (through a
 // host-visible staging buffer, waiting for the copy) and sets *id to a

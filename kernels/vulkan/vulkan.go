@@ -177,6 +177,18 @@ func (d *Device) Dispatch(shader string, slots []int, push []uint32, gx, gy int)
 	return check("dispatch "+shader, r)
 }
 
+// ToDevice records the copy of slot i's first n bytes to the device-local
+// twin the shaders read (nothing on an integrated GPU).
+func (d *Device) ToDevice(i, n int) error {
+	return check(fmt.Sprintf("copying %d bytes of slot %d to the device", n, i), C.dfvk_copy(d.c, C.int(i), C.uint64_t(n), 0))
+}
+
+// ToHost records the copy of the first n bytes of slot i's twin back to
+// its mapped memory, which Slot returns after Submit.
+func (d *Device) ToHost(i, n int) error {
+	return check(fmt.Sprintf("copying %d bytes of slot %d to the host", n, i), C.dfvk_copy(d.c, C.int(i), C.uint64_t(n), 1))
+}
+
 // Begin starts recording a call.
 func (d *Device) Begin() error { return check("begin", C.dfvk_begin(d.c)) }
 

@@ -55,6 +55,17 @@ func TestConformance(t *testing.T) {
 	conformance.Run(t, b)
 }
 
+// TestConformanceBigTiles runs the suite again with every product over 32
+// positions in mmbig.comp's 128×64 tiles, which the default rule keeps for
+// products that fill a large GPU (none of the suite's shapes).
+func TestConformanceBigTiles(t *testing.T) {
+	device(t)
+	b := gpu.New("vulkan", sharedDev, nil)
+	b.SetBigTileMinGroups(1)
+	conformance.Run(t, b)
+	require.NoError(t, b.Err())
+}
+
 // A matrix larger than one binding (lm_head on a device with 128 MiB
 // buffers) runs in row blocks; the result is the same.
 func TestMatMulInRowBlocks(t *testing.T) {

@@ -126,7 +126,7 @@ func TestPrefillEqualsPerTokenPath(t *testing.T) {
 }
 
 // TestPromptRoutedInChunks: before streamed experts, a prompt's attention
-// and routing run chunk by chunk (prefill.go), each chunk's experts read
+// and routing run chunk by chunk (attend.go), each chunk's experts read
 // while the next chunk's attention runs. The logits are those of the
 // whole-layer pass (the same prompt over RAM experts), and with the
 // budget's buffers enough for the union no expert waits for a demand

@@ -1,4 +1,4 @@
-package engine
+package synthckpt
 
 import (
 	"encoding/binary"
@@ -6,25 +6,16 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"testing"
-
-	"github.com/stretchr/testify/require"
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/checkpoint/safetensors"
 )
 
-// Synthetic shards for the store and index tests: named tensors in a given
-// physical order, filled with seeded pseudo-random bytes shaped so that a
-// kernel reading them meets finite values (package bench writes the K3-size
-// slice with its own resumable writer).
-
-// writeSyntheticShard writes ts (name, dtype and shape set) to path in one
-// go, the bytes of tensor i drawn from a PCG stream seeded by (seed, i):
-// E8M0 bytes 120..127 for a "_scale" tensor, bfloat16 of magnitude about
-// 2^-7 for BF16, any byte otherwise.
-func writeSyntheticShard(t testing.TB, path string, ts []safetensors.Tensor, seed uint64) {
-	t.Helper()
+// WriteShard writes ts (name, dtype and shape set) to path in one go, the
+// bytes of tensor i drawn from a PCG stream seeded by (seed, i): E8M0 bytes
+// 120..127 for a "_scale" tensor, bfloat16 of magnitude about 2^-7 for
+// BF16, any byte otherwise.
+func WriteShard(path string, ts []safetensors.Tensor, seed uint64) error {
 	ts = slices.Clone(ts)
 	h := safetensors.Encode(ts)
 	b := make([]byte, ts[len(ts)-1].End())
@@ -47,13 +38,13 @@ func writeSyntheticShard(t testing.TB, path string, ts []safetensors.Tensor, see
 			}
 		}
 	}
-	require.NoError(t, os.WriteFile(path, b, 0o644))
+	return os.WriteFile(path, b, 0o644)
 }
 
-// syntheticExperts lists n experts of one layer, six MXFP4 tensors each
-// with the widths inter and latent, in descending id order (physical
-// order differs from id order: the index must not assume it).
-func syntheticExperts(layer, n, inter, latent int) []safetensors.Tensor {
+// Experts lists n experts of one layer, six MXFP4 tensors each with the
+// widths inter and latent, in descending id order (physical order differs
+// from id order: an index must not assume it).
+func Experts(layer, n, inter, latent int) []safetensors.Tensor {
 	I, D := int64(inter), int64(latent)
 	shapes := [6][2]int64{{I, D / 2}, {I, D / 32}, {D, I / 2}, {D, I / 32}, {I, D / 2}, {I, D / 32}}
 	var t []safetensors.Tensor

@@ -1,0 +1,134 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// y[t, yOffset + r] = Σ_c W[r, c] · x[t, c] for many positions (the backend
+// takes it from 33 on; mmtile.comp below): the prefill matmul and the
+// prefill expert FFN's products, compute-bound. A workgroup of 128 threads
+// computes a tile of 128 rows × 64 positions (looping over row tiles past
+// the dispatch limit; gl_WorkGroupID.y picks the positions); each thread
+// keeps 8 rows × 8 positions in registers, so every value it reads from
+// shared memory feeds 8 multiply-adds. 32 columns at a time: thread i widens
+// row i's 32 weights (whole words of them where the row is aligned) and
+// stages them with 16 columns of x; every output is one fp32 multiply-add
+// chain over the columns in order, as in kernels/ref.go.
+layout(local_size_x = 128) in;
+
+layout(std430, binding = 1) readonly buffer Wd { uint w[]; };
+layout(std430, binding = 2) readonly buffer Ws { uint s[]; };
+layout(std430, binding = 3) readonly buffer X { float x[]; };
+layout(std430, binding = 4) writeonly buffer Y { float y[]; };
+
+layout(push_constant) uniform Params {
+    uint rows;
+    uint cols;
+    uint n;
+    uint dtype;   // kernels.DType: 0 F32, 1 BF16, 2 F16, 3 I8, 4 MXFP4
+    uint yRows;   // y is [n, yRows]: a block of rows of a taller matrix
+    uint yOffset; // the block's first row in y
+} pc;
+
+#include "weights.glsl"
+
+const uint TR = 128u; // rows per tile
+const uint TT = 64u;  // positions per tile
+const uint TK = 32u;  // columns staged at a time
+// [column][quad of rows or positions]: a thread reads its 4 consecutive
+// rows (positions) as one vec4, and neighbouring threads write neighbouring
+// words when they stage.
+shared vec4 wt[TK][TR / 4u];
+shared vec4 xt[TK][TT / 4u];
+
+void putW(uint kk, uint lid, float v) { wt[kk][lid >> 2][lid & 3u] = v; }
+
+// stageRow widens row r's columns k0..k0+TK−1 into wt[.][lid]: from whole
+// words when every column is inside the row and the row starts on a word,
+// else one weight at a time (zeros past the matrix).
+void stageRow(uint lid, uint r, uint k0) {
+    bool full = r < pc.rows && k0 + TK <= pc.cols;
+    uint i0 = r * pc.cols + k0; // the first element
+    if (full && pc.dtype == 1u && (pc.cols & 1u) == 0u) { // BF16, two a word
+        for (uint j = 0u; j < TK / 2u; j++) {
+            uint v = w[(i0 >> 1) + j];
+            putW(2u * j, lid, uintBitsToFloat(v << 16));
+            putW(2u * j + 1u, lid, uintBitsToFloat(v & 0xffff0000u));
+        }
+        return;
+    }
+    if (full && pc.dtype == 3u && (pc.cols & 3u) == 0u) { // I8, four a word
+        float sc = uintBitsToFloat(s[r]);
+        for (uint j = 0u; j < TK / 4u; j++) {
+            uint v = w[(i0 >> 2) + j];
+            for (uint b = 0u; b < 4u; b++) putW(4u * j + b, lid, float(int(v << (24u - 8u * b)) >> 24) * sc);
+        }
+        return;
+    }
+    if (full && pc.dtype == 4u) { // MXFP4: cols is a multiple of 32, k0 one group
+        uint sb = (s[i0 >> 7] >> (((i0 >> 5) & 3u) * 8u)) & 0xffu;
+        float sc = e8m0(sb);
+        for (uint j = 0u; j < TK / 8u; j++) {
+            uint v = w[(i0 >> 3) + j];
+            for (uint b = 0u; b < 8u; b++) putW(8u * j + b, lid, E2M1[(v >> (4u * b)) & 15u] * sc);
+        }
+        return;
+    }
+    for (uint kk = 0u; kk < TK; kk++) {
+        uint c = k0 + kk;
+        putW(kk, lid, (r < pc.rows && c < pc.cols) ? weight(r, c) : 0.0);
+    }
+}
+
+void main() {
+    uint lid = gl_LocalInvocationID.x;
+    uint rq = lid % 16u; // row quads rq and rq + 16
+    uint tq = lid / 16u; // position quads tq and tq + 8
+    uint t0 = gl_WorkGroupID.y * TT;
+    uint tt = lid & 63u, kb = (lid >> 6) * (TK / 2u); // what this thread stages of x
+    for (uint r0 = gl_WorkGroupID.x * TR; r0 < pc.rows; r0 += gl_NumWorkGroups.x * TR) {
+        // acc[i][h]: row 4·rq + i (i < 4) or 64 + 4·rq + i − 4, positions
+        // 4·tq.. (h 0) or 32 + 4·tq.. (h 1).
+        vec4 acc[8][2];
+        for (uint i = 0u; i < 8u; i++) {
+            acc[i][0] = vec4(0.0);
+            acc[i][1] = vec4(0.0);
+        }
+        for (uint k0 = 0u; k0 < pc.cols; k0 += TK) {
+            stageRow(lid, r0 + lid, k0);
+            uint t = t0 + tt;
+            for (uint kk = kb; kk < kb + TK / 2u; kk++) {
+                uint c = k0 + kk;
+                xt[kk][tt >> 2][tt & 3u] = (t < pc.n && c < pc.cols) ? x[t * pc.cols + c] : 0.0;
+            }
+            barrier();
+            for (uint kk = 0u; kk < TK; kk++) {
+                vec4 wa = wt[kk][rq], wb = wt[kk][rq + 16u];
+                vec4 xa = xt[kk][tq], xb = xt[kk][tq + 8u];
+                acc[0][0] = fma(vec4(wa.x), xa, acc[0][0]);
+                acc[0][1] = fma(vec4(wa.x), xb, acc[0][1]);
+                acc[1][0] = fma(vec4(wa.y), xa, acc[1][0]);
+                acc[1][1] = fma(vec4(wa.y), xb, acc[1][1]);
+                acc[2][0] = fma(vec4(wa.z), xa, acc[2][0]);
+                acc[2][1] = fma(vec4(wa.z), xb, acc[2][1]);
+                acc[3][0] = fma(vec4(wa.w), xa, acc[3][0]);
+                acc[3][1] = fma(vec4(wa.w), xb, acc[3][1]);
+                acc[4][0] = fma(vec4(wb.x), xa, acc[4][0]);
+                acc[4][1] = fma(vec4(wb.x), xb, acc[4][1]);
+                acc[5][0] = fma(vec4(wb.y), xa, acc[5][0]);
+                acc[5][1] = fma(vec4(wb.y), xb, acc[5][1]);
+                acc[6][0] = fma(vec4(wb.z), xa, acc[6][0]);
+                acc[6][1] = fma(vec4(wb.z), xb, acc[6][1]);
+                acc[7][0] = fma(vec4(wb.w), xa, acc[7][0]);
+                acc[7][1] = fma(vec4(wb.w), xb, acc[7][1]);
+            }
+            barrier();
+        }
+        for (uint i = 0u; i < 8u; i++) {
+            uint r = r0 + (i < 4u ? 4u * rq + i : 64u + 4u * rq + i - 4u);
+            if (r >= pc.rows) continue;
+            for (uint h = 0u; h < 2u; h++) {
+                for (uint j = 0u; j < 4u; j++) {
+                    uint t = t0 + 32u * h + 4u * tq + j;
+                    if (t < pc.n) y[t * pc.yRows + pc.yOffset + r] = acc[i][h][j];
+                }
+            }
+        }
+    }
+}
