@@ -81,9 +81,9 @@ func (a Answering) line() string {
 	}
 	switch {
 	case a.Thinking:
-		fmt.Fprintf(&b, " · thinking… %d tokens", a.ThinkingTokens)
+		fmt.Fprintf(&b, " · thinking… %s", tokens(a.ThinkingTokens))
 	case a.Tokens > 0:
-		fmt.Fprintf(&b, " · %d tokens", a.Tokens)
+		fmt.Fprintf(&b, " · %s", tokens(a.Tokens))
 	case a.PromptTokens > 0:
 		fmt.Fprintf(&b, " · reading the prompt %d%%", percent(float64(a.PromptDone)/float64(a.PromptTokens)))
 	}
@@ -98,4 +98,12 @@ func (a Answering) line() string {
 		fmt.Fprintf(&b, " · %d waiting, the last %d ahead", a.Queued, a.Queued)
 	}
 	return b.String()
+}
+
+// tokens is "1 token", "12 tokens".
+func tokens(n int) string {
+	if n == 1 {
+		return "1 token"
+	}
+	return fmt.Sprintf("%d tokens", n)
 }

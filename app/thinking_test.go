@@ -41,7 +41,7 @@ func TestMenuSaysThinking(t *testing.T) {
 	line := func() string {
 		return BuildMenu(State{Install: InstallState{Mode: InstallFull}, Answering: answeringOf(srv.Queue())}).Item(ItemStatus).Label
 	}
-	require.Equal(t, "Full install · Answering… “Why is the sky blue?” · thinking… 1 tokens · 1 waiting, 1 ahead", line())
+	require.Equal(t, "Full install · Answering… “Why is the sky blue?” · thinking… 1 token · 1 waiting, 1 ahead", line())
 	m.Advance(thought - 1)
 	require.Contains(t, line(), "· thinking… "+strconv.Itoa(thought)+" tokens · 1 waiting, 1 ahead")
 	m.Advance(answerAt + 2 - thought)

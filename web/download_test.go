@@ -183,3 +183,55 @@ func TestModelActionsSayWhyWithoutPrefix(t *testing.T) {
 		require.False(t, usertext.Prefixed(e.Error.Message), e.Error.Message)
 	}
 }
+
+// TestModelPageDownloadsFull: Download (full) on /model checks the disk
+// for every weight, starts the app's full download (a measured rate and a
+// time left while it runs, as for stream) and ends in a full install, with
+// nothing more offered.
+func TestModelPageDownloadsFull(t *testing.T) {
+	t.Parallel()
+	hub := hubtest.New(t, tinyDir)
+	tr := newTrickle(t, hub)
+	a, base, _ := startAppEnv(t, t.TempDir(), map[string]string{"HF_ENDPOINT": hub.URL() + "/"},
+		func(c *app.Config) { c.Jobs, c.KeepFreeGB = 1, 0.001 })
+	ctx := tab(t)
+	do(t, ctx, chromedp.Navigate(base+"/model"))
+	until(t, ctx, "the offer", `!document.querySelector("#download-buttons").hidden && !document.querySelector("#dl-full").disabled`)
+	do(t, ctx, chromedp.Click(chromedp.CSS("#dl-full")))
+	until(t, ctx, "the disk check", `!document.querySelector("#dl-confirm").hidden && !document.querySelector("#dl-start").disabled`)
+	require.Regexp(t, `^Kimi K3 in full mode: every weight, [0-9.]+ [kMG]?B to download( \([0-9.]+ [kMG]?B already here\))?\. Free disk: [0-9.]+ [kMGTPE]?B; [0-9.]+ [kMGTPE]?B stay free afterwards\.$`,
+		eval[string](t, ctx, `document.querySelector("#dl-confirm-text").textContent`))
+	require.False(t, a.State().Downloading, "nothing starts before Download is clicked")
+	do(t, ctx, chromedp.Click(chromedp.CSS("#dl-start")))
+	until(t, ctx, "downloading", `document.querySelector("#line").textContent.startsWith("Downloading") && document.querySelector("#download-buttons").hidden`)
+	require.Equal(t, app.ModeFull, a.State().Pending)
+
+	text := func() string { return eval[string](t, ctx, `document.querySelector("#download-text").textContent`) }
+	measured := false
+	for range 24 {
+		if s := text(); !strings.Contains(s, "/s") {
+			require.NotContains(t, s, "left", "a time left needs a measured rate")
+		}
+		points := eval[int](t, ctx, `Number(document.querySelector("#graph").dataset.points)`)
+		tr.permits <- struct{}{}
+		<-tr.sent
+		until(t, ctx, "the next sample", `Number(document.querySelector("#graph").dataset.points) > `+strconv.Itoa(points))
+		if s := text(); strings.Contains(s, "/s") && strings.Contains(s, "left") {
+			measured = true
+			break
+		}
+	}
+	require.True(t, measured, "a rate and a time left once bytes flowed for a while: %q", text())
+	require.Regexp(t, `^\d+% · [0-9.]+ [kMG]?B/s · \d+ (s|min|h) left$`, text())
+	shot(t, ctx, "model-downloading-full")
+
+	tr.open()
+	for st := a.State(); st.Downloading || st.Demo || st.ServerAddr == ""; st = a.State() {
+		<-a.Changed()
+	}
+	do(t, ctx, chromedp.Navigate(a.State().ServerAddr+"/model"))
+	until(t, ctx, "the full install", `document.querySelector("#line").textContent.startsWith("Full install")`)
+	require.True(t, eval[bool](t, ctx, `document.querySelector("#download-buttons").hidden`), "nothing more to download")
+	require.True(t, eval[bool](t, ctx, `document.querySelector("#act-upgrade").disabled`), "no upgrade past a full install")
+	shot(t, ctx, "model-full-installed")
+}
