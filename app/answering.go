@@ -21,8 +21,12 @@ type Answering struct {
 	Queued                   int
 	PromptDone, PromptTokens int // the running job's prompt, read so far
 	Tokens                   int // the running job's generated tokens
-	ETA                      time.Duration
-	Title                    string // the running job's first words
+	// Thinking is set while the running job is in K3's think channel,
+	// with ThinkingTokens its tokens so far.
+	Thinking       bool
+	ThinkingTokens int
+	ETA            time.Duration
+	Title          string // the running job's first words
 }
 
 // answeringPoll is how often the menu reads the queue.
@@ -55,6 +59,7 @@ func answeringOf(q server.QueueStatus) Answering {
 	if r := q.Running; r != nil {
 		ans.Running = true
 		ans.PromptDone, ans.PromptTokens, ans.Tokens, ans.Title = r.PromptDone, r.PromptTokens, r.Tokens, r.Title
+		ans.Thinking, ans.ThinkingTokens = r.Thinking, r.ThinkingTokens
 		if r.ETASeconds != nil {
 			ans.ETA = time.Duration(*r.ETASeconds * float64(time.Second))
 		}
@@ -63,7 +68,8 @@ func answeringOf(q server.QueueStatus) Answering {
 }
 
 // line is the status text: "Answering “Why is the sky blue?” · reading
-// the prompt 40% · 1 waiting, 1 ahead".
+// the prompt 40% · 1 waiting, 1 ahead", "Answering… · thinking… 120
+// tokens · 1 waiting, 1 ahead".
 func (a Answering) line() string {
 	if !a.Running && a.Queued == 0 {
 		return ""
@@ -74,8 +80,10 @@ func (a Answering) line() string {
 		fmt.Fprintf(&b, " “%s”", a.Title)
 	}
 	switch {
+	case a.Thinking:
+		fmt.Fprintf(&b, " · thinking… %s", tokens(a.ThinkingTokens))
 	case a.Tokens > 0:
-		fmt.Fprintf(&b, " · %d tokens", a.Tokens)
+		fmt.Fprintf(&b, " · %s", tokens(a.Tokens))
 	case a.PromptTokens > 0:
 		fmt.Fprintf(&b, " · reading the prompt %d%%", percent(float64(a.PromptDone)/float64(a.PromptTokens)))
 	}
@@ -90,4 +98,12 @@ func (a Answering) line() string {
 		fmt.Fprintf(&b, " · %d waiting, the last %d ahead", a.Queued, a.Queued)
 	}
 	return b.String()
+}
+
+// tokens is "1 token", "12 tokens".
+func tokens(n int) string {
+	if n == 1 {
+		return "1 token"
+	}
+	return fmt.Sprintf("%d tokens", n)
 }

@@ -104,8 +104,8 @@ func openMirror(ctx context.Context, cfg Config, opts downloader.Options) (*down
 	}
 	opts.AllowUnverified = cfg.AllowUnverified
 	if opts.Disagreement == nil {
-		// No command's log reaches here (setup, the menu's downloads):
-		// the process's default, which the console shows.
+		// No command's log reaches here (setup, fetch-experts): the
+		// process's default, which the console shows.
 		opts.Disagreement = logDisagreement(slog.Default())
 	}
 	return downloader.Open(opts)

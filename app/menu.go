@@ -171,8 +171,10 @@ type State struct {
 	ServerAddr  string // base URL while serving
 	Demo        bool   // serving the built-in demo model
 	Login       bool
-	Problem     string // the last error that needs the user
-	Answering   Answering
+	Problem     string // the last error that needs the user, cut to a menu line
+	// ProblemWhole is Problem uncut, for the headless line.
+	ProblemWhole string
+	Answering    Answering
 	// What this build wires in: entries that need a missing part are
 	// disabled.
 	CanDownload, CanWarm, CanServe bool

@@ -42,6 +42,10 @@ func TestBuildMenu(t *testing.T) {
 			s.Install = InstallState{Mode: InstallFull}
 			s.Answering = Answering{Running: true, PromptDone: 100, PromptTokens: 100, Tokens: 12}
 		}), status: "Full install · Answering… · 12 tokens", title: "answering…"},
+		{name: "answering, thinking, one waiting", st: with(func(s *State) {
+			s.Install = InstallState{Mode: InstallFull}
+			s.Answering = Answering{Running: true, Queued: 1, Tokens: 120, Thinking: true, ThinkingTokens: 120, Title: "Why is the sky blue?"}
+		}), status: "Full install · Answering… “Why is the sky blue?” · thinking… 120 tokens · 1 waiting, 1 ahead", title: "answering…"},
 		{name: "answering by its first words, three waiting", st: with(func(s *State) {
 			s.Install = InstallState{Mode: InstallFull}
 			s.Answering = Answering{Running: true, Queued: 3, Tokens: 5, Title: "Why is the sky blue?"}

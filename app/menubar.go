@@ -352,7 +352,7 @@ func (a *App) problem(sub subsystem, what string, err error) {
 		a.problems = map[subsystem]problemEntry{}
 	}
 	a.seq++
-	a.problems[sub] = problemEntry{text: what + ": " + short, seq: a.seq}
+	a.problems[sub] = problemEntry{text: what + ": " + short, whole: what + ": " + wholeError(err), seq: a.seq}
 	a.mu.Unlock()
 	a.update(a.showProblem)
 	a.notify(what, short)
@@ -372,11 +372,11 @@ func (a *App) solved(sub subsystem) {
 // showProblem sets the status line's problem: the newest unsolved one.
 // update calls it with a.mu held.
 func (a *App) showProblem(s *State) {
-	s.Problem = ""
+	s.Problem, s.ProblemWhole = "", ""
 	newest := 0
 	for _, p := range a.problems {
 		if p.seq > newest {
-			s.Problem, newest = p.text, p.seq
+			s.Problem, s.ProblemWhole, newest = p.text, p.whole, p.seq
 		}
 	}
 }

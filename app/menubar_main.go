@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/adrg/xdg"
 
@@ -28,6 +27,7 @@ func MenuBarDeps(cfg Config, demo fs.FS, log *slog.Logger) (Deps, error) {
 		return d, err
 	}
 	mi := newMirrorInstall(cfg)
+	mi.log = log
 	d.Downloader, d.Warmer = mi, mi
 	d.Drafter = &drafterInstall{cfg: cfg}
 	d.Server = &apiServer{cfg: cfg, mi: mi, demo: demo, log: log}
@@ -85,17 +85,28 @@ func RunMenuBar(ctx context.Context, cfg Config, deps Deps, log *slog.Logger, ou
 	return err
 }
 
+// headlessProblem is why the API does not run, whole.
+func headlessProblem(st State) string {
+	if st.ProblemWhole != "" {
+		return st.ProblemWhole
+	}
+	if st.Problem != "" {
+		return st.Problem
+	}
+	return "this build cannot serve"
+}
+
 // runHeadless says where the API is once the server answers (or why it does
 // not), then keeps the app running until ctx ends.
 func (a *App) runHeadless(ctx context.Context, why error, out io.Writer) error {
-	reason := strings.ReplaceAll(UserText(why), "\n", " ") // whole, not cut: the advice is at its end
+	reason := wholeError(why) // whole, not cut: the advice is at its end
 	for {
 		st := a.State()
 		switch {
 		case st.ServerAddr != "":
 			fmt.Fprintf(out, "Deltafin is running without a menu bar (%s); the API is at %s/v1 — Ctrl-C quits\n", reason, st.ServerAddr)
 		case st.Problem != "" || !st.CanServe:
-			fmt.Fprintf(out, "Deltafin is running without a menu bar (%s) and without its API (%s) — Ctrl-C quits\n", reason, st.Problem)
+			fmt.Fprintf(out, "Deltafin is running without a menu bar (%s) and without its API (%s) — Ctrl-C quits\n", reason, headlessProblem(st))
 		default:
 			select {
 			case <-ctx.Done():

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/deltafin/deltafin/checkpoint"
@@ -23,6 +23,9 @@ type mirrorInstall struct {
 	cfg       Config
 	headroom  int64 // free space every download leaves
 	chunkSize int64 // 0: the downloader's default
+	// log receives the verifier's disagreements (the app's log, with its
+	// file); nil: the process's default.
+	log *slog.Logger
 
 	mu       sync.Mutex
 	m        *downloader.Mirror
@@ -37,7 +40,11 @@ func (d *mirrorInstall) mirror(ctx context.Context) (*downloader.Mirror, error) 
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.m == nil {
-		m, err := openMirror(ctx, d.cfg, downloader.Options{ChunkSize: d.chunkSize, Progress: d.event})
+		opts := downloader.Options{ChunkSize: d.chunkSize, Progress: d.event}
+		if d.log != nil {
+			opts.Disagreement = logDisagreement(d.log)
+		}
+		m, err := openMirror(ctx, d.cfg, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -295,7 +302,7 @@ func DescribeInstall(ctx context.Context, cfg Config) string {
 	case errors.Is(err, downloader.ErrBusy):
 		return "in use by a running Deltafin (it holds the mirror)"
 	case err != nil:
-		return "unreadable: " + shortError(err)
+		return "unreadable: " + wholeError(err) // the whole advice: doctor is where it is read
 	case in.Mode == InstallFull:
 		return fmt.Sprintf("full install of %s in %s", cfg.Repo, cfg.ModelDir())
 	case in.Mode == InstallStream:
@@ -312,7 +319,7 @@ func DescribeDesktop(ctx context.Context, cfg Config) string {
 	warning, err := checkDesktop(ctx, cfg)
 	switch {
 	case err != nil:
-		return strings.ReplaceAll(UserText(err), "\n", " ") // the whole advice: doctor is where it is read
+		return wholeError(err) // the whole advice: doctor is where it is read
 	case warning != "":
 		return warning
 	}

@@ -18,13 +18,20 @@ const (
 )
 
 type problemEntry struct {
-	text string
-	seq  int // order of arrival: the newest is shown
+	text  string // cut for the menu (shortError)
+	whole string // all of it, for the headless line (wholeError)
+	seq   int    // order of arrival: the newest is shown
 }
 
 // maxProblemLen is how much of an error the menu and a notification show:
 // a menu entry wider than the screen is cut by the panel, not by us.
 const maxProblemLen = 80
+
+// wholeError is all of err on one line, as the headless line and doctor
+// print it: the advice is at the end of a long error, so nothing is cut.
+func wholeError(err error) string {
+	return strings.Join(strings.Fields(UserText(err)), " ")
+}
 
 // shortError is the first line of err, cut at a word boundary to about
 // maxProblemLen characters with an ellipsis. Errors from tools (xdg-open,

@@ -38,7 +38,8 @@ func (a *App) Status() web.AppStatus {
 		Line: statusLine(st), Install: [...]string{"none", "stream", "full"}[st.Install.Mode],
 		ExpertsOnDisk: st.Install.ExpertsCached, ExpertsTotal: st.Install.ExpertsTotal,
 		Downloading: st.Downloading, Paused: paused,
-		Download:    web.Progress{Done: st.Download.Done, Total: st.Download.Total, Rate: st.Download.Rate},
+		Download: web.Progress{Done: st.Download.Done, Total: st.Download.Total, Rate: st.Download.Rate,
+			ETASeconds: st.Download.ETA.Seconds(), Waiting: st.Download.Waiting},
 		WarmEnabled: st.WarmEnabled, Warming: st.Warming, WarmNote: st.WarmNote,
 		Warm:      web.Progress{Done: st.Warm.Done, Total: st.Warm.Total, Rate: st.Warm.Rate},
 		CanPause:  st.Downloading && st.CanDownload,
@@ -49,9 +50,43 @@ func (a *App) Status() web.AppStatus {
 	if st.Install.Unverified {
 		out.Verification = "unverified"
 	}
+	if st.Pending != 0 {
+		out.Pending = st.Pending.String()
+	}
 	m := BuildMenu(st)
 	out.CanUpgrade = m.Item(ItemUpgrade).Enabled
+	out.CanDownload = m.Item(ItemDownloadStream).Enabled
+	if m.Item(ItemDownloadStream).Visible && !st.CanDownload {
+		out.DownloadNote = "This app was started without its downloader: quit it and run deltafin setup --stream (or --full) in a terminal, then start it again."
+	}
 	return out
+}
+
+// CheckDownload is the disk check the menu's Download asks with, for the
+// page's own confirmation.
+func (a *App) CheckDownload(ctx context.Context, mode string) (string, error) {
+	m, err := downloadMode(mode)
+	if err != nil {
+		return "", err
+	}
+	if a.deps.Downloader == nil {
+		return "", fmt.Errorf("%w: %s", ErrAction, a.Status().DownloadNote)
+	}
+	est, err := a.estimate(ctx, m)
+	if err != nil {
+		return "", err
+	}
+	return estimateText(m, est), nil
+}
+
+func downloadMode(name string) (DownloadMode, error) {
+	switch name {
+	case "stream":
+		return ModeStream, nil
+	case "full":
+		return ModeFull, nil
+	}
+	return 0, fmt.Errorf("%w: no download mode %q (stream or full)", ErrAction, name)
 }
 
 // Act clicks the menu entry a /model button stands for.
@@ -59,6 +94,16 @@ func (a *App) Act(action string) error {
 	s := a.Status()
 	ok, id := false, ItemID(-1)
 	switch action {
+	case web.ActDownloadStream, web.ActDownloadFull:
+		if !s.CanDownload {
+			return fmt.Errorf("%w: %s does not apply (%s)", ErrAction, action, s.Line)
+		}
+		mode := ModeStream
+		if action == web.ActDownloadFull {
+			mode = ModeFull
+		}
+		a.startDownload(mode, false)
+		return nil
 	case web.ActPause:
 		ok, id = s.CanPause, ItemPause
 	case web.ActResume:

@@ -259,6 +259,9 @@ func (tp *TokenParser) FinishEvents(cut bool) []Event {
 	return append(evs, tp.p.FinishEvents(cut)...)
 }
 
+// Thinking is Parser.Thinking.
+func (tp *TokenParser) Thinking() bool { return tp.p.Thinking() }
+
 // Result is Parser.Result.
 func (tp *TokenParser) Result() (reasoning, content string) { return tp.p.Result() }
 

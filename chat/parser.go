@@ -120,6 +120,7 @@ type Parser struct {
 	sc        scanner
 	phase     int
 	sawMarker bool
+	thought   bool // <|close|>think was read
 	finished  bool
 	cut       bool
 
@@ -167,6 +168,11 @@ func (o Options) NewParserWith(po ParseOptions) *Parser {
 	}
 	return p
 }
+
+// Thinking reports whether the text parsed so far is still in the think
+// channel: no end-of-thinking marker (<|close|>think) nor anything after
+// it yet. The server counts a job's thinking tokens by it.
+func (p *Parser) Thinking() bool { return p.phase == phReasoning && !p.thought }
 
 // Add consumes the next piece of generated text and returns the reasoning
 // and content it completes (tool calls go to Output).
@@ -299,6 +305,7 @@ func (p *Parser) step(it item, evs []Event) []Event {
 		case p.phase == phReasoning && it.is(itemOpen, "response"):
 			p.phase = phContent
 		case p.phase == phReasoning && it.is(itemClose, "think"):
+			p.thought = true
 		case it.is(itemClose, "response"):
 			p.phase = phAfterResponse
 		case it.is(itemOpen, "tools"):

@@ -128,3 +128,27 @@ func TestParserAfterFinish(t *testing.T) {
 	gotR, _ := p.Result()
 	require.Equal(t, "abc", gotR)
 }
+
+// Thinking holds while the tokens are in the think channel: through every
+// reasoning token, ending with K3's end-of-thinking marker (the parser
+// reads a marker once its last token is in), before the answer's first
+// token; never for a prompt rendered with thinking off.
+func TestTokenParserThinking(t *testing.T) {
+	tok, err := tokenizer.Load("../testdata/tokenizer")
+	require.NoError(t, err)
+	tp := NewTokenParser(tok, Options{Thinking: true})
+	require.True(t, tp.Thinking(), "a thinking prompt ends in the think channel")
+	reasoning := tok.Encode("Let me think it over.")
+	head := tok.EncodeSpecial("Let me think it over." + Close + "think" + Sep + Open + "response" + Sep)
+	ids := append(head, tok.Encode("Yes.")...)
+	var states []bool
+	for _, id := range ids {
+		tp.Add(id)
+		states = append(states, tp.Thinking())
+	}
+	for i := range reasoning {
+		require.True(t, states[i], "reasoning token %d", i)
+	}
+	require.False(t, states[len(head)-1], "the answer's channel is open")
+	require.False(t, NewTokenParser(tok, Options{}).Thinking(), "thinking off")
+}

@@ -26,7 +26,7 @@ func benchPrefillCmd(ctx context.Context, c *Call, args []string) error {
 	}
 	var err error
 	if o.Prefill.Tokens, err = parseLengths(*tokens); err != nil {
-		fmt.Fprintln(fs.Output(), err)
+		fmt.Fprintln(fs.Output(), app.UserText(err))
 		fs.Usage()
 		return errUsage
 	}

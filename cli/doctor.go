@@ -57,7 +57,7 @@ func diagnose(ctx context.Context, cfg app.Config) Report {
 		LogFile: app.LogPath(cfg), Version: app.VersionLine(),
 	}
 	if m, err := sysinfo.ReadMemory(); err != nil {
-		r.Problems = append(r.Problems, err.Error())
+		r.Problems = append(r.Problems, app.UserText(err))
 	} else {
 		r.RAMTotal, r.RAMAvail = m.Total, m.Available
 	}
@@ -74,7 +74,7 @@ func diagnose(ctx context.Context, cfg app.Config) Report {
 		r.DataDirNote = "not created yet"
 	default:
 		r.DataDirNote = "unreadable"
-		r.Problems = append(r.Problems, err.Error())
+		r.Problems = append(r.Problems, app.UserText(err))
 	}
 	for probe := dir; ; {
 		free, err := sysinfo.FreeDisk(probe)
@@ -84,7 +84,7 @@ func diagnose(ctx context.Context, cfg app.Config) Report {
 		}
 		parent := parentDir(probe)
 		if parent == probe {
-			r.Problems = append(r.Problems, err.Error())
+			r.Problems = append(r.Problems, app.UserText(err))
 			break
 		}
 		probe = parent

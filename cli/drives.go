@@ -67,7 +67,7 @@ func Drives(ctx context.Context, c *Call) error {
 	case sub == "add" && path != "":
 		frac, err := parseShare(*share, *all)
 		if err != nil {
-			fmt.Fprintln(fs.Output(), err)
+			fmt.Fprintln(fs.Output(), app.UserText(err))
 			return errUsage
 		}
 		return addDrive(ctx, cfg, *model, app.DriveEntry{Path: path, Share: frac}, *force, int64(*probeMiB)<<20, c.Stdout)
@@ -153,7 +153,7 @@ func listDrives(cfg app.Config, out io.Writer) error {
 	for _, e := range entries {
 		in, err := drives.Stat(e.Path)
 		if err != nil {
-			fmt.Fprintf(tw, "%s\t%.0f%%\t%v\n", e.Path, 100*e.Share, err)
+			fmt.Fprintf(tw, "%s\t%.0f%%\t%s\n", e.Path, 100*e.Share, app.UserText(err))
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%.0f%%\t%d\t%.1f\t%d\t%d\t%.2f\n", e.Path, 100*e.Share, in.Experts, float64(in.Bytes)/1e9, in.Bad, in.Readers, in.GBps)

@@ -88,3 +88,16 @@ func TestKeepFree(t *testing.T) {
 }
 
 func formatGB(gb float64) string { return strconv.FormatFloat(gb, 'f', 1, 64) }
+
+// TestDryRunRefusalSaysWhyWithoutPrefix: setup --dry-run with more disk
+// to keep free than there is says why the download would be refused, in
+// the downloader's words but without its package prefix.
+func TestDryRunRefusalSaysWhyWithoutPrefix(t *testing.T) {
+	t.Parallel()
+	h := hubtest.New(t, filepath.Join("..", "testdata", "k3-tiny"))
+	cfg := hubConfig(t, h)
+	var out bytes.Buffer
+	require.NoError(t, setup(t.Context(), cfg, SetupOptions{Mode: downloader.Full, DryRun: true, Headroom: 1 << 62}, &out))
+	require.Regexp(t, `(?m)^--full would refuse: not enough free disk`, out.String())
+	require.NotContains(t, out.String(), "downloader:")
+}

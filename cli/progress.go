@@ -11,6 +11,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/deltafin/deltafin/app"
 	"github.com/deltafin/deltafin/downloader"
 )
 
@@ -45,7 +46,7 @@ func (ui *progressUI) event(ev downloader.Event) {
 	defer ui.mu.Unlock()
 	ui.last.Store(&ev)
 	if ev.Phase == downloader.PhasePaused && ev.Err != nil {
-		fmt.Fprintf(ui.out, "paused: %v\n", ev.Err)
+		fmt.Fprintf(ui.out, "paused: %s\n", app.UserText(ev.Err))
 	}
 	if !ui.tty {
 		if ev.Phase != ui.phase || time.Since(ui.lastAt) > 5*time.Second {

@@ -313,7 +313,7 @@ func runPromptOr(ctx context.Context, cfg app.Config, demo func() (iofs.FS, erro
 		// A notification that cannot be shown costs the user nothing they
 		// asked for: the answer is printed, so report and carry on.
 		if err := app.NotifyLongAnswer(ctx, cfg, rc.Notify, time.Since(start), answer); err != nil {
-			fmt.Fprintf(stderr, "deltafin: long-answer notification: %v\n", err)
+			fmt.Fprintf(stderr, "deltafin: long-answer notification: %s\n", app.UserText(err))
 		}
 	}
 	if interrupted {

@@ -198,7 +198,7 @@ func setupModel(ctx context.Context, cfg app.Config, opts SetupOptions, out io.W
 		}
 		fmt.Fprintf(out, "free disk: %s (%s kept free)\n", downloader.FormatBytes(int64(free)), downloader.FormatBytes(headroom))
 		if chooseErr != nil {
-			fmt.Fprintf(out, "--%s would refuse: %v\n", opts.Mode, chooseErr)
+			fmt.Fprintf(out, "--%s would refuse: %s\n", opts.Mode, app.UserText(chooseErr))
 		} else {
 			fmt.Fprintf(out, "--%s would install: %s\n", opts.Mode, mode)
 		}

@@ -26,6 +26,13 @@ type AccelOptions struct {
 	// shader's threads a few columns between its barriers, and their
 	// arithmetic is too little to pay for the cache's crossing.
 	AttnMinHeadWidth int
+	// MinIntensity: a batch runs on the GPU only where each byte of
+	// activations that crosses the bus (its fp32 input and output rows,
+	// which cross every call, resident weights or not) carries at least
+	// this many FLOPs of the product: rows·cols / (2·(rows+cols)) for a
+	// matrix, 3·inter / 4 for a routed expert (0: any). A narrow model's
+	// products move more than they compute.
+	MinIntensity int
 }
 
 // DefaultAccelOptions is the rule "auto" uses, from `deltafin bench kernels`
@@ -44,10 +51,22 @@ type AccelOptions struct {
 //   - AttnMinHeadWidth 128 (K3's 192/128 head at 256 / 1,024 / 4,096
 //     positions: GPU 0.24 / 1.1 / 2.9 TFLOP/s against the CPU's 0.17 /
 //     0.60 / 2.1; k3-tiny's 24/16 heads: a 16,384-token prefill took 8.6 s
-//     with its attention on the GPU against 7.3 s on the CPU alone).
+//     with its attention on the GPU against 7.3 s on the CPU alone);
+//   - MinIntensity 256 (k3-tiny, attention on the CPU: its 128×256
+//     products, 43 FLOPs a byte, made a 1,024-token prefill 0.45 s against
+//     the CPU's 0.40 and a 16,384-token one 8.5 s against 7.3; K3's
+//     narrowest matrix, 1536×7168, has 632, its routed experts 2,304).
 func DefaultAccelOptions() AccelOptions {
-	return AccelOptions{DecodeMinBytes: 32 << 20, ResidentMinPositions: 16, StreamedMinPositions: 96, AttnMinHeadWidth: 128}
+	return AccelOptions{DecodeMinBytes: 32 << 20, ResidentMinPositions: 16, StreamedMinPositions: 96, AttnMinHeadWidth: 128, MinIntensity: 256}
 }
+
+// matIntensity and expertIntensity are a product's FLOPs per byte of the
+// activations that cross the bus (AccelOptions.MinIntensity).
+func matIntensity(w Matrix) float64 {
+	return float64(w.Rows) * float64(w.Cols) / float64(2*(w.Rows+w.Cols))
+}
+
+func expertIntensity(e Expert) float64 { return 0.75 * float64(e.W1.Rows) }
 
 // Accelerate returns the backend "auto" picks on a machine with a hardware
 // GPU (with DefaultAccelOptions): products go to gpu where it wins by the
@@ -76,11 +95,15 @@ type split struct {
 
 func (s split) Name() string { return s.prefill.Name() + "+" + s.decode.Name() }
 
-// onGPU reports whether a product over mats for n positions goes to the
-// prefill (GPU) backend.
-func (s split) onGPU(n int, mats ...Matrix) bool {
+// onGPU reports whether a product over mats for n positions, of the given
+// intensity (FLOPs per byte of activations crossing), goes to the prefill
+// (GPU) backend.
+func (s split) onGPU(n int, intensity float64, mats ...Matrix) bool {
 	if s.rule == nil {
 		return n > 1
+	}
+	if n > 1 && intensity < float64(s.rule.MinIntensity) {
+		return false
 	}
 	bytes, resident := 0, s.keeps
 	for _, m := range mats {
@@ -99,7 +122,7 @@ func (s split) onGPU(n int, mats ...Matrix) bool {
 func (s split) MatVec(dst []float32, w Matrix, x []float32) { s.MatMul(dst, w, x, 1) }
 
 func (s split) MatMul(dst []float32, w Matrix, x []float32, n int) {
-	if s.onGPU(n, w) {
+	if s.onGPU(n, matIntensity(w), w) {
 		s.prefill.MatMul(dst, w, x, n)
 		return
 	}
@@ -107,7 +130,7 @@ func (s split) MatMul(dst []float32, w Matrix, x []float32, n int) {
 }
 
 func (s split) ExpertFFN(dst []float32, e Expert, act Activation, x []float32, n int) {
-	if s.onGPU(n, e.W1, e.W2, e.W3) {
+	if s.onGPU(n, expertIntensity(e), e.W1, e.W2, e.W3) {
 		s.prefill.ExpertFFN(dst, e, act, x, n)
 		return
 	}
@@ -123,7 +146,7 @@ func (s split) Threads() int { return Threads(s.decode) }
 // layer; otherwise it declines and ExpertsFFN runs them one by one.
 func (s split) expertsFFN(dst [][]float32, es []Expert, act Activation, x [][]float32) bool {
 	for _, e := range es {
-		if s.onGPU(1, e.W1, e.W2, e.W3) {
+		if s.onGPU(1, expertIntensity(e), e.W1, e.W2, e.W3) {
 			return false
 		}
 	}

@@ -125,7 +125,10 @@ func TestAutoTakesAnAcceleratorThatOpens(t *testing.T) {
 	require.Equal(t, []int{}, append([]int{}, calls...), "3 positions over streamed weights: the CPU")
 	long := DefaultAccelOptions().StreamedMinPositions
 	b.MatMul(make([]float32, 2*long), w, randVec(rng, long*32), long)
-	require.Equal(t, []int{long}, calls, "a long prefill runs on the accelerator")
+	require.Equal(t, []int{}, append([]int{}, calls...), "a narrow matrix moves more than it computes: the CPU, however long the prompt")
+	wide := randMatrix(rng, BF16, 1024, 1024) // 256 FLOPs per byte crossing
+	b.MatMul(make([]float32, 1024*long), wide, randVec(rng, long*1024), long)
+	require.Equal(t, []int{long}, calls, "a long prefill over a wide matrix runs on the accelerator")
 	cpu, err := Open("cpu", 0)
 	require.NoError(t, err)
 	require.Equal(t, Default(), cpu)
@@ -229,4 +232,37 @@ func TestAccelerateAttentionRule(t *testing.T) {
 	run(6, 48, 16)   // 64 wide: the GPU
 	run(7, 192, 128) // the GPU
 	require.Equal(t, []int{6, 7}, gpu)
+}
+
+// TestAccelerateWeighsIntensity: under MinIntensity a batch whose
+// activations would cross the bus for too little arithmetic stays on the
+// CPU, resident weights or not, however many positions; K3's shapes pass
+// DefaultAccelOptions' threshold and k3-tiny's do not.
+func TestAccelerateWeighsIntensity(t *testing.T) {
+	t.Parallel()
+	shape := func(rows, cols int) Matrix { return Matrix{DType: BF16, Rows: rows, Cols: cols} }
+	min := float64(DefaultAccelOptions().MinIntensity)
+	for _, m := range []Matrix{shape(12288, 7168), shape(1536, 7168), shape(7168, 1536), shape(3072, 3584)} {
+		require.GreaterOrEqual(t, matIntensity(m), min, "K3 %d×%d", m.Rows, m.Cols)
+	}
+	require.GreaterOrEqual(t, expertIntensity(Expert{W1: shape(3072, 7168)}), min, "K3's routed expert")
+	for _, m := range []Matrix{shape(128, 256), shape(256, 128), shape(48, 128)} {
+		require.Less(t, matIntensity(m), min, "k3-tiny %d×%d", m.Rows, m.Cols)
+	}
+	require.Less(t, expertIntensity(Expert{W1: shape(64, 128)}), min, "k3-tiny's routed expert")
+
+	var gpu, cpu []int
+	rule := AccelOptions{ResidentMinPositions: 3, StreamedMinPositions: 5, MinIntensity: 20}
+	s := Accelerate(keeping{counting{Ref(), &gpu}, true}, counting{Ref(), &cpu}, rule)
+	rng := rand.New(rand.NewPCG(7, 8))
+	narrow, wide := randMatrix(rng, BF16, 8, 64), randMatrix(rng, BF16, 64, 64) // 3.6 and 16 FLOPs a byte
+	narrow.Key = NewKey()
+	x := randVec(rng, 64*64)
+	s.MatMul(make([]float32, 64*8), narrow, x, 64) // resident, 64 positions, narrow: CPU
+	rule.MinIntensity = 10
+	s = Accelerate(keeping{counting{Ref(), &gpu}, true}, counting{Ref(), &cpu}, rule)
+	s.MatMul(make([]float32, 64*64), wide, x, 64)  // streamed, 64 positions, wide enough: GPU
+	s.MatMul(make([]float32, 64*8), narrow, x, 64) // still too narrow: CPU
+	require.Equal(t, []int{64}, gpu)
+	require.Equal(t, []int{64, 64}, cpu)
 }

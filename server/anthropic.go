@@ -181,9 +181,9 @@ func (e *apiError) anthropicBody() AnthropicError {
 	case e.status >= 500:
 		typ = "api_error"
 	}
-	msg := e.msg
+	msg := e.text()
 	if e.param != "" {
-		msg = fmt.Sprintf("%s: %s", e.param, e.msg)
+		msg = fmt.Sprintf("%s: %s", e.param, msg)
 	}
 	return AnthropicError{Type: "error", Error: AnthropicErrorDetail{Type: typ, Message: msg}}
 }

@@ -45,6 +45,7 @@ func (o *msgOutput) started() bool    { return o.sse != nil }
 func (o *msgOutput) emitted() []int   { return o.tokens }
 func (o *msgOutput) answerID() string { return o.id }
 func (o *msgOutput) gone() bool       { return o.sse != nil && o.sse.failed() }
+func (o *msgOutput) inThink() bool    { return o.parser.Thinking() }
 
 func (o *msgOutput) close() {
 	if o.sse != nil && !o.closed {

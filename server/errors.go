@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/deltafin/deltafin/internal/usertext"
 )
 
 // Sentinels for the conditions callers branch on. Every apiError wraps one,
@@ -49,9 +51,13 @@ func (e *apiError) Error() string {
 
 func (e *apiError) Unwrap() error { return e.kind }
 
+// text is the message as the client's user reads it: an error wrapped
+// into it from below ("chat: …", "engine: …") loses its Go package prefix.
+func (e *apiError) text() string { return usertext.Strip(e.msg) }
+
 // body renders the error in OpenAI's shape.
 func (e *apiError) body() ErrorBody {
-	d := ErrorDetail{Message: e.msg, Type: e.typ}
+	d := ErrorDetail{Message: e.text(), Type: e.typ}
 	if e.param != "" {
 		p := e.param
 		d.Param = &p

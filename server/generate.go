@@ -48,6 +48,10 @@ type job struct {
 	// logits that follow are bit for bit those of the uninterrupted run
 	// and a sampled answer continues exactly.
 	replay int
+	// thinking, when set, reports whether the answer is still in K3's
+	// think channel after the last token emitted: the ticket counts the
+	// thinking phase's tokens by it ("thinking… N tokens").
+	thinking func() bool
 }
 
 // forwarder is a session that runs tokens without decoding
@@ -146,6 +150,9 @@ type answerer interface {
 	// emitted is every token taken, for the memo.
 	emitted() []int
 	answerID() string
+	// inThink reports whether the tokens taken so far are still in
+	// K3's think channel (the queue's thinking count).
+	inThink() bool
 }
 
 // answer answers j from the memo or takes a turn at the engine, writing
@@ -174,6 +181,7 @@ func (s *Server) answer(c echo.Context, j *job, o answerer, kind, title string) 
 		return s.endByShutdown(o) // else the client left the line: it is dropped from it
 	}
 
+	j.thinking = o.inThink
 	var stopped bool
 	emit := func(tok int) error {
 		if stopped {
@@ -270,7 +278,11 @@ func (s *Server) generate(ctx context.Context, t *ticket, j *job, emit func(int)
 	}
 	res, err := sess.Generate(ctx, rest, engine.GenerateOptions{MaxNew: j.maxNew, StopTokens: j.stop, Sampling: j.samp.Sampling}, func(tok int) error {
 		t.token()
-		return emit(tok)
+		err := emit(tok)
+		if j.thinking != nil {
+			t.think(j.thinking())
+		}
+		return err
 	})
 	s.specMu.Lock()
 	s.spec = s.spec.Add(res.Spec)

@@ -45,6 +45,7 @@ func (o *output) streaming() bool  { return o.g.stream }
 func (o *output) started() bool    { return o.sse != nil }
 func (o *output) emitted() []int   { return o.tokens }
 func (o *output) answerID() string { return o.id }
+func (o *output) inThink() bool    { return o.parser != nil && o.parser.Thinking() }
 
 // gone reports whether the stream's client has vanished.
 func (o *output) gone() bool {

@@ -79,6 +79,11 @@ type JobStatus struct {
 	// Tokens generated so far, of at most MaxTokens.
 	Tokens    int `json:"tokens"`
 	MaxTokens int `json:"max_tokens"`
+	// Thinking is set while the answer is in K3's think channel (before
+	// its end-of-thinking marker); ThinkingTokens are the tokens it has
+	// thought so far (all of Tokens while Thinking, then frozen).
+	Thinking       bool `json:"thinking"`
+	ThinkingTokens int  `json:"thinking_tokens"`
 	// WaitedSeconds is the time spent in line.
 	WaitedSeconds float64 `json:"waited_seconds"`
 	// ETASeconds is the time until this job ends at the measured rates if
@@ -174,6 +179,17 @@ func (t *ticket) token() {
 	t.q.generated++
 	t.st.State = "generating"
 	t.firstToken = true
+	t.q.mu.Unlock()
+}
+
+// think records whether the answer is still thinking after its last
+// token.
+func (t *ticket) think(on bool) {
+	t.q.mu.Lock()
+	t.st.Thinking = on
+	if on {
+		t.st.ThinkingTokens = t.st.Tokens
+	}
 	t.q.mu.Unlock()
 }
 

@@ -303,7 +303,7 @@ func (s *Server) follow(c echo.Context, src source, rec *respRecord, base Respon
 				if rec.Store && s.store != nil {
 					ae = s.shuttingDown(base.ID)
 				}
-				_ = sse.named("error", ResponseErrorEvent{Type: "error", Code: ae.code, Message: ae.msg, SequenceNumber: rr.seq})
+				_ = sse.named("error", ResponseErrorEvent{Type: "error", Code: ae.code, Message: ae.text(), SequenceNumber: rr.seq})
 				rr.seq++
 			}
 			return nil

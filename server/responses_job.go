@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deltafin/deltafin/internal/usertext"
 	"github.com/deltafin/deltafin/store"
 )
 
@@ -196,7 +197,7 @@ func (s *Server) runJob(ctx context.Context, j *respJob, t *ticket) {
 	// continues it from len(prompt) with nothing else saved, over the
 	// tokens it had replayed as they were first decoded (job.replay).
 	samp := sampling{Sampling: j.rec.Sampling.engine()}
-	res, _, err := s.generate(ctx, t, &job{prompt: prompt, replay: len(resumed), maxNew: left, stop: s.chatStop, samp: samp}, func(tok int) error {
+	res, _, err := s.generate(ctx, t, &job{prompt: prompt, replay: len(resumed), maxNew: left, stop: s.chatStop, samp: samp, thinking: rr.parser.Thinking}, func(tok int) error {
 		j.add(tok)
 		err := rr.token(tok)
 		flush(false)
@@ -207,7 +208,7 @@ func (s *Server) runJob(ctx context.Context, j *respJob, t *ticket) {
 		stopped()
 	case err != nil:
 		s.log.Error("response failed", "id", j.id, "err", err)
-		finish("failed", fmt.Sprintf("generation failed: %v", err))
+		finish("failed", "generation failed: "+usertext.Of(err))
 	default:
 		s.log.Info("response", "id", j.id, "prompt_tokens", len(prompt), "tokens", res.Tokens, "finish", res.FinishReason, "background", j.rec.Background)
 		finish(res.FinishReason, "")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/deltafin/deltafin/chat"
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/internal/usertext"
 	"github.com/deltafin/deltafin/tokenizer"
 )
 
@@ -285,7 +286,7 @@ func (rr *respRender) finish(finish string, promptTokens int, errMsg string) (Re
 		out := rr.parser.Output()
 		switch {
 		case out.Err != nil && !rr.hit:
-			oe = &OutputError{Code: finishMalformedCall, Message: out.Err.Error()}
+			oe = &OutputError{Code: finishMalformedCall, Message: usertext.Of(out.Err)}
 		case out.Err == nil && len(out.Calls) == 0 && rr.check != nil && finish == "stop":
 			// text.format json_object or a strict json_schema, checked
 			// as chat checks response_format.

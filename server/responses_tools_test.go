@@ -360,7 +360,7 @@ func TestResponsesForcedTiny(t *testing.T) {
 			case out.Err != nil:
 				require.Equal(t, "incomplete", r.Status, "a call that does not parse cannot pass as completed")
 				require.Equal(t, finishMalformedCall, r.OutputError.Code)
-				require.Equal(t, out.Err.Error(), r.OutputError.Message)
+				require.Equal(t, strings.TrimPrefix(out.Err.Error(), "chat: "), r.OutputError.Message, "the parser's error, without its package prefix")
 			case engineFinish == "length":
 				require.Equal(t, "incomplete", r.Status)
 			default:

@@ -8,6 +8,7 @@ import (
 	"regexp"
 
 	"github.com/deltafin/deltafin/chat"
+	"github.com/deltafin/deltafin/internal/usertext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -261,7 +262,7 @@ func (ts *toolSettings) finishOf(engine string, out chat.Output) (string, *Outpu
 	var oe *OutputError
 	switch {
 	case out.Err != nil:
-		oe = &OutputError{Code: finishMalformedCall, Message: out.Err.Error()}
+		oe = &OutputError{Code: finishMalformedCall, Message: usertext.Of(out.Err)}
 	case len(out.Calls) > 0:
 		if engine == "length" {
 			return engine, nil

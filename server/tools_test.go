@@ -311,7 +311,7 @@ func TestForcedToolChoiceTiny(t *testing.T) {
 			case out.Err != nil:
 				require.NotNil(t, ch.OutputError, "a call that does not parse is reported")
 				require.Equal(t, finishMalformedCall, ch.OutputError.Code)
-				require.Equal(t, out.Err.Error(), ch.OutputError.Message)
+				require.Equal(t, strings.TrimPrefix(out.Err.Error(), "chat: "), ch.OutputError.Message, "the parser's error, without its package prefix")
 				want := finishMalformedCall
 				if engineFinish == "length" {
 					want = "length"

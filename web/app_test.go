@@ -17,8 +17,18 @@ import (
 // drive the App itself. It returns the App and its base URL.
 func startApp(t *testing.T, dataDir string) (a *app.App, base string, stop func()) {
 	t.Helper()
-	cfg := app.DefaultConfig(func(string) string { return "" })
+	return startAppEnv(t, dataDir, nil, nil)
+}
+
+// startAppEnv is startApp with the environment env (HF_ENDPOINT: a fake
+// hub) and configure's changes to the configuration.
+func startAppEnv(t *testing.T, dataDir string, env map[string]string, configure func(*app.Config)) (a *app.App, base string, stop func()) {
+	t.Helper()
+	cfg := app.DefaultConfig(func(k string) string { return env[k] })
 	cfg.DataDir = dataDir
+	if configure != nil {
+		configure(&cfg)
+	}
 	cfg.Server.Port = 0
 	require.NoError(t, cfg.Validate())
 	require.NoError(t, app.RememberedAddress(&cfg))

@@ -251,10 +251,10 @@ func (w *Web) queue(c echo.Context) error {
 
 func (w *Web) storeError(c echo.Context, err error) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return problem(c, http.StatusNotFound, "not_found", "%v", err)
+		return problem(c, http.StatusNotFound, "not_found", "%s", userText(err))
 	}
 	w.log.Error("web: store", "err", err)
-	return problem(c, http.StatusInternalServerError, "store", "%v", err)
+	return problem(c, http.StatusInternalServerError, "store", "%s", userText(err))
 }
 
 func newID() string {

@@ -138,19 +138,36 @@ func serveIn(t *testing.T, apiKey, dir string) *served {
 // serveWith is serveIn with deltafin serve's flags for /settings.
 func serveWith(t *testing.T, apiKey, dir string, flags []web.Flag) *served {
 	t.Helper()
+	return serveOn(t, apiKey, dir, nil, flags)
+}
+
+// serveModel is serveIn with the model the server runs: the demo model
+// behind the gate when m is nil, else m (a scripted K3) with the demo's
+// tokenizer and engine figures.
+func serveModel(t *testing.T, apiKey, dir string, m server.Model) *served {
+	t.Helper()
+	return serveOn(t, apiKey, dir, m, nil)
+}
+
+// serveOn is serveModel with deltafin serve's flags for /settings.
+func serveOn(t *testing.T, apiKey, dir string, m server.Model, flags []web.Flag) *served {
+	t.Helper()
 	cfg := app.DefaultConfig(func(string) string { return "" })
 	cfg.DataDir = dir
-	m, err := app.OpenModel(t.Context(), cfg, app.ModelRef{Dir: tinyDir, NeedTokenizer: true})
+	em, err := app.OpenModel(t.Context(), cfg, app.ModelRef{Dir: tinyDir, NeedTokenizer: true})
 	require.NoError(t, err)
 	st, err := store.Open(filepath.Join(cfg.DataDir, store.FileName))
 	require.NoError(t, err)
-	s := &served{store: st, model: m, gate: newGate(server.FromEngine(m.Model), 24)}
+	s := &served{store: st, model: em, gate: newGate(server.FromEngine(em.Model), 24)}
+	if m == nil {
+		m = s.gate
+	}
 	opts := server.DefaultOptions()
 	opts.Store, opts.APIKey, opts.ModelID = st, apiKey, app.DemoModelID
 	opts.Logger = slog.New(uriLog{s})
-	s.srv, err = server.New(opts, s.gate, m.Tokenizer)
+	s.srv, err = server.New(opts, m, em.Tokenizer)
 	require.NoError(t, err)
-	page, err := web.New(web.Options{Server: s.srv, Store: st, APIKey: apiKey, Engine: m.Model, Demo: true, Flags: flags})
+	page, err := web.New(web.Options{Server: s.srv, Store: st, APIKey: apiKey, Engine: em.Model, Demo: true, Flags: flags})
 	require.NoError(t, err)
 	s.srv.Mount(page.Mount)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -164,7 +181,7 @@ func serveWith(t *testing.T, apiKey, dir string, flags []web.Flag) *served {
 		cancel()
 		require.NoError(t, <-done)
 		require.NoError(t, st.Close())
-		require.NoError(t, m.Close())
+		require.NoError(t, em.Close())
 	}
 	t.Cleanup(s.stop)
 	return s

@@ -132,18 +132,36 @@ func cells(em engine.ExpertMap) (place, heat string) {
 	return p.String(), h.String()
 }
 
+// NoApp is what /model says where no app runs (deltafin serve): this
+// process neither downloads nor warms, and what to run instead.
+const NoApp = "deltafin serve does not download or warm the model: stop it and run deltafin setup --stream (or --full) in a terminal, " +
+	"or start the menu-bar app (deltafin), whose menu and /model page download, pause and warm"
+
 // act is a /model button: the menu's action, through the app.
 func (w *Web) act(c echo.Context) error {
 	if w.opts.Control == nil {
-		return problem(c, http.StatusNotImplemented, "no_app", "deltafin serve has no downloads or warming: run the app")
+		return problem(c, http.StatusNotImplemented, "no_app", "%s", NoApp)
 	}
 	switch a := c.Param("action"); a {
-	case ActPause, ActResume, ActUpgrade, ActWarmOn, ActWarmOff:
+	case ActDownloadStream, ActDownloadFull, ActPause, ActResume, ActUpgrade, ActWarmOn, ActWarmOff:
 		if err := w.opts.Control.Act(a); err != nil {
-			return problem(c, http.StatusConflict, "action", "%v", err)
+			return problem(c, http.StatusConflict, "action", "%s", userText(err))
 		}
 		return c.JSON(http.StatusOK, w.opts.Control.Status())
 	default:
-		return problem(c, http.StatusNotFound, "action", "no action %q (pause, resume, upgrade, warm-on, warm-off)", a)
+		return problem(c, http.StatusNotFound, "action", "no action %q (download-stream, download-full, pause, resume, upgrade, warm-on, warm-off)", a)
 	}
+}
+
+// checkDownload is the disk check before a download, for the page's
+// confirmation: the menu's question, with its figures.
+func (w *Web) checkDownload(c echo.Context) error {
+	if w.opts.Control == nil {
+		return problem(c, http.StatusNotImplemented, "no_app", "%s", NoApp)
+	}
+	text, err := w.opts.Control.CheckDownload(c.Request().Context(), c.Param("mode"))
+	if err != nil {
+		return problem(c, http.StatusConflict, "check", "%s", userText(err))
+	}
+	return c.JSON(http.StatusOK, map[string]string{"text": text})
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/deltafin/deltafin/internal/usertext"
+
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/server"
 	"github.com/deltafin/deltafin/store"
@@ -134,6 +136,7 @@ func (w *Web) Mount(e *echo.Echo) {
 	g.GET("/api/queue", w.queue)
 	g.GET("/api/model", w.model)
 	g.POST("/api/model/:action", w.act)
+	g.POST("/api/model/check/:mode", w.checkDownload)
 	g.GET("/api/settings", w.settings)
 	g.POST("/api/settings", w.saveSettings)
 }
@@ -220,3 +223,6 @@ func (w *Web) render(c echo.Context, status int, name string, d pageData) error 
 func problem(c echo.Context, status int, code, format string, args ...any) error {
 	return c.JSON(status, map[string]any{"error": map[string]string{"code": code, "message": fmt.Sprintf(format, args...)}})
 }
+
+// userText is an error's text for the page: without Go package prefixes.
+func userText(err error) string { return usertext.Of(err) }

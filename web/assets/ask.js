@@ -11,6 +11,8 @@
     incomplete: "cut at the token limit", cancelled: "stopped", failed: "failed", gone: "expired from the server" };
   const terminal = new Set(["response.completed", "response.incomplete", "response.cancelled", "response.failed"]);
 
+  const tokens = (n) => n === 1 ? "1 token" : n + " tokens";
+
   function showError(msg) {
     errEl.textContent = msg || "";
     errEl.hidden = !msg;
@@ -224,7 +226,8 @@
       let state;
       if (j.state === "queued") state = "waiting, " + i + " ahead";
       else if (j.state === "prefilling") state = "reading the prompt " + j.prompt_done + "/" + j.prompt_tokens;
-      else state = j.tokens + " tokens";
+      else if (j.thinking) state = "thinking… " + tokens(j.thinking_tokens);
+      else state = tokens(j.tokens);
       const parts = [];
       if (j.state === "generating" && q.decode_tokens_per_second) parts.push(q.decode_tokens_per_second.toFixed(2) + " tok/s");
       if (j.eta_seconds != null) parts.push("at most " + duration(j.eta_seconds) + " left");

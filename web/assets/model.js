@@ -2,15 +2,41 @@
 // over time, the RAM plan, the experts as a picture, recent answers.
 "use strict";
 (() => {
-  const { api, el, bytes } = deltafin;
+  const { api, el, bytes, duration } = deltafin;
   const $ = (id) => document.getElementById(id);
   const svgNS = "http://www.w3.org/2000/svg";
 
-  function bar(id, p) {
+  // bar shows a transfer's share with its measured rate and the time left
+  // at that rate; before the app has measured a rate over real bytes it
+  // says so, and no time left shows.
+  function bar(id, p, running) {
     const frac = p && p.total > 0 ? Math.min(1, p.done / p.total) : 0;
     $(id).value = frac;
-    $(id + "-text").textContent = p && p.total > 0
-      ? Math.floor(frac * 100) + "% · " + bytes(p.rate) + "/s" : "—";
+    let text = "—";
+    if (p && p.total > 0) {
+      const parts = [Math.floor(frac * 100) + "%"];
+      if (p.rate > 0) parts.push(bytes(p.rate) + "/s");
+      if (p.waiting) parts.push(p.waiting);
+      else if (p.rate > 0 && p.eta_seconds > 0) parts.push(duration(p.eta_seconds) + " left");
+      else if (running && !(p.rate > 0)) parts.push("measuring the rate…");
+      text = parts.join(" · ");
+    } else if (running) {
+      text = "starting…";
+    }
+    $(id + "-text").textContent = text;
+  }
+
+  // download shows the Download buttons while nothing is installed and no
+  // download is pending, as the menu's Download entries; the app's note
+  // where it cannot download.
+  function download(a) {
+    const offer = !!a && a.install === "none" && !a.pending;
+    $("download-buttons").hidden = !offer;
+    for (const b of document.querySelectorAll("[data-check]")) b.disabled = !offer || !a.CanDownload;
+    if (!offer) $("dl-confirm").hidden = true;
+    const note = a ? a.download_note : "";
+    $("dl-note").textContent = note || "";
+    $("dl-note").hidden = !note;
   }
 
   // graph draws the rates over time: download and warming from the app,
@@ -122,7 +148,7 @@
 
   function buttons(a) {
     const on = (id, yes) => { $(id).disabled = !yes; };
-    if (!a) { for (const b of document.querySelectorAll("[data-act]")) b.disabled = true; return; }
+    if (!a) { for (const b of document.querySelectorAll("[data-act], [data-check]")) b.disabled = true; return; }
     on("act-pause", a.CanPause);
     on("act-resume", a.CanResume);
     on("act-upgrade", a.CanUpgrade);
@@ -146,13 +172,19 @@
     $("disk-share").value = share;
     $("disk-share-text").textContent = Math.floor(share * 100) + "% of " + total + " · " +
       (v.demo ? "demo" : a ? a.install : "served");
-    bar("download", a && a.download);
-    bar("warm", a && a.warm);
+    bar("download", a && a.download, !!a && a.downloading);
+    bar("warm", a && a.warm, !!a && a.warming);
+    download(a);
     graph(v.history);
     plan(v);
     cells(v);
     recent(v);
     buttons(a);
+  }
+
+  function failed(e) {
+    $("act-error").textContent = e.message;
+    $("act-error").hidden = false;
   }
 
   document.addEventListener("click", async (ev) => {
@@ -162,11 +194,48 @@
     try {
       await api("POST", "/api/model/" + b.dataset.act);
     } catch (e) {
-      $("act-error").textContent = e.message;
-      $("act-error").hidden = false;
+      failed(e);
     }
     poll();
   });
+
+  // Download asks first, as the menu does: the disk check's figures (what
+  // is fetched, the free disk left), then Download starts it.
+  document.addEventListener("click", async (ev) => {
+    const b = ev.target.closest("[data-check]");
+    if (!b) return;
+    $("act-error").hidden = true;
+    const form = $("dl-confirm");
+    form.hidden = false;
+    form.dataset.mode = "";
+    $("dl-start").disabled = true;
+    $("dl-confirm-text").textContent = "Connecting to the hub…";
+    try {
+      const r = await api("POST", "/api/model/check/" + b.dataset.check);
+      $("dl-confirm-text").textContent = r.text;
+      form.dataset.mode = b.dataset.check;
+      $("dl-start").disabled = false;
+    } catch (e) {
+      form.hidden = true;
+      failed(e);
+    }
+  });
+
+  $("dl-confirm").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const form = $("dl-confirm");
+    if (!form.dataset.mode) return;
+    $("act-error").hidden = true;
+    try {
+      await api("POST", "/api/model/download-" + form.dataset.mode);
+      form.hidden = true;
+    } catch (e) {
+      failed(e);
+    }
+    poll();
+  });
+
+  $("dl-cancel").addEventListener("click", () => { $("dl-confirm").hidden = true; });
 
   poll();
   setInterval(poll, 2000);
