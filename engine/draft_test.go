@@ -219,3 +219,53 @@ func replayed(t *testing.T, m *Model, d Draft, conv []int, n int) *Session {
 	}
 	return s
 }
+
+// fixedDrafter proposes the same tokens after any prefix, counting calls.
+type fixedDrafter struct {
+	toks  []int
+	calls *int
+}
+
+func (fixedDrafter) taps() []int              { return nil }
+func (fixedDrafter) observe(int, [][]float32) {}
+func (fixedDrafter) reset()                   {}
+func (d fixedDrafter) propose(_ context.Context, _ []int, k int) ([]int, error) {
+	*d.calls++
+	return d.toks[:min(k, len(d.toks))], nil
+}
+
+// TestNgramAndDrafterCombine: with n-gram speculation on and a drafter, a
+// pass drafts the n-gram's guesses where the history has them (they read
+// on through themselves to the depth the pricing sets) and asks the drafter
+// where it has none; both are cut at the depth and before a stop token.
+func TestNgramAndDrafterCombine(t *testing.T) {
+	t.Parallel()
+	m, err := Open(t.Context(), filepath.Join("..", "testdata", "k3-tiny"), Options{})
+	require.NoError(t, err)
+	defer m.Close()
+	s := m.NewSession()
+	calls := 0
+	s.dr = fixedDrafter{[]int{500, 501, 502, 503, 504, 505}, &calls}
+	s.price.fixed = 4
+	// A history whose last bigram (7, 9) was seen before: the n-gram
+	// guesses what followed it, read on, and the drafter is not asked.
+	s.hist, s.pending = []int{3, 7, 9, 11, 12, 5, 7, 9}, []int{9}
+	d, err := s.drafts(t.Context(), nil, 100, 0)
+	require.NoError(t, err)
+	require.Equal(t, []int{11, 12, 5, 7}, d)
+	require.Zero(t, calls)
+	// No repeated bigram: the drafter's guesses.
+	s.hist, s.pending = []int{3, 7, 9, 11, 12, 5, 8, 10}, []int{10}
+	d, err = s.drafts(t.Context(), nil, 100, 0)
+	require.NoError(t, err)
+	require.Equal(t, []int{500, 501, 502, 503}, d)
+	require.Equal(t, 1, calls)
+	// A stop token cuts either.
+	d, err = s.drafts(t.Context(), map[int]bool{502: true}, 100, 0)
+	require.NoError(t, err)
+	require.Equal(t, []int{500, 501}, d)
+	s.hist, s.pending = []int{3, 7, 9, 11, 12, 5, 7, 9}, []int{9}
+	d, err = s.drafts(t.Context(), map[int]bool{5: true}, 100, 0)
+	require.NoError(t, err)
+	require.Equal(t, []int{11, 12}, d)
+}
