@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -62,6 +63,27 @@ func newTrickle(t *testing.T, h *hubtest.Hub) *trickle {
 
 func (tr *trickle) open() { tr.once.Do(func() { close(tr.opened) }) }
 
+// untilRate lets the download through a piece at a time, each followed by
+// the page's next sample (a second or more later), until the page's
+// download text shows a measured rate and a time left; before that it
+// must show no time left.
+func (tr *trickle) untilRate(t *testing.T, ctx context.Context, text func() string) {
+	t.Helper()
+	for range 24 {
+		if s := text(); !strings.Contains(s, "/s") {
+			require.NotContains(t, s, "left", "a time left needs a measured rate")
+		}
+		points := eval[int](t, ctx, `Number(document.querySelector("#graph").dataset.points)`)
+		tr.permits <- struct{}{}
+		<-tr.sent
+		until(t, ctx, "the next sample", `Number(document.querySelector("#graph").dataset.points) > `+strconv.Itoa(points))
+		if s := text(); strings.Contains(s, "/s") && strings.Contains(s, "left") {
+			return
+		}
+	}
+	require.Fail(t, "a rate and a time left once bytes flowed for a while", "%q", text())
+}
+
 // TestModelPageDownloads: on an empty data directory /model offers the
 // menu's two downloads; Download (stream) shows the disk check's figures
 // and starts the app's downloader against the fake hub; the page then
@@ -91,29 +113,10 @@ func TestModelPageDownloads(t *testing.T) {
 	require.Equal(t, app.ModeStream, a.State().Pending)
 
 	text := func() string { return eval[string](t, ctx, `document.querySelector("#download-text").textContent`) }
-	noETAWithoutRate := func(s string) {
-		if !strings.Contains(s, "/s") {
-			require.NotContains(t, s, "left", "a time left needs a measured rate")
-		}
-	}
 	if s := text(); !strings.Contains(s, "/s") && strings.Contains(s, "%") {
 		require.Contains(t, s, "measuring the rate…")
 	}
-	// A piece at a time, each followed by the page's next sample (a
-	// second or more later), until the page shows a measured rate.
-	measured := false
-	for range 24 {
-		noETAWithoutRate(text())
-		points := eval[int](t, ctx, `Number(document.querySelector("#graph").dataset.points)`)
-		tr.permits <- struct{}{}
-		<-tr.sent
-		until(t, ctx, "the next sample", `Number(document.querySelector("#graph").dataset.points) > `+strconv.Itoa(points))
-		if s := text(); strings.Contains(s, "/s") && strings.Contains(s, "left") {
-			measured = true
-			break
-		}
-	}
-	require.True(t, measured, "a rate and a time left once bytes flowed for a while: %q", text())
+	tr.untilRate(t, ctx, text)
 	line := `^\d+% · [0-9.]+ [kMG]?B/s · \d+ (s|min|h) left$`
 	require.Regexp(t, line, text())
 	st := a.Status()
@@ -207,21 +210,7 @@ func TestModelPageDownloadsFull(t *testing.T) {
 	require.Equal(t, app.ModeFull, a.State().Pending)
 
 	text := func() string { return eval[string](t, ctx, `document.querySelector("#download-text").textContent`) }
-	measured := false
-	for range 24 {
-		if s := text(); !strings.Contains(s, "/s") {
-			require.NotContains(t, s, "left", "a time left needs a measured rate")
-		}
-		points := eval[int](t, ctx, `Number(document.querySelector("#graph").dataset.points)`)
-		tr.permits <- struct{}{}
-		<-tr.sent
-		until(t, ctx, "the next sample", `Number(document.querySelector("#graph").dataset.points) > `+strconv.Itoa(points))
-		if s := text(); strings.Contains(s, "/s") && strings.Contains(s, "left") {
-			measured = true
-			break
-		}
-	}
-	require.True(t, measured, "a rate and a time left once bytes flowed for a while: %q", text())
+	tr.untilRate(t, ctx, text)
 	require.Regexp(t, `^\d+% · [0-9.]+ [kMG]?B/s · \d+ (s|min|h) left$`, text())
 	shot(t, ctx, "model-downloading-full")
 
