@@ -115,15 +115,24 @@ func TestOracleDraftKeepsTheTokens(t *testing.T) {
 	})
 }
 
+// openStreamedTiny opens k3-tiny with nothing in RAM and no n-gram
+// speculation (drafts come from the session's Draft alone), closed at the
+// test's end.
+func openStreamedTiny(t *testing.T) *Model {
+	t.Helper()
+	m, err := Open(t.Context(), filepath.Join("..", "testdata", "k3-tiny"), Options{NoSpec: true,
+		Stream: &StreamOptions{Plan: &experts.BudgetPlan{PinnedLayers: 0, CacheExperts: 0}}})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
 // TestDraftResumeReplays: a session that replays a conversation one
 // position at a time (the server's resume) and drafts on from there
 // decodes what the uninterrupted run decoded.
 func TestDraftResumeReplays(t *testing.T) {
 	t.Parallel()
-	m, err := Open(t.Context(), filepath.Join("..", "testdata", "k3-tiny"), Options{NoSpec: true,
-		Stream: &StreamOptions{Plan: &experts.BudgetPlan{PinnedLayers: 0, CacheExperts: 0}}})
-	require.NoError(t, err)
-	defer m.Close()
+	m := openStreamedTiny(t)
 	prompt := []int{3, 14, 15, 92, 65, 35}
 	o := Sampling{Temperature: 1, TopP: 0.95, Seed: 3}
 	want := decodeWith(t, m, Draft{}, 0, prompt, o, 30, 0)
@@ -171,10 +180,7 @@ func TestParseDraft(t *testing.T) {
 // with the target's own tokens.
 func TestDraftCancelled(t *testing.T) {
 	t.Parallel()
-	m, err := Open(t.Context(), filepath.Join("..", "testdata", "k3-tiny"), Options{NoSpec: true,
-		Stream: &StreamOptions{Plan: &experts.BudgetPlan{PinnedLayers: 0, CacheExperts: 0}}})
-	require.NoError(t, err)
-	defer m.Close()
+	m := openStreamedTiny(t)
 	prompt := []int{3, 14, 15, 92, 65, 35}
 	o := Sampling{Temperature: 1, TopP: 0.95, Seed: 9}
 	want := decodeWith(t, m, Draft{}, 0, prompt, o, 24, 0)
