@@ -262,6 +262,15 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 		r.EnginePrefill = &p
 		logf("prefill, engine forward: %d tokens, time to first token %.2f s; %d distinct experts read, amplification %.4f (token-major would acquire %.2f×); read once without compute %.2f s (TTFT %.2f× that), waiting for experts %.2f s, compute %.2f s",
 			p.Tokens, p.TimeToFirstToken, p.DistinctExperts, p.ReadAmplification, p.TokenMajorAmplification, p.ReadsAlone, p.TTFTRatio, p.ExpertWait, p.Compute)
+		if rt := p.Routes; rt != nil {
+			for _, side := range []struct {
+				name string
+				s    kernels.RouteSide
+			}{{"GPU", rt.GPU}, {"CPU", rt.CPU}} {
+				logf("prefill on the %s: %.2f s; products %d calls %.2f s, experts %d calls %.2f s, attention %d calls %.2f s",
+					side.name, side.s.Seconds(), side.s.MatMul.Calls, side.s.MatMul.Seconds, side.s.Experts.Calls, side.s.Experts.Seconds, side.s.Attention.Calls, side.s.Attention.Seconds)
+			}
+		}
 	}
 	if o.Mirror {
 		if err := o.benchMirror(ctx, &r, heat, logf); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/directio"
+	"github.com/deltafin/deltafin/kernels"
 )
 
 // maxEngineWarmup bounds the decode steps an engine run spends filling
@@ -154,6 +155,10 @@ type PrefillResult struct {
 	Open       engine.OpenStats `json:"open"`
 	OpenTotal  float64          `json:"open_s"`
 	PinnedGBps float64          `json:"pinned_gb_per_s"`
+	// Routes is where the prompt's batched products and attention ran and
+	// for how long (kernels.Routes), on a split backend ("auto" with a
+	// GPU); absent on the CPU alone.
+	Routes *kernels.RouteStats `json:"routes,omitempty"`
 }
 
 // enginePrefill opens the slice with an empty expert cache and runs a
@@ -191,11 +196,16 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan experts.Budge
 	// Read just before the pass: its disk idle then counts from the pass's
 	// start, the attention before the first expert read included.
 	before := m.Stats()
+	routes0, split := kernels.Routes(o.Backend)
 	start := time.Now()
 	_, err = m.NewSession().Forward(ctx, prompt, false)
 	r.TimeToFirstToken = time.Since(start).Seconds()
 	stop()
 	st := m.Stats().Sub(before)
+	if routes1, _ := kernels.Routes(o.Backend); split {
+		d := routes1.Sub(routes0)
+		r.Routes = &d
+	}
 	if cerr := m.Close(); err == nil { // puts the trace in place
 		err = cerr
 	}

@@ -29,14 +29,21 @@ import (
 // carries its recurrent state and conv window, MLA appends to its cache
 // and its query rows see the same key tiles, and the batched products
 // give a position the same bits in a block of any size from 8 on
-// (posblock.go). The route of a token does not depend on the others. So
+// (the CPU kernels' slabs, kernels/fast.go). The route of a token does not depend on the others. So
 // the logits are bit for bit those of the whole-layer pass
 // (TestPromptRoutedInChunks).
 
-// routeChunk is the positions per chunk (the first is half of it): small
-// enough that the first reads start early, large enough for the
-// compute-bound kernels (64 positions and more, kernels/README.md).
-const routeChunk = 128
+// routeChunk is the positions of the first two chunks together (the first
+// is half of it): small enough that the first reads start early. Each
+// later chunk is as long as all the chunks before it and half a chunk
+// more (64, 128, 256, 512, …), up to routeChunkMax: by then the
+// union is mostly named, and the batched products of a chunk are the
+// longer for it, which a GPU needs (a resident BF16 product on an H200
+// ran at 0.17 of its peak at 256 positions; kernels/README.md).
+const (
+	routeChunk    = 128
+	routeChunkMax = 1024
+)
 
 // routesEarly reports whether layer lw runs attention and routing chunk by
 // chunk for a pass of T positions: a prompt of at least two chunks, a
@@ -50,20 +57,17 @@ func (m *Model) routesEarly(s *Session, lw *layerWeights, T int) bool {
 }
 
 // chunkEnd is the end of the chunk starting at t0 of a pass of T
-// positions: all of them unless the layer routes early; then the first
-// chunk is half a chunk, so that the first reads start sooner, and the
-// last takes the tail (no short chunk). (Only MXFP4 experts stream, so
-// this is K3's KDA, whose delta rule runs token by token; Kimi-Linear's
-// chunked form would take a 64-position chunk token by token too, the
-// same function within rounding.)
+// positions: all of them unless the layer routes early; then the chunks
+// grow (routeChunk), and the last takes the tail (no chunk shorter than
+// routeChunk after it). (Only MXFP4 experts stream, so this is K3's KDA,
+// whose delta rule runs token by token; Kimi-Linear's chunked form would
+// take a 64-position chunk token by token too, the same function within
+// rounding.)
 func chunkEnd(t0, T int, early bool) int {
 	if !early {
 		return T
 	}
-	t1 := min(t0+routeChunk, T)
-	if t0 == 0 {
-		t1 = routeChunk / 2
-	}
+	t1 := min(t0+min(routeChunkMax, t0+routeChunk/2), T)
 	if T-t1 < routeChunk {
 		t1 = T
 	}

@@ -134,7 +134,7 @@ func TestPrefillEqualsPerTokenPath(t *testing.T) {
 func TestPromptRoutedInChunks(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("..", "testdata", "k3-tiny")
-	ids := make([]int, 3*routeChunk+37) // chunks of 64, 128, 128 and the rest: the last takes the tail
+	ids := make([]int, 3*routeChunk+37) // chunks of 64, 128 and the rest (the 256 a third would take): the last takes the tail
 	for i := range ids {
 		ids[i] = (i*31 + 7) % 500
 	}
@@ -168,4 +168,21 @@ func TestPromptRoutedInChunks(t *testing.T) {
 	require.Zero(t, st.Misses, "no expert read on demand: all prefetched as the chunks were routed")
 	require.Equal(t, st.Reads, st.SpecHits)
 	require.Zero(t, st.SpecWasted)
+}
+
+// TestChunksGrow: a prompt routed early runs chunks of 64, 128, 256, …
+// positions up to routeChunkMax, and the last takes a tail shorter than
+// routeChunk; a pass that does not route early is one chunk.
+func TestChunksGrow(t *testing.T) {
+	t.Parallel()
+	ends := func(T int, early bool) []int {
+		var out []int
+		for t0 := 0; t0 < T; t0 = chunkEnd(t0, T, early) {
+			out = append(out, chunkEnd(t0, T, early))
+		}
+		return out
+	}
+	require.Equal(t, []int{64, 192, 448, 960, 1984, 3008, 4032, 5000}, ends(5000, true))
+	require.Equal(t, []int{64, 300}, ends(300, true), "192 would leave 108, under a chunk: the tail joins")
+	require.Equal(t, []int{4096}, ends(4096, false))
 }

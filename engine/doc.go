@@ -32,7 +32,6 @@
 //	               streamed experts also routes each chunk, so its experts'
 //	               reads start while later chunks attend
 //	heads.go       attention heads spread over the cores (bit-identical)
-//	posblock.go    long prompts' batched products in blocks of positions
 //	flops.go       a pass's arithmetic, for bench prefill's ratio to the peak
 //	spec.go        n-gram speculation's guesses; SpecStats (passes, drafts, bytes)
 //	verify.go      verify passes of T positions, exact; keep rolls the

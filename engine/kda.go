@@ -124,7 +124,7 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	mat := func(wm kernels.Matrix, in []float32) []float32 {
 		y := make([]float32, T*wm.Rows)
 		if !stopped(ctx) { // once ctx ends the rest is skipped, and its error returned below
-			matBlocks(be, y, wm, in, T)
+			be.MatMul(y, wm, in, T)
 		}
 		return y
 	}
@@ -206,7 +206,7 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 			}
 		}
 	})
-	matBlocks(be, out, w.oProj, o, T)
+	be.MatMul(out, w.oProj, o, T)
 	return nil
 }
 

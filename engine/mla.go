@@ -44,7 +44,7 @@ func (m *Model) mlaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	mat := func(wm kernels.Matrix, in []float32) []float32 {
 		y := make([]float32, T*wm.Rows)
 		if !stopped(ctx) { // once ctx ends the rest is skipped, and its error returned below
-			matBlocks(be, y, wm, in, T)
+			be.MatMul(y, wm, in, T)
 		}
 		return y
 	}
@@ -101,7 +101,7 @@ func (m *Model) mlaForward(ctx context.Context, be kernels.Backend, out, x []flo
 			attn[i] *= sigmoid(g[i])
 		}
 	}
-	matBlocks(be, out, w.oProj, attn, T)
+	be.MatMul(out, w.oProj, attn, T)
 	return nil
 }
 

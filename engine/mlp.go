@@ -10,5 +10,5 @@ import (
 //
 //	x: [T, D] → out: [T, D]; f.W1 gate and f.W3 up [I, D], f.W2 down [D, I]
 func (m *Model) ffn(be kernels.Backend, out []float32, f kernels.Expert, x []float32, T int) {
-	expertBlocks(be, out, f, m.cfg.Act, x, T)
+	be.ExpertFFN(out, f, m.cfg.Act, x, T)
 }

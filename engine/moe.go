@@ -120,7 +120,7 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 	z := x
 	if c.Latent > 0 {
 		z = make([]float32, T*c.ExpertDim())
-		matBlocks(be, z, w.down, x, T)
+		be.MatMul(z, w.down, x, T)
 	}
 	var shared []float32
 	sharedFFN := func() {
@@ -156,7 +156,7 @@ func (m *Model) moeForward(ctx context.Context, be kernels.Backend, out, x []flo
 func (m *Model) route(be kernels.Backend, x []float32, T, layer, pos int, w *moeWeights) ([]route, error) {
 	c := m.cfg
 	logits := make([]float32, T*c.Experts) // [T, E]
-	matBlocks(be, logits, w.router, x, T)
+	be.MatMul(logits, w.router, x, T)
 	routes := make([]route, T)
 	// Each token's top-k is its own: a prompt's are split over the cores.
 	parallelHeads(T, m.heads.workers(T*c.Experts*16), func(t0, t1 int) {
@@ -247,7 +247,7 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 				copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
 			}
 			y := make([]float32, len(u)*D)
-			expertBlocks(be, y, ex, c.Act, in, len(u))
+			be.ExpertFFN(y, ex, c.Act, in, len(u))
 			for i, tk := range u {
 				copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
 			}
@@ -300,7 +300,7 @@ func (m *Model) combine(be kernels.Backend, out []float32, routes []route, ys, s
 		if w.latentNorm != nil {
 			rmsNormRows(r, r, w.latentNorm, c.Eps, D)
 		}
-		matBlocks(be, out, w.up, r, T)
+		be.MatMul(out, w.up, r, T)
 	} else {
 		copy(out, r[:T*H])
 	}

@@ -198,8 +198,12 @@ func attnBlockGo(a Attn, scr []float32, h, i0, i1 int) {
 // in host memory), so Accelerate's rule treats them as streamed.
 func (s split) Attention(ctx context.Context, a Attn) error {
 	be := s.decode
-	if (s.rule == nil && a.T > 1) || (s.rule != nil && a.T >= s.rule.StreamedMinPositions && a.QK+a.DV >= s.rule.AttnMinHeadWidth) {
+	gpu := (s.rule == nil && a.T > 1) || (s.rule != nil && a.T >= s.rule.StreamedMinPositions && a.QK+a.DV >= s.rule.AttnMinHeadWidth)
+	if gpu {
 		be = s.prefill
+	}
+	if a.T > 1 {
+		defer s.meter.time(gpu, kindAttention)()
 	}
 	return Attention(ctx, be, a)
 }

@@ -4,7 +4,9 @@ package kernels
 // ExpertFFN with n > 1) on prefill and single positions (decode) on decode.
 // Its name is "PREFILL+DECODE". It is what "gpu" names: a GPU, software or
 // not, for prefill and the CPU for decode.
-func Split(prefill, decode Backend) Backend { return split{prefill: prefill, decode: decode} }
+func Split(prefill, decode Backend) Backend {
+	return split{prefill: prefill, decode: decode, meter: &routeMeter{}}
+}
 
 // AccelOptions is the rule Accelerate follows: where a product goes to the
 // GPU. A GPU call has a fixed cost (a submission and a wait), weights that
@@ -82,7 +84,7 @@ func Accelerate(gpu, cpu Backend, opt AccelOptions) Backend {
 	if k, ok := gpu.(interface{ KeepsResident() bool }); ok {
 		keeps = k.KeepsResident()
 	}
-	return split{prefill: gpu, decode: cpu, rule: &opt, keeps: keeps}
+	return split{prefill: gpu, decode: cpu, rule: &opt, keeps: keeps, meter: &routeMeter{}}
 }
 
 type split struct {
@@ -91,6 +93,8 @@ type split struct {
 	rule *AccelOptions
 	// keeps: the prefill backend keeps keyed weights in its memory.
 	keeps bool
+	// meter counts the batched calls on each side (Routes).
+	meter *routeMeter
 }
 
 func (s split) Name() string { return s.prefill.Name() + "+" + s.decode.Name() }
@@ -122,19 +126,25 @@ func (s split) onGPU(n int, intensity float64, mats ...Matrix) bool {
 func (s split) MatVec(dst []float32, w Matrix, x []float32) { s.MatMul(dst, w, x, 1) }
 
 func (s split) MatMul(dst []float32, w Matrix, x []float32, n int) {
-	if s.onGPU(n, matIntensity(w), w) {
-		s.prefill.MatMul(dst, w, x, n)
-		return
+	be, gpu := s.decode, s.onGPU(n, matIntensity(w), w)
+	if gpu {
+		be = s.prefill
 	}
-	s.decode.MatMul(dst, w, x, n)
+	if n > 1 {
+		defer s.meter.time(gpu, kindMatMul)()
+	}
+	be.MatMul(dst, w, x, n)
 }
 
 func (s split) ExpertFFN(dst []float32, e Expert, act Activation, x []float32, n int) {
-	if s.onGPU(n, expertIntensity(e), e.W1, e.W2, e.W3) {
-		s.prefill.ExpertFFN(dst, e, act, x, n)
-		return
+	be, gpu := s.decode, s.onGPU(n, expertIntensity(e), e.W1, e.W2, e.W3)
+	if gpu {
+		be = s.prefill
 	}
-	s.decode.ExpertFFN(dst, e, act, x, n)
+	if n > 1 {
+		defer s.meter.time(gpu, kindExperts)()
+	}
+	be.ExpertFFN(dst, e, act, x, n)
 }
 
 // Threads is the decode backend's: the figure that matters per token.

@@ -266,3 +266,29 @@ func TestAccelerateWeighsIntensity(t *testing.T) {
 	require.Equal(t, []int{64}, gpu)
 	require.Equal(t, []int{64, 64}, cpu)
 }
+
+// TestRoutesCountBatchedCalls: a split backend counts its batched calls by
+// side and kind (kernels.Routes, what bench slice reports), and leaves out
+// single positions; a CPU backend has none.
+func TestRoutesCountBatchedCalls(t *testing.T) {
+	t.Parallel()
+	s := Split(Ref(), Ref())
+	rng := rand.New(rand.NewPCG(3, 4))
+	w := randMatrix(rng, BF16, 4, 64)
+	x, dst := randVec(rng, 5*64), make([]float32, 5*4)
+	before, ok := Routes(s)
+	require.True(t, ok)
+	s.MatMul(dst, w, x, 5)
+	s.MatMul(dst, w, x, 5)
+	s.MatVec(dst, w, x)
+	e := Expert{W1: randMatrix(rng, BF16, 3, 64), W2: randMatrix(rng, BF16, 64, 3), W3: randMatrix(rng, BF16, 3, 64)}
+	s.ExpertFFN(make([]float32, 5*64), e, Activation{Kind: SiLU}, x, 5)
+	after, _ := Routes(s)
+	d := after.Sub(before)
+	require.Equal(t, int64(2), d.GPU.MatMul.Calls, "Split sends batches to its prefill side")
+	require.Equal(t, int64(1), d.GPU.Experts.Calls)
+	require.Zero(t, d.CPU.MatMul.Calls, "the single position is not counted")
+	require.Greater(t, d.GPU.Seconds(), 0.0)
+	_, ok = Routes(Ref())
+	require.False(t, ok)
+}

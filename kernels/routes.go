@@ -1,0 +1,94 @@
+package kernels
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// RouteStats is where a split backend's batched work ran and how long it
+// took there, from its creation: for each side (the GPU's prefill backend,
+// the CPU's decode backend) and each kind of call, the calls and the
+// seconds the caller waited for them. A prompt's time to first token less
+// these sums is the engine's own work (norms, the delta rule, routing,
+// waiting for the disk); `bench slice --prefill` and `bench prefill`
+// report it so that a GPU's share of a prompt is measured, not guessed.
+type RouteStats struct {
+	GPU, CPU RouteSide
+}
+
+// RouteSide is one side of a RouteStats. Single positions (decode) are
+// left out: a token's hundreds of small products would cost a clock read
+// each and say nothing about prefill.
+type RouteSide struct {
+	MatMul, Experts, Attention RouteCount
+}
+
+// RouteCount is a number of calls and the seconds they took.
+type RouteCount struct {
+	Calls   int64   `json:"calls"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Sub is r less an earlier snapshot.
+func (r RouteStats) Sub(o RouteStats) RouteStats {
+	sub := func(a, b RouteSide) RouteSide {
+		c := func(x, y RouteCount) RouteCount { return RouteCount{x.Calls - y.Calls, x.Seconds - y.Seconds} }
+		return RouteSide{c(a.MatMul, b.MatMul), c(a.Experts, b.Experts), c(a.Attention, b.Attention)}
+	}
+	return RouteStats{GPU: sub(r.GPU, o.GPU), CPU: sub(r.CPU, o.CPU)}
+}
+
+// Seconds is the side's total.
+func (s RouteSide) Seconds() float64 {
+	return s.MatMul.Seconds + s.Experts.Seconds + s.Attention.Seconds
+}
+
+// Routes returns be's RouteStats when be is a split backend ("auto" with
+// a GPU, "gpu"), and false otherwise.
+func Routes(be Backend) (RouteStats, bool) {
+	s, ok := be.(split)
+	if !ok || s.meter == nil {
+		return RouteStats{}, false
+	}
+	return s.meter.snapshot(), true
+}
+
+// routeMeter counts a split's calls; shared by the split's copies.
+type routeMeter struct {
+	c [2][3]struct{ calls, nanos atomic.Int64 }
+}
+
+// The kinds of call a routeMeter counts.
+const (
+	kindMatMul = iota
+	kindExperts
+	kindAttention
+)
+
+// time returns a func that records one call of kind on the GPU side (gpu)
+// or the CPU's, begun now.
+func (m *routeMeter) time(gpu bool, kind int) func() {
+	if m == nil {
+		return func() {}
+	}
+	side := 1
+	if gpu {
+		side = 0
+	}
+	start := time.Now()
+	return func() {
+		c := &m.c[side][kind]
+		c.calls.Add(1)
+		c.nanos.Add(int64(time.Since(start)))
+	}
+}
+
+func (m *routeMeter) snapshot() RouteStats {
+	side := func(i int) RouteSide {
+		c := func(k int) RouteCount {
+			return RouteCount{m.c[i][k].calls.Load(), time.Duration(m.c[i][k].nanos.Load()).Seconds()}
+		}
+		return RouteSide{c(kindMatMul), c(kindExperts), c(kindAttention)}
+	}
+	return RouteStats{GPU: side(0), CPU: side(1)}
+}
