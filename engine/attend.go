@@ -59,10 +59,9 @@ func (m *Model) routesEarly(s *Session, lw *layerWeights, T int) bool {
 // chunkEnd is the end of the chunk starting at t0 of a pass of T
 // positions: all of them unless the layer routes early; then the chunks
 // grow (routeChunk), and the last takes the tail (no chunk shorter than
-// routeChunk after it). (Only MXFP4 experts stream, so this is K3's KDA,
-// whose delta rule runs token by token; Kimi-Linear's chunked form would
-// take a 64-position chunk token by token too, the same function within
-// rounding.)
+// routeChunk after it). Every chunk starts at a multiple of kdaChunkSize,
+// so that the KDA's chunked delta rule (kda_chunk.go) cuts a chunked
+// prompt where it cuts the whole pass: the same bits.
 func chunkEnd(t0, T int, early bool) int {
 	if !early {
 		return T

@@ -185,4 +185,8 @@ func TestChunksGrow(t *testing.T) {
 	require.Equal(t, []int{64, 192, 448, 960, 1984, 3008, 4032, 5000}, ends(5000, true))
 	require.Equal(t, []int{64, 300}, ends(300, true), "192 would leave 108, under a chunk: the tail joins")
 	require.Equal(t, []int{4096}, ends(4096, false))
+	all := ends(20000, true)
+	for _, end := range all[:len(all)-1] {
+		require.Zero(t, end%kdaChunkSize, "a chunk ends (and the next starts) at %d, off the KDA's chunk grid", end)
+	}
 }

@@ -40,14 +40,18 @@ func attnResMix(dst []float32, values [][]float32, w attnResWeights, eps float32
 // attnResRows mixes every position of a batch: values are [T, H] each and
 // dst is [T, H].
 func attnResRows(dst []float32, values [][]float32, w attnResWeights, eps float32, H int) {
-	key := make([]float32, H)
-	row := make([][]float32, len(values))
-	for o := 0; o < len(dst); o += H {
-		for i, v := range values {
-			row[i] = v[o : o+H]
+	// Positions are independent: a prompt's are spread over the cores.
+	T := len(dst) / H
+	parallelHeads(T, headSplit{}.workers(len(dst)*4*len(values)), func(t0, t1 int) {
+		key := make([]float32, H)
+		row := make([][]float32, len(values))
+		for o := t0 * H; o < t1*H; o += H {
+			for i, v := range values {
+				row[i] = v[o : o+H]
+			}
+			attnResMix(dst[o:o+H], row, w, eps, key)
 		}
-		attnResMix(dst[o:o+H], row, w, eps, key)
-	}
+	})
 }
 
 // mixRows is the AttnRes mix of the block sums and the partial sum over

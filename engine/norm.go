@@ -30,9 +30,14 @@ func rmsNorm(dst, x, w []float32, eps float32) {
 //
 //	x, dst: [rows, width]; w: [width]
 func rmsNormRows(dst, x, w []float32, eps float32, width int) {
-	for o := 0; o < len(x); o += width {
-		rmsNorm(dst[o:o+width], x[o:o+width], w, eps)
-	}
+	// Rows are independent: a prompt's are spread over the cores (each
+	// row's arithmetic unchanged, so the bits do not depend on the split).
+	rows := len(x) / width
+	parallelHeads(rows, headSplit{}.workers(len(x)*2), func(r0, r1 int) {
+		for o := r0 * width; o < r1*width; o += width {
+			rmsNorm(dst[o:o+width], x[o:o+width], w, eps)
+		}
+	})
 }
 
 func rsqrt(v float32) float32 { return float32(1 / math.Sqrt(float64(v))) }
