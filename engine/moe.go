@@ -235,26 +235,68 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 			}
 			continue
 		}
+		// Experts the backend sends to a GPU run on a goroutine of their
+		// own (gpu), in order, while the CPU runs the others here: each
+		// side's is one product at a time, and the rule, not the overlap,
+		// decides which side computes an expert.
+		var gpu offload
 		for i, id := range group {
 			ex, err := m.waitExpert(ctx, batch, i, idle)
 			if err != nil {
+				gpu.wait()
 				batch.release()
 				return nil, err
 			}
 			u := work.users[id]
-			in := make([]float32, len(u)*D) // [len(u), D] the rows of z that chose id
-			for i, tk := range u {
-				copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
+			run := func() {
+				in := make([]float32, len(u)*D) // [len(u), D] the rows of z that chose id
+				for i, tk := range u {
+					copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
+				}
+				y := make([]float32, len(u)*D)
+				be.ExpertFFN(y, ex, c.Act, in, len(u))
+				for i, tk := range u {
+					copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
+				}
 			}
-			y := make([]float32, len(u)*D)
-			be.ExpertFFN(y, ex, c.Act, in, len(u))
-			for i, tk := range u {
-				copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
+			if kernels.Accelerated(be, ex, len(u)) {
+				gpu.do(run)
+			} else {
+				run()
 			}
 		}
+		gpu.wait()
 		batch.release()
 	}
 	return ys, nil
+}
+
+// offload runs funcs in the order given on one goroutine of its own,
+// started by the first; wait returns once every one has run.
+type offload struct {
+	ch   chan func()
+	done chan struct{}
+}
+
+func (o *offload) do(f func()) {
+	if o.ch == nil {
+		o.ch, o.done = make(chan func(), experts.MaxTopK), make(chan struct{})
+		go func() {
+			for f := range o.ch {
+				f()
+			}
+			close(o.done)
+		}()
+	}
+	o.ch <- f
+}
+
+func (o *offload) wait() {
+	if o.ch != nil {
+		close(o.ch)
+		<-o.done
+		o.ch = nil
+	}
 }
 
 // waitExpert returns expert i of batch, counting the time spent waiting

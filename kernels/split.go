@@ -147,6 +147,22 @@ func (s split) ExpertFFN(dst []float32, e Expert, act Activation, x []float32, n
 	be.ExpertFFN(dst, e, act, x, n)
 }
 
+// Gemm runs on the decode side (the CPU): the chunked delta rule's
+// products are a few dozen rows each, far below a GPU call's cost. (Before
+// this, a split backend fell through MatMulF32 to GemmRef, the scalar
+// twin: "auto" with a GPU ran every chunked KDA product in plain Go.)
+func (s split) Gemm(g Gemm) { MatMulF32(s.decode, g) }
+
+// Accelerated reports whether be sends the FFN of e over n positions to a
+// GPU: a split backend ("auto" with a GPU, "gpu") whose rule gives it that
+// product. The engine runs such experts on a goroutine of their own beside
+// the CPU's (moe.go): the rule decides where each runs, so the bits do not
+// depend on the overlap.
+func Accelerated(be Backend, e Expert, n int) bool {
+	s, ok := be.(split)
+	return ok && s.onGPU(n, expertIntensity(e), e.W1, e.W2, e.W3)
+}
+
 // Threads is the decode backend's: the figure that matters per token.
 func (s split) Threads() int { return Threads(s.decode) }
 

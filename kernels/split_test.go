@@ -292,3 +292,24 @@ func TestRoutesCountBatchedCalls(t *testing.T) {
 	_, ok = Routes(Ref())
 	require.False(t, ok)
 }
+
+// TestSplitGemmOnItsCPU: a split backend runs MatMulF32 (the chunked delta
+// rule's products) with its decode side's kernel, bit for bit, not with the
+// scalar GemmRef it once fell through to.
+func TestSplitGemmOnItsCPU(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	const m, k, n = 19, 33, 21
+	a, b := randVec(rng, m*k), randVec(rng, k*n)
+	run := func(be Backend) []float32 {
+		c := make([]float32, m*n)
+		MatMulF32(be, Gemm{C: c, LDC: n, A: a, LDA: k, B: b, LDB: n, M: m, K: k, N: n})
+		return c
+	}
+	cpu := Default()
+	for _, s := range []Backend{Split(Ref(), cpu), Accelerate(Ref(), cpu, DefaultAccelOptions())} {
+		_, ok := s.(Gemmer)
+		require.True(t, ok, "%s has no Gemm", s.Name())
+		require.Equal(t, run(cpu), run(s), s.Name())
+	}
+}

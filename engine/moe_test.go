@@ -1,0 +1,44 @@
+package engine
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/deltafin/deltafin/kernels"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPromptExpertsOnBothSides: a prompt's experts that the backend sends
+// to its GPU run on a goroutine of their own beside the CPU's (moe.go's
+// offload). Over a split whose two sides are the same CPU kernels, with a
+// rule that sends about half of k3-tiny's experts each way, both sides run
+// experts and the logits are those of the CPU kernels alone, bit for bit:
+// the overlap changes which goroutine computes, never what.
+func TestPromptExpertsOnBothSides(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("..", "testdata", "k3-tiny")
+	ids := make([]int, 300) // 1,200 (token, slot) pairs over 32 experts: about 37 each
+	for i := range ids {
+		ids[i] = (i*131 + 5) % 1000
+	}
+	cpu := kernels.Default()
+	alone, err := Open(t.Context(), dir, Options{Backend: cpu})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = alone.Close() })
+	want, err := alone.NewSession().Forward(t.Context(), ids, true)
+	require.NoError(t, err)
+
+	both := kernels.Accelerate(cpu, cpu, kernels.AccelOptions{StreamedMinPositions: 38})
+	m, err := Open(t.Context(), dir, Options{Backend: both})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	before, _ := kernels.Routes(both)
+	got, err := m.NewSession().Forward(t.Context(), ids, true)
+	require.NoError(t, err)
+	after, _ := kernels.Routes(both)
+	d := after.Sub(before)
+	t.Logf("experts on the GPU side %d, on the CPU side %d", d.GPU.Experts.Calls, d.CPU.Experts.Calls)
+	require.Positive(t, d.GPU.Experts.Calls, "no expert went to the offloaded side")
+	require.Positive(t, d.CPU.Experts.Calls, "no expert stayed on the caller's side")
+	require.Equal(t, want, got)
+}
