@@ -174,16 +174,14 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 		}
 	})
 
-	// The delta rule: a decode step (and every row of a verify pass, which
-	// must equal decode steps) in the per-token recurrence; a prompt of a
-	// chunk or more in FLA's chunked form, K3's and Kimi-Linear's alike.
-	// Both are the same function of the inputs (kda_test.go, K3's gate
-	// bound and head width included); the chunked form's products run in
-	// the SIMD kernels, where the recurrence is scalar Go: at K3's 96 heads
-	// over 4,096 tokens the recurrence was 18 of a prefill's 50 CPU-seconds
-	// on the 16-core host (issue 33). A prompt routed in chunks (attend.go)
-	// starts each at a multiple of kdaChunkSize, so its chunks here fall
-	// where a whole pass's do, and the bits are the whole pass's.
+	// The delta rule, in the operation order of each model's reference: for
+	// K3 the per-token recurrence for every T (what k3-tiny's reference
+	// computes; nothing has run on the real weights yet, docs/MODEL.md);
+	// for Kimi-Linear FLA's chunked form for prompts longer than one chunk.
+	// Both are the same function of the inputs (kda_test.go). (Issue 33
+	// tried the chunked form for K3's prompts: on the 16-core host its
+	// small products took 23.5 CPU-seconds of a 4,096-token prefill where
+	// the recurrence takes 18.8, for the same wall time.)
 	o := make([]float32, T*P)
 	switch {
 	case verify:
@@ -192,7 +190,7 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 		// kept for keep.
 		vp.raw, vp.q, vp.k, vp.v, vp.g, vp.b = raw, q, k, v, g, b
 		kdaHeads(ctx, o, q, k, v, g, b, src, st.s, T, nh, d, m.heads.workers(T*nh*d*d))
-	case T >= kdaChunkSize:
+	case c.GateLowerBound == nil && T > kdaChunkSize:
 		kdaChunked(ctx, be, o, q, k, v, g, b, st.s, T, nh, d, kdaChunkSize, m.heads)
 	default:
 		kdaRecurrent(ctx, o, q, k, v, g, b, st.s, T, nh, d, m.heads)
