@@ -76,12 +76,27 @@ struct Y
 
 constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(64u, 1u, 1u);
 
-constant spvUnsafeArray<float, 16> _250 = spvUnsafeArray<float, 16>({ 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0 });
+static inline __attribute__((always_inline))
+uint byteAt(thread const uint& i, const device Wd& v_77)
+{
+    return (v_77.w[i >> uint(2)] >> ((i & 3u) * 8u)) & 255u;
+}
 
 static inline __attribute__((always_inline))
-uint byteAt(thread const uint& i, const device Wd& v_31)
+float e2m1(thread const uint& nib)
 {
-    return (v_31.w[i >> uint(2)] >> ((i & 3u) * 8u)) & 255u;
+    uint v = nib & 7u;
+    uint _40;
+    if (v >= 2u)
+    {
+        _40 = ((126u + (v >> uint(1))) << uint(23)) | ((v & 1u) << uint(22));
+    }
+    else
+    {
+        _40 = (v == 1u) ? 1056964608u : 0u;
+    }
+    uint mag = _40;
+    return as_type<float>(mag | ((nib & 8u) << uint(28)));
 }
 
 static inline __attribute__((always_inline))
@@ -99,9 +114,9 @@ float e8m0(thread const uint& b)
 }
 
 static inline __attribute__((always_inline))
-uint halfAt(thread const uint& i, const device Wd& v_31)
+uint halfAt(thread const uint& i, const device Wd& v_77)
 {
-    return (v_31.w[i >> uint(1)] >> ((i & 1u) * 16u)) & 65535u;
+    return (v_77.w[i >> uint(1)] >> ((i & 1u) * 16u)) & 65535u;
 }
 
 static inline __attribute__((always_inline))
@@ -119,57 +134,58 @@ float f16(thread const uint& h)
         return as_type<float>((sgn | ((e + 112u) << uint(23))) | (m << uint(13)));
     }
     float v = float(m) * 5.9604644775390625e-08;
-    float _120;
+    float _159;
     if (sgn != 0u)
     {
-        _120 = -v;
+        _159 = -v;
     }
     else
     {
-        _120 = v;
+        _159 = v;
     }
-    return _120;
+    return _159;
 }
 
 static inline __attribute__((always_inline))
-float weight(thread const uint& r, thread const uint& c, const device Wd& v_31, constant Params& pc, const device Ws& v_201)
+float weight(thread const uint& r, thread const uint& c, const device Wd& v_77, constant Params& pc, const device Ws& v_240)
 {
     uint i = (r * pc.cols) + c;
     switch (pc.dtype)
     {
         case 0u:
         {
-            return as_type<float>(v_31.w[i]);
+            return as_type<float>(v_77.w[i]);
         }
         case 1u:
         {
             uint param = i;
-            return as_type<float>(halfAt(param, v_31) << uint(16));
+            return as_type<float>(halfAt(param, v_77) << uint(16));
         }
         case 2u:
         {
             uint param_1 = i;
-            uint param_2 = halfAt(param_1, v_31);
+            uint param_2 = halfAt(param_1, v_77);
             return f16(param_2);
         }
         case 3u:
         {
             uint param_3 = i;
-            int q = int(byteAt(param_3, v_31) << uint(24)) >> 24;
-            return float(q) * as_type<float>(v_201.s[r]);
+            int q = int(byteAt(param_3, v_77) << uint(24)) >> 24;
+            return float(q) * as_type<float>(v_240.s[r]);
         }
         default:
         {
             uint param_4 = i >> uint(1);
-            uint nib = (byteAt(param_4, v_31) >> ((i & 1u) * 4u)) & 15u;
-            uint sb = (v_201.s[i >> uint(7)] >> (((i >> uint(5)) & 3u) * 8u)) & 255u;
-            uint param_5 = sb;
-            return _250[nib] * e8m0(param_5);
+            uint nib = (byteAt(param_4, v_77) >> ((i & 1u) * 4u)) & 15u;
+            uint sb = (v_240.s[i >> uint(7)] >> (((i >> uint(5)) & 3u) * 8u)) & 255u;
+            uint param_5 = nib;
+            uint param_6 = sb;
+            return e2m1(param_5) * e8m0(param_6);
         }
     }
 }
 
-kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_31 [[buffer(1)]], const device Ws& v_201 [[buffer(2)]], const device X& _345 [[buffer(3)]], device Y& _437 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
+kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_77 [[buffer(1)]], const device Ws& v_240 [[buffer(2)]], const device X& _365 [[buffer(3)]], device Y& _456 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
 {
     threadgroup float part[8][64];
     uint lid = gl_LocalInvocationID.x;
@@ -187,10 +203,10 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_31 [[buf
             {
                 uint param = r;
                 uint param_1 = c;
-                float wv = weight(param, param_1, v_31, pc, v_201);
+                float wv = weight(param, param_1, v_77, pc, v_240);
                 for (uint j_1 = 0u; j_1 < nb; j_1++)
                 {
-                    acc[j_1] += (wv * _345.x[((t0 + j_1) * pc.cols) + c]);
+                    acc[j_1] += (wv * _365.x[((t0 + j_1) * pc.cols) + c]);
                 }
             }
             for (uint j_2 = 0u; j_2 < 8u; j_2++)
@@ -211,7 +227,7 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_31 [[buf
             }
             if (lid < nb)
             {
-                _437.y[(((t0 + lid) * pc.yRows) + pc.yOffset) + r] = part[lid][0];
+                _456.y[(((t0 + lid) * pc.yRows) + pc.yOffset) + r] = part[lid][0];
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
         }

@@ -66,7 +66,7 @@ void stageRow(uint lid, uint r, uint k0) {
         float sc = e8m0(sb);
         for (uint j = 0u; j < TK / 8u; j++) {
             uint v = w[(i0 >> 3) + j];
-            for (uint b = 0u; b < 8u; b++) putW(8u * j + b, lid, E2M1[(v >> (4u * b)) & 15u] * sc);
+            for (uint b = 0u; b < 8u; b++) putW(8u * j + b, lid, e2m1((v >> (4u * b)) & 15u) * sc);
         }
         return;
     }

@@ -76,8 +76,6 @@ struct Y
 
 constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(128u, 1u, 1u);
 
-constant spvUnsafeArray<float, 16> _262 = spvUnsafeArray<float, 16>({ 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0 });
-
 static inline __attribute__((always_inline))
 void putW(thread const uint& kk, thread const uint& lid, thread const float& v, threadgroup float4 (&wt)[32][32])
 {
@@ -99,15 +97,32 @@ float e8m0(thread const uint& b)
 }
 
 static inline __attribute__((always_inline))
-uint byteAt(thread const uint& i, const device Wd& v_44)
+float e2m1(thread const uint& nib)
 {
-    return (v_44.w[i >> uint(2)] >> ((i & 3u) * 8u)) & 255u;
+    uint v = nib & 7u;
+    uint _53;
+    if (v >= 2u)
+    {
+        _53 = ((126u + (v >> uint(1))) << uint(23)) | ((v & 1u) << uint(22));
+    }
+    else
+    {
+        _53 = (v == 1u) ? 1056964608u : 0u;
+    }
+    uint mag = _53;
+    return as_type<float>(mag | ((nib & 8u) << uint(28)));
 }
 
 static inline __attribute__((always_inline))
-uint halfAt(thread const uint& i, const device Wd& v_44)
+uint byteAt(thread const uint& i, const device Wd& v_90)
 {
-    return (v_44.w[i >> uint(1)] >> ((i & 1u) * 16u)) & 65535u;
+    return (v_90.w[i >> uint(2)] >> ((i & 3u) * 8u)) & 255u;
+}
+
+static inline __attribute__((always_inline))
+uint halfAt(thread const uint& i, const device Wd& v_90)
+{
+    return (v_90.w[i >> uint(1)] >> ((i & 1u) * 16u)) & 65535u;
 }
 
 static inline __attribute__((always_inline))
@@ -125,94 +140,95 @@ float f16(thread const uint& h)
         return as_type<float>((sgn | ((e + 112u) << uint(23))) | (m << uint(13)));
     }
     float v = float(m) * 5.9604644775390625e-08;
-    float _132;
+    float _171;
     if (sgn != 0u)
     {
-        _132 = -v;
+        _171 = -v;
     }
     else
     {
-        _132 = v;
+        _171 = v;
     }
-    return _132;
+    return _171;
 }
 
 static inline __attribute__((always_inline))
-float weight(thread const uint& r, thread const uint& c, const device Wd& v_44, constant Params& pc, const device Ws& v_213)
+float weight(thread const uint& r, thread const uint& c, const device Wd& v_90, constant Params& pc, const device Ws& v_252)
 {
     uint i = (r * pc.cols) + c;
     switch (pc.dtype)
     {
         case 0u:
         {
-            return as_type<float>(v_44.w[i]);
+            return as_type<float>(v_90.w[i]);
         }
         case 1u:
         {
             uint param = i;
-            return as_type<float>(halfAt(param, v_44) << uint(16));
+            return as_type<float>(halfAt(param, v_90) << uint(16));
         }
         case 2u:
         {
             uint param_1 = i;
-            uint param_2 = halfAt(param_1, v_44);
+            uint param_2 = halfAt(param_1, v_90);
             return f16(param_2);
         }
         case 3u:
         {
             uint param_3 = i;
-            int q = int(byteAt(param_3, v_44) << uint(24)) >> 24;
-            return float(q) * as_type<float>(v_213.s[r]);
+            int q = int(byteAt(param_3, v_90) << uint(24)) >> 24;
+            return float(q) * as_type<float>(v_252.s[r]);
         }
         default:
         {
             uint param_4 = i >> uint(1);
-            uint nib = (byteAt(param_4, v_44) >> ((i & 1u) * 4u)) & 15u;
-            uint sb = (v_213.s[i >> uint(7)] >> (((i >> uint(5)) & 3u) * 8u)) & 255u;
-            uint param_5 = sb;
-            return _262[nib] * e8m0(param_5);
+            uint nib = (byteAt(param_4, v_90) >> ((i & 1u) * 4u)) & 15u;
+            uint sb = (v_252.s[i >> uint(7)] >> (((i >> uint(5)) & 3u) * 8u)) & 255u;
+            uint param_5 = nib;
+            uint param_6 = sb;
+            return e2m1(param_5) * e8m0(param_6);
         }
     }
 }
 
 static inline __attribute__((always_inline))
-void stageRow(thread const uint& lid, thread const uint& r, thread const uint& k0, const device Wd& v_44, constant Params& pc, const device Ws& v_213, threadgroup float4 (&wt)[32][32])
+void stageRow(thread const uint& lid, thread const uint& r, thread const uint& k0, const device Wd& v_90, constant Params& pc, const device Ws& v_252, threadgroup float4 (&wt)[32][32])
 {
-    bool _294 = r < pc.rows;
-    bool _302;
-    if (_294)
+    bool _313 = r < pc.rows;
+    bool _321;
+    if (_313)
     {
-        _302 = (k0 + 32u) <= pc.cols;
+        _321 = (k0 + 32u) <= pc.cols;
     }
     else
     {
-        _302 = _294;
+        _321 = _313;
     }
-    bool full = _302;
+    bool full = _321;
     uint i0 = (r * pc.cols) + k0;
-    bool _316;
+    bool _335;
     if (full)
     {
-        _316 = pc.dtype == 1u;
+        _335 = pc.dtype == 1u;
     }
     else
     {
-        _316 = full;
+        _335 = full;
     }
-    bool _323;
-    if (_316)
+    bool _342;
+    if (_335)
     {
-        _323 = (pc.cols & 1u) == 0u;
+        _342 = (pc.cols & 1u) == 0u;
     }
     else
     {
-        _323 = _316;
+        _342 = _335;
     }
-    if (_323)
+    if (_342)
     {
         for (uint j = 0u; j < 16u; j++)
         {
-            uint v = v_44.w[(i0 >> uint(1)) + j];
+            uint v = v_90.w[(i0 >> uint(1)) + j];
             uint param = 2u * j;
             uint param_1 = lid;
             float param_2 = as_type<float>(v << uint(16));
@@ -224,30 +240,30 @@ void stageRow(thread const uint& lid, thread const uint& r, thread const uint& k
         }
         return;
     }
-    bool _373;
+    bool _391;
     if (full)
     {
-        _373 = pc.dtype == 3u;
+        _391 = pc.dtype == 3u;
     }
     else
     {
-        _373 = full;
+        _391 = full;
     }
-    bool _380;
-    if (_373)
+    bool _398;
+    if (_391)
     {
-        _380 = (pc.cols & 3u) == 0u;
+        _398 = (pc.cols & 3u) == 0u;
     }
     else
     {
-        _380 = _373;
+        _398 = _391;
     }
-    if (_380)
+    if (_398)
     {
-        float sc = as_type<float>(v_213.s[r]);
+        float sc = as_type<float>(v_252.s[r]);
         for (uint j_1 = 0u; j_1 < 8u; j_1++)
         {
-            uint v_1 = v_44.w[(i0 >> uint(2)) + j_1];
+            uint v_1 = v_90.w[(i0 >> uint(2)) + j_1];
             for (uint b = 0u; b < 4u; b++)
             {
                 uint param_6 = (4u * j_1) + b;
@@ -258,65 +274,66 @@ void stageRow(thread const uint& lid, thread const uint& r, thread const uint& k
         }
         return;
     }
-    bool _442;
+    bool _460;
     if (full)
     {
-        _442 = pc.dtype == 4u;
+        _460 = pc.dtype == 4u;
     }
     else
     {
-        _442 = full;
+        _460 = full;
     }
-    if (_442)
+    if (_460)
     {
-        uint sb = (v_213.s[i0 >> uint(7)] >> (((i0 >> uint(5)) & 3u) * 8u)) & 255u;
+        uint sb = (v_252.s[i0 >> uint(7)] >> (((i0 >> uint(5)) & 3u) * 8u)) & 255u;
         uint param_9 = sb;
         float sc_1 = e8m0(param_9);
         for (uint j_2 = 0u; j_2 < 4u; j_2++)
         {
-            uint v_2 = v_44.w[(i0 >> uint(3)) + j_2];
+            uint v_2 = v_90.w[(i0 >> uint(3)) + j_2];
             for (uint b_1 = 0u; b_1 < 8u; b_1++)
             {
-                uint param_10 = (8u * j_2) + b_1;
-                uint param_11 = lid;
-                float param_12 = _262[(v_2 >> (4u * b_1)) & 15u] * sc_1;
-                putW(param_10, param_11, param_12, wt);
+                uint param_10 = (v_2 >> (4u * b_1)) & 15u;
+                uint param_11 = (8u * j_2) + b_1;
+                uint param_12 = lid;
+                float param_13 = e2m1(param_10) * sc_1;
+                putW(param_11, param_12, param_13, wt);
             }
         }
         return;
     }
-    float _530;
+    float _547;
     for (uint kk = 0u; kk < 32u; kk++)
     {
         uint c = k0 + kk;
-        bool _522 = r < pc.rows;
-        bool _529;
-        if (_522)
+        bool _539 = r < pc.rows;
+        bool _546;
+        if (_539)
         {
-            _529 = c < pc.cols;
+            _546 = c < pc.cols;
         }
         else
         {
-            _529 = _522;
+            _546 = _539;
         }
-        if (_529)
+        if (_546)
         {
-            uint param_13 = r;
-            uint param_14 = c;
-            _530 = weight(param_13, param_14, v_44, pc, v_213);
+            uint param_14 = r;
+            uint param_15 = c;
+            _547 = weight(param_14, param_15, v_90, pc, v_252);
         }
         else
         {
-            _530 = 0.0;
+            _547 = 0.0;
         }
-        uint param_15 = kk;
-        uint param_16 = lid;
-        float param_17 = _530;
-        putW(param_15, param_16, param_17, wt);
+        uint param_16 = kk;
+        uint param_17 = lid;
+        float param_18 = _547;
+        putW(param_16, param_17, param_18, wt);
     }
 }
 
-kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_44 [[buffer(1)]], const device Ws& v_213 [[buffer(2)]], const device X& _674 [[buffer(3)]], device Y& _924 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
+kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_90 [[buffer(1)]], const device Ws& v_252 [[buffer(2)]], const device X& _692 [[buffer(3)]], device Y& _942 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
 {
     threadgroup float4 wt[32][32];
     threadgroup float4 xt[32][16];
@@ -326,11 +343,11 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_44 [[buf
     uint t0 = gl_WorkGroupID.y * 64u;
     uint tt = lid & 63u;
     uint kb = (lid >> uint(6)) * 16u;
-    uint _580 = gl_WorkGroupID.x * 128u;
+    uint _598 = gl_WorkGroupID.x * 128u;
     spvUnsafeArray<spvUnsafeArray<float4, 2>, 8> acc;
-    float _668;
-    uint _866;
-    for (uint r0 = _580; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 128u))
+    float _686;
+    uint _884;
+    for (uint r0 = _598; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 128u))
     {
         for (uint i = 0u; i < 8u; i++)
         {
@@ -342,30 +359,30 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_44 [[buf
             uint param = lid;
             uint param_1 = r0 + lid;
             uint param_2 = k0;
-            stageRow(param, param_1, param_2, v_44, pc, v_213, wt);
+            stageRow(param, param_1, param_2, v_90, pc, v_252, wt);
             uint t = t0 + tt;
             for (uint kk = kb; kk < (kb + 16u); kk++)
             {
                 uint c = k0 + kk;
-                bool _660 = t < pc.n;
-                bool _667;
-                if (_660)
+                bool _678 = t < pc.n;
+                bool _685;
+                if (_678)
                 {
-                    _667 = c < pc.cols;
+                    _685 = c < pc.cols;
                 }
                 else
                 {
-                    _667 = _660;
+                    _685 = _678;
                 }
-                if (_667)
+                if (_685)
                 {
-                    _668 = _674.x[(t * pc.cols) + c];
+                    _686 = _692.x[(t * pc.cols) + c];
                 }
                 else
                 {
-                    _668 = 0.0;
+                    _686 = 0.0;
                 }
-                ((threadgroup float*)&xt[kk][tt >> uint(2)])[tt & 3u] = _668;
+                ((threadgroup float*)&xt[kk][tt >> uint(2)])[tt & 3u] = _686;
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
             for (uint kk_1 = 0u; kk_1 < 32u; kk_1++)
@@ -397,13 +414,13 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_44 [[buf
         {
             if (i_1 < 4u)
             {
-                _866 = (4u * rq) + i_1;
+                _884 = (4u * rq) + i_1;
             }
             else
             {
-                _866 = ((64u + (4u * rq)) + i_1) - 4u;
+                _884 = ((64u + (4u * rq)) + i_1) - 4u;
             }
-            uint r = r0 + _866;
+            uint r = r0 + _884;
             if (r >= pc.rows)
             {
                 continue;
@@ -415,7 +432,7 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_44 [[buf
                     uint t_1 = ((t0 + (32u * h)) + (4u * tq)) + j;
                     if (t_1 < pc.n)
                     {
-                        _924.y[((t_1 * pc.yRows) + pc.yOffset) + r] = acc[i_1][h][j];
+                        _942.y[((t_1 * pc.yRows) + pc.yOffset) + r] = acc[i_1][h][j];
                     }
                 }
             }

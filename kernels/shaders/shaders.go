@@ -43,19 +43,23 @@ func Bindings(name string) int {
 }
 
 // LocalSize is the workgroup width (local_size_x) of every shader but
-// mmbig and attn (LocalSizeOf).
+// mmtile, mmbig and attn (LocalSizeOf).
 const LocalSize = 64
 
-// MMBigLocalSize is mmbig's workgroup width, AttnLocalSize attn's.
+// MMTileLocalSize is mmtile's workgroup width, MMBigLocalSize mmbig's,
+// AttnLocalSize attn's.
 const (
-	MMBigLocalSize = 128
-	AttnLocalSize  = 256
+	MMTileLocalSize = 128
+	MMBigLocalSize  = 128
+	AttnLocalSize   = 256
 )
 
 // LocalSizeOf is a shader's workgroup width (local_size_x), which Metal
 // must be told at each dispatch (Vulkan reads it from the SPIR-V).
 func LocalSizeOf(name string) int {
 	switch name {
+	case MMTile:
+		return MMTileLocalSize
 	case MMBig:
 		return MMBigLocalSize
 	case Attn:

@@ -2,8 +2,17 @@
 // matmul.comp and mmtile.comp (which declare the w and s buffers and pc with
 // cols and dtype). Each dtype matches its kernels/ref.go decoder exactly.
 
-const float E2M1[16] = float[16](0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
-                                 -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0);
+// e2m1 widens an FP4 (E2M1) nibble: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their
+// negatives, built from its bits rather than looked up: a table indexed by
+// a value the GPU only knows at run time lives in each thread's local
+// memory, one load per weight. Magnitude v = nibble & 7: v ≥ 2 is
+// 2^(v/2 − 1)·(1 + (v & 1)/2), i.e. exponent 126 + v/2 and mantissa bit
+// (v & 1) << 22; v = 1 is 0.5 and v = 0 zero. Exact, as the table was.
+float e2m1(uint nib) {
+    uint v = nib & 7u;
+    uint mag = v >= 2u ? ((126u + (v >> 1)) << 23) | ((v & 1u) << 22) : (v == 1u ? 0x3f000000u : 0u);
+    return uintBitsToFloat(mag | ((nib & 8u) << 28));
+}
 
 uint byteAt(uint i) { return (w[i >> 2] >> ((i & 3u) * 8u)) & 0xffu; }
 uint halfAt(uint i) { return (w[i >> 1] >> ((i & 1u) * 16u)) & 0xffffu; }
@@ -42,7 +51,7 @@ float weight(uint r, uint c) {
     default: {
         uint nib = (byteAt(i >> 1) >> ((i & 1u) * 4u)) & 15u;
         uint sb = (s[i >> 7] >> (((i >> 5) & 3u) * 8u)) & 0xffu;
-        return E2M1[nib] * e8m0(sb);
+        return e2m1(nib) * e8m0(sb);
     }
     }
 }
