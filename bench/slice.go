@@ -270,6 +270,7 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 				logf("prefill on the %s: %.2f s; products %d calls %.2f s, experts %d calls %.2f s, attention %d calls %.2f s",
 					side.name, side.s.Seconds(), side.s.MatMul.Calls, side.s.MatMul.Seconds, side.s.Experts.Calls, side.s.Experts.Seconds, side.s.Attention.Calls, side.s.Attention.Seconds)
 			}
+			logf("prefill: of the GPU's time, %.2f s copied %.2f GB of the spine to stay resident (a later prompt's calls find it there)", rt.Uploaded.Seconds, float64(rt.Uploaded.Bytes)/1e9)
 		}
 	}
 	if o.Mirror {

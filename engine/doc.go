@@ -44,6 +44,7 @@
 //	               (docs/DRAFTER.md); drafter_rope.go its YaRN rotary,
 //	               drafter_attn.go its latent attention and cache,
 //	               drafter_step.go its rows, observe and propose
+//	preload.go     the pinned spine copied to a GPU that keeps it, from Open on
 //	budget.go      Model.SetCacheBudget: the expert cache shrunk while running
 //	               (the RAM plan itself is experts.PlanBudget)
 //	sample.go      temperature, top_k, top_p, min_p on float64 probabilities;

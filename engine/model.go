@@ -88,6 +88,7 @@ type Model struct {
 	heads       headSplit   // attention heads over the cores
 	openStats   OpenStats
 	expertWait  atomic.Int64 // ns the passes waited for expert bytes (Stats.ExpertWait)
+	preload     *preloader   // the pinned spine copied to a GPU (preload.go), or nil
 }
 
 // Open reads dir/config.json, opens the safetensors shards, validates every
@@ -137,6 +138,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Model, error) {
 	if err := m.load(ctx, dir, opts.Stream); err != nil {
 		return fail(err)
 	}
+	m.startPreload()
 	return m, nil
 }
 
@@ -223,6 +225,7 @@ func (m *Model) Close() error {
 	if m.closed.Swap(true) {
 		return nil
 	}
+	m.preload.stop()
 	var err error
 	if m.spine != nil {
 		err = m.spine.close()

@@ -16,6 +16,10 @@ type weights struct {
 	lmHead kernels.Matrix // [V, H]
 	outRes attnResWeights // final attention residual (K3)
 	layers []layerWeights
+	// keyed are the pinned matrices (those with a kernels.Key) in the
+	// order a pass uses them: the layers', then the embedding and head
+	// (preload.go).
+	keyed []kernels.Matrix
 }
 
 type layerWeights struct {
@@ -41,6 +45,8 @@ type loader struct {
 	// a kernels.Key and a GPU backend may keep a copy (streamed layers,
 	// whose bytes are a reused ring slot or fresh per pass, get none).
 	resident bool
+	// keyed are the resident matrices in the order they were read.
+	keyed []kernels.Matrix
 }
 
 // matrix reads a float tensor, from the view when it holds it. A resident
@@ -78,6 +84,7 @@ func (l *loader) mat(name string) kernels.Matrix {
 func (l *loader) key(m kernels.Matrix) kernels.Matrix {
 	if l.resident && l.err == nil {
 		m.Key = kernels.NewKey()
+		l.keyed = append(l.keyed, m)
 	}
 	return m
 }
@@ -124,6 +131,18 @@ func loadWeights(ctx context.Context, ck, i8 *checkpoint, c *config, pinned int,
 	for i := pinned; i < c.Layers; i++ {
 		if c.Kinds[i] == layerKDA {
 			l.aLog(ckpt.LayerPrefix(i)+"self_attn.A_log", c)
+		}
+	}
+	// The embedding and head were read first; a pass needs the head last.
+	head := func(m kernels.Matrix) bool { return m.Key == w.embed.Key || m.Key == w.lmHead.Key }
+	for _, m := range l.keyed {
+		if !head(m) {
+			w.keyed = append(w.keyed, m)
+		}
+	}
+	for _, m := range l.keyed {
+		if head(m) {
+			w.keyed = append(w.keyed, m)
 		}
 	}
 	return w, l.err

@@ -14,6 +14,13 @@ import (
 // report it so that a GPU's share of a prompt is measured, not guessed.
 type RouteStats struct {
 	GPU, CPU RouteSide
+	// Uploaded is the bytes of weights the GPU copied to its memory to
+	// keep them resident, and the seconds that took (inside the GPU's
+	// calls): what a first prompt pays and the next ones do not.
+	Uploaded struct {
+		Bytes   int64   `json:"bytes"`
+		Seconds float64 `json:"seconds"`
+	}
 }
 
 // RouteSide is one side of a RouteStats. Single positions (decode) are
@@ -35,7 +42,9 @@ func (r RouteStats) Sub(o RouteStats) RouteStats {
 		c := func(x, y RouteCount) RouteCount { return RouteCount{x.Calls - y.Calls, x.Seconds - y.Seconds} }
 		return RouteSide{c(a.MatMul, b.MatMul), c(a.Experts, b.Experts), c(a.Attention, b.Attention)}
 	}
-	return RouteStats{GPU: sub(r.GPU, o.GPU), CPU: sub(r.CPU, o.CPU)}
+	d := RouteStats{GPU: sub(r.GPU, o.GPU), CPU: sub(r.CPU, o.CPU)}
+	d.Uploaded.Bytes, d.Uploaded.Seconds = r.Uploaded.Bytes-o.Uploaded.Bytes, r.Uploaded.Seconds-o.Uploaded.Seconds
+	return d
 }
 
 // Seconds is the side's total.
@@ -50,7 +59,12 @@ func Routes(be Backend) (RouteStats, bool) {
 	if !ok || s.meter == nil {
 		return RouteStats{}, false
 	}
-	return s.meter.snapshot(), true
+	r := s.meter.snapshot()
+	if u, ok := s.prefill.(interface{ Uploaded() (int64, time.Duration) }); ok {
+		n, d := u.Uploaded()
+		r.Uploaded.Bytes, r.Uploaded.Seconds = n, d.Seconds()
+	}
+	return r, true
 }
 
 // routeMeter counts a split's calls; shared by the split's copies.

@@ -163,6 +163,39 @@ func Accelerated(be Backend, e Expert, n int) bool {
 	return ok && s.onGPU(n, expertIntensity(e), e.W1, e.W2, e.W3)
 }
 
+// Preloads reports whether Preload can do anything on be: a split
+// backend whose GPU keeps keyed weights.
+func Preloads(be Backend) bool {
+	s, ok := be.(split)
+	if !ok || s.rule == nil || !s.keeps {
+		return false
+	}
+	_, ok = s.prefill.(interface{ Preload(Matrix) bool })
+	return ok
+}
+
+// Preload asks be to copy m into its GPU's memory ahead of the first
+// product over it, so that the first prompt does not wait for the pinned
+// spine to cross the bus (at the H200's 23 GB/s, a K3 slice's layer of
+// BF16 projections is tens of milliseconds each). Only a split backend
+// whose GPU keeps keyed weights does anything, and only for a matrix its
+// rule would give the GPU (in a prompt or a decode step); it reports false
+// once the GPU's budget is full (the caller stops: nothing is evicted for
+// a preload), true otherwise.
+func Preload(be Backend, m Matrix) bool {
+	s, ok := be.(split)
+	if !Preloads(be) || m.Key == 0 {
+		return true
+	}
+	batch := matIntensity(m) >= float64(s.rule.MinIntensity)
+	decode := len(m.Data)+len(m.Scales) >= s.rule.DecodeMinBytes
+	p, ok := s.prefill.(interface{ Preload(Matrix) bool })
+	if !ok || (!batch && !decode) {
+		return true
+	}
+	return p.Preload(m)
+}
+
 // Threads is the decode backend's: the figure that matters per token.
 func (s split) Threads() int { return Threads(s.decode) }
 

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/deltafin/deltafin/kernels"
 )
@@ -30,6 +31,20 @@ type residency struct {
 	bytes   int64
 	clock   uint64
 	budget  int64 // 0: the device's ResidentBudget
+	// uploaded and uploading count the copies made to keep weights
+	// resident, and the time they took (Uploaded).
+	uploaded  int64
+	uploading time.Duration
+}
+
+// Uploaded reports the bytes of weights copied to the device to stay
+// resident since the backend was made, and the time the copies took:
+// the part of a first prompt's GPU time that later prompts do not pay
+// (kernels.Routes reports it beside the calls).
+func (b *Backend) Uploaded() (int64, time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.res.uploaded, b.res.uploading
 }
 
 // SetResidentBudget caps the bytes of weights kept on the device (0: the
@@ -83,6 +98,33 @@ func (b *Backend) evict(need int64) {
 	}
 }
 
+// Preload copies a keyed matrix to the device in the row blocks MatMul
+// uses (kernels.Preload), unless it is there already; false once the
+// budget has no room for it (nothing is evicted) or the copy failed (Err).
+func (b *Backend) Preload(w kernels.Matrix) bool {
+	if w.Key == 0 || w.Rows == 0 {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rowBytes := (len(w.Data) + len(w.Scales)) / w.Rows
+	block := max(1, b.maxBuf()/(len(w.Data)/w.Rows))
+	for r0 := 0; r0 < w.Rows; r0 += block {
+		r1 := min(w.Rows, r0+block)
+		if _, ok := b.res.entries[resKey{w.Key, r0, r1}]; ok {
+			continue
+		}
+		if b.res.bytes+int64((r1-r0)*rowBytes) > b.resBudget() {
+			return false
+		}
+		if _, _, err := b.weights(w, r0, r1, slotW1, slotS1); err != nil {
+			b.fail(err)
+			return false
+		}
+	}
+	return true
+}
+
 // weights returns the buffer ids holding rows [r0, r1) of w and its scales:
 // the resident copy for a keyed matrix that fits the budget, otherwise the
 // host slots dataSlot and scaleSlot, filled now.
@@ -101,6 +143,8 @@ func (b *Backend) weights(w kernels.Matrix, r0, r1, dataSlot, scaleSlot int) (da
 	e, ok := b.res.entries[k]
 	if !ok {
 		b.evict(need)
+		start := time.Now()
+		defer func() { b.res.uploaded, b.res.uploading = b.res.uploaded+need, b.res.uploading+time.Since(start) }()
 		e = &resEntry{scales: -1, bytes: need}
 		if e.data, err = b.dev.Upload(d); err != nil {
 			return 0, 0, fmt.Errorf("keeping %d bytes of weights on the device: %w", len(d), err)

@@ -36,6 +36,9 @@ func TestResidentWeightsGiveTheSameResult(t *testing.T) {
 				b.MatMul(got, w, x, 3)
 				require.Equal(t, plain, got, "pass %d", pass)
 				require.Equal(t, int64(len(w.Data)+len(w.Scales)), b.ResidentBytes(), "every block stays on the device")
+				up, took := b.Uploaded()
+				require.Equal(t, int64(len(w.Data)+len(w.Scales)), up, "pass %d: copied once, counted once", pass)
+				require.Positive(t, took)
 			}
 			// A budget below one block: nothing stays; the result is the same.
 			b.SetResidentBudget(int64(len(w.Data) / 100))
@@ -123,4 +126,48 @@ func TestAutoSkipsTheSoftwareDevice(t *testing.T) {
 	b, err := kernels.ByName("auto")
 	require.NoError(t, err)
 	require.Equal(t, kernels.Default().Name(), b.Name())
+}
+
+// TestPreloadCopiesAhead: kernels.Preload through Accelerate copies a keyed
+// matrix that the rule gives the GPU to the device before any product over
+// it; the product then copies nothing more and gives the bits it gives
+// without the preload. A matrix the rule leaves on the CPU is not copied,
+// and a budget with no room stops the preload without evicting.
+func TestPreloadCopiesAhead(t *testing.T) {
+	device(t)
+	rng := rand.New(rand.NewPCG(25, 26))
+	b := gpu.New("vulkan", sharedDev, nil)
+	b.SetResidentBudget(1 << 20)
+	opt := kernels.AccelOptions{DecodeMinBytes: 1 << 20, ResidentMinPositions: 2, StreamedMinPositions: 2, MinIntensity: 20}
+	auto := kernels.Accelerate(b, kernels.Default(), opt)
+	require.True(t, kernels.Preloads(auto))
+	require.False(t, kernels.Preloads(kernels.Default()))
+
+	w := conformance.RandMatrix(rng, kernels.BF16, 96, 128) // 96·128/(2·224) ≈ 27 FLOPs a byte: the GPU's
+	w.Key = kernels.NewKey()
+	x := conformance.RandVec(rng, 4*128)
+	plain := make([]float32, 4*96)
+	b.MatMul(plain, kernels.Matrix{DType: w.DType, Rows: w.Rows, Cols: w.Cols, Data: w.Data}, x, 4) // unkeyed: copied per call
+
+	require.True(t, kernels.Preload(auto, w))
+	size := int64(len(w.Data) + len(w.Scales))
+	require.Equal(t, size, b.ResidentBytes())
+	up, _ := b.Uploaded()
+	got := make([]float32, 4*96)
+	auto.MatMul(got, w, x, 4)
+	after, _ := b.Uploaded()
+	require.Equal(t, up, after, "the product found it on the device")
+	require.Equal(t, plain, got)
+
+	narrow := conformance.RandMatrix(rng, kernels.BF16, 8, 128) // 8·128/(2·136) ≈ 4, 2 KiB: the CPU's in a prompt and in decode
+	narrow.Key = kernels.NewKey()
+	require.True(t, kernels.Preload(auto, narrow))
+	require.Equal(t, size, b.ResidentBytes(), "a matrix the rule keeps on the CPU is not copied")
+
+	b.SetResidentBudget(size + 100)
+	big := conformance.RandMatrix(rng, kernels.BF16, 96, 128)
+	big.Key = kernels.NewKey()
+	require.False(t, kernels.Preload(auto, big), "no room: the preload stops")
+	require.Equal(t, size, b.ResidentBytes(), "and evicts nothing")
+	require.NoError(t, b.Err())
 }
