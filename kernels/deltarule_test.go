@@ -82,9 +82,20 @@ func TestDeltaRuleBadShapesPanic(t *testing.T) {
 	require.NotPanics(t, func() { kernels.RunDeltaRule(kernels.Ref(), r) })
 }
 
-// BenchmarkDeltaRule is 256 tokens of one K3 head (D = 128) on the fastest
-// CPU backend against the reference twin in the same run (report the
-// ratio): the engine runs one such call per head and 64-token block.
+// BenchmarkDeltaRule is 256 tokens of one K3 head (D = 128) on every CPU
+// backend, fastest first, down to the reference twin, in the same run
+// (report the ratio): the engine runs such calls, 64 tokens each, one per
+// head and block.
 func BenchmarkDeltaRule(b *testing.B) {
-	conformance.BenchDeltaRule(b, 256, 128, kernels.Default(), kernels.Ref())
+	var bs []kernels.Backend
+	for _, name := range kernels.Available() {
+		be, err := kernels.ByName(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if kernels.IsCPU(be) {
+			bs = append(bs, be)
+		}
+	}
+	conformance.BenchDeltaRule(b, 256, 128, bs...)
 }
