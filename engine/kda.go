@@ -184,6 +184,7 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	// small products took 23.5 CPU-seconds of a 4,096-token prefill where
 	// the recurrence, then scalar Go, took 18.8, for the same wall time; it
 	// now runs in kernels' SIMD delta-rule kernel, kdaHeads.)
+	//
 	// The recurrence runs on the model's backend, not be: a verify pass's
 	// be is rowByRow (spec.go), which would hide the model's delta-rule
 	// kernel, and the pass must give the bits of the decode steps.
