@@ -12,8 +12,11 @@
 //
 // Activations and accumulation are fp32; BF16 and MXFP4 weights are widened
 // exactly. Every matrix product goes through a kernels.Backend over the
-// stored bytes; the elementwise operations (norms, gates, the short conv,
-// the delta rule, softmax) live here, one file per concept:
+// stored bytes, and so does the arithmetic of the KDA delta rule
+// (kernels.RunDeltaRule, one head over a block of tokens: its SIMD kernel
+// where the backend has one, kda.go's kdaHeads spreads the heads); the
+// elementwise operations (norms, gates, the short conv, softmax) live
+// here, one file per concept:
 //
 //	config.go      config.json → config (every size comes from here)
 //	errors.go      the sentinel errors every returned error wraps
@@ -22,7 +25,8 @@
 //	weights.go     the spine; experts.go: the expert store seam and the RAM store
 //	spineload.go   the pinned spine read in parallel, direct, checked as it lands
 //	attnres.go     Block Attention Residuals
-//	kda.go         Kimi Delta Attention; kda_chunk.go: its chunked prefill
+//	kda.go         Kimi Delta Attention (its recurrence in kernels); kda_chunk.go:
+//	               its chunked prefill
 //	mla.go         multi-head latent attention (NoPE), its attention in kernels' tiles
 //	moe.go, mlp.go router, routed and shared experts, dense MLP
 //	norm.go        RMS norm and the elementwise helpers

@@ -37,7 +37,7 @@ func TestParallelHeadsAreBitIdentical(t *testing.T) {
 	q, k, v, g, beta, s := k3KDA(T)
 	run := func(serial bool) ([]float32, []float32) {
 		o, st := make([]float32, T*nh*d), append([]float32(nil), s...)
-		kdaRecurrent(context.Background(), o, q, k, v, g, beta, st, T, nh, d, headSplit{serial})
+		kdaRecurrent(context.Background(), kernels.Default(), o, q, k, v, g, beta, st, T, nh, d, headSplit{serial})
 		return o, st
 	}
 	o1, s1 := run(true)
@@ -85,7 +85,7 @@ func BenchmarkKDADecodeStep(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(4 * len(s)))
 			for b.Loop() {
-				kdaRecurrent(context.Background(), o, q, k, v, g, beta, s, 1, nh, d, headSplit{serial})
+				kdaRecurrent(context.Background(), kernels.Default(), o, q, k, v, g, beta, s, 1, nh, d, headSplit{serial})
 			}
 		})
 	}

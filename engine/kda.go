@@ -72,14 +72,15 @@ func (st *kdaState) beginVerify(T int) *kdaVerify {
 
 // keep rolls the layer back to the first n positions of the last verify
 // pass (n = T keeps it as it is).
-func (st *kdaState) keep(n int, nh, d, K int, heads headSplit) {
+// be is the model's backend (kdaHeads says why not a wrapper).
+func (st *kdaState) keep(be kernels.Backend, n int, nh, d, K int, heads headSplit) {
 	vp := st.vp
 	if n >= vp.T {
 		return
 	}
 	P := nh * d
 	o := make([]float32, n*P)
-	kdaHeads(context.Background(), o, vp.q[:n*P], vp.k[:n*P], vp.v[:n*P], vp.g[:n*P], vp.b[:n*nh], vp.prevS, st.s, n, nh, d, heads.workers(n*nh*d*d))
+	kdaHeads(context.Background(), be, o, vp.q[:n*P], vp.k[:n*P], vp.v[:n*P], vp.g[:n*P], vp.b[:n*nh], vp.prevS, st.s, n, nh, d, heads.workers(n*nh*d*d))
 	for i := range st.conv {
 		convWindow(st.conv[i], vp.prevConv[i], vp.raw[i][:n*P], P, K)
 	}
@@ -181,7 +182,13 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	// Both are the same function of the inputs (kda_test.go). (Issue 33
 	// tried the chunked form for K3's prompts: on the 16-core host its
 	// small products took 23.5 CPU-seconds of a 4,096-token prefill where
-	// the recurrence takes 18.8, for the same wall time.)
+	// the recurrence, then scalar Go, took 18.8, for the same wall time; it
+	// now runs in kernels' SIMD delta-rule kernel, kdaHeads.)
+	//
+	// The recurrence runs on the model's backend, not be: a verify pass's
+	// be is rowByRow (spec.go), which would hide the model's delta-rule
+	// kernel, and the pass must give the bits of the decode steps.
+	rule := m.backend
 	o := make([]float32, T*P)
 	switch {
 	case verify:
@@ -189,11 +196,11 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 		// each step is the arithmetic of a decode step. The inputs are
 		// kept for keep.
 		vp.raw, vp.q, vp.k, vp.v, vp.g, vp.b = raw, q, k, v, g, b
-		kdaHeads(ctx, o, q, k, v, g, b, src, st.s, T, nh, d, m.heads.workers(T*nh*d*d))
+		kdaHeads(ctx, rule, o, q, k, v, g, b, src, st.s, T, nh, d, m.heads.workers(T*nh*d*d))
 	case c.GateLowerBound == nil && T > kdaChunkSize:
 		kdaChunked(ctx, be, o, q, k, v, g, b, st.s, T, nh, d, kdaChunkSize, m.heads)
 	default:
-		kdaRecurrent(ctx, o, q, k, v, g, b, st.s, T, nh, d, m.heads)
+		kdaRecurrent(ctx, rule, o, q, k, v, g, b, st.s, T, nh, d, m.heads)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -298,58 +305,54 @@ func shortConv(x, w, state []float32, P, K int) []float32 {
 //
 // q, k, v, g: [T, nh, d]; beta: [T, nh]; s: [nh, d, d]; o: [T, nh, d].
 // Heads are independent: they run in parallel, each over all T tokens, with
-// the same arithmetic per head as one at a time (K3: 96 heads of 128², about
-// 10 ms per token and layer on one core). It stops early, leaving o and s
-// torn, once ctx ends (checked every ctxBlock tokens).
-func kdaRecurrent(ctx context.Context, o, q, k, v, g, beta, s []float32, T, nh, d int, heads headSplit) {
-	kdaHeads(ctx, o, q, k, v, g, beta, s, s, T, nh, d, heads.workers(T*nh*d*d))
+// the same arithmetic per head as one at a time (K3: 96 heads of 128²). It
+// stops early, leaving o and s torn, once ctx ends (checked every ctxBlock
+// tokens). The arithmetic is be's delta-rule kernel (kdaHeads).
+func kdaRecurrent(ctx context.Context, be kernels.Backend, o, q, k, v, g, beta, s []float32, T, nh, d int, heads headSplit) {
+	kdaHeads(ctx, be, o, q, k, v, g, beta, s, s, T, nh, d, heads.workers(T*nh*d*d))
 }
 
 // kdaHeads runs T tokens of the delta rule for every head, on workers
 // goroutines (heads split between them); the state goes from src to dst,
 // which may be the same buffer: the first token reads src and writes dst,
-// the others run in place on dst, with the same operations in the same
-// order either way (a verify pass keeps src, the state before it).
-func kdaHeads(ctx context.Context, o, q, k, v, g, beta, src, dst []float32, T, nh, d, workers int) {
+// the others run in place on dst (a verify pass keeps src, the state
+// before it).
+//
+// The arithmetic is kernels.RunDeltaRule (the SIMD template of package
+// kernels on a fast backend, its Go twin on ref: the scalar loop here was
+// 18.8 CPU-seconds of a 4,096-token K3 prefill per layer on the 16-core
+// host), one call per head and block of ctxBlock tokens, with ctx checked
+// between blocks. The kernel gives each token the same bits whether it
+// runs alone or in a block, so a prompt, a verify pass and decode steps,
+// which all come through here, agree bit for bit on one backend. be must
+// therefore be the model's backend itself, never a wrapper of it (a verify
+// pass's rowByRow): a backend the kernels do not know gets another kernel.
+// decay = exp(g) is computed here in float64, rounded to float32, as the
+// loop always did.
+func kdaHeads(ctx context.Context, be kernels.Backend, o, q, k, v, g, beta, src, dst []float32, T, nh, d, workers int) {
+	P := nh * d
 	parallelHeads(nh, workers, func(h0, h1 int) {
-		delta := make([]float32, d)
+		decay := make([]float32, min(T, ctxBlock)*d) // [block, d]
 		for h := h0; h < h1; h++ {
 			S0 := src[h*d*d : (h+1)*d*d]
 			S := dst[h*d*d : (h+1)*d*d]
-			for t := 0; t < T; t++ {
-				if t%ctxBlock == ctxBlock-1 && stopped(ctx) {
+			for t0 := 0; t0 < T; t0 += ctxBlock {
+				if t0 > 0 && stopped(ctx) {
 					return
 				}
-				base := (t*nh + h) * d
-				kdaHead(o[base:base+d], q[base:base+d], k[base:base+d], v[base:base+d], g[base:base+d], beta[t*nh+h], S0, S, delta, d)
+				n := min(ctxBlock, T-t0)
+				for t := 0; t < n; t++ {
+					for i, x := range g[(t0+t)*P+h*d:][:d] {
+						decay[t*d+i] = float32(math.Exp(float64(x)))
+					}
+				}
+				base := t0*P + h*d
+				kernels.RunDeltaRule(be, kernels.DeltaRule{
+					O: o[base:], Q: q[base:], K: k[base:], V: v[base:], Decay: decay, Beta: beta[t0*nh+h:],
+					S0: S0, S: S, T: n, D: d, Stride: P, DecayStride: d, BetaStride: nh,
+				})
 				S0 = S
 			}
 		}
 	})
-}
-
-// kdaHead is one token of one head: state S0 [d, d] into S.
-func kdaHead(oh, qh, kh, vh, gh []float32, bt float32, S0, S, delta []float32, d int) {
-	copy(delta, vh)
-	for i := 0; i < d; i++ {
-		row0 := S0[i*d : (i+1)*d]
-		row := S[i*d : (i+1)*d]
-		decay := float32(math.Exp(float64(gh[i])))
-		for j := range row {
-			row[j] = row0[j] * decay
-			delta[j] -= kh[i] * row[j]
-		}
-	}
-	for j := range delta {
-		delta[j] *= bt
-	}
-	clear(oh)
-	for i := 0; i < d; i++ {
-		row := S[i*d : (i+1)*d]
-		ki, qi := kh[i], qh[i]
-		for j := range row {
-			row[j] += ki * delta[j]
-			oh[j] += qi * row[j]
-		}
-	}
 }

@@ -62,7 +62,7 @@ func TestKDAChunkedEqualsRecurrent(t *testing.T) {
 			s2 := append([]float32(nil), s1...)
 			o1 := make([]float32, len(q))
 			o2 := make([]float32, len(q))
-			kdaRecurrent(context.Background(), o1, q, k, v, g, beta, s1, tt.T, tt.nh, tt.d, headSplit{})
+			kdaRecurrent(context.Background(), kernels.Default(), o1, q, k, v, g, beta, s1, tt.T, tt.nh, tt.d, headSplit{})
 			kdaChunked(context.Background(), kernels.Default(), o2, q, k, v, g, beta, s2, tt.T, tt.nh, tt.d, tt.C, headSplit{})
 			do, _ := maxAbsDiff(o1, o2)
 			ds, _ := maxAbsDiff(s1, s2)
@@ -84,7 +84,7 @@ func TestKDARecurrentByHand(t *testing.T) {
 	beta := []float32{0.25}
 	s := []float32{1, 2, 3, 4} // S[k][v]
 	o := make([]float32, 2)
-	kdaRecurrent(context.Background(), o, q, k, v, g, beta, s, 1, 1, 2, headSplit{})
+	kdaRecurrent(context.Background(), kernels.Default(), o, q, k, v, g, beta, s, 1, 1, 2, headSplit{})
 	// Decay row 0 by 0.5: S = [[0.5,1],[3,4]]; δ = v − Sᵀk = [1.5,−2];
 	// S += β·k·δᵀ: row 0 += [0.375,−0.5] → [[0.875,0.5],[3,4]];
 	// o = Sᵀq = [0.6·0.875+0.8·3, 0.6·0.5+0.8·4] = [2.925, 3.5].

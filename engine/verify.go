@@ -84,7 +84,7 @@ func (s *Session) keep(n int) {
 	vp.kept = n
 	for i := range s.kda {
 		if st := s.kda[i]; st != nil {
-			st.keep(n, c.KDAHeads, c.KDAHeadDim, c.ConvSize, s.m.heads)
+			st.keep(s.m.backend, n, c.KDAHeads, c.KDAHeadDim, c.ConvSize, s.m.heads)
 		}
 		if mc := s.mla[i]; mc != nil {
 			p := vp.start + n

@@ -45,3 +45,17 @@ func (b *fastBackend) Gemm(g Gemm) {
 	C.df_gemm(C.int(b.isa), C.int64_t(g.M), C.int64_t(g.K), C.int64_t(g.N), f32p(g.A), C.int64_t(g.LDA),
 		f32p(g.B), C.int64_t(g.LDB), f32p(g.C), C.int64_t(g.LDC), acc)
 }
+
+// deltaRule runs the instruction set's C kernel on the caller's goroutine:
+// one head, whose callers (the engine's KDA layer) spread the heads over
+// the cores.
+func (b *fastBackend) deltaRule(r DeltaRule) { deltaRuleC(b.isa, r) }
+
+// deltaRuleFastest is the C kernel of this CPU's fastest instruction set.
+func deltaRuleFastest(r DeltaRule) { deltaRuleC(fastISAs()[0].isa, r) }
+
+func deltaRuleC(isa int, r DeltaRule) {
+	C.df_delta_rule(C.int(isa), f32p(r.O), f32p(r.Q), f32p(r.K), f32p(r.V), f32p(r.Decay), f32p(r.Beta),
+		f32p(r.S0), f32p(r.S), C.int64_t(r.T), C.int64_t(r.D), C.int64_t(r.Stride), C.int64_t(r.DecayStride),
+		C.int64_t(r.BetaStride))
+}

@@ -17,8 +17,11 @@
 // steal chunks from the parts left, with tasks and scratch recycled so that
 // a warm call allocates nothing. Each output row is
 // one dot product by one thread, so results do not depend on the thread
-// count. Default picks the fastest CPU backend; ByName("ref") and the app's
-// DELTAFIN_KERNELS pick another.
+// count. Besides the products, two pieces of the engine's layers run here
+// for their SIMD kernels: tiled attention (attn.go; a GPU has a shader of
+// its own) and the KDA delta rule (deltarule.go, on the CPU whatever the
+// backend). Default picks the fastest CPU backend; ByName("ref") and the
+// app's DELTAFIN_KERNELS pick another.
 //
 // GPU backends (kernels/vulkan, kernels/metal over kernels/gpu) register
 // themselves; "auto" (the app's default) puts a hardware GPU beside the CPU

@@ -27,3 +27,6 @@ func fmaLoop(n int, a, b float32) (int, float64) { return fmaGo(n, a, b) }
 
 // fmaLoopISA is fmaLoop: no instruction set has a loop of its own here.
 func fmaLoopISA(_, n int, a, b float32) (int, float64) { return fmaGo(n, a, b) }
+
+// deltaRuleFastest is the reference twin: there is no C kernel here.
+func deltaRuleFastest(r DeltaRule) { deltaRuleRef(r) }

@@ -68,3 +68,24 @@ void df_gemm(int isa, int64_t m, int64_t k, int64_t n, const float *a, int64_t l
 	}
 	df_gemm_generic(m, k, n, a, lda, b, ldb, c, ldc, acc);
 }
+
+void df_delta_rule(int isa, float *o, const float *q, const float *k, const float *v, const float *decay,
+                   const float *beta, const float *s0, float *s, int64_t T, int64_t d, int64_t stride,
+                   int64_t dstride, int64_t bstride) {
+	switch (isa) {
+#if defined(__x86_64__)
+	case DF_ISA_AVX512:
+		df_delta_rule_avx512(o, q, k, v, decay, beta, s0, s, T, d, stride, dstride, bstride);
+		return;
+	case DF_ISA_AVX2:
+		df_delta_rule_avx2(o, q, k, v, decay, beta, s0, s, T, d, stride, dstride, bstride);
+		return;
+#endif
+#if defined(__aarch64__)
+	case DF_ISA_NEON:
+		df_delta_rule_neon(o, q, k, v, decay, beta, s0, s, T, d, stride, dstride, bstride);
+		return;
+#endif
+	}
+	df_delta_rule_generic(o, q, k, v, decay, beta, s0, s, T, d, stride, dstride, bstride);
+}

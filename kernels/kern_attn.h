@@ -19,11 +19,21 @@ int64_t df_attn_scratch(int64_t qk, int64_t dv);
 void df_gemm(int isa, int64_t m, int64_t k, int64_t n, const float *a, int64_t lda, const float *b, int64_t ldb,
              float *c, int64_t ldc, int acc);
 
+// df_delta_rule: one head's gated delta rule over T tokens (deltarule.go's
+// DeltaRule): q, k, v, o rows at t*stride, decay at t*dstride, beta at
+// t*bstride; the state s0 [d, d] into s, which is s0 or disjoint from it.
+void df_delta_rule(int isa, float *o, const float *q, const float *k, const float *v, const float *decay,
+                   const float *beta, const float *s0, float *s, int64_t T, int64_t d, int64_t stride,
+                   int64_t dstride, int64_t bstride);
+
 #define DF_ATTN_DECL(SUFFIX)                                                                                          \
 	void df_attn_block_##SUFFIX(const float *q, const float *k, const float *v, float *dst, int64_t past, int64_t nh, \
 	                            int64_t qk, int64_t dv, float scale, int64_t h, int64_t i0, int64_t i1, float *scratch); \
 	void df_gemm_##SUFFIX(int64_t m, int64_t k, int64_t n, const float *a, int64_t lda, const float *b, int64_t ldb,   \
-	                      float *c, int64_t ldc, int acc);
+	                      float *c, int64_t ldc, int acc);                                                       \
+	void df_delta_rule_##SUFFIX(float *o, const float *q, const float *k, const float *v, const float *decay,         \
+	                            const float *beta, const float *s0, float *s, int64_t T, int64_t d, int64_t stride,  \
+	                            int64_t dstride, int64_t bstride);
 DF_ATTN_DECL(generic)
 #if defined(__x86_64__)
 DF_ATTN_DECL(avx2)

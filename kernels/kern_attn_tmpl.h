@@ -257,6 +257,121 @@ ATTN_ATTR void FN(df_gemm)(int64_t m, int64_t k, int64_t n, const float *a, int6
 	for (; i < m; i++) FN(gemm_rows)(k, n, a + i * lda, lda, b, ldb, c + i * ldc, ldc, acc, 1);
 }
 
+// The gated delta rule of one head (kernels/deltarule.go has the
+// recurrence). Columns of the state are independent recurrences, so the
+// columns go nv·W at a time (a stripe: D rows × nv vectors, 32 KiB for
+// K3's D of 128 on AVX-512, resident in L1 over the tokens), each through
+// all T tokens with δ and o in registers. Token 0's decay and δ read s0
+// and write s; each later sweep over the stripe's rows applies token t's
+// δ to a row, adds it to o_t, then applies token t+1's decay and adds the
+// row to δ_{t+1}, so the state is read and written once a token. Per
+// element the operations are those of one token at a time, in the same
+// order, whatever T is.
+ATTN_ATTR static inline VF FN(ldu)(const float *p) {
+	VF x;
+	memcpy(&x, p, sizeof x);
+	return x;
+}
+
+ATTN_ATTR static inline void FN(stu)(float *p, VF x) { memcpy(p, &x, sizeof x); }
+
+ATTN_ATTR static inline __attribute__((always_inline)) void FN(dr_stripe)(
+    float *o, const float *q, const float *k, const float *v, const float *decay, const float *beta, const float *s0,
+    float *s, int64_t T, int64_t d, int64_t stride, int64_t dstride, int64_t bstride, int64_t j0, const int nv) {
+	VF dl[NV], ac[NV], nx[NV];
+	for (int u = 0; u < nv; u++) dl[u] = FN(ldu)(v + j0 + u * W), nx[u] = (VF){0};
+	for (int64_t i = 0; i < d; i++) {
+		const VF dc = FN(bc)(decay[i]), kn = FN(bc)(-k[i]);
+		for (int u = 0; u < nv; u++) {
+			VF r = FN(ldu)(s0 + i * d + j0 + u * W) * dc;
+			FN(stu)(s + i * d + j0 + u * W, r);
+			dl[u] = VFMA(kn, r, dl[u]);
+		}
+	}
+	for (int64_t t = 0; t < T; t++) {
+		const float *qt = q + t * stride, *kt = k + t * stride;
+		const VF bt = FN(bc)(beta[t * bstride]);
+		for (int u = 0; u < nv; u++) dl[u] *= bt, ac[u] = (VF){0};
+		if (t + 1 < T) {
+			const float *kn1 = k + (t + 1) * stride, *dc1 = decay + (t + 1) * dstride;
+			for (int u = 0; u < nv; u++) nx[u] = FN(ldu)(v + (t + 1) * stride + j0 + u * W);
+			for (int64_t i = 0; i < d; i++) {
+				const VF ki = FN(bc)(kt[i]), qi = FN(bc)(qt[i]), dc = FN(bc)(dc1[i]), kn = FN(bc)(-kn1[i]);
+				for (int u = 0; u < nv; u++) {
+					float *p = s + i * d + j0 + u * W;
+					VF r = VFMA(ki, dl[u], FN(ldu)(p));
+					ac[u] = VFMA(qi, r, ac[u]);
+					r = r * dc;
+					nx[u] = VFMA(kn, r, nx[u]);
+					FN(stu)(p, r);
+				}
+			}
+		} else {
+			for (int64_t i = 0; i < d; i++) {
+				const VF ki = FN(bc)(kt[i]), qi = FN(bc)(qt[i]);
+				for (int u = 0; u < nv; u++) {
+					float *p = s + i * d + j0 + u * W;
+					VF r = VFMA(ki, dl[u], FN(ldu)(p));
+					ac[u] = VFMA(qi, r, ac[u]);
+					FN(stu)(p, r);
+				}
+			}
+		}
+		for (int u = 0; u < nv; u++) {
+			FN(stu)(o + t * stride + j0 + u * W, ac[u]);
+			dl[u] = nx[u];
+		}
+	}
+}
+
+// dr_col is dr_stripe for one column j (the columns past the last full
+// vector), in scalar arithmetic.
+ATTN_ATTR static void FN(dr_col)(float *o, const float *q, const float *k, const float *v, const float *decay,
+                                 const float *beta, const float *s0, float *s, int64_t T, int64_t d, int64_t stride,
+                                 int64_t dstride, int64_t bstride, int64_t j) {
+	float dl = v[j], nx = 0;
+	for (int64_t i = 0; i < d; i++) {
+		float r = s0[i * d + j] * decay[i];
+		s[i * d + j] = r;
+		dl -= k[i] * r;
+	}
+	for (int64_t t = 0; t < T; t++) {
+		const float *qt = q + t * stride, *kt = k + t * stride;
+		const int more = t + 1 < T;
+		const float *kn1 = more ? k + (t + 1) * stride : k, *dc1 = more ? decay + (t + 1) * dstride : decay;
+		float ac = 0;
+		dl *= beta[t * bstride];
+		if (more) nx = v[(t + 1) * stride + j];
+		for (int64_t i = 0; i < d; i++) {
+			float r = s[i * d + j] + kt[i] * dl;
+			ac += qt[i] * r;
+			if (more) {
+				r *= dc1[i];
+				nx -= kn1[i] * r;
+			}
+			s[i * d + j] = r;
+		}
+		o[t * stride + j] = ac;
+		dl = nx;
+	}
+}
+
+ATTN_ATTR void FN(df_delta_rule)(float *o, const float *q, const float *k, const float *v, const float *decay,
+                                 const float *beta, const float *s0, float *s, int64_t T, int64_t d, int64_t stride,
+                                 int64_t dstride, int64_t bstride) {
+	int64_t j = 0;
+	for (; j + NV * W <= d; j += NV * W) FN(dr_stripe)(o, q, k, v, decay, beta, s0, s, T, d, stride, dstride, bstride, j, NV);
+	const int64_t rest = (d - j) / W;
+	if (rest == 1) FN(dr_stripe)(o, q, k, v, decay, beta, s0, s, T, d, stride, dstride, bstride, j, 1);
+#if NV > 2
+	else if (rest == 2) FN(dr_stripe)(o, q, k, v, decay, beta, s0, s, T, d, stride, dstride, bstride, j, 2);
+#endif
+#if NV > 3
+	else if (rest == 3) FN(dr_stripe)(o, q, k, v, decay, beta, s0, s, T, d, stride, dstride, bstride, j, 3);
+#endif
+	for (j += rest * W; j < d; j++) FN(dr_col)(o, q, k, v, decay, beta, s0, s, T, d, stride, dstride, bstride, j);
+}
+
 #undef R
 #undef KB
 #undef FN

@@ -313,3 +313,30 @@ func TestSplitGemmOnItsCPU(t *testing.T) {
 		require.Equal(t, run(cpu), run(s), s.Name())
 	}
 }
+
+// TestDeltaRuleOnTheCPU: a split backend runs the delta rule with its
+// decode side's kernel, bit for bit, and a backend with no kernel of its
+// own (a GPU's, here a wrapper that hides the reference's) gets this CPU's
+// fastest one rather than the scalar twin.
+func TestDeltaRuleOnTheCPU(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 8))
+	const T, d = 5, 40
+	q, k, v, dec := randVec(rng, T*d), randVec(rng, T*d), randVec(rng, T*d), randVec(rng, T*d)
+	for i := range dec {
+		dec[i] = 0.5 + dec[i]*dec[i]/(1+dec[i]*dec[i])/2
+	}
+	beta, s0 := randVec(rng, T), randVec(rng, d*d)
+	run := func(be Backend) []float32 {
+		o, s := make([]float32, T*d), make([]float32, d*d)
+		RunDeltaRule(be, DeltaRule{O: o, Q: q, K: k, V: v, Decay: dec, Beta: beta, S0: s0, S: s, T: T, D: d, Stride: d, DecayStride: d, BetaStride: 1})
+		return append(o, s...)
+	}
+	cpu := Default()
+	for _, s := range []Backend{Split(Ref(), cpu), Accelerate(Ref(), cpu, DefaultAccelOptions())} {
+		require.Equal(t, run(cpu), run(s), s.Name())
+	}
+	require.Equal(t, run(Ref()), run(Split(cpu, Ref())), "the decode side, not the prefill")
+	var calls []int
+	require.Equal(t, run(cpu), run(counting{Ref(), &calls}), "a backend without a kernel")
+}
