@@ -17,11 +17,18 @@ import (
 // per core.
 func TestAttentionConformance(t *testing.T) {
 	t.Parallel()
+	conformance.Attention(t, cpuAtThreads(t)...)
+}
+
+// cpuAtThreads is ref and every fast CPU backend at 1 and 3 threads and
+// one per core: the kernels that run on the caller's goroutine must give
+// the same bits at each.
+func cpuAtThreads(t *testing.T) []kernels.Backend {
 	bs := []kernels.Backend{kernels.Ref()}
 	for _, n := range []int{1, 3, runtime.NumCPU()} {
 		bs = append(bs, kernels.FastBackends(t, n)...)
 	}
-	conformance.Attention(t, bs...)
+	return bs
 }
 
 // The tolerance is not so loose that a kernel attending to one key too

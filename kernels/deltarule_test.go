@@ -3,7 +3,6 @@ package kernels_test
 import (
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,11 +17,7 @@ import (
 // caller's goroutine: the bits must not move with the threads).
 func TestDeltaRuleConformance(t *testing.T) {
 	t.Parallel()
-	bs := []kernels.Backend{kernels.Ref()}
-	for _, n := range []int{1, 3, runtime.NumCPU()} {
-		bs = append(bs, kernels.FastBackends(t, n)...)
-	}
-	conformance.DeltaRule(t, bs...)
+	conformance.DeltaRule(t, cpuAtThreads(t)...)
 }
 
 // The tolerance is not so loose that a kernel which skipped one row's
