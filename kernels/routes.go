@@ -10,8 +10,8 @@ import (
 // the CPU's decode backend) and each kind of call, the calls and the
 // seconds the caller waited for them. A prompt's time to first token less
 // these sums is the engine's own work (norms, the delta rule, routing,
-// waiting for the disk); `bench slice --prefill` and `bench prefill`
-// report it so that a GPU's share of a prompt is measured, not guessed.
+// waiting for the disk); `bench slice --prefill` reports it so that a
+// GPU's share of a prompt is measured, not guessed.
 type RouteStats struct {
 	GPU, CPU RouteSide
 	// Uploaded is the bytes of weights the GPU copied to its memory to

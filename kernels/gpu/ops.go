@@ -79,11 +79,15 @@ func matPush(w kernels.Matrix, rows, n, yRows, yOff int) []uint32 {
 	return []uint32{uint32(rows), uint32(w.Cols), uint32(n), uint32(w.DType), uint32(yRows), uint32(yOff)}
 }
 
+// rowBlock is the rows of w one binding holds: MatMul's blocks, which
+// are also the units a resident copy is kept (and preloaded) in.
+func (b *Backend) rowBlock(w kernels.Matrix) int { return max(1, b.maxBuf()/(len(w.Data)/w.Rows)) }
+
 func (b *Backend) matmul(dst []float32, w kernels.Matrix, x []float32, n int) error {
 	if 4*n*w.Cols > b.maxBuf() || 4*n*w.Rows > b.maxBuf() {
 		return fmt.Errorf("%w: %d positions of [%d,%d] exceed a %d-byte buffer", ErrLimit, n, w.Rows, w.Cols, b.maxBuf())
 	}
-	block := max(1, b.maxBuf()/(len(w.Data)/w.Rows))
+	block := b.rowBlock(w)
 	if err := b.putF32(slotX, x[:n*w.Cols]); err != nil {
 		return err
 	}

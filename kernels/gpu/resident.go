@@ -108,7 +108,7 @@ func (b *Backend) Preload(w kernels.Matrix) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	rowBytes := (len(w.Data) + len(w.Scales)) / w.Rows
-	block := max(1, b.maxBuf()/(len(w.Data)/w.Rows))
+	block := b.rowBlock(w)
 	for r0 := 0; r0 < w.Rows; r0 += block {
 		r1 := min(w.Rows, r0+block)
 		if _, ok := b.res.entries[resKey{w.Key, r0, r1}]; ok {
