@@ -21,7 +21,10 @@ import (
 // queue: both get 503 with Retry-After and an error body (an empty 200
 // made OpenAI's SDKs fail to parse the answer), the SDK reports an API
 // error, and a streamed Responses request waiting in line ends with an
-// error event, as chat's stream does.
+// error event, as chat's stream does. The running request is a greedy
+// completion k3-tiny repeats to its cap: a sampled chat answer with a
+// random seed could end in a few tokens, before the other two were in
+// line, and the test failed on a loaded machine.
 func TestSIGTERMAnswers503(t *testing.T) {
 	t.Parallel()
 	data := t.TempDir()
@@ -34,8 +37,8 @@ func TestSIGTERMAnswers503(t *testing.T) {
 	}
 	running := make(chan answer, 1)
 	go func() {
-		body := `{"model":"k3-tiny","messages":[{"role":"user","content":"Tell me everything."}],"max_tokens":4000}`
-		resp, err := http.Post(s.url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		body := `{"model":"k3-tiny","temperature":0,"prompt":"1, 2, 3,","max_tokens":100000}`
+		resp, err := http.Post(s.url+"/v1/completions", "application/json", strings.NewReader(body))
 		if err != nil {
 			running <- answer{err: err}
 			return
@@ -44,7 +47,7 @@ func TestSIGTERMAnswers503(t *testing.T) {
 		b, err := io.ReadAll(resp.Body)
 		running <- answer{code: resp.StatusCode, retry: resp.Header.Get("Retry-After"), body: b, err: err}
 	}()
-	require.Eventually(t, func() bool { return s.tokens(t) > 0 }, 2*time.Minute, time.Millisecond, "the first request runs")
+	require.Eventually(t, func() bool { return s.tokens(t) > 0 }, 2*time.Minute, 5*time.Millisecond, "the first request runs")
 
 	queued := make(chan error, 1)
 	go func() {
@@ -71,7 +74,8 @@ func TestSIGTERMAnswers503(t *testing.T) {
 		}
 		events <- evs
 	}()
-	require.Eventually(t, func() bool { return s.queued(t) == 2 }, time.Minute, time.Millisecond, "two requests wait")
+	require.Eventually(t, func() bool { return s.queued(t) == 2 }, time.Minute, 5*time.Millisecond, "two requests wait")
+	require.Greater(t, s.tokens(t), 0, "the first request still runs")
 
 	require.NoError(t, s.d.cmd.Process.Signal(syscall.SIGTERM))
 
