@@ -77,12 +77,6 @@ struct Y
 constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(128u, 1u, 1u);
 
 static inline __attribute__((always_inline))
-void putW(thread const uint& kk, thread const uint& lid, thread const float& v, threadgroup float4 (&wt)[32][32])
-{
-    ((threadgroup float*)&wt[kk][lid >> uint(2)])[lid & 3u] = v;
-}
-
-static inline __attribute__((always_inline))
 float e8m0(thread const uint& b)
 {
     if (b == 255u)
@@ -97,32 +91,129 @@ float e8m0(thread const uint& b)
 }
 
 static inline __attribute__((always_inline))
+void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_101, constant Params& pc, const device Ws& v_263, thread spvUnsafeArray<uint, 16>& pw, thread spvUnsafeArray<float, 8>& psc, thread spvUnsafeArray<float, 16>& px, const device X& v_546)
+{
+    switch (pc.dtype)
+    {
+        case 1u:
+        case 2u:
+        {
+            uint _353;
+            for (uint i = 0u; i < 16u; i++)
+            {
+                uint idx = (i * 128u) + lid;
+                uint r = r0 + (idx / 16u);
+                if (r < pc.rows)
+                {
+                    _353 = v_101.w[(((r * pc.cols) + k0) >> uint(1)) + (idx % 16u)];
+                }
+                else
+                {
+                    _353 = 0u;
+                }
+                pw[i] = _353;
+            }
+            break;
+        }
+        case 3u:
+        {
+            uint _398;
+            float _424;
+            for (uint i_1 = 0u; i_1 < 8u; i_1++)
+            {
+                uint idx_1 = (i_1 * 128u) + lid;
+                uint r_1 = r0 + (idx_1 / 8u);
+                if (r_1 < pc.rows)
+                {
+                    _398 = v_101.w[(((r_1 * pc.cols) + k0) >> uint(2)) + (idx_1 % 8u)];
+                }
+                else
+                {
+                    _398 = 0u;
+                }
+                pw[i_1] = _398;
+                if (r_1 < pc.rows)
+                {
+                    _424 = as_type<float>(v_263.s[r_1]);
+                }
+                else
+                {
+                    _424 = 0.0;
+                }
+                psc[i_1] = _424;
+            }
+            break;
+        }
+        default:
+        {
+            uint _470;
+            float _493;
+            for (uint i_2 = 0u; i_2 < 4u; i_2++)
+            {
+                uint idx_2 = (i_2 * 128u) + lid;
+                uint r_2 = r0 + (idx_2 / 4u);
+                uint g = ((r_2 * pc.cols) + k0) >> uint(5);
+                if (r_2 < pc.rows)
+                {
+                    _470 = v_101.w[(((r_2 * pc.cols) + k0) >> uint(3)) + (idx_2 % 4u)];
+                }
+                else
+                {
+                    _470 = 0u;
+                }
+                pw[i_2] = _470;
+                if (r_2 < pc.rows)
+                {
+                    uint param = (v_263.s[g >> uint(2)] >> ((g & 3u) * 8u)) & 255u;
+                    _493 = e8m0(param);
+                }
+                else
+                {
+                    _493 = 0.0;
+                }
+                psc[i_2] = _493;
+            }
+            break;
+        }
+    }
+    float _540;
+    for (uint i_3 = 0u; i_3 < 16u; i_3++)
+    {
+        uint idx_3 = (i_3 * 128u) + lid;
+        uint t = t0 + (idx_3 / 32u);
+        if (t < pc.n)
+        {
+            _540 = v_546.x[((t * pc.cols) + k0) + (idx_3 % 32u)];
+        }
+        else
+        {
+            _540 = 0.0;
+        }
+        px[i_3] = _540;
+    }
+}
+
+static inline __attribute__((always_inline))
 float e2m1(thread const uint& nib)
 {
     uint v = nib & 7u;
-    uint _53;
+    uint _64;
     if (v >= 2u)
     {
-        _53 = ((126u + (v >> uint(1))) << uint(23)) | ((v & 1u) << uint(22));
+        _64 = ((126u + (v >> uint(1))) << uint(23)) | ((v & 1u) << uint(22));
     }
     else
     {
-        _53 = (v == 1u) ? 1056964608u : 0u;
+        _64 = (v == 1u) ? 1056964608u : 0u;
     }
-    uint mag = _53;
+    uint mag = _64;
     return as_type<float>(mag | ((nib & 8u) << uint(28)));
 }
 
 static inline __attribute__((always_inline))
-uint byteAt(thread const uint& i, const device Wd& v_90)
+void putW(thread const uint& kk, thread const uint& r, thread const float& v, threadgroup float4 (&wt)[32][33])
 {
-    return (v_90.w[i >> uint(2)] >> ((i & 3u) * 8u)) & 255u;
-}
-
-static inline __attribute__((always_inline))
-uint halfAt(thread const uint& i, const device Wd& v_90)
-{
-    return (v_90.w[i >> uint(1)] >> ((i & 1u) * 16u)) & 65535u;
+    ((threadgroup float*)&wt[kk][r >> uint(2)])[r & 3u] = v;
 }
 
 static inline __attribute__((always_inline))
@@ -140,50 +231,149 @@ float f16(thread const uint& h)
         return as_type<float>((sgn | ((e + 112u) << uint(23))) | (m << uint(13)));
     }
     float v = float(m) * 5.9604644775390625e-08;
-    float _171;
+    float _182;
     if (sgn != 0u)
     {
-        _171 = -v;
+        _182 = -v;
     }
     else
     {
-        _171 = v;
+        _182 = v;
     }
-    return _171;
+    return _182;
 }
 
 static inline __attribute__((always_inline))
-float weight(thread const uint& r, thread const uint& c, const device Wd& v_90, constant Params& pc, const device Ws& v_252)
+void stage(thread const uint& lid, constant Params& pc, threadgroup float4 (&wt)[32][33], thread spvUnsafeArray<uint, 16>& pw, thread spvUnsafeArray<float, 8>& psc, thread spvUnsafeArray<float, 16>& px, threadgroup float4 (&xt)[32][17])
+{
+    switch (pc.dtype)
+    {
+        case 1u:
+        {
+            for (uint i = 0u; i < 16u; i++)
+            {
+                uint idx = (i * 128u) + lid;
+                uint rr = idx / 16u;
+                uint kk = 2u * (idx % 16u);
+                uint param = kk;
+                uint param_1 = rr;
+                float param_2 = as_type<float>(pw[i] << uint(16));
+                putW(param, param_1, param_2, wt);
+                uint param_3 = kk + 1u;
+                uint param_4 = rr;
+                float param_5 = as_type<float>(pw[i] & 4294901760u);
+                putW(param_3, param_4, param_5, wt);
+            }
+            break;
+        }
+        case 2u:
+        {
+            for (uint i_1 = 0u; i_1 < 16u; i_1++)
+            {
+                uint idx_1 = (i_1 * 128u) + lid;
+                uint rr_1 = idx_1 / 16u;
+                uint kk_1 = 2u * (idx_1 % 16u);
+                uint param_6 = pw[i_1] & 65535u;
+                uint param_7 = kk_1;
+                uint param_8 = rr_1;
+                float param_9 = f16(param_6);
+                putW(param_7, param_8, param_9, wt);
+                uint param_10 = pw[i_1] >> uint(16);
+                uint param_11 = kk_1 + 1u;
+                uint param_12 = rr_1;
+                float param_13 = f16(param_10);
+                putW(param_11, param_12, param_13, wt);
+            }
+            break;
+        }
+        case 3u:
+        {
+            for (uint i_2 = 0u; i_2 < 8u; i_2++)
+            {
+                uint idx_2 = (i_2 * 128u) + lid;
+                uint rr_2 = idx_2 / 8u;
+                uint kk_2 = 4u * (idx_2 % 8u);
+                for (uint b = 0u; b < 4u; b++)
+                {
+                    uint param_14 = kk_2 + b;
+                    uint param_15 = rr_2;
+                    float param_16 = float(int(pw[i_2] << (24u - (8u * b))) >> 24) * psc[i_2];
+                    putW(param_14, param_15, param_16, wt);
+                }
+            }
+            break;
+        }
+        default:
+        {
+            for (uint i_3 = 0u; i_3 < 4u; i_3++)
+            {
+                uint idx_3 = (i_3 * 128u) + lid;
+                uint rr_3 = idx_3 / 4u;
+                uint kk_3 = 8u * (idx_3 % 4u);
+                for (uint b_1 = 0u; b_1 < 8u; b_1++)
+                {
+                    uint param_17 = (pw[i_3] >> (4u * b_1)) & 15u;
+                    uint param_18 = kk_3 + b_1;
+                    uint param_19 = rr_3;
+                    float param_20 = e2m1(param_17) * psc[i_3];
+                    putW(param_18, param_19, param_20, wt);
+                }
+            }
+            break;
+        }
+    }
+    for (uint i_4 = 0u; i_4 < 16u; i_4++)
+    {
+        uint idx_4 = (i_4 * 128u) + lid;
+        uint tt = idx_4 / 32u;
+        ((threadgroup float*)&xt[idx_4 % 32u][tt >> uint(2)])[tt & 3u] = px[i_4];
+    }
+}
+
+static inline __attribute__((always_inline))
+uint byteAt(thread const uint& i, const device Wd& v_101)
+{
+    return (v_101.w[i >> uint(2)] >> ((i & 3u) * 8u)) & 255u;
+}
+
+static inline __attribute__((always_inline))
+uint halfAt(thread const uint& i, const device Wd& v_101)
+{
+    return (v_101.w[i >> uint(1)] >> ((i & 1u) * 16u)) & 65535u;
+}
+
+static inline __attribute__((always_inline))
+float weight(thread const uint& r, thread const uint& c, const device Wd& v_101, constant Params& pc, const device Ws& v_263)
 {
     uint i = (r * pc.cols) + c;
     switch (pc.dtype)
     {
         case 0u:
         {
-            return as_type<float>(v_90.w[i]);
+            return as_type<float>(v_101.w[i]);
         }
         case 1u:
         {
             uint param = i;
-            return as_type<float>(halfAt(param, v_90) << uint(16));
+            return as_type<float>(halfAt(param, v_101) << uint(16));
         }
         case 2u:
         {
             uint param_1 = i;
-            uint param_2 = halfAt(param_1, v_90);
+            uint param_2 = halfAt(param_1, v_101);
             return f16(param_2);
         }
         case 3u:
         {
             uint param_3 = i;
-            int q = int(byteAt(param_3, v_90) << uint(24)) >> 24;
-            return float(q) * as_type<float>(v_252.s[r]);
+            int q = int(byteAt(param_3, v_101) << uint(24)) >> 24;
+            return float(q) * as_type<float>(v_263.s[r]);
         }
         default:
         {
             uint param_4 = i >> uint(1);
-            uint nib = (byteAt(param_4, v_90) >> ((i & 1u) * 4u)) & 15u;
-            uint sb = (v_252.s[i >> uint(7)] >> (((i >> uint(5)) & 3u) * 8u)) & 255u;
+            uint nib = (byteAt(param_4, v_101) >> ((i & 1u) * 4u)) & 15u;
+            uint sb = (v_263.s[i >> uint(7)] >> (((i >> uint(5)) & 3u) * 8u)) & 255u;
             uint param_5 = nib;
             uint param_6 = sb;
             return e2m1(param_5) * e8m0(param_6);
@@ -192,205 +382,155 @@ float weight(thread const uint& r, thread const uint& c, const device Wd& v_90, 
 }
 
 static inline __attribute__((always_inline))
-void stageRow(thread const uint& lid, thread const uint& r, thread const uint& k0, const device Wd& v_90, constant Params& pc, const device Ws& v_252, threadgroup float4 (&wt)[32][32])
+void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_101, constant Params& pc, const device Ws& v_263, threadgroup float4 (&wt)[32][33], const device X& v_546, threadgroup float4 (&xt)[32][17])
 {
-    bool _313 = r < pc.rows;
-    bool _321;
-    if (_313)
-    {
-        _321 = (k0 + 32u) <= pc.cols;
-    }
-    else
-    {
-        _321 = _313;
-    }
-    bool full = _321;
-    uint i0 = (r * pc.cols) + k0;
-    bool _335;
-    if (full)
-    {
-        _335 = pc.dtype == 1u;
-    }
-    else
-    {
-        _335 = full;
-    }
-    bool _342;
-    if (_335)
-    {
-        _342 = (pc.cols & 1u) == 0u;
-    }
-    else
-    {
-        _342 = _335;
-    }
-    if (_342)
-    {
-        for (uint j = 0u; j < 16u; j++)
-        {
-            uint v = v_90.w[(i0 >> uint(1)) + j];
-            uint param = 2u * j;
-            uint param_1 = lid;
-            float param_2 = as_type<float>(v << uint(16));
-            putW(param, param_1, param_2, wt);
-            uint param_3 = (2u * j) + 1u;
-            uint param_4 = lid;
-            float param_5 = as_type<float>(v & 4294901760u);
-            putW(param_3, param_4, param_5, wt);
-        }
-        return;
-    }
-    bool _391;
-    if (full)
-    {
-        _391 = pc.dtype == 3u;
-    }
-    else
-    {
-        _391 = full;
-    }
-    bool _398;
-    if (_391)
-    {
-        _398 = (pc.cols & 3u) == 0u;
-    }
-    else
-    {
-        _398 = _391;
-    }
-    if (_398)
-    {
-        float sc = as_type<float>(v_252.s[r]);
-        for (uint j_1 = 0u; j_1 < 8u; j_1++)
-        {
-            uint v_1 = v_90.w[(i0 >> uint(2)) + j_1];
-            for (uint b = 0u; b < 4u; b++)
-            {
-                uint param_6 = (4u * j_1) + b;
-                uint param_7 = lid;
-                float param_8 = float(int(v_1 << (24u - (8u * b))) >> 24) * sc;
-                putW(param_6, param_7, param_8, wt);
-            }
-        }
-        return;
-    }
-    bool _460;
-    if (full)
-    {
-        _460 = pc.dtype == 4u;
-    }
-    else
-    {
-        _460 = full;
-    }
-    if (_460)
-    {
-        uint sb = (v_252.s[i0 >> uint(7)] >> (((i0 >> uint(5)) & 3u) * 8u)) & 255u;
-        uint param_9 = sb;
-        float sc_1 = e8m0(param_9);
-        for (uint j_2 = 0u; j_2 < 4u; j_2++)
-        {
-            uint v_2 = v_90.w[(i0 >> uint(3)) + j_2];
-            for (uint b_1 = 0u; b_1 < 8u; b_1++)
-            {
-                uint param_10 = (v_2 >> (4u * b_1)) & 15u;
-                uint param_11 = (8u * j_2) + b_1;
-                uint param_12 = lid;
-                float param_13 = e2m1(param_10) * sc_1;
-                putW(param_11, param_12, param_13, wt);
-            }
-        }
-        return;
-    }
-    float _547;
+    float _837;
     for (uint kk = 0u; kk < 32u; kk++)
     {
+        uint r = r0 + lid;
         uint c = k0 + kk;
-        bool _539 = r < pc.rows;
-        bool _546;
-        if (_539)
+        bool _829 = r < pc.rows;
+        bool _836;
+        if (_829)
         {
-            _546 = c < pc.cols;
+            _836 = c < pc.cols;
         }
         else
         {
-            _546 = _539;
+            _836 = _829;
         }
-        if (_546)
+        if (_836)
         {
-            uint param_14 = r;
-            uint param_15 = c;
-            _547 = weight(param_14, param_15, v_90, pc, v_252);
+            uint param = r;
+            uint param_1 = c;
+            _837 = weight(param, param_1, v_101, pc, v_263);
         }
         else
         {
-            _547 = 0.0;
+            _837 = 0.0;
         }
-        uint param_16 = kk;
-        uint param_17 = lid;
-        float param_18 = _547;
-        putW(param_16, param_17, param_18, wt);
+        uint param_2 = kk;
+        uint param_3 = lid;
+        float param_4 = _837;
+        putW(param_2, param_3, param_4, wt);
+    }
+    float _897;
+    for (uint i = 0u; i < 16u; i++)
+    {
+        uint idx = (i * 128u) + lid;
+        uint tt = idx / 32u;
+        uint c_1 = k0 + (idx % 32u);
+        uint t = t0 + tt;
+        bool _889 = t < pc.n;
+        bool _896;
+        if (_889)
+        {
+            _896 = c_1 < pc.cols;
+        }
+        else
+        {
+            _896 = _889;
+        }
+        if (_896)
+        {
+            _897 = v_546.x[(t * pc.cols) + c_1];
+        }
+        else
+        {
+            _897 = 0.0;
+        }
+        ((threadgroup float*)&xt[idx % 32u][tt >> uint(2)])[tt & 3u] = _897;
     }
 }
 
-kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_90 [[buffer(1)]], const device Ws& v_252 [[buffer(2)]], const device X& _692 [[buffer(3)]], device Y& _942 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
+kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_101 [[buffer(1)]], const device Ws& v_263 [[buffer(2)]], const device X& v_546 [[buffer(3)]], device Y& _1277 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
 {
-    threadgroup float4 wt[32][32];
-    threadgroup float4 xt[32][16];
+    threadgroup float4 wt[32][33];
+    threadgroup float4 xt[32][17];
     uint lid = gl_LocalInvocationID.x;
     uint rq = lid % 16u;
     uint tq = lid / 16u;
     uint t0 = gl_WorkGroupID.y * 64u;
-    uint tt = lid & 63u;
-    uint kb = (lid >> uint(6)) * 16u;
-    uint _598 = gl_WorkGroupID.x * 128u;
+    bool _936 = pc.dtype >= 1u;
+    spvUnsafeArray<uint, 16> pw;
+    spvUnsafeArray<float, 8> psc;
+    spvUnsafeArray<float, 16> px;
+    bool _942;
+    if (_936)
+    {
+        _942 = pc.dtype <= 4u;
+    }
+    else
+    {
+        _942 = _936;
+    }
+    bool _949;
+    if (_942)
+    {
+        _949 = (pc.cols % 32u) == 0u;
+    }
+    else
+    {
+        _949 = _942;
+    }
+    bool fast = _949;
+    uint _953 = gl_WorkGroupID.x * 128u;
     spvUnsafeArray<spvUnsafeArray<float4, 2>, 8> acc;
-    float _686;
-    uint _884;
-    for (uint r0 = _598; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 128u))
+    uint _1219;
+    for (uint r0 = _953; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 128u))
     {
         for (uint i = 0u; i < 8u; i++)
         {
             acc[i][0] = float4(0.0);
             acc[i][1] = float4(0.0);
         }
-        for (uint k0 = 0u; k0 < pc.cols; k0 += 32u)
+        if (fast)
         {
             uint param = lid;
-            uint param_1 = r0 + lid;
-            uint param_2 = k0;
-            stageRow(param, param_1, param_2, v_90, pc, v_252, wt);
-            uint t = t0 + tt;
-            for (uint kk = kb; kk < (kb + 16u); kk++)
+            uint param_1 = r0;
+            uint param_2 = t0;
+            uint param_3 = 0u;
+            fetch(param, param_1, param_2, param_3, v_101, pc, v_263, pw, psc, px, v_546);
+        }
+        for (uint k0 = 0u; k0 < pc.cols; k0 += 32u)
+        {
+            if (fast)
             {
-                uint c = k0 + kk;
-                bool _678 = t < pc.n;
-                bool _685;
-                if (_678)
-                {
-                    _685 = c < pc.cols;
-                }
-                else
-                {
-                    _685 = _678;
-                }
-                if (_685)
-                {
-                    _686 = _692.x[(t * pc.cols) + c];
-                }
-                else
-                {
-                    _686 = 0.0;
-                }
-                ((threadgroup float*)&xt[kk][tt >> uint(2)])[tt & 3u] = _686;
+                uint param_4 = lid;
+                stage(param_4, pc, wt, pw, psc, px, xt);
+            }
+            else
+            {
+                uint param_5 = lid;
+                uint param_6 = r0;
+                uint param_7 = t0;
+                uint param_8 = k0;
+                stageSlow(param_5, param_6, param_7, param_8, v_101, pc, v_263, wt, v_546, xt);
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
-            for (uint kk_1 = 0u; kk_1 < 32u; kk_1++)
+            bool _1029;
+            if (fast)
             {
-                float4 wa = wt[kk_1][rq];
-                float4 wb = wt[kk_1][rq + 16u];
-                float4 xa = xt[kk_1][tq];
-                float4 xb = xt[kk_1][tq + 8u];
+                _1029 = (k0 + 32u) < pc.cols;
+            }
+            else
+            {
+                _1029 = fast;
+            }
+            if (_1029)
+            {
+                uint param_9 = lid;
+                uint param_10 = r0;
+                uint param_11 = t0;
+                uint param_12 = k0 + 32u;
+                fetch(param_9, param_10, param_11, param_12, v_101, pc, v_263, pw, psc, px, v_546);
+            }
+            for (uint kk = 0u; kk < 32u; kk++)
+            {
+                float4 wa = wt[kk][rq];
+                float4 wb = wt[kk][rq + 16u];
+                float4 xa = xt[kk][tq];
+                float4 xb = xt[kk][tq + 8u];
                 acc[0][0] = fma(float4(wa.x), xa, acc[0][0]);
                 acc[0][1] = fma(float4(wa.x), xb, acc[0][1]);
                 acc[1][0] = fma(float4(wa.y), xa, acc[1][0]);
@@ -414,13 +554,13 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_90 [[buf
         {
             if (i_1 < 4u)
             {
-                _884 = (4u * rq) + i_1;
+                _1219 = (4u * rq) + i_1;
             }
             else
             {
-                _884 = ((64u + (4u * rq)) + i_1) - 4u;
+                _1219 = ((64u + (4u * rq)) + i_1) - 4u;
             }
-            uint r = r0 + _884;
+            uint r = r0 + _1219;
             if (r >= pc.rows)
             {
                 continue;
@@ -429,10 +569,10 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_90 [[buf
             {
                 for (uint j = 0u; j < 4u; j++)
                 {
-                    uint t_1 = ((t0 + (32u * h)) + (4u * tq)) + j;
-                    if (t_1 < pc.n)
+                    uint t = ((t0 + (32u * h)) + (4u * tq)) + j;
+                    if (t < pc.n)
                     {
-                        _942.y[((t_1 * pc.yRows) + pc.yOffset) + r] = acc[i_1][h][j];
+                        _1277.y[((t * pc.yRows) + pc.yOffset) + r] = acc[i_1][h][j];
                     }
                 }
             }
