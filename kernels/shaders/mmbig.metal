@@ -77,6 +77,31 @@ struct Y
 constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(128u, 1u, 1u);
 
 static inline __attribute__((always_inline))
+bool fastStage(constant Params& pc)
+{
+    bool _310 = pc.dtype >= 1u;
+    bool _316;
+    if (_310)
+    {
+        _316 = pc.dtype <= 4u;
+    }
+    else
+    {
+        _316 = _310;
+    }
+    bool _324;
+    if (_316)
+    {
+        _324 = (pc.cols % 32u) == 0u;
+    }
+    else
+    {
+        _324 = _316;
+    }
+    return _324;
+}
+
+static inline __attribute__((always_inline))
 float e8m0(thread const uint& b)
 {
     if (b == 255u)
@@ -91,63 +116,63 @@ float e8m0(thread const uint& b)
 }
 
 static inline __attribute__((always_inline))
-void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_101, constant Params& pc, const device Ws& v_263, thread spvUnsafeArray<uint, 16>& pw, thread spvUnsafeArray<float, 8>& psc, thread spvUnsafeArray<float, 16>& px, const device X& v_546)
+void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_104, constant Params& pc, const device Ws& v_266, thread spvUnsafeArray<uint, 16>& pw, thread spvUnsafeArray<float, 8>& psc, thread spvUnsafeArray<float, 16>& px, const device X& v_567)
 {
     switch (pc.dtype)
     {
         case 1u:
         case 2u:
         {
-            uint _353;
+            uint _374;
             for (uint i = 0u; i < 16u; i++)
             {
                 uint idx = (i * 128u) + lid;
                 uint r = r0 + (idx / 16u);
                 if (r < pc.rows)
                 {
-                    _353 = v_101.w[(((r * pc.cols) + k0) >> uint(1)) + (idx % 16u)];
+                    _374 = v_104.w[(((r * pc.cols) + k0) >> uint(1)) + (idx % 16u)];
                 }
                 else
                 {
-                    _353 = 0u;
+                    _374 = 0u;
                 }
-                pw[i] = _353;
+                pw[i] = _374;
             }
             break;
         }
         case 3u:
         {
-            uint _398;
-            float _424;
+            uint _419;
+            float _445;
             for (uint i_1 = 0u; i_1 < 8u; i_1++)
             {
                 uint idx_1 = (i_1 * 128u) + lid;
                 uint r_1 = r0 + (idx_1 / 8u);
                 if (r_1 < pc.rows)
                 {
-                    _398 = v_101.w[(((r_1 * pc.cols) + k0) >> uint(2)) + (idx_1 % 8u)];
+                    _419 = v_104.w[(((r_1 * pc.cols) + k0) >> uint(2)) + (idx_1 % 8u)];
                 }
                 else
                 {
-                    _398 = 0u;
+                    _419 = 0u;
                 }
-                pw[i_1] = _398;
+                pw[i_1] = _419;
                 if (r_1 < pc.rows)
                 {
-                    _424 = as_type<float>(v_263.s[r_1]);
+                    _445 = as_type<float>(v_266.s[r_1]);
                 }
                 else
                 {
-                    _424 = 0.0;
+                    _445 = 0.0;
                 }
-                psc[i_1] = _424;
+                psc[i_1] = _445;
             }
             break;
         }
         default:
         {
-            uint _470;
-            float _493;
+            uint _491;
+            float _514;
             for (uint i_2 = 0u; i_2 < 4u; i_2++)
             {
                 uint idx_2 = (i_2 * 128u) + lid;
@@ -155,41 +180,41 @@ void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0,
                 uint g = ((r_2 * pc.cols) + k0) >> uint(5);
                 if (r_2 < pc.rows)
                 {
-                    _470 = v_101.w[(((r_2 * pc.cols) + k0) >> uint(3)) + (idx_2 % 4u)];
+                    _491 = v_104.w[(((r_2 * pc.cols) + k0) >> uint(3)) + (idx_2 % 4u)];
                 }
                 else
                 {
-                    _470 = 0u;
+                    _491 = 0u;
                 }
-                pw[i_2] = _470;
+                pw[i_2] = _491;
                 if (r_2 < pc.rows)
                 {
-                    uint param = (v_263.s[g >> uint(2)] >> ((g & 3u) * 8u)) & 255u;
-                    _493 = e8m0(param);
+                    uint param = (v_266.s[g >> uint(2)] >> ((g & 3u) * 8u)) & 255u;
+                    _514 = e8m0(param);
                 }
                 else
                 {
-                    _493 = 0.0;
+                    _514 = 0.0;
                 }
-                psc[i_2] = _493;
+                psc[i_2] = _514;
             }
             break;
         }
     }
-    float _540;
+    float _561;
     for (uint i_3 = 0u; i_3 < 16u; i_3++)
     {
         uint idx_3 = (i_3 * 128u) + lid;
         uint t = t0 + (idx_3 / 32u);
         if (t < pc.n)
         {
-            _540 = v_546.x[((t * pc.cols) + k0) + (idx_3 % 32u)];
+            _561 = v_567.x[((t * pc.cols) + k0) + (idx_3 % 32u)];
         }
         else
         {
-            _540 = 0.0;
+            _561 = 0.0;
         }
-        px[i_3] = _540;
+        px[i_3] = _561;
     }
 }
 
@@ -197,16 +222,16 @@ static inline __attribute__((always_inline))
 float e2m1(thread const uint& nib)
 {
     uint v = nib & 7u;
-    uint _64;
+    uint _67;
     if (v >= 2u)
     {
-        _64 = ((126u + (v >> uint(1))) << uint(23)) | ((v & 1u) << uint(22));
+        _67 = ((126u + (v >> uint(1))) << uint(23)) | ((v & 1u) << uint(22));
     }
     else
     {
-        _64 = (v == 1u) ? 1056964608u : 0u;
+        _67 = (v == 1u) ? 1056964608u : 0u;
     }
-    uint mag = _64;
+    uint mag = _67;
     return as_type<float>(mag | ((nib & 8u) << uint(28)));
 }
 
@@ -231,16 +256,16 @@ float f16(thread const uint& h)
         return as_type<float>((sgn | ((e + 112u) << uint(23))) | (m << uint(13)));
     }
     float v = float(m) * 5.9604644775390625e-08;
-    float _182;
+    float _185;
     if (sgn != 0u)
     {
-        _182 = -v;
+        _185 = -v;
     }
     else
     {
-        _182 = v;
+        _185 = v;
     }
-    return _182;
+    return _185;
 }
 
 static inline __attribute__((always_inline))
@@ -331,49 +356,49 @@ void stage(thread const uint& lid, constant Params& pc, threadgroup float4 (&wt)
 }
 
 static inline __attribute__((always_inline))
-uint byteAt(thread const uint& i, const device Wd& v_101)
+uint byteAt(thread const uint& i, const device Wd& v_104)
 {
-    return (v_101.w[i >> uint(2)] >> ((i & 3u) * 8u)) & 255u;
+    return (v_104.w[i >> uint(2)] >> ((i & 3u) * 8u)) & 255u;
 }
 
 static inline __attribute__((always_inline))
-uint halfAt(thread const uint& i, const device Wd& v_101)
+uint halfAt(thread const uint& i, const device Wd& v_104)
 {
-    return (v_101.w[i >> uint(1)] >> ((i & 1u) * 16u)) & 65535u;
+    return (v_104.w[i >> uint(1)] >> ((i & 1u) * 16u)) & 65535u;
 }
 
 static inline __attribute__((always_inline))
-float weight(thread const uint& r, thread const uint& c, const device Wd& v_101, constant Params& pc, const device Ws& v_263)
+float weight(thread const uint& r, thread const uint& c, const device Wd& v_104, constant Params& pc, const device Ws& v_266)
 {
     uint i = (r * pc.cols) + c;
     switch (pc.dtype)
     {
         case 0u:
         {
-            return as_type<float>(v_101.w[i]);
+            return as_type<float>(v_104.w[i]);
         }
         case 1u:
         {
             uint param = i;
-            return as_type<float>(halfAt(param, v_101) << uint(16));
+            return as_type<float>(halfAt(param, v_104) << uint(16));
         }
         case 2u:
         {
             uint param_1 = i;
-            uint param_2 = halfAt(param_1, v_101);
+            uint param_2 = halfAt(param_1, v_104);
             return f16(param_2);
         }
         case 3u:
         {
             uint param_3 = i;
-            int q = int(byteAt(param_3, v_101) << uint(24)) >> 24;
-            return float(q) * as_type<float>(v_263.s[r]);
+            int q = int(byteAt(param_3, v_104) << uint(24)) >> 24;
+            return float(q) * as_type<float>(v_266.s[r]);
         }
         default:
         {
             uint param_4 = i >> uint(1);
-            uint nib = (byteAt(param_4, v_101) >> ((i & 1u) * 4u)) & 15u;
-            uint sb = (v_263.s[i >> uint(7)] >> (((i >> uint(5)) & 3u) * 8u)) & 255u;
+            uint nib = (byteAt(param_4, v_104) >> ((i & 1u) * 4u)) & 15u;
+            uint sb = (v_266.s[i >> uint(7)] >> (((i >> uint(5)) & 3u) * 8u)) & 255u;
             uint param_5 = nib;
             uint param_6 = sb;
             return e2m1(param_5) * e8m0(param_6);
@@ -382,68 +407,71 @@ float weight(thread const uint& r, thread const uint& c, const device Wd& v_101,
 }
 
 static inline __attribute__((always_inline))
-void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_101, constant Params& pc, const device Ws& v_263, threadgroup float4 (&wt)[32][33], const device X& v_546, threadgroup float4 (&xt)[32][17])
+void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_104, constant Params& pc, const device Ws& v_266, threadgroup float4 (&wt)[32][33], const device X& v_567, threadgroup float4 (&xt)[32][17])
 {
-    float _837;
-    for (uint kk = 0u; kk < 32u; kk++)
+    float _869;
+    for (uint i = 0u; i < 32u; i++)
     {
-        uint r = r0 + lid;
+        uint idx = (i * 128u) + lid;
+        uint rr = idx / 32u;
+        uint kk = idx % 32u;
+        uint r = r0 + rr;
         uint c = k0 + kk;
-        bool _829 = r < pc.rows;
-        bool _836;
-        if (_829)
+        bool _861 = r < pc.rows;
+        bool _868;
+        if (_861)
         {
-            _836 = c < pc.cols;
+            _868 = c < pc.cols;
         }
         else
         {
-            _836 = _829;
+            _868 = _861;
         }
-        if (_836)
+        if (_868)
         {
             uint param = r;
             uint param_1 = c;
-            _837 = weight(param, param_1, v_101, pc, v_263);
+            _869 = weight(param, param_1, v_104, pc, v_266);
         }
         else
         {
-            _837 = 0.0;
+            _869 = 0.0;
         }
         uint param_2 = kk;
-        uint param_3 = lid;
-        float param_4 = _837;
+        uint param_3 = rr;
+        float param_4 = _869;
         putW(param_2, param_3, param_4, wt);
     }
-    float _897;
-    for (uint i = 0u; i < 16u; i++)
+    float _929;
+    for (uint i_1 = 0u; i_1 < 16u; i_1++)
     {
-        uint idx = (i * 128u) + lid;
-        uint tt = idx / 32u;
-        uint c_1 = k0 + (idx % 32u);
+        uint idx_1 = (i_1 * 128u) + lid;
+        uint tt = idx_1 / 32u;
+        uint c_1 = k0 + (idx_1 % 32u);
         uint t = t0 + tt;
-        bool _889 = t < pc.n;
-        bool _896;
-        if (_889)
+        bool _921 = t < pc.n;
+        bool _928;
+        if (_921)
         {
-            _896 = c_1 < pc.cols;
+            _928 = c_1 < pc.cols;
         }
         else
         {
-            _896 = _889;
+            _928 = _921;
         }
-        if (_896)
+        if (_928)
         {
-            _897 = v_546.x[(t * pc.cols) + c_1];
+            _929 = v_567.x[(t * pc.cols) + c_1];
         }
         else
         {
-            _897 = 0.0;
+            _929 = 0.0;
         }
-        ((threadgroup float*)&xt[idx % 32u][tt >> uint(2)])[tt & 3u] = _897;
+        ((threadgroup float*)&xt[idx_1 % 32u][tt >> uint(2)])[tt & 3u] = _929;
     }
 }
 
-kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_101 [[buffer(1)]], const device Ws& v_263 [[buffer(2)]], const device X& v_546 [[buffer(3)]], device Y& _1277 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
+kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_104 [[buffer(1)]], const device Ws& v_266 [[buffer(2)]], const device X& v_567 [[buffer(3)]], device Y& _1294 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
 {
     threadgroup float4 wt[32][33];
     threadgroup float4 xt[32][17];
@@ -451,33 +479,14 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_101 [[bu
     uint rq = lid % 16u;
     uint tq = lid / 16u;
     uint t0 = gl_WorkGroupID.y * 64u;
-    bool _936 = pc.dtype >= 1u;
+    bool fast = fastStage(pc);
+    uint _970 = gl_WorkGroupID.x * 128u;
     spvUnsafeArray<uint, 16> pw;
     spvUnsafeArray<float, 8> psc;
     spvUnsafeArray<float, 16> px;
-    bool _942;
-    if (_936)
-    {
-        _942 = pc.dtype <= 4u;
-    }
-    else
-    {
-        _942 = _936;
-    }
-    bool _949;
-    if (_942)
-    {
-        _949 = (pc.cols % 32u) == 0u;
-    }
-    else
-    {
-        _949 = _942;
-    }
-    bool fast = _949;
-    uint _953 = gl_WorkGroupID.x * 128u;
     spvUnsafeArray<spvUnsafeArray<float4, 2>, 8> acc;
-    uint _1219;
-    for (uint r0 = _953; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 128u))
+    uint _1236;
+    for (uint r0 = _970; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 128u))
     {
         for (uint i = 0u; i < 8u; i++)
         {
@@ -490,7 +499,7 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_101 [[bu
             uint param_1 = r0;
             uint param_2 = t0;
             uint param_3 = 0u;
-            fetch(param, param_1, param_2, param_3, v_101, pc, v_263, pw, psc, px, v_546);
+            fetch(param, param_1, param_2, param_3, v_104, pc, v_266, pw, psc, px, v_567);
         }
         for (uint k0 = 0u; k0 < pc.cols; k0 += 32u)
         {
@@ -505,25 +514,25 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_101 [[bu
                 uint param_6 = r0;
                 uint param_7 = t0;
                 uint param_8 = k0;
-                stageSlow(param_5, param_6, param_7, param_8, v_101, pc, v_263, wt, v_546, xt);
+                stageSlow(param_5, param_6, param_7, param_8, v_104, pc, v_266, wt, v_567, xt);
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
-            bool _1029;
+            bool _1046;
             if (fast)
             {
-                _1029 = (k0 + 32u) < pc.cols;
+                _1046 = (k0 + 32u) < pc.cols;
             }
             else
             {
-                _1029 = fast;
+                _1046 = fast;
             }
-            if (_1029)
+            if (_1046)
             {
                 uint param_9 = lid;
                 uint param_10 = r0;
                 uint param_11 = t0;
                 uint param_12 = k0 + 32u;
-                fetch(param_9, param_10, param_11, param_12, v_101, pc, v_263, pw, psc, px, v_546);
+                fetch(param_9, param_10, param_11, param_12, v_104, pc, v_266, pw, psc, px, v_567);
             }
             for (uint kk = 0u; kk < 32u; kk++)
             {
@@ -554,13 +563,13 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_101 [[bu
         {
             if (i_1 < 4u)
             {
-                _1219 = (4u * rq) + i_1;
+                _1236 = (4u * rq) + i_1;
             }
             else
             {
-                _1219 = ((64u + (4u * rq)) + i_1) - 4u;
+                _1236 = ((64u + (4u * rq)) + i_1) - 4u;
             }
-            uint r = r0 + _1219;
+            uint r = r0 + _1236;
             if (r >= pc.rows)
             {
                 continue;
@@ -572,7 +581,7 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_101 [[bu
                     uint t = ((t0 + (32u * h)) + (4u * tq)) + j;
                     if (t < pc.n)
                     {
-                        _1277.y[((t * pc.yRows) + pc.yOffset) + r] = acc[i_1][h][j];
+                        _1294.y[((t * pc.yRows) + pc.yOffset) + r] = acc[i_1][h][j];
                     }
                 }
             }

@@ -77,26 +77,28 @@ struct Y
 constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(128u, 1u, 1u);
 
 static inline __attribute__((always_inline))
-uint byteAt(thread const uint& i, const device Wd& v_77)
+bool fastStage(constant Params& pc)
 {
-    return (v_77.w[i >> uint(2)] >> ((i & 3u) * 8u)) & 255u;
-}
-
-static inline __attribute__((always_inline))
-float e2m1(thread const uint& nib)
-{
-    uint v = nib & 7u;
-    uint _40;
-    if (v >= 2u)
+    bool _310 = pc.dtype >= 1u;
+    bool _316;
+    if (_310)
     {
-        _40 = ((126u + (v >> uint(1))) << uint(23)) | ((v & 1u) << uint(22));
+        _316 = pc.dtype <= 4u;
     }
     else
     {
-        _40 = (v == 1u) ? 1056964608u : 0u;
+        _316 = _310;
     }
-    uint mag = _40;
-    return as_type<float>(mag | ((nib & 8u) << uint(28)));
+    bool _324;
+    if (_316)
+    {
+        _324 = (pc.cols % 32u) == 0u;
+    }
+    else
+    {
+        _324 = _316;
+    }
+    return _324;
 }
 
 static inline __attribute__((always_inline))
@@ -114,9 +116,129 @@ float e8m0(thread const uint& b)
 }
 
 static inline __attribute__((always_inline))
-uint halfAt(thread const uint& i, const device Wd& v_77)
+void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_104, constant Params& pc, const device Ws& v_266, thread spvUnsafeArray<uint, 8>& pw, thread spvUnsafeArray<float, 4>& psc, thread spvUnsafeArray<float, 8>& px, const device X& v_567)
 {
-    return (v_77.w[i >> uint(1)] >> ((i & 1u) * 16u)) & 65535u;
+    switch (pc.dtype)
+    {
+        case 1u:
+        case 2u:
+        {
+            uint _374;
+            for (uint i = 0u; i < 8u; i++)
+            {
+                uint idx = (i * 128u) + lid;
+                uint r = r0 + (idx / 16u);
+                if (r < pc.rows)
+                {
+                    _374 = v_104.w[(((r * pc.cols) + k0) >> uint(1)) + (idx % 16u)];
+                }
+                else
+                {
+                    _374 = 0u;
+                }
+                pw[i] = _374;
+            }
+            break;
+        }
+        case 3u:
+        {
+            uint _419;
+            float _445;
+            for (uint i_1 = 0u; i_1 < 4u; i_1++)
+            {
+                uint idx_1 = (i_1 * 128u) + lid;
+                uint r_1 = r0 + (idx_1 / 8u);
+                if (r_1 < pc.rows)
+                {
+                    _419 = v_104.w[(((r_1 * pc.cols) + k0) >> uint(2)) + (idx_1 % 8u)];
+                }
+                else
+                {
+                    _419 = 0u;
+                }
+                pw[i_1] = _419;
+                if (r_1 < pc.rows)
+                {
+                    _445 = as_type<float>(v_266.s[r_1]);
+                }
+                else
+                {
+                    _445 = 0.0;
+                }
+                psc[i_1] = _445;
+            }
+            break;
+        }
+        default:
+        {
+            uint _491;
+            float _514;
+            for (uint i_2 = 0u; i_2 < 2u; i_2++)
+            {
+                uint idx_2 = (i_2 * 128u) + lid;
+                uint r_2 = r0 + (idx_2 / 4u);
+                uint g = ((r_2 * pc.cols) + k0) >> uint(5);
+                if (r_2 < pc.rows)
+                {
+                    _491 = v_104.w[(((r_2 * pc.cols) + k0) >> uint(3)) + (idx_2 % 4u)];
+                }
+                else
+                {
+                    _491 = 0u;
+                }
+                pw[i_2] = _491;
+                if (r_2 < pc.rows)
+                {
+                    uint param = (v_266.s[g >> uint(2)] >> ((g & 3u) * 8u)) & 255u;
+                    _514 = e8m0(param);
+                }
+                else
+                {
+                    _514 = 0.0;
+                }
+                psc[i_2] = _514;
+            }
+            break;
+        }
+    }
+    float _561;
+    for (uint i_3 = 0u; i_3 < 8u; i_3++)
+    {
+        uint idx_3 = (i_3 * 128u) + lid;
+        uint t = t0 + (idx_3 / 32u);
+        if (t < pc.n)
+        {
+            _561 = v_567.x[((t * pc.cols) + k0) + (idx_3 % 32u)];
+        }
+        else
+        {
+            _561 = 0.0;
+        }
+        px[i_3] = _561;
+    }
+}
+
+static inline __attribute__((always_inline))
+float e2m1(thread const uint& nib)
+{
+    uint v = nib & 7u;
+    uint _67;
+    if (v >= 2u)
+    {
+        _67 = ((126u + (v >> uint(1))) << uint(23)) | ((v & 1u) << uint(22));
+    }
+    else
+    {
+        _67 = (v == 1u) ? 1056964608u : 0u;
+    }
+    uint mag = _67;
+    return as_type<float>(mag | ((nib & 8u) << uint(28)));
+}
+
+static inline __attribute__((always_inline))
+void putW(thread const uint& kk, thread const uint& r, thread const float& v, threadgroup float4 (&wt)[32][17])
+{
+    ((threadgroup float*)&wt[kk][r >> uint(2)])[r & 3u] = v;
 }
 
 static inline __attribute__((always_inline))
@@ -134,50 +256,149 @@ float f16(thread const uint& h)
         return as_type<float>((sgn | ((e + 112u) << uint(23))) | (m << uint(13)));
     }
     float v = float(m) * 5.9604644775390625e-08;
-    float _159;
+    float _185;
     if (sgn != 0u)
     {
-        _159 = -v;
+        _185 = -v;
     }
     else
     {
-        _159 = v;
+        _185 = v;
     }
-    return _159;
+    return _185;
 }
 
 static inline __attribute__((always_inline))
-float weight(thread const uint& r, thread const uint& c, const device Wd& v_77, constant Params& pc, const device Ws& v_240)
+void stage(thread const uint& lid, constant Params& pc, threadgroup float4 (&wt)[32][17], thread spvUnsafeArray<uint, 8>& pw, thread spvUnsafeArray<float, 4>& psc, thread spvUnsafeArray<float, 8>& px, threadgroup float4 (&xt)[32][9])
+{
+    switch (pc.dtype)
+    {
+        case 1u:
+        {
+            for (uint i = 0u; i < 8u; i++)
+            {
+                uint idx = (i * 128u) + lid;
+                uint rr = idx / 16u;
+                uint kk = 2u * (idx % 16u);
+                uint param = kk;
+                uint param_1 = rr;
+                float param_2 = as_type<float>(pw[i] << uint(16));
+                putW(param, param_1, param_2, wt);
+                uint param_3 = kk + 1u;
+                uint param_4 = rr;
+                float param_5 = as_type<float>(pw[i] & 4294901760u);
+                putW(param_3, param_4, param_5, wt);
+            }
+            break;
+        }
+        case 2u:
+        {
+            for (uint i_1 = 0u; i_1 < 8u; i_1++)
+            {
+                uint idx_1 = (i_1 * 128u) + lid;
+                uint rr_1 = idx_1 / 16u;
+                uint kk_1 = 2u * (idx_1 % 16u);
+                uint param_6 = pw[i_1] & 65535u;
+                uint param_7 = kk_1;
+                uint param_8 = rr_1;
+                float param_9 = f16(param_6);
+                putW(param_7, param_8, param_9, wt);
+                uint param_10 = pw[i_1] >> uint(16);
+                uint param_11 = kk_1 + 1u;
+                uint param_12 = rr_1;
+                float param_13 = f16(param_10);
+                putW(param_11, param_12, param_13, wt);
+            }
+            break;
+        }
+        case 3u:
+        {
+            for (uint i_2 = 0u; i_2 < 4u; i_2++)
+            {
+                uint idx_2 = (i_2 * 128u) + lid;
+                uint rr_2 = idx_2 / 8u;
+                uint kk_2 = 4u * (idx_2 % 8u);
+                for (uint b = 0u; b < 4u; b++)
+                {
+                    uint param_14 = kk_2 + b;
+                    uint param_15 = rr_2;
+                    float param_16 = float(int(pw[i_2] << (24u - (8u * b))) >> 24) * psc[i_2];
+                    putW(param_14, param_15, param_16, wt);
+                }
+            }
+            break;
+        }
+        default:
+        {
+            for (uint i_3 = 0u; i_3 < 2u; i_3++)
+            {
+                uint idx_3 = (i_3 * 128u) + lid;
+                uint rr_3 = idx_3 / 4u;
+                uint kk_3 = 8u * (idx_3 % 4u);
+                for (uint b_1 = 0u; b_1 < 8u; b_1++)
+                {
+                    uint param_17 = (pw[i_3] >> (4u * b_1)) & 15u;
+                    uint param_18 = kk_3 + b_1;
+                    uint param_19 = rr_3;
+                    float param_20 = e2m1(param_17) * psc[i_3];
+                    putW(param_18, param_19, param_20, wt);
+                }
+            }
+            break;
+        }
+    }
+    for (uint i_4 = 0u; i_4 < 8u; i_4++)
+    {
+        uint idx_4 = (i_4 * 128u) + lid;
+        uint tt = idx_4 / 32u;
+        ((threadgroup float*)&xt[idx_4 % 32u][tt >> uint(2)])[tt & 3u] = px[i_4];
+    }
+}
+
+static inline __attribute__((always_inline))
+uint byteAt(thread const uint& i, const device Wd& v_104)
+{
+    return (v_104.w[i >> uint(2)] >> ((i & 3u) * 8u)) & 255u;
+}
+
+static inline __attribute__((always_inline))
+uint halfAt(thread const uint& i, const device Wd& v_104)
+{
+    return (v_104.w[i >> uint(1)] >> ((i & 1u) * 16u)) & 65535u;
+}
+
+static inline __attribute__((always_inline))
+float weight(thread const uint& r, thread const uint& c, const device Wd& v_104, constant Params& pc, const device Ws& v_266)
 {
     uint i = (r * pc.cols) + c;
     switch (pc.dtype)
     {
         case 0u:
         {
-            return as_type<float>(v_77.w[i]);
+            return as_type<float>(v_104.w[i]);
         }
         case 1u:
         {
             uint param = i;
-            return as_type<float>(halfAt(param, v_77) << uint(16));
+            return as_type<float>(halfAt(param, v_104) << uint(16));
         }
         case 2u:
         {
             uint param_1 = i;
-            uint param_2 = halfAt(param_1, v_77);
+            uint param_2 = halfAt(param_1, v_104);
             return f16(param_2);
         }
         case 3u:
         {
             uint param_3 = i;
-            int q = int(byteAt(param_3, v_77) << uint(24)) >> 24;
-            return float(q) * as_type<float>(v_240.s[r]);
+            int q = int(byteAt(param_3, v_104) << uint(24)) >> 24;
+            return float(q) * as_type<float>(v_266.s[r]);
         }
         default:
         {
             uint param_4 = i >> uint(1);
-            uint nib = (byteAt(param_4, v_77) >> ((i & 1u) * 4u)) & 15u;
-            uint sb = (v_240.s[i >> uint(7)] >> (((i >> uint(5)) & 3u) * 8u)) & 255u;
+            uint nib = (byteAt(param_4, v_104) >> ((i & 1u) * 4u)) & 15u;
+            uint sb = (v_266.s[i >> uint(7)] >> (((i >> uint(5)) & 3u) * 8u)) & 255u;
             uint param_5 = nib;
             uint param_6 = sb;
             return e2m1(param_5) * e8m0(param_6);
@@ -185,127 +406,156 @@ float weight(thread const uint& r, thread const uint& c, const device Wd& v_77, 
     }
 }
 
-kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_77 [[buffer(1)]], const device Ws& v_240 [[buffer(2)]], const device X& _466 [[buffer(3)]], device Y& _610 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
+static inline __attribute__((always_inline))
+void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_104, constant Params& pc, const device Ws& v_266, threadgroup float4 (&wt)[32][17], const device X& v_567, threadgroup float4 (&xt)[32][9])
 {
-    threadgroup float wt[32][65];
-    threadgroup float xt[32][33];
-    uint lid = gl_LocalInvocationID.x;
-    uint rg = (lid % 16u) * 4u;
-    uint tg = (lid / 16u) * 4u;
-    uint t0 = gl_WorkGroupID.y * 32u;
-    uint _307 = gl_WorkGroupID.x * 64u;
-    spvUnsafeArray<spvUnsafeArray<float, 4>, 4> acc;
-    float _401;
-    float _460;
-    spvUnsafeArray<float, 4> wv;
-    spvUnsafeArray<float, 4> xv;
-    for (uint r0 = _307; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 64u))
+    float _869;
+    for (uint i = 0u; i < 16u; i++)
     {
-        for (uint a = 0u; a < 4u; a++)
+        uint idx = (i * 128u) + lid;
+        uint rr = idx / 32u;
+        uint kk = idx % 32u;
+        uint r = r0 + rr;
+        uint c = k0 + kk;
+        bool _861 = r < pc.rows;
+        bool _868;
+        if (_861)
         {
-            for (uint b = 0u; b < 4u; b++)
-            {
-                acc[a][b] = 0.0;
-            }
+            _868 = c < pc.cols;
+        }
+        else
+        {
+            _868 = _861;
+        }
+        if (_868)
+        {
+            uint param = r;
+            uint param_1 = c;
+            _869 = weight(param, param_1, v_104, pc, v_266);
+        }
+        else
+        {
+            _869 = 0.0;
+        }
+        uint param_2 = kk;
+        uint param_3 = rr;
+        float param_4 = _869;
+        putW(param_2, param_3, param_4, wt);
+    }
+    float _929;
+    for (uint i_1 = 0u; i_1 < 8u; i_1++)
+    {
+        uint idx_1 = (i_1 * 128u) + lid;
+        uint tt = idx_1 / 32u;
+        uint c_1 = k0 + (idx_1 % 32u);
+        uint t = t0 + tt;
+        bool _921 = t < pc.n;
+        bool _928;
+        if (_921)
+        {
+            _928 = c_1 < pc.cols;
+        }
+        else
+        {
+            _928 = _921;
+        }
+        if (_928)
+        {
+            _929 = v_567.x[(t * pc.cols) + c_1];
+        }
+        else
+        {
+            _929 = 0.0;
+        }
+        ((threadgroup float*)&xt[idx_1 % 32u][tt >> uint(2)])[tt & 3u] = _929;
+    }
+}
+
+kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_104 [[buffer(1)]], const device Ws& v_266 [[buffer(2)]], const device X& v_567 [[buffer(3)]], device Y& _1157 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
+{
+    threadgroup float4 wt[32][17];
+    threadgroup float4 xt[32][9];
+    uint lid = gl_LocalInvocationID.x;
+    uint rq = lid % 16u;
+    uint tq = lid / 16u;
+    uint t0 = gl_WorkGroupID.y * 32u;
+    bool fast = fastStage(pc);
+    uint _970 = gl_WorkGroupID.x * 64u;
+    spvUnsafeArray<uint, 8> pw;
+    spvUnsafeArray<float, 4> psc;
+    spvUnsafeArray<float, 8> px;
+    spvUnsafeArray<float4, 4> acc;
+    for (uint r0 = _970; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 64u))
+    {
+        for (uint i = 0u; i < 4u; i++)
+        {
+            acc[i] = float4(0.0);
+        }
+        if (fast)
+        {
+            uint param = lid;
+            uint param_1 = r0;
+            uint param_2 = t0;
+            uint param_3 = 0u;
+            fetch(param, param_1, param_2, param_3, v_104, pc, v_266, pw, psc, px, v_567);
         }
         for (uint k0 = 0u; k0 < pc.cols; k0 += 32u)
         {
-            for (uint i = 0u; i < 16u; i++)
+            if (fast)
             {
-                uint idx = (i * 128u) + lid;
-                uint rr = idx / 32u;
-                uint kk = idx % 32u;
-                uint r = r0 + rr;
-                uint c = k0 + kk;
-                bool _393 = r < pc.rows;
-                bool _400;
-                if (_393)
-                {
-                    _400 = c < pc.cols;
-                }
-                else
-                {
-                    _400 = _393;
-                }
-                if (_400)
-                {
-                    uint param = r;
-                    uint param_1 = c;
-                    _401 = weight(param, param_1, v_77, pc, v_240);
-                }
-                else
-                {
-                    _401 = 0.0;
-                }
-                wt[kk][rr] = _401;
+                uint param_4 = lid;
+                stage(param_4, pc, wt, pw, psc, px, xt);
             }
-            for (uint i_1 = 0u; i_1 < 8u; i_1++)
+            else
             {
-                uint idx_1 = (i_1 * 128u) + lid;
-                uint tt = idx_1 / 32u;
-                uint kk_1 = idx_1 % 32u;
-                uint t = t0 + tt;
-                uint c_1 = k0 + kk_1;
-                bool _452 = t < pc.n;
-                bool _459;
-                if (_452)
-                {
-                    _459 = c_1 < pc.cols;
-                }
-                else
-                {
-                    _459 = _452;
-                }
-                if (_459)
-                {
-                    _460 = _466.x[(t * pc.cols) + c_1];
-                }
-                else
-                {
-                    _460 = 0.0;
-                }
-                xt[kk_1][tt] = _460;
+                uint param_5 = lid;
+                uint param_6 = r0;
+                uint param_7 = t0;
+                uint param_8 = k0;
+                stageSlow(param_5, param_6, param_7, param_8, v_104, pc, v_266, wt, v_567, xt);
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
-            for (uint kk_2 = 0u; kk_2 < 32u; kk_2++)
+            bool _1043;
+            if (fast)
             {
-                for (uint a_1 = 0u; a_1 < 4u; a_1++)
-                {
-                    wv[a_1] = wt[kk_2][rg + a_1];
-                }
-                for (uint b_1 = 0u; b_1 < 4u; b_1++)
-                {
-                    xv[b_1] = xt[kk_2][tg + b_1];
-                }
-                for (uint a_2 = 0u; a_2 < 4u; a_2++)
-                {
-                    for (uint b_2 = 0u; b_2 < 4u; b_2++)
-                    {
-                        acc[a_2][b_2] += (wv[a_2] * xv[b_2]);
-                    }
-                }
+                _1043 = (k0 + 32u) < pc.cols;
+            }
+            else
+            {
+                _1043 = fast;
+            }
+            if (_1043)
+            {
+                uint param_9 = lid;
+                uint param_10 = r0;
+                uint param_11 = t0;
+                uint param_12 = k0 + 32u;
+                fetch(param_9, param_10, param_11, param_12, v_104, pc, v_266, pw, psc, px, v_567);
+            }
+            for (uint kk = 0u; kk < 32u; kk++)
+            {
+                float4 wa = wt[kk][rq];
+                float4 xa = xt[kk][tq];
+                acc[0] = fma(float4(wa.x), xa, acc[0]);
+                acc[1] = fma(float4(wa.y), xa, acc[1]);
+                acc[2] = fma(float4(wa.z), xa, acc[2]);
+                acc[3] = fma(float4(wa.w), xa, acc[3]);
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
         }
-        for (uint a_3 = 0u; a_3 < 4u; a_3++)
+        for (uint i_1 = 0u; i_1 < 4u; i_1++)
         {
-            uint r_1 = (r0 + rg) + a_3;
-            for (uint b_3 = 0u; b_3 < 4u; b_3++)
+            uint r = (r0 + (4u * rq)) + i_1;
+            if (r >= pc.rows)
             {
-                uint t_1 = (t0 + tg) + b_3;
-                bool _597 = r_1 < pc.rows;
-                bool _604;
-                if (_597)
+                continue;
+            }
+            for (uint j = 0u; j < 4u; j++)
+            {
+                uint t = (t0 + (4u * tq)) + j;
+                if (t < pc.n)
                 {
-                    _604 = t_1 < pc.n;
-                }
-                else
-                {
-                    _604 = _597;
-                }
-                if (_604)
-                {
-                    _610.y[((t_1 * pc.yRows) + pc.yOffset) + r_1] = acc[a_3][b_3];
+                    _1157.y[((t * pc.yRows) + pc.yOffset) + r] = acc[i_1][j];
                 }
             }
         }
