@@ -64,8 +64,8 @@ const uint DC = 32u;  // query and key columns a chunk
 const uint DS = 128u; // output columns a workgroup (gpu.attnCols)
 const uint VK = 32u;  // keys of values a chunk
 const uint NT = 256u; // threads a workgroup
-// The hot loops are [[unroll]]: the private arrays stay registers and the
-// shared reads become a base register and a constant offset.
+// The loops of constant length are [[unroll]]: the private arrays stay
+// registers and the shared reads become a base register and a constant.
 // A: a chunk of queries at [0, 512) and of keys at [512, 1024) as
 // [column quad g][row ^ g] (a quad is 4 columns; the xor spreads a staging
 // warp's stores over the banks while the reads stay conflict-free), or the
@@ -127,13 +127,13 @@ void main() {
     uint edge = b0 + BQ <= pc.T ? pc.past + b0 + 1u : 0u;
     vec4 m = vec4(-1e30), l = vec4(0.0); // per row: running maximum, this thread's sum
     vec4 o[4][2];
-    for (uint r = 0u; r < 4u; r++) o[r][0] = o[r][1] = vec4(0.0);
+    [[unroll]] for (uint r = 0u; r < 4u; r++) o[r][0] = o[r][1] = vec4(0.0);
     uint nc = (pc.qk + DC - 1u) / DC;
     const float NEG = uintBitsToFloat(0xff800000u);
     fetchQK(0u, 0u);
     for (uint j0 = 0u; j0 < keys; j0 += BK) {
         vec4 s[4]; // s[r][kk]: row 4tr+r, key j0+tc+16kk
-        for (uint r = 0u; r < 4u; r++) s[r] = vec4(0.0);
+        [[unroll]] for (uint r = 0u; r < 4u; r++) s[r] = vec4(0.0);
         for (uint ci = 0u; ci < nc; ci++) {
             barrier(); // every read of A done
             storeQK();
@@ -159,10 +159,10 @@ void main() {
         }
         bool mask = j0 + BK > edge;
         vec4 pm;
-        for (uint r = 0u; r < 4u; r++) {
+        [[unroll]] for (uint r = 0u; r < 4u; r++) {
             s[r] *= pc.scale;
             uint t = b0 + 4u * tr + r, sees = t < pc.T ? pc.past + t + 1u : 0u; // keys
-            for (uint kk = 0u; kk < 4u; kk++) {
+            [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
                 if (mask && j0 + tc + 16u * kk >= sees) s[r][kk] = NEG;
             }
             pm[r] = max(max(s[r].x, s[r].y), max(s[r].z, s[r].w));
@@ -171,8 +171,8 @@ void main() {
         A[tc * 16u + tr] = pm;
         barrier();
         vec4 mx = m;
-        for (uint u = 0u; u < 16u; u++) mx = max(mx, A[u * 16u + tr]);
-        for (uint r = 0u; r < 4u; r++) {
+        [[unroll]] for (uint u = 0u; u < 16u; u++) mx = max(mx, A[u * 16u + tr]);
+        [[unroll]] for (uint r = 0u; r < 4u; r++) {
             float corr = dfExp(m[r] - mx[r]); // 0 on the first tile
             // 0 for a masked key: e^−∞
             vec4 p = vec4(dfExp(s[r].x - mx[r]), dfExp(s[r].y - mx[r]), dfExp(s[r].z - mx[r]), dfExp(s[r].w - mx[r]));
@@ -182,7 +182,7 @@ void main() {
             o[r][1] *= corr;
         }
         m = mx;
-        for (uint kk = 0u; kk < 4u; kk++) {
+        [[unroll]] for (uint kk = 0u; kk < 4u; kk++) {
             P[(tc + 16u * kk) * 16u + tr] = vec4(s[0][kk], s[1][kk], s[2][kk], s[3][kk]);
         }
         uint nv = j0 + VK < keys ? 2u : 1u; // the second half past every key: skipped
@@ -206,12 +206,12 @@ void main() {
     A[tc * 16u + tr] = l;
     barrier();
     vec4 sum = vec4(0.0);
-    for (uint u = 0u; u < 16u; u++) sum += A[u * 16u + tr];
-    for (uint r = 0u; r < 4u; r++) {
+    [[unroll]] for (uint u = 0u; u < 16u; u++) sum += A[u * 16u + tr];
+    [[unroll]] for (uint r = 0u; r < 4u; r++) {
         uint t = b0 + 4u * tr + r;
         if (t >= pc.T) continue;
-        for (uint i = 0u; i < 2u; i++) {
-            for (uint c = 0u; c < 4u; c++) {
+        [[unroll]] for (uint i = 0u; i < 2u; i++) {
+            [[unroll]] for (uint c = 0u; c < 4u; c++) {
                 uint d = d0 + 4u * (tc + 16u * i) + c;
                 if (d < pc.dv) dst[(t * pc.nh + h) * pc.dv + d] = o[r][i][c] / sum[r];
             }
