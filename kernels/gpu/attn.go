@@ -9,8 +9,11 @@ import (
 	"github.com/deltafin/deltafin/kernels/shaders"
 )
 
-// AttnMaxHead is the widest query/key or value head attn.comp holds in its
-// registers and shared tiles (MAXD there); wider heads run on the CPU.
+// AttnMaxHead is the widest query/key or value head the device takes;
+// wider heads run on the CPU. attn.comp itself has no bound: it streams
+// the query/key columns in chunks and takes dv in slices of attnCols, one
+// workgroup each (a slice recomputes the scores, so wide value heads cost
+// more); the bound is the widest head tested.
 const AttnMaxHead = 256
 
 // attnRowsPerSubmit bounds one submission of attention to this many query
@@ -18,13 +21,17 @@ const AttnMaxHead = 256
 // submission rather than after the whole layer.
 const attnRowsPerSubmit = 1024
 
-// attnRows is the query rows of one workgroup of attn.comp (BQ there).
-const attnRows = 32
+// attnRows is the query rows of one workgroup of attn.comp (BQ there),
+// attnCols its output columns (DS there).
+const (
+	attnRows = 64
+	attnCols = 128
+)
 
 // Attention runs the causal attention of a on the device (attn.comp): q, k
-// and v are copied into slots, the rows are dispatched 32 per workgroup and
-// head, attnRowsPerSubmit rows per submission with ctx checked between
-// them. What the device cannot take (a head wider than AttnMaxHead, a
+// and v are copied into slots, the rows are dispatched 64 per workgroup,
+// head and slice of 128 output columns, attnRowsPerSubmit rows per
+// submission with ctx checked between them. What the device cannot take (a head wider than AttnMaxHead, a
 // buffer over its limit, a device error) runs on the fallback, and Err
 // says why.
 func (b *Backend) Attention(ctx context.Context, a kernels.Attn) error {
@@ -67,6 +74,7 @@ func (b *Backend) attention(ctx context.Context, a kernels.Attn) error {
 	if _, err := b.slot(slotY, db); err != nil {
 		return err
 	}
+	slices := (a.DV + attnCols - 1) / attnCols
 	for r0 := 0; r0 < a.T; r0 += attnRowsPerSubmit {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -76,7 +84,7 @@ func (b *Backend) attention(ctx context.Context, a kernels.Attn) error {
 			return err
 		}
 		push := []uint32{uint32(a.T), uint32(a.Past), uint32(a.Heads), uint32(a.QK), uint32(a.DV), f32bits(a.Scale), uint32(r0)}
-		if err := b.dispatch(shaders.Attn, []int{slotX, slotG, slotU, slotY}, push, (rows+attnRows-1)/attnRows, a.Heads, 1); err != nil {
+		if err := b.dispatch(shaders.Attn, []int{slotX, slotG, slotU, slotY}, push, (rows+attnRows-1)/attnRows*slices, a.Heads, 1); err != nil {
 			return err
 		}
 		submit := b.submit

@@ -139,6 +139,104 @@ struct D
 constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(256u, 1u, 1u);
 
 static inline __attribute__((always_inline))
+void fetchQK(thread const uint& j0, thread const uint& c0, thread uint& lid, thread uint& b0, thread spvUnsafeArray<float, 16>& pre, constant Params& pc, const device Q& v_190, thread uint& h, thread uint& keys, const device K& v_229)
+{
+    float _184;
+    float _223;
+    for (uint n = 0u; n < 8u; n++)
+    {
+        uint e = lid + (256u * n);
+        uint r = e >> uint(5);
+        uint c = c0 + (e & 31u);
+        uint t = b0 + r;
+        uint j = j0 + r;
+        bool _175 = t < pc.T;
+        bool _183;
+        if (_175)
+        {
+            _183 = c < pc.qk;
+        }
+        else
+        {
+            _183 = _175;
+        }
+        if (_183)
+        {
+            _184 = v_190.q[(((t * pc.nh) + h) * pc.qk) + c];
+        }
+        else
+        {
+            _184 = 0.0;
+        }
+        pre[n] = _184;
+        bool _215 = j < keys;
+        bool _222;
+        if (_215)
+        {
+            _222 = c < pc.qk;
+        }
+        else
+        {
+            _222 = _215;
+        }
+        if (_222)
+        {
+            _223 = v_229.k[(((j * pc.nh) + h) * pc.qk) + c];
+        }
+        else
+        {
+            _223 = 0.0;
+        }
+        pre[8u + n] = _223;
+    }
+}
+
+static inline __attribute__((always_inline))
+void storeQK(thread uint& lid, thread spvUnsafeArray<float, 16>& pre, threadgroup float4 (&A)[1024])
+{
+    for (uint n = 0u; n < 8u; n++)
+    {
+        uint e = lid + (256u * n);
+        uint r = e >> uint(5);
+        uint g = (e & 31u) >> uint(2);
+        uint i = (g * 64u) + (r ^ g);
+        ((threadgroup float*)&A[i])[e & 3u] = pre[n];
+        ((threadgroup float*)&A[512u + i])[e & 3u] = pre[8u + n];
+    }
+}
+
+static inline __attribute__((always_inline))
+void fetchV(thread const uint& j, thread uint& lid, thread spvUnsafeArray<float, 16>& pre, constant Params& pc, thread uint& h, thread uint& keys, thread uint& d0, const device V& v_347)
+{
+    float _341;
+    for (uint n = 0u; n < 16u; n++)
+    {
+        uint e = lid + (256u * n);
+        uint jj = j + (e >> uint(7));
+        uint d = d0 + (e & 127u);
+        bool _332 = jj < keys;
+        bool _340;
+        if (_332)
+        {
+            _340 = d < pc.dv;
+        }
+        else
+        {
+            _340 = _332;
+        }
+        if (_340)
+        {
+            _341 = v_347.v[(((jj * pc.nh) + h) * pc.dv) + d];
+        }
+        else
+        {
+            _341 = 0.0;
+        }
+        pre[n] = _341;
+    }
+}
+
+static inline __attribute__((always_inline))
 float dfExp(thread const float& x)
 {
     if (x > 88.72283935546875)
@@ -164,158 +262,219 @@ float dfExp(thread const float& x)
     return (y * as_type<float>(uint(e1 + 127) << uint(23))) * as_type<float>(uint((e - e1) + 127) << uint(23));
 }
 
-kernel void main0(constant Params& pc [[buffer(0)]], const device Q& _188 [[buffer(1)]], const device K& _295 [[buffer(2)]], const device V& _354 [[buffer(3)]], device D& _598 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+static inline __attribute__((always_inline))
+void storeV(thread uint& lid, thread spvUnsafeArray<float, 16>& pre, threadgroup float4 (&A)[1024])
 {
-    threadgroup float ks[8][256];
-    threadgroup float vs[8][256];
-    threadgroup float part[32][8][9];
-    threadgroup float sc[32][8];
-    threadgroup float pw[32][8];
-    uint lid = gl_LocalInvocationID.x;
-    uint row = lid / 8u;
-    uint l = lid % 8u;
-    uint h = gl_WorkGroupID.y;
-    uint b0 = pc.row0 + (gl_WorkGroupID.x * 32u);
-    uint t = b0 + row;
-    bool live = t < pc.T;
-    spvUnsafeArray<float, 32> qr;
-    float _182;
-    spvUnsafeArray<float, 32> o;
-    for (uint i = 0u; i < 32u; i++)
+    for (uint n = 0u; n < 16u; n++)
     {
-        uint c = l + (8u * i);
-        bool _181;
-        if (live)
-        {
-            _181 = c < pc.qk;
-        }
-        else
-        {
-            _181 = live;
-        }
-        if (_181)
-        {
-            _182 = _188.q[(((t * pc.nh) + h) * pc.qk) + c] * pc.scale;
-        }
-        else
-        {
-            _182 = 0.0;
-        }
-        qr[i] = _182;
-        o[i] = 0.0;
+        uint e = lid + (256u * n);
+        ((threadgroup float*)&A[e >> uint(2)])[e & 3u] = pre[n];
     }
-    float m = -1000000015047466219876688855040.0;
-    float sum = 0.0;
-    uint keys = pc.past + min(pc.T, (b0 + 32u));
-    uint _231;
-    if (live)
+}
+
+kernel void main0(constant Params& pc [[buffer(0)]], const device Q& v_190 [[buffer(1)]], const device K& v_229 [[buffer(2)]], const device V& v_347 [[buffer(3)]], device D& _1111 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]])
+{
+    threadgroup float4 A[1024];
+    threadgroup float4 P[1024];
+    uint lid = gl_LocalInvocationID.x;
+    uint tr = lid >> uint(4);
+    uint tc = lid & 15u;
+    uint slices = ((pc.dv + 128u) - 1u) / 128u;
+    uint blk = ((gl_NumWorkGroups.x / slices) - 1u) - (gl_WorkGroupID.x / slices);
+    uint d0 = (gl_WorkGroupID.x % slices) * 128u;
+    uint h = gl_WorkGroupID.y;
+    uint b0 = pc.row0 + (blk * 64u);
+    uint keys = pc.past + min(pc.T, (b0 + 64u));
+    spvUnsafeArray<float, 16> pre;
+    uint _450;
+    if ((b0 + 64u) <= pc.T)
     {
-        _231 = (pc.past + t) + 1u;
+        _450 = (pc.past + b0) + 1u;
     }
     else
     {
-        _231 = 0u;
+        _450 = 0u;
     }
-    uint mine = _231;
-    float NEG = as_type<float>(4286578688u);
-    float _289;
-    float _348;
-    for (uint j0 = 0u; j0 < keys; j0 += 8u)
+    uint edge = _450;
+    float4 m = float4(-1000000015047466219876688855040.0);
+    float4 l = float4(0.0);
+    spvUnsafeArray<spvUnsafeArray<float4, 2>, 4> o;
+    for (uint r = 0u; r < 4u; r++)
     {
-        for (uint i_1 = lid; i_1 < (8u * pc.qk); i_1 += 256u)
+        o[r][1] = float4(0.0);
+        o[r][0] = float4(0.0);
+    }
+    uint nc = ((pc.qk + 32u) - 1u) / 32u;
+    float NEG = as_type<float>(4286578688u);
+    uint param = 0u;
+    uint param_1 = 0u;
+    fetchQK(param, param_1, lid, b0, pre, pc, v_190, h, keys, v_229);
+    spvUnsafeArray<float4, 4> s;
+    spvUnsafeArray<float4, 4> qv;
+    spvUnsafeArray<float4, 4> kv;
+    uint _711;
+    float4 pm;
+    for (uint j0 = 0u; j0 < keys; j0 += 64u)
+    {
+        for (uint r_1 = 0u; r_1 < 4u; r_1++)
         {
-            uint jj = i_1 / pc.qk;
-            uint c_1 = i_1 % pc.qk;
-            uint j = j0 + jj;
-            if (j < keys)
+            s[r_1] = float4(0.0);
+        }
+        for (uint ci = 0u; ci < nc; ci++)
+        {
+            threadgroup_barrier(mem_flags::mem_threadgroup);
+            storeQK(lid, pre, A);
+            threadgroup_barrier(mem_flags::mem_threadgroup);
+            if ((ci + 1u) < nc)
             {
-                _289 = _295.k[(((j * pc.nh) + h) * pc.qk) + c_1];
+                uint param_2 = j0;
+                uint param_3 = (ci + 1u) * 32u;
+                fetchQK(param_2, param_3, lid, b0, pre, pc, v_190, h, keys, v_229);
             }
             else
             {
-                _289 = 0.0;
+                uint param_4 = j0;
+                fetchV(param_4, lid, pre, pc, h, keys, d0, v_347);
             }
-            ks[jj][c_1] = _289;
-        }
-        for (uint i_2 = lid; i_2 < (8u * pc.dv); i_2 += 256u)
-        {
-            uint jj_1 = i_2 / pc.dv;
-            uint d = i_2 % pc.dv;
-            uint j_1 = j0 + jj_1;
-            if (j_1 < keys)
+            for (uint g = 0u; g < 8u; g++)
             {
-                _348 = _354.v[(((j_1 * pc.nh) + h) * pc.dv) + d];
-            }
-            else
-            {
-                _348 = 0.0;
-            }
-            vs[jj_1][d] = _348;
-        }
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        for (uint jj_2 = 0u; jj_2 < 8u; jj_2++)
-        {
-            float a = 0.0;
-            for (uint i_3 = 0u; i_3 < 32u; i_3++)
-            {
-                uint c_2 = l + (8u * i_3);
-                if (c_2 < pc.qk)
+                for (uint r_2 = 0u; r_2 < 4u; r_2++)
                 {
-                    a = fma(qr[i_3], ks[jj_2][c_2], a);
+                    qv[r_2] = A[((g * 64u) + ((4u * tr) ^ (g & 4u))) + (r_2 ^ (g & 3u))];
                 }
-            }
-            part[row][jj_2][l] = a;
-        }
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        float s = 0.0;
-        for (uint g = 0u; g < 8u; g++)
-        {
-            s += part[row][l][g];
-        }
-        sc[row][l] = ((j0 + l) < mine) ? s : NEG;
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        float mx = m;
-        for (uint jj_3 = 0u; jj_3 < 8u; jj_3++)
-        {
-            mx = fast::max(mx, sc[row][jj_3]);
-        }
-        float param = sc[row][l] - mx;
-        pw[row][l] = dfExp(param);
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (mine > j0)
-        {
-            float param_1 = m - mx;
-            float corr = dfExp(param_1);
-            sum *= corr;
-            for (uint i_4 = 0u; i_4 < 32u; i_4++)
-            {
-                o[i_4] *= corr;
-            }
-            for (uint jj_4 = 0u; jj_4 < 8u; jj_4++)
-            {
-                float p = pw[row][jj_4];
-                sum += p;
-                for (uint i_5 = 0u; i_5 < 32u; i_5++)
+                for (uint kk = 0u; kk < 4u; kk++)
                 {
-                    uint d_1 = l + (8u * i_5);
-                    if (d_1 < pc.dv)
+                    kv[kk] = A[((512u + (g * 64u)) + (tc ^ g)) + (16u * kk)];
+                }
+                for (uint r_3 = 0u; r_3 < 4u; r_3++)
+                {
+                    for (uint kk_1 = 0u; kk_1 < 4u; kk_1++)
                     {
-                        o[i_5] = fma(p, vs[jj_4][d_1], o[i_5]);
+                        float a = s[r_3][kk_1];
+                        a = fma(qv[r_3].x, kv[kk_1].x, a);
+                        a = fma(qv[r_3].y, kv[kk_1].y, a);
+                        a = fma(qv[r_3].z, kv[kk_1].z, a);
+                        s[r_3][kk_1] = fma(qv[r_3].w, kv[kk_1].w, a);
                     }
                 }
             }
-            m = mx;
+        }
+        bool mask = (j0 + 64u) > edge;
+        for (uint r_4 = 0u; r_4 < 4u; r_4++)
+        {
+            s[r_4] *= pc.scale;
+            uint t = (b0 + (4u * tr)) + r_4;
+            if (t < pc.T)
+            {
+                _711 = (pc.past + t) + 1u;
+            }
+            else
+            {
+                _711 = 0u;
+            }
+            uint sees = _711;
+            for (uint kk_2 = 0u; kk_2 < 4u; kk_2++)
+            {
+                bool _740;
+                if (mask)
+                {
+                    _740 = ((j0 + tc) + (16u * kk_2)) >= sees;
+                }
+                else
+                {
+                    _740 = mask;
+                }
+                if (_740)
+                {
+                    s[r_4][kk_2] = NEG;
+                }
+            }
+            pm[r_4] = fast::max(fast::max(s[r_4].x, s[r_4].y), fast::max(s[r_4].z, s[r_4].w));
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
-    }
-    if (live)
-    {
-        for (uint i_6 = 0u; i_6 < 32u; i_6++)
+        A[(tc * 16u) + tr] = pm;
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        float4 mx = m;
+        for (uint u = 0u; u < 16u; u++)
         {
-            uint d_2 = l + (8u * i_6);
-            if (d_2 < pc.dv)
+            mx = fast::max(mx, A[(u * 16u) + tr]);
+        }
+        for (uint r_5 = 0u; r_5 < 4u; r_5++)
+        {
+            float param_5 = m[r_5] - mx[r_5];
+            float corr = dfExp(param_5);
+            float param_6 = s[r_5].x - mx[r_5];
+            float param_7 = s[r_5].y - mx[r_5];
+            float param_8 = s[r_5].z - mx[r_5];
+            float param_9 = s[r_5].w - mx[r_5];
+            float4 p = float4(dfExp(param_6), dfExp(param_7), dfExp(param_8), dfExp(param_9));
+            s[r_5] = p;
+            l[r_5] = (l[r_5] * corr) + ((p.x + p.y) + (p.z + p.w));
+            o[r_5][0] *= corr;
+            o[r_5][1] *= corr;
+        }
+        m = mx;
+        for (uint kk_3 = 0u; kk_3 < 4u; kk_3++)
+        {
+            P[((tc + (16u * kk_3)) * 16u) + tr] = float4(s[0][kk_3], s[1][kk_3], s[2][kk_3], s[3][kk_3]);
+        }
+        uint nv = ((j0 + 32u) < keys) ? 2u : 1u;
+        for (uint vc = 0u; vc < nv; vc++)
+        {
+            threadgroup_barrier(mem_flags::mem_threadgroup);
+            storeV(lid, pre, A);
+            threadgroup_barrier(mem_flags::mem_threadgroup);
+            if ((vc + 1u) < nv)
             {
-                _598.dst[(((t * pc.nh) + h) * pc.dv) + d_2] = o[i_6] / sum;
+                uint param_10 = j0 + 32u;
+                fetchV(param_10, lid, pre, pc, h, keys, d0, v_347);
+            }
+            else
+            {
+                if ((j0 + 64u) < keys)
+                {
+                    uint param_11 = j0 + 64u;
+                    uint param_12 = 0u;
+                    fetchQK(param_11, param_12, lid, b0, pre, pc, v_190, h, keys, v_229);
+                }
+            }
+            for (uint kj = 0u; kj < 32u; kj++)
+            {
+                float4 pv = P[(((vc * 32u) + kj) * 16u) + tr];
+                float4 v0 = A[(kj * 32u) + tc];
+                float4 v1 = A[((kj * 32u) + 16u) + tc];
+                for (uint r_6 = 0u; r_6 < 4u; r_6++)
+                {
+                    o[r_6][0] = fma(float4(pv[r_6]), v0, o[r_6][0]);
+                    o[r_6][1] = fma(float4(pv[r_6]), v1, o[r_6][1]);
+                }
+            }
+        }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    A[(tc * 16u) + tr] = l;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float4 sum = float4(0.0);
+    for (uint u_1 = 0u; u_1 < 16u; u_1++)
+    {
+        sum += A[(u_1 * 16u) + tr];
+    }
+    for (uint r_7 = 0u; r_7 < 4u; r_7++)
+    {
+        uint t_1 = (b0 + (4u * tr)) + r_7;
+        if (t_1 >= pc.T)
+        {
+            continue;
+        }
+        for (uint i = 0u; i < 2u; i++)
+        {
+            for (uint c = 0u; c < 4u; c++)
+            {
+                uint d = (d0 + (4u * (tc + (16u * i)))) + c;
+                if (d < pc.dv)
+                {
+                    _1111.dst[(((t_1 * pc.nh) + h) * pc.dv) + d] = o[r_7][i][c] / sum[r_7];
+                }
             }
         }
     }

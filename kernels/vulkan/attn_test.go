@@ -22,7 +22,31 @@ func TestAttentionConformance(t *testing.T) {
 	require.NoError(t, b.Err(), "an attention call fell back to the CPU")
 }
 
-// A head wider than the shader holds runs on the CPU fallback, exactly as
+// Heads up to gpu.AttnMaxHead run on the device: query/key widths that
+// take several chunks and a partial one, value heads over two slices of
+// output columns (each slice a workgroup that recomputes the scores), at a
+// cache offset inside a tile and with rows past T in the last block; and
+// a prompt over more than one submission (rows from row0 on).
+func TestAttentionWideHeads(t *testing.T) {
+	b := device(t)
+	for i, c := range []conformance.AttnCase{
+		{T: 70, Past: 10, Heads: 2, QK: gpu.AttnMaxHead, DV: gpu.AttnMaxHead, Spread: 2},
+		{T: 100, Past: 37, Heads: 1, QK: 200, DV: 130, Spread: 4},
+		{T: 1100, Past: 5, Heads: 2, QK: 24, DV: 16, Spread: 3},
+	} {
+		t.Run(c.String(), func(t *testing.T) {
+			a := conformance.NewAttn(rand.New(rand.NewPCG(5, uint64(i))), c)
+			want := a
+			want.Dst = make([]float32, len(a.Dst))
+			kernels.AttentionRef(want)
+			require.NoError(t, kernels.Attention(t.Context(), b, a))
+			conformance.RequireWithin(t, want.Dst, a.Dst, conformance.AttnTol(a), "vulkan")
+		})
+	}
+	require.NoError(t, b.Err(), "an attention call fell back to the CPU")
+}
+
+// A head wider than gpu.AttnMaxHead runs on the CPU fallback, exactly as
 // that backend computes it, and Err says why. Split (what "gpu" names:
 // prompts on the device, decode tokens on the CPU) passes the same suite.
 func TestAttentionFallbackAndSplit(t *testing.T) {
