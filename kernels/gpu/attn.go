@@ -31,9 +31,9 @@ const (
 // Attention runs the causal attention of a on the device (attn.comp): q, k
 // and v are copied into slots, the rows are dispatched 64 per workgroup,
 // head and slice of 128 output columns, attnRowsPerSubmit rows per
-// submission with ctx checked between them. What the device cannot take (a head wider than AttnMaxHead, a
-// buffer over its limit, a device error) runs on the fallback, and Err
-// says why.
+// submission with ctx checked between them. What the device cannot take
+// (a head wider than AttnMaxHead, a buffer over its limit, a device error)
+// runs on the fallback, and Err says why.
 func (b *Backend) Attention(ctx context.Context, a kernels.Attn) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
