@@ -235,11 +235,12 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 			}
 			continue
 		}
-		// Experts the backend sends to a GPU run on a goroutine of their
-		// own (gpu), in order, while the CPU runs the others here: each
-		// side's is one product at a time, and the rule, not the overlap,
-		// decides which side computes an expert.
+		// Experts the plan gives a GPU run on a goroutine of their own
+		// (gpu), in order, while the CPU runs the others here: each side's
+		// is one product at a time, and the plan, from the positions
+		// alone, not the overlap, decides which side computes an expert.
 		var gpu offload
+		var plan []bool
 		for i, id := range group {
 			ex, err := m.waitExpert(ctx, batch, i, idle)
 			if err != nil {
@@ -247,19 +248,26 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 				batch.release()
 				return nil, err
 			}
-			u := work.users[id]
+			if plan == nil {
+				ns := make([]int, len(group))
+				for j, id := range group {
+					ns[j] = len(work.users[id])
+				}
+				plan = kernels.PlanExperts(be, ex, ns)
+			}
+			u, onGPU := work.users[id], plan[i]
 			run := func() {
 				in := make([]float32, len(u)*D) // [len(u), D] the rows of z that chose id
 				for i, tk := range u {
 					copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
 				}
 				y := make([]float32, len(u)*D)
-				be.ExpertFFN(y, ex, c.Act, in, len(u))
+				kernels.ExpertFFNOn(be, onGPU, y, ex, c.Act, in, len(u))
 				for i, tk := range u {
 					copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
 				}
 			}
-			if kernels.Accelerated(be, ex, len(u)) {
+			if onGPU {
 				gpu.do(run)
 			} else {
 				run()

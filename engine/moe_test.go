@@ -11,7 +11,8 @@ import (
 // TestPromptExpertsOnBothSides: a prompt's experts that the backend sends
 // to its GPU run on a goroutine of their own beside the CPU's (moe.go's
 // offload). Over a split whose two sides are the same CPU kernels, with a
-// rule that sends about half of k3-tiny's experts each way, both sides run
+// rule that lets about half of k3-tiny's experts go, and with one that
+// lets all go and has kernels.PlanExperts share them, both sides run
 // experts and the logits are those of the CPU kernels alone, bit for bit:
 // the overlap changes which goroutine computes, never what.
 func TestPromptExpertsOnBothSides(t *testing.T) {
@@ -28,17 +29,22 @@ func TestPromptExpertsOnBothSides(t *testing.T) {
 	want, err := alone.NewSession().Forward(t.Context(), ids, true)
 	require.NoError(t, err)
 
-	both := kernels.Accelerate(cpu, cpu, kernels.AccelOptions{StreamedMinPositions: 38})
-	m, err := Open(t.Context(), dir, Options{Backend: both})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close() })
-	before, _ := kernels.Routes(both)
-	got, err := m.NewSession().Forward(t.Context(), ids, true)
-	require.NoError(t, err)
-	after, _ := kernels.Routes(both)
-	d := after.Sub(before)
-	t.Logf("experts on the GPU side %d, on the CPU side %d", d.GPU.Experts.Calls, d.CPU.Experts.Calls)
-	require.Positive(t, d.GPU.Experts.Calls, "no expert went to the offloaded side")
-	require.Positive(t, d.CPU.Experts.Calls, "no expert stayed on the caller's side")
-	require.Equal(t, want, got)
+	for _, rule := range []kernels.AccelOptions{
+		{StreamedMinPositions: 38},                     // about half may go, and all that may go do
+		{StreamedMinPositions: 2, ExpertGPUSpeedup: 1}, // every one may: the plan shares them
+	} {
+		both := kernels.Accelerate(cpu, cpu, rule)
+		m, err := Open(t.Context(), dir, Options{Backend: both})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = m.Close() })
+		before, _ := kernels.Routes(both)
+		got, err := m.NewSession().Forward(t.Context(), ids, true)
+		require.NoError(t, err)
+		after, _ := kernels.Routes(both)
+		d := after.Sub(before)
+		t.Logf("%+v: experts on the GPU side %d, on the CPU side %d", rule, d.GPU.Experts.Calls, d.CPU.Experts.Calls)
+		require.Positive(t, d.GPU.Experts.Calls, "no expert went to the offloaded side")
+		require.Positive(t, d.CPU.Experts.Calls, "no expert stayed on the caller's side")
+		require.Equal(t, want, got)
+	}
 }

@@ -35,6 +35,13 @@ type AccelOptions struct {
 	// matrix, 3·inter / 4 for a routed expert (0: any). A narrow model's
 	// products move more than they compute.
 	MinIntensity int
+	// ExpertGPUFixed and ExpertGPUSpeedup share a prompt's experts between
+	// the two sides (PlanExperts): a GPU expert call costs as much as
+	// ExpertGPUFixed positions of the CPU's expert FFN plus its positions
+	// at ExpertGPUSpeedup times the CPU's rate. 0 speedup: every expert the
+	// rule allows goes to the GPU.
+	ExpertGPUFixed   float64
+	ExpertGPUSpeedup float64
 }
 
 // DefaultAccelOptions is the rule "auto" uses, from `deltafin bench kernels`
@@ -57,9 +64,17 @@ type AccelOptions struct {
 //   - MinIntensity 256 (k3-tiny, attention on the CPU: its 128×256
 //     products, 43 FLOPs a byte, made a 1,024-token prefill 0.45 s against
 //     the CPU's 0.40 and a 16,384-token one 8.5 s against 7.3; K3's
-//     narrowest matrix, 1536×7168, has 632, its routed experts 2,304).
+//     narrowest matrix, 1536×7168, has 632, its routed experts 2,304);
+//   - ExpertGPUFixed 100, ExpertGPUSpeedup 3.4: the K3 slice's prompts
+//     (`bench slice --prefill`, kernels/README.md, 2 Dec 2026) with every
+//     expert of 96 positions or more on the GPU: 4,096 tokens, 181 GPU
+//     expert calls 1.95 s beside 203 small ones on the CPU 0.56 s; 16,384
+//     tokens, 261 calls 5.84 s beside 172 in 0.48 s. Both fit one CPU cost
+//     of about 57 µs a position with these two; the CPU sat idle for most
+//     of the GPU's time. Not yet measured with the split in place.
 func DefaultAccelOptions() AccelOptions {
-	return AccelOptions{DecodeMinBytes: 32 << 20, ResidentMinPositions: 16, StreamedMinPositions: 96, AttnMinHeadWidth: 128, MinIntensity: 256}
+	return AccelOptions{DecodeMinBytes: 32 << 20, ResidentMinPositions: 16, StreamedMinPositions: 96, AttnMinHeadWidth: 128, MinIntensity: 256,
+		ExpertGPUFixed: 100, ExpertGPUSpeedup: 3.4}
 }
 
 // matIntensity and expertIntensity are a product's FLOPs per byte of the
@@ -152,16 +167,6 @@ func (s split) ExpertFFN(dst []float32, e Expert, act Activation, x []float32, n
 // this, a split backend fell through MatMulF32 to GemmRef, the scalar
 // twin: "auto" with a GPU ran every chunked KDA product in plain Go.)
 func (s split) Gemm(g Gemm) { MatMulF32(s.decode, g) }
-
-// Accelerated reports whether be sends the FFN of e over n positions to a
-// GPU: a split backend ("auto" with a GPU, "gpu") whose rule gives it that
-// product. The engine runs such experts on a goroutine of their own beside
-// the CPU's (moe.go): the rule decides where each runs, so the bits do not
-// depend on the overlap.
-func Accelerated(be Backend, e Expert, n int) bool {
-	s, ok := be.(split)
-	return ok && s.onGPU(n, expertIntensity(e), e.W1, e.W2, e.W3)
-}
 
 // Preloads reports whether Preload can do anything on be: a split
 // backend whose GPU keeps keyed weights.
