@@ -140,9 +140,11 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	for i, wm := range []kernels.Matrix{w.qProj, w.kProj, w.vProj} {
 		raw[i] = mat(wm, x)
 	}
-	q := shortConv(raw[0], w.qConv, st.conv[0], P, c.ConvSize)
-	k := shortConv(raw[1], w.kConv, st.conv[1], P, c.ConvSize)
-	v := shortConv(raw[2], w.vConv, st.conv[2], P, c.ConvSize)
+	// The conv, like the delta rule below, runs on the model's backend:
+	// a verify pass's be would hide its kernel.
+	q := shortConv(m.backend, raw[0], w.qConv, st.conv[0], P, c.ConvSize)
+	k := shortConv(m.backend, raw[1], w.kConv, st.conv[1], P, c.ConvSize)
+	v := shortConv(m.backend, raw[2], w.vConv, st.conv[2], P, c.ConvSize)
 	g := mat(w.fB, mat(w.fA, x)) // [T, P] decay-gate pre-activation
 	b := mat(w.bProj, x)         // [T, nh] beta logits
 	var gate []float32           // [T, P] output-gate pre-activation
@@ -257,40 +259,17 @@ func kdaGate(g, a, dtBias []float32, lowerBound *float32, nh, d int) {
 //	y[t,c] = silu(Σ_j window_t[c,j] · w[c,j]),  window_t = [state[c,·], x_1..x_t][last K]
 //
 // x: [T, P] raw projections; state: [P, K−1], updated to the last K−1 raw
-// inputs. Returns y: [T, P]. Token-major over a block of channels, so a
-// prompt reads x row by row (a channel-major walk strides P floats per
-// token and misses the cache on every one: 1.5 s of a 512-token K3 layer),
-// and the blocks run on every core; each sum is the same, in the same
-// order, as a decode step's.
-func shortConv(x, w, state []float32, P, K int) []float32 {
+// inputs. Returns y: [T, P]. The arithmetic is be's short-conv kernel
+// (kernels.RunShortConv: token by token over SIMD vectors of channels, σ
+// by a vectorised exp; the ref backend keeps the float64 σ of sigmoid),
+// one call per block of channels, the blocks on every core. A channel's
+// bits depend neither on its block nor on T, so a prompt, a verify pass
+// and decode steps agree on one backend.
+func shortConv(be kernels.Backend, x, w, state []float32, P, K int) []float32 {
 	T := len(x) / P
 	y := make([]float32, len(x))
-	// in is the raw input at time tt of channel c: x for tt ≥ 0, the
-	// carried window before it.
-	in := func(tt, c int) float32 {
-		if tt >= 0 {
-			return x[tt*P+c]
-		}
-		return state[c*(K-1)+K-1+tt]
-	}
 	parallelHeads(P, headSplit{}.workers(T*P*K*4), func(c0, c1 int) {
-		for t := 0; t < T; t++ {
-			for c := c0; c < c1; c++ {
-				wc := w[c*K : (c+1)*K]
-				var s float32
-				for j := 0; j < K; j++ {
-					s += in(t-(K-1)+j, c) * wc[j]
-				}
-				y[t*P+c] = silu(s)
-			}
-		}
-		win := make([]float32, K-1)
-		for c := c0; c < c1; c++ {
-			for i := range win {
-				win[i] = in(T-(K-1)+i, c)
-			}
-			copy(state[c*(K-1):(c+1)*(K-1)], win)
-		}
+		kernels.RunShortConv(be, kernels.ShortConv{Y: y, X: x, W: w, State: state, T: T, P: P, K: K, C0: c0, C1: c1})
 	})
 	return y
 }
