@@ -33,3 +33,6 @@ func deltaRuleFastest(r DeltaRule) { deltaRuleRef(r) }
 
 // shortConvFastest is the reference twin: there is no C kernel here.
 func shortConvFastest(c ShortConv) { shortConvRef(c) }
+
+// elementwiseFastest is the reference twin: there is no C kernel here.
+func elementwiseFastest(op ElemOp, dst, x []float32) { elementwiseRef(op, dst, x) }

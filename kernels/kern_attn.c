@@ -109,3 +109,22 @@ void df_short_conv(int isa, float *y, const float *x, const float *w, float *st,
 	}
 	df_short_conv_generic(y, x, w, st, T, P, K, c0, c1);
 }
+
+void df_elementwise(int isa, int op, float *dst, const float *x, int64_t n) {
+	switch (isa) {
+#if defined(__x86_64__)
+	case DF_ISA_AVX512:
+		df_elementwise_avx512(op, dst, x, n);
+		return;
+	case DF_ISA_AVX2:
+		df_elementwise_avx2(op, dst, x, n);
+		return;
+#endif
+#if defined(__aarch64__)
+	case DF_ISA_NEON:
+		df_elementwise_neon(op, dst, x, n);
+		return;
+#endif
+	}
+	df_elementwise_generic(op, dst, x, n);
+}

@@ -390,16 +390,12 @@ ATTN_ATTR static inline VF FN(ldn)(const float *p, int64_t sp, int64_t n) {
 	return FN(ldu)(b);
 }
 
-// vsilu is s·σ(s), σ(s) = 1/(1+e^−|s|) for s ≥ 0 and e^−|s|/(1+e^−|s|)
-// below, so that e = e^−|s| ≤ 1 never overflows: large s give σ = 1, and
-// e is 0 where e^−|s| is below fp32's normal range (|s| > 87.3), so σ of
-// a large negative s is 0, never NaN. e is Cephes' expf (n = round(a·log2
-// e), the remainder a − n·ln 2 in two parts, a degree-5 polynomial):
-// about 1 ulp, where 2^(a·log2 e) would lose |a|·2^−24 to the product's
-// rounding.
-ATTN_ATTR static inline VF FN(vsilu)(VF s) {
-	const VF one = FN(bc)(1.0f), ns = -s;
-	const VF a = -VMAX(s, ns);
+// vexpneg is e^a for a ≤ 0 by Cephes' expf (n = round(a·log2 e), the
+// remainder a − n·ln 2 in two parts, a degree-5 polynomial): about 1 ulp,
+// where 2^(a·log2 e) would lose |a|·2^−24 to the product's rounding. It
+// is 0 where e^a is below fp32's normal range (a < −87.3).
+ATTN_ATTR static inline VF FN(vexpneg)(VF a) {
+	const VF one = FN(bc)(1.0f);
 	const VI live = (VI)(a >= FN(bc)(-87.33654f));
 	const VF x0 = VMAX(a, FN(bc)(-87.33654f));
 	VF t = VFMA(x0, FN(bc)(1.44269504088896341f), FN(bc)(12582912.0f)); // low bits: n = round(a·log2 e)
@@ -414,11 +410,22 @@ ATTN_ATTR static inline VF FN(vsilu)(VF s) {
 	p = VFMA(p, x, FN(bc)(5.0000001201e-1f));
 	VF y = VFMA(p, x * x, x + one);
 	const VI e2n = ((VI)t - (0x4B400000 - 127)) << 23;
-	const VF e = (VF)((VI)(y * (VF)e2n) & live);
+	return (VF)((VI)(y * (VF)e2n) & live);
+}
+
+// vsigm is σ(s) = 1/(1+e^−|s|) for s ≥ 0 and e^−|s|/(1+e^−|s|) below, so
+// that e = e^−|s| ≤ 1 never overflows: large s give σ = 1, and a large
+// negative s gives 0 (e is 0 past fp32's normal range), never NaN.
+ATTN_ATTR static inline VF FN(vsigm)(VF s) {
+	const VF one = FN(bc)(1.0f), ns = -s;
+	const VF e = FN(vexpneg)(-VMAX(s, ns));
 	const VI pos = (VI)(s >= FN(bc)(0.0f));
 	const VF num = (VF)(((VI)one & pos) | ((VI)e & ~pos));
-	return s * (num / (one + e));
+	return num / (one + e);
 }
+
+// vsilu is s·σ(s).
+ATTN_ATTR static inline VF FN(vsilu)(VF s) { return s * FN(vsigm)(s); }
 
 ATTN_ATTR void FN(df_short_conv)(float *y, const float *x, const float *w, float *st, int64_t T, int64_t P,
                                  int64_t K, int64_t c0, int64_t c1) {
@@ -461,6 +468,22 @@ ATTN_ATTR void FN(df_short_conv)(float *y, const float *x, const float *w, float
 	}
 }
 #undef DF_CONV_CB
+
+// df_elementwise (kernels/elementwise.go): dst[i] = op(x[i]) for n
+// floats, e^x (x ≤ 0: the decays) or σ(x), a vector at a time; the tail
+// goes through the same vector arithmetic (zero-padded), so an element's
+// bits do not depend on its place in the call, nor on n.
+ATTN_ATTR void FN(df_elementwise)(int op, float *dst, const float *x, int64_t n) {
+	for (int64_t i = 0; i < n; i += W) {
+		const int64_t m = n - i < W ? n - i : W;
+		const VF in = m == W ? FN(ldu)(x + i) : FN(ldn)(x + i, 1, m);
+		const VF o = op == DF_ELEM_EXP ? FN(vexpneg)(in) : FN(vsigm)(in);
+		if (m == W)
+			FN(stu)(dst + i, o);
+		else
+			for (int64_t u = 0; u < m; u++) dst[i + u] = o[u];
+	}
+}
 
 #undef R
 #undef KB
