@@ -158,6 +158,10 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	// decay g ∈ (lb, 0) (K3) or −exp(A_log)·softplus(·) (Kimi-Linear), with
 	// one exp(A_log[h]) per head in both.
 	// Each token is independent: a prompt's tokens are split over the cores.
+	// The σ of β and the gates run in the model's backend's elementwise
+	// kernel (kernels.RunElementwise), a worker's rows in one call: an
+	// element's bits depend neither on the rows nor on T, so a prompt and
+	// decode steps agree.
 	scale := float32(math.Sqrt(float64(d)))
 	decay := kdaDecay(w.aLog)
 	parallelHeads(T, m.heads.workers(T*P*8), func(t0, t1 int) {
@@ -170,11 +174,10 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 					q[i] /= scale
 				}
 			}
-			for i := t * nh; i < (t+1)*nh; i++ {
-				b[i] = sigmoid(b[i])
-			}
-			kdaGate(g[t*P:(t+1)*P], decay, w.dtBias, c.GateLowerBound, nh, d)
 		}
+		bb := b[t0*nh : t1*nh]
+		kernels.RunElementwise(m.backend, kernels.ElemSigmoid, bb, bb)
+		kdaGate(m.backend, g[t0*P:t1*P], decay, w.dtBias, c.GateLowerBound, nh, d)
 	})
 
 	// The delta rule, in the operation order of each model's reference: for
@@ -210,11 +213,13 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 
 	// Gated per-head RMSNorm: o_h ← RMSNorm_{o_norm}(o_h) ⊙ σ(gate_h).
 	parallelHeads(T*nh, m.heads.workers(T*P*8), func(i0, i1 int) {
+		gs := gate[i0*d : i1*d]
+		kernels.RunElementwise(m.backend, kernels.ElemSigmoid, gs, gs)
 		for i := i0; i < i1; i++ {
 			oh := o[i*d : (i+1)*d]
 			rmsNorm(oh, oh, w.oNorm, c.Eps)
 			for j := range oh {
-				oh[j] *= sigmoid(gate[i*d+j])
+				oh[j] *= gate[i*d+j]
 			}
 		}
 	})
@@ -233,22 +238,34 @@ func kdaDecay(aLog []float32) []float32 {
 	return a
 }
 
-// kdaGate turns the decay-gate pre-activation g̃ (one token, [nh·d]) into
-// the log-decay g in place; a = exp(A_log) [nh], one rate per head,
+// kdaGate turns the decay-gate pre-activation g̃ (whole tokens, [n·nh·d])
+// into the log-decay g in place; a = exp(A_log) [nh], one rate per head,
 // broadcast over the head's d channels.
 //
 //	K3 (lower bound lb):  g[h,k] = lb · σ(a[h] · (g̃[h,k] + dt_bias[h,k]))
 //	Kimi-Linear:          g[h,k] = −a[h] · softplus(g̃[h,k] + dt_bias[h,k])
-func kdaGate(g, a, dtBias []float32, lowerBound *float32, nh, d int) {
-	for h := 0; h < nh; h++ {
-		for j := 0; j < d; j++ {
-			i := h*d + j
-			x := g[i] + dtBias[i]
-			if lowerBound != nil {
-				g[i] = *lowerBound * sigmoid(a[h]*x)
-			} else {
-				g[i] = -a[h] * softplus(x)
+//
+// K3's σ is be's elementwise kernel, over all the tokens in one call.
+func kdaGate(be kernels.Backend, g, a, dtBias []float32, lowerBound *float32, nh, d int) {
+	P := nh * d
+	for o := 0; o < len(g); o += P {
+		gt := g[o : o+P]
+		for h := 0; h < nh; h++ {
+			for j := 0; j < d; j++ {
+				i := h*d + j
+				x := gt[i] + dtBias[i]
+				if lowerBound != nil {
+					gt[i] = a[h] * x
+				} else {
+					gt[i] = -a[h] * softplus(x)
+				}
 			}
+		}
+	}
+	if lowerBound != nil {
+		kernels.RunElementwise(be, kernels.ElemSigmoid, g, g)
+		for i := range g {
+			g[i] *= *lowerBound
 		}
 	}
 }
@@ -306,8 +323,9 @@ func kdaRecurrent(ctx context.Context, be kernels.Backend, o, q, k, v, g, beta, 
 // which all come through here, agree bit for bit on one backend. be must
 // therefore be the model's backend itself, never a wrapper of it (a verify
 // pass's rowByRow): a backend the kernels do not know gets another kernel.
-// decay = exp(g) is computed here in float64, rounded to float32, as the
-// loop always did.
+// decay = exp(g) is be's elementwise kernel, a head's d channels of a
+// token a call (float64 math.Exp per element, as on ref, was a tenth of
+// a k3-tiny prefill).
 func kdaHeads(ctx context.Context, be kernels.Backend, o, q, k, v, g, beta, src, dst []float32, T, nh, d, workers int) {
 	P := nh * d
 	parallelHeads(nh, workers, func(h0, h1 int) {
@@ -321,9 +339,7 @@ func kdaHeads(ctx context.Context, be kernels.Backend, o, q, k, v, g, beta, src,
 				}
 				n := min(ctxBlock, T-t0)
 				for t := 0; t < n; t++ {
-					for i, x := range g[(t0+t)*P+h*d:][:d] {
-						decay[t*d+i] = float32(math.Exp(float64(x)))
-					}
+					kernels.RunElementwise(be, kernels.ElemExp, decay[t*d:(t+1)*d], g[(t0+t)*P+h*d:][:d])
 				}
 				base := t0*P + h*d
 				kernels.RunDeltaRule(be, kernels.DeltaRule{

@@ -207,18 +207,23 @@ func TestShortConvMatchesByChannel(t *testing.T) {
 
 func TestKDAGate(t *testing.T) {
 	t.Parallel()
-	lb := float32(-5)
-	// K3: one rate per head, broadcast over the head's channels (head 0
-	// decays at exp(0) = 1, head 1 at exp(ln 2) = 2 on both its channels).
-	aLog := []float32{0, float32(math.Log(2))} // [nh=2]
-	dt := []float32{0.5, -1, 0, 0}             // [nh=2, d=2]
-	g := []float32{0.5, 1, 3, -2}
-	kdaGate(g, kdaDecay(aLog), dt, &lb, 2, 2)
-	require.InDeltaSlice(t, []float32{-5 * sigmoid(1), -5 * sigmoid(0), -5 * sigmoid(2*3), -5 * sigmoid(2*-2)}, g, 1e-6)
+	eachCPUBackend(t, func(t *testing.T, be kernels.Backend) {
+		lb := float32(-5)
+		// K3: one rate per head, broadcast over the head's channels (head 0
+		// decays at exp(0) = 1, head 1 at exp(ln 2) = 2 on both its
+		// channels); two tokens, the second the first's pre-activations
+		// negated.
+		aLog := []float32{0, float32(math.Log(2))} // [nh=2]
+		dt := []float32{0.5, -1, 0, 0}             // [nh=2, d=2]
+		g := []float32{0.5, 1, 3, -2, -0.5, -1, -3, 2}
+		kdaGate(be, g, kdaDecay(aLog), dt, &lb, 2, 2)
+		require.InDeltaSlice(t, []float32{-5 * sigmoid(1), -5 * sigmoid(0), -5 * sigmoid(2*3), -5 * sigmoid(2*-2),
+			-5 * sigmoid(0), -5 * sigmoid(-2), -5 * sigmoid(2*-3), -5 * sigmoid(2*2)}, g, 1e-6)
 
-	aLogHead := []float32{0, float32(math.Log(3))} // per head (Kimi-Linear)
-	g = []float32{0.5, 1, 3, -2}
-	kdaGate(g, kdaDecay(aLogHead), dt, nil, 2, 2)
-	require.InDeltaSlice(t, []float32{-softplus(1), -softplus(0), -3 * softplus(3), -3 * softplus(-2)}, g, 1e-6)
+		aLogHead := []float32{0, float32(math.Log(3))} // per head (Kimi-Linear)
+		g = []float32{0.5, 1, 3, -2}
+		kdaGate(be, g, kdaDecay(aLogHead), dt, nil, 2, 2)
+		require.InDeltaSlice(t, []float32{-softplus(1), -softplus(0), -3 * softplus(3), -3 * softplus(-2)}, g, 1e-6)
+	})
 	require.Equal(t, float32(25), softplus(25))
 }
