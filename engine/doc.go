@@ -16,9 +16,11 @@
 // (kernels.RunDeltaRule, one head over a block of tokens: its SIMD kernel
 // where the backend has one, kda.go's kdaHeads spreads the heads) and of
 // its short conv + SiLU (kernels.RunShortConv, a block of channels over
-// the tokens; kda.go's shortConv spreads the channels); the other
-// elementwise operations (norms, gates, softmax) live here, one file per
-// concept:
+// the tokens; kda.go's shortConv spreads the channels), and of the
+// exps and sigmoids of the KDA's gates, β and decays and of the MLA output
+// gate (kernels.RunElementwise, a worker's rows a call); the other
+// elementwise operations (norms, the router's σ, softmax) live here, one
+// file per concept:
 //
 //	config.go      config.json → config (every size comes from here)
 //	errors.go      the sentinel errors every returned error wraps
