@@ -14,9 +14,13 @@
 // exactly. Every matrix product goes through a kernels.Backend over the
 // stored bytes, and so does the arithmetic of the KDA delta rule
 // (kernels.RunDeltaRule, one head over a block of tokens: its SIMD kernel
-// where the backend has one, kda.go's kdaHeads spreads the heads); the
-// elementwise operations (norms, gates, the short conv, softmax) live
-// here, one file per concept:
+// where the backend has one, kda.go's kdaHeads spreads the heads) and of
+// its short conv + SiLU (kernels.RunShortConv, a block of channels over
+// the tokens; kda.go's shortConv spreads the channels), and of the
+// exps and sigmoids of the KDA's gates, β and decays and of the MLA output
+// gate (kernels.RunElementwise, a worker's rows a call); the other
+// elementwise operations (norms, the router's σ, softmax) live here, one
+// file per concept:
 //
 //	config.go      config.json → config (every size comes from here)
 //	errors.go      the sentinel errors every returned error wraps
@@ -25,7 +29,7 @@
 //	weights.go     the spine; experts.go: the expert store seam and the RAM store
 //	spineload.go   the pinned spine read in parallel, direct, checked as it lands
 //	attnres.go     Block Attention Residuals
-//	kda.go         Kimi Delta Attention (its recurrence in kernels); kda_chunk.go:
+//	kda.go         Kimi Delta Attention (its conv and recurrence in kernels); kda_chunk.go:
 //	               its chunked prefill
 //	mla.go         multi-head latent attention (NoPE), its attention in kernels' tiles
 //	moe.go, mlp.go router, routed and shared experts, dense MLP

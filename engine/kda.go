@@ -140,9 +140,11 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	for i, wm := range []kernels.Matrix{w.qProj, w.kProj, w.vProj} {
 		raw[i] = mat(wm, x)
 	}
-	q := shortConv(raw[0], w.qConv, st.conv[0], P, c.ConvSize)
-	k := shortConv(raw[1], w.kConv, st.conv[1], P, c.ConvSize)
-	v := shortConv(raw[2], w.vConv, st.conv[2], P, c.ConvSize)
+	// The conv, like the delta rule below, runs on the model's backend:
+	// a verify pass's be would hide its kernel.
+	q := shortConv(m.backend, raw[0], w.qConv, st.conv[0], P, c.ConvSize)
+	k := shortConv(m.backend, raw[1], w.kConv, st.conv[1], P, c.ConvSize)
+	v := shortConv(m.backend, raw[2], w.vConv, st.conv[2], P, c.ConvSize)
 	g := mat(w.fB, mat(w.fA, x)) // [T, P] decay-gate pre-activation
 	b := mat(w.bProj, x)         // [T, nh] beta logits
 	var gate []float32           // [T, P] output-gate pre-activation
@@ -156,6 +158,10 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	// decay g ∈ (lb, 0) (K3) or −exp(A_log)·softplus(·) (Kimi-Linear), with
 	// one exp(A_log[h]) per head in both.
 	// Each token is independent: a prompt's tokens are split over the cores.
+	// The σ of β and the gates run in the model's backend's elementwise
+	// kernel (kernels.RunElementwise), a worker's rows in one call: an
+	// element's bits depend neither on the rows nor on T, so a prompt and
+	// decode steps agree.
 	scale := float32(math.Sqrt(float64(d)))
 	decay := kdaDecay(w.aLog)
 	parallelHeads(T, m.heads.workers(T*P*8), func(t0, t1 int) {
@@ -168,11 +174,10 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 					q[i] /= scale
 				}
 			}
-			for i := t * nh; i < (t+1)*nh; i++ {
-				b[i] = sigmoid(b[i])
-			}
-			kdaGate(g[t*P:(t+1)*P], decay, w.dtBias, c.GateLowerBound, nh, d)
 		}
+		bb := b[t0*nh : t1*nh]
+		kernels.RunElementwise(m.backend, kernels.ElemSigmoid, bb, bb)
+		kdaGate(m.backend, g[t0*P:t1*P], decay, w.dtBias, c.GateLowerBound, nh, d)
 	})
 
 	// The delta rule, in the operation order of each model's reference: for
@@ -208,11 +213,13 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 
 	// Gated per-head RMSNorm: o_h ← RMSNorm_{o_norm}(o_h) ⊙ σ(gate_h).
 	parallelHeads(T*nh, m.heads.workers(T*P*8), func(i0, i1 int) {
+		gs := gate[i0*d : i1*d]
+		kernels.RunElementwise(m.backend, kernels.ElemSigmoid, gs, gs)
 		for i := i0; i < i1; i++ {
 			oh := o[i*d : (i+1)*d]
 			rmsNorm(oh, oh, w.oNorm, c.Eps)
 			for j := range oh {
-				oh[j] *= sigmoid(gate[i*d+j])
+				oh[j] *= gate[i*d+j]
 			}
 		}
 	})
@@ -231,22 +238,34 @@ func kdaDecay(aLog []float32) []float32 {
 	return a
 }
 
-// kdaGate turns the decay-gate pre-activation g̃ (one token, [nh·d]) into
-// the log-decay g in place; a = exp(A_log) [nh], one rate per head,
+// kdaGate turns the decay-gate pre-activation g̃ (whole tokens, [n·nh·d])
+// into the log-decay g in place; a = exp(A_log) [nh], one rate per head,
 // broadcast over the head's d channels.
 //
 //	K3 (lower bound lb):  g[h,k] = lb · σ(a[h] · (g̃[h,k] + dt_bias[h,k]))
 //	Kimi-Linear:          g[h,k] = −a[h] · softplus(g̃[h,k] + dt_bias[h,k])
-func kdaGate(g, a, dtBias []float32, lowerBound *float32, nh, d int) {
-	for h := 0; h < nh; h++ {
-		for j := 0; j < d; j++ {
-			i := h*d + j
-			x := g[i] + dtBias[i]
-			if lowerBound != nil {
-				g[i] = *lowerBound * sigmoid(a[h]*x)
-			} else {
-				g[i] = -a[h] * softplus(x)
+//
+// K3's σ is be's elementwise kernel, over all the tokens in one call.
+func kdaGate(be kernels.Backend, g, a, dtBias []float32, lowerBound *float32, nh, d int) {
+	P := nh * d
+	for o := 0; o < len(g); o += P {
+		gt := g[o : o+P]
+		for h := 0; h < nh; h++ {
+			for j := 0; j < d; j++ {
+				i := h*d + j
+				x := gt[i] + dtBias[i]
+				if lowerBound != nil {
+					gt[i] = a[h] * x
+				} else {
+					gt[i] = -a[h] * softplus(x)
+				}
 			}
+		}
+	}
+	if lowerBound != nil {
+		kernels.RunElementwise(be, kernels.ElemSigmoid, g, g)
+		for i := range g {
+			g[i] *= *lowerBound
 		}
 	}
 }
@@ -257,40 +276,17 @@ func kdaGate(g, a, dtBias []float32, lowerBound *float32, nh, d int) {
 //	y[t,c] = silu(Σ_j window_t[c,j] · w[c,j]),  window_t = [state[c,·], x_1..x_t][last K]
 //
 // x: [T, P] raw projections; state: [P, K−1], updated to the last K−1 raw
-// inputs. Returns y: [T, P]. Token-major over a block of channels, so a
-// prompt reads x row by row (a channel-major walk strides P floats per
-// token and misses the cache on every one: 1.5 s of a 512-token K3 layer),
-// and the blocks run on every core; each sum is the same, in the same
-// order, as a decode step's.
-func shortConv(x, w, state []float32, P, K int) []float32 {
+// inputs. Returns y: [T, P]. The arithmetic is be's short-conv kernel
+// (kernels.RunShortConv: token by token over SIMD vectors of channels, σ
+// by a vectorised exp; the ref backend keeps the float64 σ of sigmoid),
+// one call per block of channels, the blocks on every core. A channel's
+// bits depend neither on its block nor on T, so a prompt, a verify pass
+// and decode steps agree on one backend.
+func shortConv(be kernels.Backend, x, w, state []float32, P, K int) []float32 {
 	T := len(x) / P
 	y := make([]float32, len(x))
-	// in is the raw input at time tt of channel c: x for tt ≥ 0, the
-	// carried window before it.
-	in := func(tt, c int) float32 {
-		if tt >= 0 {
-			return x[tt*P+c]
-		}
-		return state[c*(K-1)+K-1+tt]
-	}
 	parallelHeads(P, headSplit{}.workers(T*P*K*4), func(c0, c1 int) {
-		for t := 0; t < T; t++ {
-			for c := c0; c < c1; c++ {
-				wc := w[c*K : (c+1)*K]
-				var s float32
-				for j := 0; j < K; j++ {
-					s += in(t-(K-1)+j, c) * wc[j]
-				}
-				y[t*P+c] = silu(s)
-			}
-		}
-		win := make([]float32, K-1)
-		for c := c0; c < c1; c++ {
-			for i := range win {
-				win[i] = in(T-(K-1)+i, c)
-			}
-			copy(state[c*(K-1):(c+1)*(K-1)], win)
-		}
+		kernels.RunShortConv(be, kernels.ShortConv{Y: y, X: x, W: w, State: state, T: T, P: P, K: K, C0: c0, C1: c1})
 	})
 	return y
 }
@@ -327,8 +323,9 @@ func kdaRecurrent(ctx context.Context, be kernels.Backend, o, q, k, v, g, beta, 
 // which all come through here, agree bit for bit on one backend. be must
 // therefore be the model's backend itself, never a wrapper of it (a verify
 // pass's rowByRow): a backend the kernels do not know gets another kernel.
-// decay = exp(g) is computed here in float64, rounded to float32, as the
-// loop always did.
+// decay = exp(g) is be's elementwise kernel, a head's d channels of a
+// token a call (float64 math.Exp per element, as on ref, was a tenth of
+// a k3-tiny prefill).
 func kdaHeads(ctx context.Context, be kernels.Backend, o, q, k, v, g, beta, src, dst []float32, T, nh, d, workers int) {
 	P := nh * d
 	parallelHeads(nh, workers, func(h0, h1 int) {
@@ -342,9 +339,7 @@ func kdaHeads(ctx context.Context, be kernels.Backend, o, q, k, v, g, beta, src,
 				}
 				n := min(ctxBlock, T-t0)
 				for t := 0; t < n; t++ {
-					for i, x := range g[(t0+t)*P+h*d:][:d] {
-						decay[t*d+i] = float32(math.Exp(float64(x)))
-					}
+					kernels.RunElementwise(be, kernels.ElemExp, decay[t*d:(t+1)*d], g[(t0+t)*P+h*d:][:d])
 				}
 				base := t0*P + h*d
 				kernels.RunDeltaRule(be, kernels.DeltaRule{

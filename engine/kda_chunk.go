@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"math"
 
 	"github.com/deltafin/deltafin/kernels"
 )
@@ -78,8 +77,10 @@ func (w *kdaChunk) run(be kernels.Backend, o, q, k, v, g, beta, S []float32, c0,
 	}
 	for t := 0; t < n; t++ {
 		et, pt, gt := w.eg[t*d:(t+1)*d], w.p0[t*d:(t+1)*d], row(g, t)
+		// e^g (g ≤ 0) in the elementwise kernel of the backend the
+		// chunk's products run on.
+		kernels.RunElementwise(be, kernels.ElemExp, et, gt)
 		for c := range et {
-			et[c] = float32(math.Exp(float64(gt[c])))
 			pt[c] = et[c]
 			if t > 0 {
 				pt[c] *= w.p0[(t-1)*d+c]

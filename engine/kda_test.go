@@ -92,6 +92,9 @@ func TestKDARecurrentByHand(t *testing.T) {
 	require.InDeltaSlice(t, []float32{2.925, 3.5}, o, 1e-6)
 }
 
+// TestShortConvCarriesState runs a conv whole and token by token with the
+// carried window, on the reference and on this CPU's fastest kernel: the
+// same bits either way on each.
 func TestShortConvCarriesState(t *testing.T) {
 	t.Parallel()
 	const P, K, T = 3, 4, 9
@@ -104,27 +107,32 @@ func TestShortConvCarriesState(t *testing.T) {
 	for i := range w {
 		w[i] = float32(r.NormFloat64())
 	}
-	// All at once vs. token by token with the carried state.
-	whole := shortConv(x, w, make([]float32, P*(K-1)), P, K)
-	state := make([]float32, P*(K-1))
-	for tk := 0; tk < T; tk++ {
-		y := shortConv(x[tk*P:(tk+1)*P], w, state, P, K)
-		require.Equal(t, whole[tk*P:(tk+1)*P], y, "token %d", tk)
-	}
-	// By hand at t = 1 (window [0,0,x0,x1]): tap K−1 is the current token.
-	for c := 0; c < P; c++ {
-		want := silu(x[c]*w[c*K+2] + x[P+c]*w[c*K+3])
-		require.InDelta(t, want, whole[P+c], 1e-6)
-	}
-	// The state is the last K−1 raw inputs, oldest first.
-	for c := 0; c < P; c++ {
-		require.Equal(t, []float32{x[(T-3)*P+c], x[(T-2)*P+c], x[(T-1)*P+c]}, state[c*(K-1):(c+1)*(K-1)])
+	for _, be := range []kernels.Backend{kernels.Ref(), kernels.Default()} {
+		// All at once vs. token by token with the carried state.
+		whole := shortConv(be, x, w, make([]float32, P*(K-1)), P, K)
+		state := make([]float32, P*(K-1))
+		for tk := 0; tk < T; tk++ {
+			y := shortConv(be, x[tk*P:(tk+1)*P], w, state, P, K)
+			require.Equal(t, whole[tk*P:(tk+1)*P], y, "%s: token %d", be.Name(), tk)
+		}
+		// By hand at t = 1 (window [0,0,x0,x1]): tap K−1 is the current token.
+		for c := 0; c < P; c++ {
+			want := silu(x[c]*w[c*K+2] + x[P+c]*w[c*K+3])
+			require.InDelta(t, want, whole[P+c], 1e-6, be.Name())
+		}
+		// The state is the last K−1 raw inputs, oldest first.
+		for c := 0; c < P; c++ {
+			require.Equal(t, []float32{x[(T-3)*P+c], x[(T-2)*P+c], x[(T-1)*P+c]}, state[c*(K-1):(c+1)*(K-1)], be.Name())
+		}
 	}
 }
 
+// silu is x·σ(x), the reference's (σ in float64).
+func silu(x float32) float32 { return x * sigmoid(x) }
+
 // shortConvByChannel is shortConv as first written, one channel at a
 // time through a sliding window: the reference its parallel, token-major
-// form must match bit for bit.
+// form must match bit for bit on the ref backend.
 func shortConvByChannel(x, w, state []float32, P, K int) []float32 {
 	T := len(x) / P
 	y := make([]float32, len(x))
@@ -149,9 +157,12 @@ func shortConvByChannel(x, w, state []float32, P, K int) []float32 {
 
 // TestShortConvMatchesByChannel runs a prompt-sized conv (split over the
 // cores) and short ones (1 and 2 tokens, fewer than the window) against
-// the channel-at-a-time reference: outputs and carried state bit for bit,
-// and the window a verify pass rolls back to after each of its positions
-// (convWindow) is the state the conv of those positions leaves.
+// the channel-at-a-time reference: on the ref backend outputs and carried
+// state bit for bit, on the fastest kernel the state bit for bit and the
+// outputs within a few ulp of σ, and its prompt-sized call the bits of
+// its decode steps; the window a verify pass rolls back to after each of
+// its positions (convWindow) is the state the conv of those positions
+// leaves.
 func TestShortConvMatchesByChannel(t *testing.T) {
 	t.Parallel()
 	const P, K = 1536, 4
@@ -168,11 +179,22 @@ func TestShortConvMatchesByChannel(t *testing.T) {
 		for i := range x {
 			x[i] = float32(r.NormFloat64())
 		}
-		stA, stB := slices.Clone(st0), slices.Clone(st0)
-		got := shortConv(x, w, stA, P, K)
+		stB := slices.Clone(st0)
 		want := shortConvByChannel(x, w, stB, P, K)
-		require.Equal(t, want, got, "T=%d outputs", T)
+		stA := slices.Clone(st0)
+		require.Equal(t, want, shortConv(kernels.Ref(), x, w, stA, P, K), "T=%d outputs", T)
 		require.Equal(t, stB, stA, "T=%d state", T)
+
+		stF := slices.Clone(st0)
+		fast := shortConv(kernels.Default(), x, w, stF, P, K)
+		require.Equal(t, stB, stF, "T=%d state, fastest kernel", T)
+		require.InDeltaSlice(t, want, fast, 1e-5, "T=%d outputs, fastest kernel", T)
+		stD := slices.Clone(st0)
+		for tk := 0; tk < T; tk++ {
+			y := shortConv(kernels.Default(), x[tk*P:(tk+1)*P], w, stD, P, K)
+			require.Equal(t, fast[tk*P:(tk+1)*P], y, "T=%d: decode step %d, fastest kernel", T, tk)
+		}
+
 		for n := 0; n <= min(T, 5); n++ {
 			st := slices.Clone(st0)
 			shortConvByChannel(x[:n*P], w, st, P, K)
@@ -185,18 +207,23 @@ func TestShortConvMatchesByChannel(t *testing.T) {
 
 func TestKDAGate(t *testing.T) {
 	t.Parallel()
-	lb := float32(-5)
-	// K3: one rate per head, broadcast over the head's channels (head 0
-	// decays at exp(0) = 1, head 1 at exp(ln 2) = 2 on both its channels).
-	aLog := []float32{0, float32(math.Log(2))} // [nh=2]
-	dt := []float32{0.5, -1, 0, 0}             // [nh=2, d=2]
-	g := []float32{0.5, 1, 3, -2}
-	kdaGate(g, kdaDecay(aLog), dt, &lb, 2, 2)
-	require.InDeltaSlice(t, []float32{-5 * sigmoid(1), -5 * sigmoid(0), -5 * sigmoid(2*3), -5 * sigmoid(2*-2)}, g, 1e-6)
+	eachCPUBackend(t, func(t *testing.T, be kernels.Backend) {
+		lb := float32(-5)
+		// K3: one rate per head, broadcast over the head's channels (head 0
+		// decays at exp(0) = 1, head 1 at exp(ln 2) = 2 on both its
+		// channels); two tokens, the second the first's pre-activations
+		// negated.
+		aLog := []float32{0, float32(math.Log(2))} // [nh=2]
+		dt := []float32{0.5, -1, 0, 0}             // [nh=2, d=2]
+		g := []float32{0.5, 1, 3, -2, -0.5, -1, -3, 2}
+		kdaGate(be, g, kdaDecay(aLog), dt, &lb, 2, 2)
+		require.InDeltaSlice(t, []float32{-5 * sigmoid(1), -5 * sigmoid(0), -5 * sigmoid(2*3), -5 * sigmoid(2*-2),
+			-5 * sigmoid(0), -5 * sigmoid(-2), -5 * sigmoid(2*-3), -5 * sigmoid(2*2)}, g, 1e-6)
 
-	aLogHead := []float32{0, float32(math.Log(3))} // per head (Kimi-Linear)
-	g = []float32{0.5, 1, 3, -2}
-	kdaGate(g, kdaDecay(aLogHead), dt, nil, 2, 2)
-	require.InDeltaSlice(t, []float32{-softplus(1), -softplus(0), -3 * softplus(3), -3 * softplus(-2)}, g, 1e-6)
+		aLogHead := []float32{0, float32(math.Log(3))} // per head (Kimi-Linear)
+		g = []float32{0.5, 1, 3, -2}
+		kdaGate(be, g, kdaDecay(aLogHead), dt, nil, 2, 2)
+		require.InDeltaSlice(t, []float32{-softplus(1), -softplus(0), -3 * softplus(3), -3 * softplus(-2)}, g, 1e-6)
+	})
 	require.Equal(t, float32(25), softplus(25))
 }

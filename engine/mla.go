@@ -95,11 +95,18 @@ func (m *Model) mlaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	}
 
 	// Output gate σ(g_proj · x) on the flattened heads, then o_proj.
+	// The σ is the model's backend's elementwise kernel (a verify pass's
+	// be would hide it), a worker's rows a call, the rows over the cores.
 	if w.gProj != nil {
 		g := mat(*w.gProj, x)
-		for i := range attn {
-			attn[i] *= sigmoid(g[i])
-		}
+		row := nh * dv
+		parallelHeads(T, m.heads.workers(T*row*8), func(t0, t1 int) {
+			gs := g[t0*row : t1*row]
+			kernels.RunElementwise(m.backend, kernels.ElemSigmoid, gs, gs)
+			for i := t0 * row; i < t1*row; i++ {
+				attn[i] *= g[i]
+			}
+		})
 	}
 	be.MatMul(out, w.oProj, attn, T)
 	return nil

@@ -77,13 +77,30 @@ func (c *config) router(logits, bias []float32) route {
 
 // topK returns the indices of the k largest values, largest first, ties to
 // the lower index.
+//
+// It keeps the k best seen so far in order, each new index going after
+// every kept one at least as large: the order of a stable sort by value,
+// descending, in O(len(x)·k) without the sort's closure calls (a router
+// of 16 to 384 experts picks 2 to 8 per token; the full sort was 5% of a
+// k3-tiny prefill).
 func topK(x []float32, k int) []int {
-	idx := make([]int, len(x))
-	for i := range idx {
-		idx[i] = i
+	k = min(k, len(x))
+	top := make([]int, 0, k)
+	for i, v := range x {
+		p := len(top)
+		for p > 0 && x[top[p-1]] < v {
+			p--
+		}
+		if p >= k {
+			continue
+		}
+		if len(top) < k {
+			top = append(top, 0)
+		}
+		copy(top[p+1:], top[p:len(top)-1])
+		top[p] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return x[idx[a]] > x[idx[b]] })
-	return idx[:k]
+	return top
 }
 
 // moeForward runs the MoE block for T tokens, in three steps:

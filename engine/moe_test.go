@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"math/rand/v2"
 	"path/filepath"
+	"sort"
 	"testing"
 
 	"github.com/deltafin/deltafin/kernels"
@@ -46,5 +48,26 @@ func TestPromptExpertsOnBothSides(t *testing.T) {
 		require.Positive(t, d.GPU.Experts.Calls, "no expert went to the offloaded side")
 		require.Positive(t, d.CPU.Experts.Calls, "no expert stayed on the caller's side")
 		require.Equal(t, want, got)
+	}
+}
+
+// topK is a stable sort by value, descending, cut to k: checked against
+// one on rows with many ties (values of few levels) at every k.
+func TestTopKIsStableSort(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 200 {
+		x := make([]float32, 1+rng.IntN(40))
+		for i := range x {
+			x[i] = float32(rng.IntN(5)) - 2
+		}
+		idx := make([]int, len(x))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return x[idx[a]] > x[idx[b]] })
+		for k := 1; k <= len(x); k++ {
+			require.Equal(t, idx[:k], topK(x, k), "%v, k %d", x, k)
+		}
 	}
 }

@@ -57,9 +57,6 @@ func l2Normalize(x []float32) {
 // sigmoid is the logistic function 1/(1+e^−x) in fp32.
 func sigmoid(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
 
-// silu is x·σ(x).
-func silu(x float32) float32 { return x * sigmoid(x) }
-
 // softplus is log(1+e^x), linear above 20 as PyTorch's default threshold.
 func softplus(x float32) float32 {
 	if x > 20 {

@@ -104,19 +104,19 @@ func TestAttnResMix(t *testing.T) {
 	// One value: softmax over one entry is exactly 1, the mix is the value.
 	dst := make([]float32, 2)
 	v := []float32{3, -7}
-	attnResMix(dst, [][]float32{v}, w, 1e-5, make([]float32, 2))
+	attnResMix(dst, [][]float32{v}, w.fused(), 1e-5)
 	require.Equal(t, v, dst)
 
 	// Two values: the keys are normalised, the mix is over raw values.
 	a, b := []float32{2, 0}, []float32{0, 5} // keys ≈ [√2,0] and [0,√2]
-	attnResMix(dst, [][]float32{a, b}, w, 0, make([]float32, 2))
+	attnResMix(dst, [][]float32{a, b}, w.fused(), 0)
 	sa, sb := math.Sqrt2, 0.0
 	alpha := math.Exp(sa) / (math.Exp(sa) + math.Exp(sb))
 	require.InDeltaSlice(t, []float32{float32(2 * alpha), float32(5 * (1 - alpha))}, dst, 1e-6)
 
 	// The norm weight scales the key before the projection.
 	w2 := attnResWeights{norm: []float32{0.5, 1}, proj: []float32{2, 0}}
-	attnResMix(dst, [][]float32{a, b}, w2, 0, make([]float32, 2))
+	attnResMix(dst, [][]float32{a, b}, w2.fused(), 0)
 	sa = 2 * 0.5 * math.Sqrt2
 	alpha = math.Exp(sa) / (math.Exp(sa) + 1)
 	require.InDeltaSlice(t, []float32{float32(2 * alpha), float32(5 * (1 - alpha))}, dst, 1e-6)

@@ -6,10 +6,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
 	"time"
 
+	"github.com/deltafin/deltafin/kernels"
 	"github.com/stretchr/testify/require"
 )
 
@@ -256,15 +258,20 @@ func TestDefaultSampling(t *testing.T) {
 // TestSampledDecoding runs k3-tiny with sampling over many seeds: the
 // same seed gives the same tokens with and without speculation, and when
 // the conversation is run again from a prefix of its output in a fresh
-// session (a resumed job); temperature 0 picks each row's argmax, as
+// session (a resumed job) except at a near-tie draw (requireNearTie);
+// on every CPU backend; temperature 0 picks each row's argmax, as
 // greedy decoding does; different seeds give different outputs.
 func TestSampledDecoding(t *testing.T) {
 	t.Parallel()
+	eachCPUBackend(t, testSampledDecoding)
+}
+
+func testSampledDecoding(t *testing.T, be kernels.Backend) {
 	dir := filepath.Join("..", "testdata", "k3-tiny")
-	plain, err := Open(t.Context(), dir, Options{NoSpec: true})
+	plain, err := Open(t.Context(), dir, Options{NoSpec: true, Backend: be})
 	require.NoError(t, err)
 	defer plain.Close()
-	spec, err := Open(t.Context(), dir, Options{})
+	spec, err := Open(t.Context(), dir, Options{Backend: be})
 	require.NoError(t, err)
 	defer spec.Close()
 	var prompt []int
@@ -279,8 +286,11 @@ func TestSampledDecoding(t *testing.T) {
 			got, _ := sampleRun(t, spec, nil, prompt, o, 24)
 			require.Equal(t, want, got, "%+v: speculation changed the tokens", o)
 			cut := int(seed % 20)
-			rest, _ := sampleRun(t, spec, nil, append(append([]int(nil), prompt...), want[:cut]...), o, 24-cut)
-			require.Equal(t, want[cut:], rest, "%+v: resumed after %d tokens", o, cut)
+			resumed := append(append([]int(nil), prompt...), want[:cut]...)
+			rest, _ := sampleRun(t, spec, nil, resumed, o, 24-cut)
+			if !slices.Equal(want[cut:], rest) {
+				requireNearTie(t, plain, prompt, resumed, want, rest, o)
+			}
 			outputs[fmt.Sprint(o.TopK, want)] = true
 		}
 	}
@@ -338,6 +348,61 @@ func TestSampledSpeculation(t *testing.T) {
 	t.Logf("sampled speculation: %d passes, %d accepted", total.Passes, total.Accepted)
 	require.Positive(t, total.Accepted, "guesses accepted under sampling")
 	require.Less(t, total.Accepted, total.Passes, "guesses rejected under sampling")
+}
+
+// requireNearTie explains a resumed run that left the uninterrupted one:
+// the resumed run prefills the earlier output in one batch, whose products
+// sum in another order than the decode steps' (spec.go's rowByRow), so
+// its rows, and those of every step after it, differ from the
+// uninterrupted run's by rounding (TestPrefillEqualsPerTokenPath bounds
+// it). Nothing else parts them: with the products one row at a time
+// (rowByRow) a prefill gives the decode steps' logits bit for bit on every
+// CPU backend (measured on k3-tiny with the short conv kernel), and on
+// ref, whose products are per row, they never part. A draw whose uniform lies
+// that close to a boundary between two tokens may then land on either.
+// It passes only when the first differing token is such a draw: the two
+// rows at that position differ by no more than the prefill's own
+// batched-against-per-token distance allows (selfTol of it, as the
+// exactness tests derive their bounds), and the sampler picks each run's
+// token from its own row, so nothing but those rounding-sized differences
+// parted them.
+func requireNearTie(t *testing.T, m *Model, prompt, resumed, want, rest []int, o Sampling) {
+	t.Helper()
+	cut := len(resumed) - len(prompt)
+	j := 0
+	for j < len(rest) && rest[j] == want[cut+j] {
+		j++
+	}
+	require.Less(t, j, len(rest))
+	rows := func(p []int, n int) [][]float32 {
+		var r [][]float32
+		_, err := m.NewSession().Generate(t.Context(), p, GenerateOptions{MaxNew: n, Sampling: o,
+			Logits: func(row []float32) error { r = append(r, append([]float32(nil), row...)); return nil }}, func(int) error { return nil })
+		require.NoError(t, err)
+		return r
+	}
+	a := rows(prompt, cut+j+1)[len(prompt)-1+cut+j]
+	b := rows(resumed, j+1)[len(resumed)-1+j]
+	// The prefill's own rounding: the resumed prompt batched against one
+	// token at a time, in this model's kernels.
+	batched, err := m.NewSession().Forward(t.Context(), resumed, true)
+	require.NoError(t, err)
+	s := m.NewSession()
+	e := 0.0
+	for i, id := range resumed {
+		row, err := s.Forward(t.Context(), []int{id}, false)
+		require.NoError(t, err)
+		d, _ := maxAbsDiff(row[0], batched[i])
+		e = max(e, d)
+	}
+	d, _ := maxAbsDiff(a, b)
+	pos := len(resumed) + j
+	z := &sampler{opts: o}
+	t.Logf("%+v: resumed after %d tokens parts at output %d (%d vs %d): rows %.3g apart, prefill batched vs per token %.3g",
+		o, cut, cut+j, want[cut+j], rest[j], d, e)
+	require.Equal(t, want[cut+j], z.pick(a, pos), "%+v: the uninterrupted row's draw", o)
+	require.Equal(t, rest[j], z.pick(b, pos), "%+v: the resumed row's draw", o)
+	require.LessOrEqual(t, d, selfTol(e), "%+v: resumed after %d tokens: rows further apart than rounding", o, cut)
 }
 
 // sampleRun generates n tokens from prompt in a fresh session whose

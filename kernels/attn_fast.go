@@ -59,3 +59,27 @@ func deltaRuleC(isa int, r DeltaRule) {
 		f32p(r.S0), f32p(r.S), C.int64_t(r.T), C.int64_t(r.D), C.int64_t(r.Stride), C.int64_t(r.DecayStride),
 		C.int64_t(r.BetaStride))
 }
+
+// shortConv runs the instruction set's C kernel on the caller's
+// goroutine: the engine spreads the channels over the cores.
+func (b *fastBackend) shortConv(c ShortConv) { shortConvC(b.isa, c) }
+
+// shortConvFastest is the C kernel of this CPU's fastest instruction set.
+func shortConvFastest(c ShortConv) { shortConvC(fastISAs()[0].isa, c) }
+
+func shortConvC(isa int, c ShortConv) {
+	C.df_short_conv(C.int(isa), f32p(c.Y), f32p(c.X), f32p(c.W), f32p(c.State), C.int64_t(c.T), C.int64_t(c.P),
+		C.int64_t(c.K), C.int64_t(c.C0), C.int64_t(c.C1))
+}
+
+// elementwise runs the instruction set's C kernel on the caller's
+// goroutine: the engine calls it on rows it has already spread over the
+// cores.
+func (b *fastBackend) elementwise(op ElemOp, dst, x []float32) { elementwiseC(b.isa, op, dst, x) }
+
+// elementwiseFastest is the C kernel of this CPU's fastest instruction set.
+func elementwiseFastest(op ElemOp, dst, x []float32) { elementwiseC(fastISAs()[0].isa, op, dst, x) }
+
+func elementwiseC(isa int, op ElemOp, dst, x []float32) {
+	C.df_elementwise(C.int(isa), C.int(op), f32p(dst), f32p(x), C.int64_t(len(x)))
+}

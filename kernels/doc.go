@@ -19,8 +19,10 @@
 // one dot product by one thread, so results do not depend on the thread
 // count. Besides the products, two pieces of the engine's layers run here
 // for their SIMD kernels: tiled attention (attn.go; a GPU has a shader of
-// its own) and the KDA delta rule (deltarule.go, on the CPU whatever the
-// backend). Default picks the fastest CPU backend; ByName("ref") and the
+// its own), the KDA delta rule (deltarule.go) and the KDA short conv +
+// SiLU (shortconv.go), and the elementwise exp and σ of the engine's
+// gates and decays (elementwise.go), the last three on the CPU whatever
+// the backend. Default picks the fastest CPU backend; ByName("ref") and the
 // app's DELTAFIN_KERNELS pick another.
 //
 // GPU backends (kernels/vulkan, kernels/metal over kernels/gpu) register

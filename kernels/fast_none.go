@@ -30,3 +30,9 @@ func fmaLoopISA(_, n int, a, b float32) (int, float64) { return fmaGo(n, a, b) }
 
 // deltaRuleFastest is the reference twin: there is no C kernel here.
 func deltaRuleFastest(r DeltaRule) { deltaRuleRef(r) }
+
+// shortConvFastest is the reference twin: there is no C kernel here.
+func shortConvFastest(c ShortConv) { shortConvRef(c) }
+
+// elementwiseFastest is the reference twin: there is no C kernel here.
+func elementwiseFastest(op ElemOp, dst, x []float32) { elementwiseRef(op, dst, x) }

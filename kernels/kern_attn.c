@@ -89,3 +89,42 @@ void df_delta_rule(int isa, float *o, const float *q, const float *k, const floa
 	}
 	df_delta_rule_generic(o, q, k, v, decay, beta, s0, s, T, d, stride, dstride, bstride);
 }
+
+void df_short_conv(int isa, float *y, const float *x, const float *w, float *st, int64_t T, int64_t P, int64_t K,
+                   int64_t c0, int64_t c1) {
+	switch (isa) {
+#if defined(__x86_64__)
+	case DF_ISA_AVX512:
+		df_short_conv_avx512(y, x, w, st, T, P, K, c0, c1);
+		return;
+	case DF_ISA_AVX2:
+		df_short_conv_avx2(y, x, w, st, T, P, K, c0, c1);
+		return;
+#endif
+#if defined(__aarch64__)
+	case DF_ISA_NEON:
+		df_short_conv_neon(y, x, w, st, T, P, K, c0, c1);
+		return;
+#endif
+	}
+	df_short_conv_generic(y, x, w, st, T, P, K, c0, c1);
+}
+
+void df_elementwise(int isa, int op, float *dst, const float *x, int64_t n) {
+	switch (isa) {
+#if defined(__x86_64__)
+	case DF_ISA_AVX512:
+		df_elementwise_avx512(op, dst, x, n);
+		return;
+	case DF_ISA_AVX2:
+		df_elementwise_avx2(op, dst, x, n);
+		return;
+#endif
+#if defined(__aarch64__)
+	case DF_ISA_NEON:
+		df_elementwise_neon(op, dst, x, n);
+		return;
+#endif
+	}
+	df_elementwise_generic(op, dst, x, n);
+}

@@ -26,6 +26,18 @@ void df_delta_rule(int isa, float *o, const float *q, const float *k, const floa
                    const float *beta, const float *s0, float *s, int64_t T, int64_t d, int64_t stride,
                    int64_t dstride, int64_t bstride);
 
+// df_short_conv: the causal short convolution + SiLU of channels [c0, c1)
+// over T tokens (shortconv.go's ShortConv): x, y [T, P], w [P, K], the
+// window st [P, K-1] updated in place.
+void df_short_conv(int isa, float *y, const float *x, const float *w, float *st, int64_t T, int64_t P, int64_t K,
+                   int64_t c0, int64_t c1);
+
+// df_elementwise: dst[i] = op(x[i]) for n floats (elementwise.go's
+// ElemOp: DF_ELEM_EXP e^x for x ≤ 0, DF_ELEM_SIGMOID σ(x)).
+#define DF_ELEM_EXP 1
+#define DF_ELEM_SIGMOID 2
+void df_elementwise(int isa, int op, float *dst, const float *x, int64_t n);
+
 #define DF_ATTN_DECL(SUFFIX)                                                                                          \
 	void df_attn_block_##SUFFIX(const float *q, const float *k, const float *v, float *dst, int64_t past, int64_t nh, \
 	                            int64_t qk, int64_t dv, float scale, int64_t h, int64_t i0, int64_t i1, float *scratch); \
@@ -33,7 +45,10 @@ void df_delta_rule(int isa, float *o, const float *q, const float *k, const floa
 	                      float *c, int64_t ldc, int acc);                                                       \
 	void df_delta_rule_##SUFFIX(float *o, const float *q, const float *k, const float *v, const float *decay,         \
 	                            const float *beta, const float *s0, float *s, int64_t T, int64_t d, int64_t stride,  \
-	                            int64_t dstride, int64_t bstride);
+	                            int64_t dstride, int64_t bstride);                                     \
+	void df_short_conv_##SUFFIX(float *y, const float *x, const float *w, float *st, int64_t T, int64_t P,           \
+	                            int64_t K, int64_t c0, int64_t c1);                                             \
+	void df_elementwise_##SUFFIX(int op, float *dst, const float *x, int64_t n);
 DF_ATTN_DECL(generic)
 #if defined(__x86_64__)
 DF_ATTN_DECL(avx2)

@@ -372,6 +372,119 @@ ATTN_ATTR void FN(df_delta_rule)(float *o, const float *q, const float *k, const
 	for (j += rest * W; j < d; j++) FN(dr_col)(o, q, k, v, decay, beta, s0, s, T, d, stride, dstride, bstride, j);
 }
 
+// The causal short convolution + SiLU (kernels/shortconv.go): channels
+// [c0, c1) of x [T, P], weights w [P, K], the window st [P, K−1]. Channels
+// go DF_CONV_CB at a time: the chunk's weights transposed to tap-major on
+// the stack (one vector per tap), then token by token its vectors, each
+// reading the K rows of x (or the window, before token 0) that end at t.
+// Every lane, the tail's included (loaded into a zero-padded vector), runs
+// the same vector arithmetic, so a channel's bits do not depend on where
+// the caller's range puts it, nor on T.
+#define DF_CONV_CB 256
+
+// ldn loads n ≤ W floats at stride sp into the low lanes of a zeroed
+// vector: a data move, no arithmetic.
+ATTN_ATTR static inline VF FN(ldn)(const float *p, int64_t sp, int64_t n) {
+	float b[W] = {0};
+	for (int64_t u = 0; u < n; u++) b[u] = p[u * sp];
+	return FN(ldu)(b);
+}
+
+// vexpneg is e^a for a ≤ 0 by Cephes' expf (n = round(a·log2 e), the
+// remainder a − n·ln 2 in two parts, a degree-5 polynomial): about 1 ulp,
+// where 2^(a·log2 e) would lose |a|·2^−24 to the product's rounding. It
+// is 0 where e^a is below fp32's normal range (a < −87.3).
+ATTN_ATTR static inline VF FN(vexpneg)(VF a) {
+	const VF one = FN(bc)(1.0f);
+	const VI live = (VI)(a >= FN(bc)(-87.33654f));
+	const VF x0 = VMAX(a, FN(bc)(-87.33654f));
+	VF t = VFMA(x0, FN(bc)(1.44269504088896341f), FN(bc)(12582912.0f)); // low bits: n = round(a·log2 e)
+	const VF n = t - FN(bc)(12582912.0f);
+	VF x = VFMA(n, FN(bc)(-0.693359375f), x0);
+	x = VFMA(n, FN(bc)(2.12194440e-4f), x);
+	VF p = FN(bc)(1.9875691500e-4f);
+	p = VFMA(p, x, FN(bc)(1.3981999507e-3f));
+	p = VFMA(p, x, FN(bc)(8.3334519073e-3f));
+	p = VFMA(p, x, FN(bc)(4.1665795894e-2f));
+	p = VFMA(p, x, FN(bc)(1.6666665459e-1f));
+	p = VFMA(p, x, FN(bc)(5.0000001201e-1f));
+	VF y = VFMA(p, x * x, x + one);
+	const VI e2n = ((VI)t - (0x4B400000 - 127)) << 23;
+	return (VF)((VI)(y * (VF)e2n) & live);
+}
+
+// vsigm is σ(s) = 1/(1+e^−|s|) for s ≥ 0 and e^−|s|/(1+e^−|s|) below, so
+// that e = e^−|s| ≤ 1 never overflows: large s give σ = 1, and a large
+// negative s gives 0 (e is 0 past fp32's normal range), never NaN.
+ATTN_ATTR static inline VF FN(vsigm)(VF s) {
+	const VF one = FN(bc)(1.0f), ns = -s;
+	const VF e = FN(vexpneg)(-VMAX(s, ns));
+	const VI pos = (VI)(s >= FN(bc)(0.0f));
+	const VF num = (VF)(((VI)one & pos) | ((VI)e & ~pos));
+	return num / (one + e);
+}
+
+// vsilu is s·σ(s).
+ATTN_ATTR static inline VF FN(vsilu)(VF s) { return s * FN(vsigm)(s); }
+
+ATTN_ATTR void FN(df_short_conv)(float *y, const float *x, const float *w, float *st, int64_t T, int64_t P,
+                                 int64_t K, int64_t c0, int64_t c1) {
+	const int64_t ks = K - 1;
+	for (int64_t cc = c0; cc < c1; cc += DF_CONV_CB) {
+		const int64_t nc = c1 - cc < DF_CONV_CB ? c1 - cc : DF_CONV_CB;
+		const int64_t nvec = (nc + W - 1) / W;
+		float wt[K][DF_CONV_CB + W]; // tap-major, zero past nc
+		for (int64_t j = 0; j < K; j++) {
+			for (int64_t u = 0; u < nc; u++) wt[j][u] = w[(cc + u) * K + j];
+			for (int64_t u = nc; u < nvec * W; u++) wt[j][u] = 0;
+		}
+		for (int64_t t = 0; t < T; t++) {
+			for (int64_t v = 0; v < nvec; v++) {
+				const int64_t c = cc + v * W, m = nc - v * W < W ? nc - v * W : W;
+				VF acc = FN(bc)(0.0f);
+				for (int64_t j = 0; j < K; j++) {
+					const int64_t tt = t - ks + j; // < 0: the window's slot ks + tt
+					VF in;
+					if (tt >= 0)
+						in = m == W ? FN(ldu)(x + tt * P + c) : FN(ldn)(x + tt * P + c, 1, m);
+					else
+						in = FN(ldn)(st + c * ks + ks + tt, ks, m);
+					acc = VFMA(in, FN(ldu)(&wt[j][v * W]), acc);
+				}
+				const VF o = FN(vsilu)(acc);
+				if (m == W)
+					FN(stu)(y + t * P + c, o);
+				else
+					for (int64_t u = 0; u < m; u++) y[t * P + c + u] = o[u];
+			}
+		}
+		// The new window: slot i is time T−ks+i, the old window's slot
+		// i+T before token 0 (ahead of i, so in place is safe).
+		for (int64_t c = cc; c < cc + nc; c++)
+			for (int64_t i = 0; i < ks; i++) {
+				const int64_t tt = T - ks + i;
+				st[c * ks + i] = tt >= 0 ? x[tt * P + c] : st[c * ks + ks + tt];
+			}
+	}
+}
+#undef DF_CONV_CB
+
+// df_elementwise (kernels/elementwise.go): dst[i] = op(x[i]) for n
+// floats, e^x (x ≤ 0: the decays) or σ(x), a vector at a time; the tail
+// goes through the same vector arithmetic (zero-padded), so an element's
+// bits do not depend on its place in the call, nor on n.
+ATTN_ATTR void FN(df_elementwise)(int op, float *dst, const float *x, int64_t n) {
+	for (int64_t i = 0; i < n; i += W) {
+		const int64_t m = n - i < W ? n - i : W;
+		const VF in = m == W ? FN(ldu)(x + i) : FN(ldn)(x + i, 1, m);
+		const VF o = op == DF_ELEM_EXP ? FN(vexpneg)(in) : FN(vsigm)(in);
+		if (m == W)
+			FN(stu)(dst + i, o);
+		else
+			for (int64_t u = 0; u < m; u++) dst[i + u] = o[u];
+	}
+}
+
 #undef R
 #undef KB
 #undef FN

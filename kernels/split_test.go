@@ -340,3 +340,25 @@ func TestDeltaRuleOnTheCPU(t *testing.T) {
 	var calls []int
 	require.Equal(t, run(cpu), run(counting{Ref(), &calls}), "a backend without a kernel")
 }
+
+// TestShortConvOnTheCPU: a split backend runs the short conv with its
+// decode side's kernel, bit for bit, and a backend with no kernel of its
+// own gets this CPU's fastest one.
+func TestShortConvOnTheCPU(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(9, 10))
+	const T, P, K = 6, 45, 4
+	x, w, st := randVec(rng, T*P), randVec(rng, P*K), randVec(rng, P*(K-1))
+	run := func(be Backend) []float32 {
+		y, s := make([]float32, T*P), append([]float32(nil), st...)
+		RunShortConv(be, ShortConv{Y: y, X: x, W: w, State: s, T: T, P: P, K: K, C0: 0, C1: P})
+		return append(y, s...)
+	}
+	cpu := Default()
+	for _, s := range []Backend{Split(Ref(), cpu), Accelerate(Ref(), cpu, DefaultAccelOptions())} {
+		require.Equal(t, run(cpu), run(s), s.Name())
+	}
+	require.Equal(t, run(Ref()), run(Split(cpu, Ref())), "the decode side, not the prefill")
+	var calls []int
+	require.Equal(t, run(cpu), run(counting{Ref(), &calls}), "a backend without a kernel")
+}
