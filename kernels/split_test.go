@@ -332,13 +332,7 @@ func TestDeltaRuleOnTheCPU(t *testing.T) {
 		RunDeltaRule(be, DeltaRule{O: o, Q: q, K: k, V: v, Decay: dec, Beta: beta, S0: s0, S: s, T: T, D: d, Stride: d, DecayStride: d, BetaStride: 1})
 		return append(o, s...)
 	}
-	cpu := Default()
-	for _, s := range []Backend{Split(Ref(), cpu), Accelerate(Ref(), cpu, DefaultAccelOptions())} {
-		require.Equal(t, run(cpu), run(s), s.Name())
-	}
-	require.Equal(t, run(Ref()), run(Split(cpu, Ref())), "the decode side, not the prefill")
-	var calls []int
-	require.Equal(t, run(cpu), run(counting{Ref(), &calls}), "a backend without a kernel")
+	requireOnTheCPU(t, run)
 }
 
 // TestShortConvOnTheCPU: a split backend runs the short conv with its
@@ -354,6 +348,14 @@ func TestShortConvOnTheCPU(t *testing.T) {
 		RunShortConv(be, ShortConv{Y: y, X: x, W: w, State: s, T: T, P: P, K: K, C0: 0, C1: P})
 		return append(y, s...)
 	}
+	requireOnTheCPU(t, run)
+}
+
+// requireOnTheCPU: run, a CPU-only kernel over a backend, gives the bits of
+// this CPU's fastest kernel through a split (its decode side, not its
+// prefill side) and through a backend with no kernel of its own.
+func requireOnTheCPU(t *testing.T, run func(Backend) []float32) {
+	t.Helper()
 	cpu := Default()
 	for _, s := range []Backend{Split(Ref(), cpu), Accelerate(Ref(), cpu, DefaultAccelOptions())} {
 		require.Equal(t, run(cpu), run(s), s.Name())
