@@ -7,19 +7,31 @@
 # carried with the working tree:
 #   bin/gpu/vulkan.test   go test -c -tags slow ./kernels/vulkan (dlopens libvulkan.so.1)
 #   bin/gpu/deltafin      go build .
+#                         (each stripped and gzipped, NAME.gz, to fit the
+#                         device tool's 64 MiB; unpacked into $bin here)
 #   .gl/*.deb             libvulkan1 (the loader), used only when the machine
 #                         has none: unpacked into / and registered with ldconfig
+#   bin/gpu/deltafin-base optional: the same command built from the commit
+#                         before a change (`make gpu-bundle BASE=REV`), timed
+#                         beside it in the same lease (a speed is claimed
+#                         only against a limit or a base measured in one run)
 # Run from the repository root (the tests read testdata/):
 #   OUT=/some/dir kernels/vulkan/device_bench.sh
 # Outputs: env.txt (loader, ICD, GPU), conformance.txt (go test -v output),
 # bench.json ("auto": on a machine with a GPU, kernels.Accelerate over the
 # GPU and the CPU, with every GPU backend under "gpu"), bench.txt (the same
-# as a table), bench_cpu.json (the CPU kernels alone).
+# as a table), bench_cpu.json (the CPU kernels alone); with a base binary,
+# bench_base.json, and slice_{auto,cpu}{,_base}.txt: `bench slice
+# --moe-layers 1 --prefill $PREFILL` (4,096 unless set) with each.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:?set OUT to the results folder}
 mkdir -p "$out"
 cd "$root"
+bin=$(mktemp -d)
+for f in bin/gpu/*.gz; do
+	[ -e "$f" ] && zcat "$f" >"$bin/$(basename "$f" .gz)" && chmod +x "$bin/$(basename "$f" .gz)"
+done
 
 {
 	echo "== host"; uname -a; nproc
@@ -44,16 +56,31 @@ cd "$root"
 } >"$out/env.txt" 2>&1 # a group, not a subshell: the exports stay
 # Conformance (the package's tests, the engine's exactness on the tiny
 # checkpoints included), run from the package folder as go test would.
-(cd kernels/vulkan && "$root/bin/gpu/vulkan.test" -test.v -test.count=1 -test.timeout 8m) >"$out/conformance.txt" 2>&1
+(cd kernels/vulkan && "$bin/vulkan.test" -test.v -test.count=1 -test.timeout 8m) >"$out/conformance.txt" 2>&1
 echo "conformance exit $?" >>"$out/env.txt"
 grep -m1 'device ' "$out/conformance.txt" >>"$out/env.txt"
 
 # Speed: the default ("auto") backend with every GPU backend present beside
 # it, as JSON and as a table, then the CPU kernels alone.
-bin/gpu/deltafin bench kernels --json >"$out/bench.json" 2>>"$out/env.txt"
+"$bin/deltafin" bench kernels --json >"$out/bench.json" 2>>"$out/env.txt"
 echo "bench exit $?" >>"$out/env.txt"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); [print(g.get("device","main"), g["backend"], k["name"], k["threads"], round(k["gbps"],1)) for g in [r]+r.get("gpu",[]) for k in g["kernels"]]' "$out/bench.json" >"$out/bench.txt" 2>&1 || true
-DELTAFIN_KERNELS=cpu bin/gpu/deltafin bench kernels --json >"$out/bench_cpu.json" 2>>"$out/env.txt"
+DELTAFIN_KERNELS=cpu "$bin/deltafin" bench kernels --json >"$out/bench_cpu.json" 2>>"$out/env.txt"
 echo "bench cpu exit $?" >>"$out/env.txt"
 tail -3 "$out/conformance.txt"
 cat "$out/env.txt" | tail -5
+
+# A base binary: the same kernels and the K3 slice's prompt with it and
+# with this one, alternating, in the same lease.
+if [ -x "$bin/deltafin-base" ]; then
+	"$bin/deltafin-base" bench kernels --json >"$out/bench_base.json" 2>>"$out/env.txt"
+	echo "bench base exit $?" >>"$out/env.txt"
+	for k in auto cpu; do
+		for b in "" _base; do
+			DELTAFIN_KERNELS=$k "$bin/deltafin$(echo $b | tr _ -)" bench slice --moe-layers 1 --engine-plan natural \
+				--prefill "${PREFILL:-4096}" >"$out/slice_$k$b.txt" 2>&1
+			echo "slice $k$b exit $?" >>"$out/env.txt"
+			grep -m1 "^prefill of" "$out/slice_$k$b.txt" >>"$out/env.txt"
+		done
+	done
+fi
