@@ -58,9 +58,10 @@ func TestEngineReferenceOnVulkan(t *testing.T) {
 // and the attention on the device (Accelerate with thresholds of 2: the
 // tiles of mmbig and mmtile, attention over two submissions of rows) and
 // holds the logits at every position to the same prompt prefilled on the
-// CPU backend, within the 2e-3 the reference tests allow each of them; the
-// CPU's prefill is itself held to decode and to the reference by the
-// engine's tests.
+// CPU backend, within the 2e-3 the reference tests allow each of them, up
+// to where the CPU's own kernels part at a near-tie (below); the CPU's
+// prefill is itself held to decode and to the reference by the engine's
+// tests.
 func TestLongPromptOnVulkan(t *testing.T) {
 	be, err := vulkan.Open()
 	require.NoError(t, err)
@@ -75,7 +76,11 @@ func TestLongPromptOnVulkan(t *testing.T) {
 	for _, dir := range []string{"k3-tiny", filepath.Join("kimi-linear-tiny", "hf")} {
 		t.Run(dir, func(t *testing.T) {
 			rows := map[string][][]float32{}
-			for name, b := range map[string]kernels.Backend{"gpu": kernels.Accelerate(be, kernels.Default(), every), "cpu": kernels.Default()} {
+			backends := map[string]kernels.Backend{"gpu": kernels.Accelerate(be, kernels.Default(), every), "cpu": kernels.Default()}
+			if c, err := kernels.ByName("c"); err == nil && kernels.Default().Name() != "c" {
+				backends["c"] = c
+			}
+			for name, b := range backends {
 				m, err := engine.Open(t.Context(), filepath.Join(td, dir), engine.Options{Backend: b})
 				require.NoError(t, err)
 				rows[name], err = m.NewSession().Forward(t.Context(), ids, true)
@@ -83,11 +88,29 @@ func TestLongPromptOnVulkan(t *testing.T) {
 				require.NoError(t, err)
 				require.Len(t, rows[name], n)
 			}
+			// The CPU's own two kernels, the fastest and the portable C,
+			// agree up to agree: past a position where they part, a
+			// router's near-tie went two ways on the CPU itself (k3-tiny
+			// at position 677 of this prompt, each backend within the
+			// reference tests' bounds), and every later position follows
+			// it. The GPU is held to the positions before (the
+			// attention's second submission of rows, past 1,024, is held
+			// to the reference by TestAttentionWideHeads).
+			agree := n
+			if c, ok := rows["c"]; ok {
+				for i := range n {
+					if maxAbsDiff(c[i], rows["cpu"][i]) > 2e-3 {
+						agree = i
+						break
+					}
+				}
+			}
+			require.GreaterOrEqual(t, agree, n/2, "the CPU's own kernels part too early to hold the GPU to much")
 			worst := 0.0
-			for i := range n {
+			for i := range agree {
 				worst = max(worst, maxAbsDiff(rows["gpu"][i], rows["cpu"][i]))
 			}
-			t.Logf("max |Δlogit| over %d positions = %.3g", n, worst)
+			t.Logf("max |Δlogit| over %d positions = %.3g (the CPU's kernels agree on %d)", agree, worst, agree)
 			require.LessOrEqual(t, worst, 2e-3)
 		})
 	}
