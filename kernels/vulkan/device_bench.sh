@@ -23,7 +23,11 @@
 # as a table), bench_cpu.json (the CPU kernels alone); with a base binary,
 # bench_base.json, and slice_{auto,cpu}{,_base}.txt: `bench slice
 # --moe-layers 1 --prefill $PREFILL` (4,096 unless set) with each.
+# PHASE=kernels stops after the CPU kernels' bench, PHASE=slice skips to the
+# base binary (the device tool runs 10 minutes a call; the machine stays warm
+# between two calls made back to back).
 set -u
+phase=${PHASE:-all}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:?set OUT to the results folder}
 mkdir -p "$out"
@@ -54,6 +58,7 @@ done
 	echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-} VK_ICD_FILENAMES=${VK_ICD_FILENAMES:-}"
 	[ -n "${VK_DRIVER_FILES:-}" ] && cat "$VK_DRIVER_FILES"
 } >"$out/env.txt" 2>&1 # a group, not a subshell: the exports stay
+if [ "$phase" != slice ]; then
 # Conformance (the package's tests, the engine's exactness on the tiny
 # checkpoints included), run from the package folder as go test would.
 (cd kernels/vulkan && "$bin/vulkan.test" -test.v -test.count=1 -test.timeout 8m) >"$out/conformance.txt" 2>&1
@@ -69,6 +74,8 @@ DELTAFIN_KERNELS=cpu "$bin/deltafin" bench kernels --json >"$out/bench_cpu.json"
 echo "bench cpu exit $?" >>"$out/env.txt"
 tail -3 "$out/conformance.txt"
 cat "$out/env.txt" | tail -5
+fi
+[ "$phase" = kernels ] && exit 0
 
 # A base binary: the same kernels and the K3 slice's prompt with it and
 # with this one, alternating, in the same lease.
