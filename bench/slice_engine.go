@@ -152,9 +152,14 @@ type PrefillResult struct {
 	DiskIdle   float64 `json:"disk_idle_s"`
 	// Open is the model's open (engine.OpenStats): index and validation,
 	// then the pinned spine read and checked; PinnedGBps its rate.
-	Open       engine.OpenStats `json:"open"`
-	OpenTotal  float64          `json:"open_s"`
-	PinnedGBps float64          `json:"pinned_gb_per_s"`
+	Open      engine.OpenStats `json:"open"`
+	OpenTotal float64          `json:"open_s"`
+	// Preload is how long the pinned spine's copy to a GPU that keeps it
+	// (engine.Model.WaitPreload) went on after the open; the prompt starts
+	// once it is done, as a user's does once the app has loaded the model,
+	// so the TTFT is a ready model's. 0 without such a GPU.
+	Preload    float64 `json:"preload_s"`
+	PinnedGBps float64 `json:"pinned_gb_per_s"`
 	// Routes is where the prompt's batched products and attention ran and
 	// for how long (kernels.Routes), on a split backend ("auto" with a
 	// GPU); absent on the CPU alone.
@@ -184,6 +189,12 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan experts.Budge
 	if r.Open.PinnedSeconds > 0 {
 		r.PinnedGBps = float64(r.Open.PinnedBytes) / r.Open.PinnedSeconds / 1e9
 	}
+	waited := time.Now()
+	if err := m.WaitPreload(ctx); err != nil {
+		m.Close()
+		return r, err
+	}
+	r.Preload = time.Since(waited).Seconds()
 	rng := rand.New(rand.NewPCG(o.Seed, 0x9EF1))
 	prompt := make([]int, o.Prefill)
 	for i := range prompt {

@@ -256,38 +256,51 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 		// (gpu), in order, while the CPU runs the others here: each side's
 		// is one product at a time, and the plan, from the positions
 		// alone, not the overlap, decides which side computes an expert.
+		// The GPU's are queued first, as their bytes arrive, so that it
+		// is busy from the group's start rather than waiting behind the
+		// CPU's experts that precede its own in the group (on the H200
+		// host a 4,096-token prompt's GPU experts took 20 ms a call
+		// against 5 alone); the order changes no bits (each expert's
+		// rows of ys are its own).
+		ex0, err := m.waitExpert(ctx, batch, 0, idle)
+		if err != nil {
+			batch.release()
+			return nil, err
+		}
+		ns := make([]int, len(group))
+		for j, id := range group {
+			ns[j] = len(work.users[id])
+		}
+		plan := kernels.PlanExperts(be, ex0, ns)
 		var gpu offload
-		var plan []bool
-		for i, id := range group {
-			ex, err := m.waitExpert(ctx, batch, i, idle)
-			if err != nil {
-				gpu.wait()
-				batch.release()
-				return nil, err
-			}
-			if plan == nil {
-				ns := make([]int, len(group))
-				for j, id := range group {
-					ns[j] = len(work.users[id])
+		for _, side := range []bool{true, false} {
+			for i, id := range group {
+				if plan[i] != side {
+					continue
 				}
-				plan = kernels.PlanExperts(be, ex, ns)
-			}
-			u, onGPU := work.users[id], plan[i]
-			run := func() {
-				in := make([]float32, len(u)*D) // [len(u), D] the rows of z that chose id
-				for i, tk := range u {
-					copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
+				ex, err := m.waitExpert(ctx, batch, i, idle)
+				if err != nil {
+					gpu.wait()
+					batch.release()
+					return nil, err
 				}
-				y := make([]float32, len(u)*D)
-				kernels.ExpertFFNOn(be, onGPU, y, ex, c.Act, in, len(u))
-				for i, tk := range u {
-					copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
+				u, onGPU := work.users[id], plan[i]
+				run := func() {
+					in := make([]float32, len(u)*D) // [len(u), D] the rows of z that chose id
+					for i, tk := range u {
+						copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
+					}
+					y := make([]float32, len(u)*D)
+					kernels.ExpertFFNOn(be, onGPU, y, ex, c.Act, in, len(u))
+					for i, tk := range u {
+						copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
+					}
 				}
-			}
-			if onGPU {
-				gpu.do(run)
-			} else {
-				run()
+				if onGPU {
+					gpu.do(run, len(group))
+				} else {
+					run()
+				}
 			}
 		}
 		gpu.wait()
@@ -297,15 +310,16 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 }
 
 // offload runs funcs in the order given on one goroutine of its own,
-// started by the first; wait returns once every one has run.
+// started by the first, which says how many may wait in line (do never
+// blocks before that many); wait returns once every one has run.
 type offload struct {
 	ch   chan func()
 	done chan struct{}
 }
 
-func (o *offload) do(f func()) {
+func (o *offload) do(f func(), queue int) {
 	if o.ch == nil {
-		o.ch, o.done = make(chan func(), experts.MaxTopK), make(chan struct{})
+		o.ch, o.done = make(chan func(), queue), make(chan struct{})
 		go func() {
 			for f := range o.ch {
 				f()

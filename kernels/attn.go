@@ -203,7 +203,7 @@ func (s split) Attention(ctx context.Context, a Attn) error {
 		be = s.prefill
 	}
 	if a.T > 1 {
-		defer s.meter.time(gpu, kindAttention)()
+		defer s.meter.time(gpu, kindAttention, a.T)()
 	}
 	return Attention(ctx, be, a)
 }

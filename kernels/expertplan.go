@@ -63,7 +63,7 @@ func ExpertFFNOn(be Backend, gpu bool, dst []float32, e Expert, act Activation, 
 		side = s.prefill
 	}
 	if n > 1 {
-		defer s.meter.time(gpu, kindExperts)()
+		defer s.meter.time(gpu, kindExperts, n)()
 	}
 	side.ExpertFFN(dst, e, act, x, n)
 }

@@ -59,6 +59,7 @@ func TestExpertFFNOnRunsWhereTold(t *testing.T) {
 	require.Equal(t, []int{-5}, cpu)
 	require.Equal(t, int64(1), d.GPU.Experts.Calls)
 	require.Equal(t, int64(1), d.CPU.Experts.Calls)
+	require.Equal(t, int64(5), d.CPU.Experts.Positions)
 
 	ExpertFFNOn(Ref(), true, got, e, act, x, 5) // not a split: itself
 	require.Equal(t, want, got)

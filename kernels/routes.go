@@ -30,16 +30,21 @@ type RouteSide struct {
 	MatMul, Experts, Attention RouteCount
 }
 
-// RouteCount is a number of calls and the seconds they took.
+// RouteCount is a number of calls, the positions they carried (for the
+// experts: what PlanExperts' cost model is fitted to) and the seconds
+// they took.
 type RouteCount struct {
-	Calls   int64   `json:"calls"`
-	Seconds float64 `json:"seconds"`
+	Calls     int64   `json:"calls"`
+	Positions int64   `json:"positions"`
+	Seconds   float64 `json:"seconds"`
 }
 
 // Sub is r less an earlier snapshot.
 func (r RouteStats) Sub(o RouteStats) RouteStats {
 	sub := func(a, b RouteSide) RouteSide {
-		c := func(x, y RouteCount) RouteCount { return RouteCount{x.Calls - y.Calls, x.Seconds - y.Seconds} }
+		c := func(x, y RouteCount) RouteCount {
+			return RouteCount{x.Calls - y.Calls, x.Positions - y.Positions, x.Seconds - y.Seconds}
+		}
 		return RouteSide{c(a.MatMul, b.MatMul), c(a.Experts, b.Experts), c(a.Attention, b.Attention)}
 	}
 	d := RouteStats{GPU: sub(r.GPU, o.GPU), CPU: sub(r.CPU, o.CPU)}
@@ -69,7 +74,7 @@ func Routes(be Backend) (RouteStats, bool) {
 
 // routeMeter counts a split's calls; shared by the split's copies.
 type routeMeter struct {
-	c [2][3]struct{ calls, nanos atomic.Int64 }
+	c [2][3]struct{ calls, positions, nanos atomic.Int64 }
 }
 
 // The kinds of call a routeMeter counts.
@@ -79,9 +84,9 @@ const (
 	kindAttention
 )
 
-// time returns a func that records one call of kind on the GPU side (gpu)
-// or the CPU's, begun now.
-func (m *routeMeter) time(gpu bool, kind int) func() {
+// time returns a func that records one call of kind over n positions on
+// the GPU side (gpu) or the CPU's, begun now.
+func (m *routeMeter) time(gpu bool, kind, n int) func() {
 	if m == nil {
 		return func() {}
 	}
@@ -93,6 +98,7 @@ func (m *routeMeter) time(gpu bool, kind int) func() {
 	return func() {
 		c := &m.c[side][kind]
 		c.calls.Add(1)
+		c.positions.Add(int64(n))
 		c.nanos.Add(int64(time.Since(start)))
 	}
 }
@@ -100,7 +106,8 @@ func (m *routeMeter) time(gpu bool, kind int) func() {
 func (m *routeMeter) snapshot() RouteStats {
 	side := func(i int) RouteSide {
 		c := func(k int) RouteCount {
-			return RouteCount{m.c[i][k].calls.Load(), time.Duration(m.c[i][k].nanos.Load()).Seconds()}
+			c := &m.c[i][k]
+			return RouteCount{c.calls.Load(), c.positions.Load(), time.Duration(c.nanos.Load()).Seconds()}
 		}
 		return RouteSide{c(kindMatMul), c(kindExperts), c(kindAttention)}
 	}

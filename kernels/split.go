@@ -146,7 +146,7 @@ func (s split) MatMul(dst []float32, w Matrix, x []float32, n int) {
 		be = s.prefill
 	}
 	if n > 1 {
-		defer s.meter.time(gpu, kindMatMul)()
+		defer s.meter.time(gpu, kindMatMul, n)()
 	}
 	be.MatMul(dst, w, x, n)
 }
@@ -157,7 +157,7 @@ func (s split) ExpertFFN(dst []float32, e Expert, act Activation, x []float32, n
 		be = s.prefill
 	}
 	if n > 1 {
-		defer s.meter.time(gpu, kindExperts)()
+		defer s.meter.time(gpu, kindExperts, n)()
 	}
 	be.ExpertFFN(dst, e, act, x, n)
 }

@@ -287,6 +287,8 @@ func TestRoutesCountBatchedCalls(t *testing.T) {
 	d := after.Sub(before)
 	require.Equal(t, int64(2), d.GPU.MatMul.Calls, "Split sends batches to its prefill side")
 	require.Equal(t, int64(1), d.GPU.Experts.Calls)
+	require.Equal(t, int64(10), d.GPU.MatMul.Positions, "each call's positions are counted")
+	require.Equal(t, int64(5), d.GPU.Experts.Positions)
 	require.Zero(t, d.CPU.MatMul.Calls, "the single position is not counted")
 	require.Greater(t, d.GPU.Seconds(), 0.0)
 	_, ok = Routes(Ref())

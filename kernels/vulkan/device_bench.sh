@@ -25,7 +25,9 @@
 # --moe-layers 1 --prefill $PREFILL` (4,096 unless set) with each.
 # PHASE=kernels stops after the CPU kernels' bench, PHASE=slice skips to the
 # base binary (the device tool runs 10 minutes a call; the machine stays warm
-# between two calls made back to back).
+# between two calls made back to back). BASE_KERNELS=0 leaves out the base
+# binary's kernels (when only the engine changed); PROFILE=1 adds a profiled
+# auto prompt.
 set -u
 phase=${PHASE:-all}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -80,8 +82,10 @@ fi
 # A base binary: the same kernels and the K3 slice's prompt with it and
 # with this one, alternating, in the same lease.
 if [ -x "$bin/deltafin-base" ]; then
-	"$bin/deltafin-base" bench kernels --json >"$out/bench_base.json" 2>>"$out/env.txt"
-	echo "bench base exit $?" >>"$out/env.txt"
+	if [ "${BASE_KERNELS:-1}" = 1 ]; then
+		"$bin/deltafin-base" bench kernels --json >"$out/bench_base.json" 2>>"$out/env.txt"
+		echo "bench base exit $?" >>"$out/env.txt"
+	fi
 	for k in auto cpu; do
 		for b in "" _base; do
 			DELTAFIN_KERNELS=$k "$bin/deltafin$(echo $b | tr _ -)" bench slice --moe-layers 1 --engine-plan natural \
@@ -90,4 +94,10 @@ if [ -x "$bin/deltafin-base" ]; then
 			grep -m1 "^prefill of" "$out/slice_$k$b.txt" >>"$out/env.txt"
 		done
 	done
+	# PROFILE=1: once more with auto, under the CPU profiler (prof-prefill.pprof).
+	if [ "${PROFILE:-0}" = 1 ]; then
+		DELTAFIN_KERNELS=auto "$bin/deltafin" bench slice --moe-layers 1 --engine-plan natural \
+			--prefill "${PREFILL:-4096}" --cpuprofile "$out/prof" >"$out/slice_auto_prof.txt" 2>&1
+		echo "slice auto profiled exit $?" >>"$out/env.txt"
+	fi
 fi

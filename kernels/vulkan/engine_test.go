@@ -173,3 +173,24 @@ func maxAbsDiff(a, b []float32) float64 {
 	}
 	return worst
 }
+
+// TestWaitPreloadBeforeThePrompt: through Accelerate the pinned spine is
+// copied to the device from Open on; once WaitPreload returns it is there
+// (resident bytes before any pass), and the prompt that follows copies no
+// weight of its own.
+func TestWaitPreloadBeforeThePrompt(t *testing.T) {
+	be, err := vulkan.Open()
+	require.NoError(t, err)
+	every := kernels.AccelOptions{DecodeMinBytes: 0, ResidentMinPositions: 2, StreamedMinPositions: 2}
+	m, err := engine.Open(t.Context(), filepath.Join("..", "..", "testdata", "k3-tiny"), engine.Options{Backend: kernels.Accelerate(be, kernels.Default(), every)})
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.WaitPreload(t.Context()))
+	require.Positive(t, be.ResidentBytes(), "the spine is on the device before the first pass")
+	before, _ := be.Uploaded()
+	_, err = m.NewSession().Forward(t.Context(), []int{1, 2, 3, 4, 5, 6, 7, 8}, false)
+	require.NoError(t, err)
+	after, _ := be.Uploaded()
+	require.Equal(t, before, after, "the prompt found every weight on the device")
+	require.NoError(t, be.Err())
+}
