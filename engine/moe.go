@@ -258,10 +258,11 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 		// alone, not the overlap, decides which side computes an expert.
 		// The GPU's are queued first, as their bytes arrive, so that it
 		// is busy from the group's start rather than waiting behind the
-		// CPU's experts that precede its own in the group (on the H200
-		// host a 4,096-token prompt's GPU experts took 20 ms a call
-		// against 5 alone); the order changes no bits (each expert's
-		// rows of ys are its own).
+		// CPU's experts that precede its own in the group, and the CPU's
+		// leave a core or two to the goroutine feeding it
+		// (kernels.OnCPUBesideGPU); neither changes a bit (each expert's
+		// rows of ys are its own, and the CPU's kernels give the same
+		// bits on any number of threads).
 		ex0, err := m.waitExpert(ctx, batch, 0, idle)
 		if err != nil {
 			batch.release()
@@ -273,9 +274,9 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 		}
 		plan := kernels.PlanExperts(be, ex0, ns)
 		var gpu offload
-		for _, side := range []bool{true, false} {
+		for _, first := range []bool{true, false} {
 			for i, id := range group {
-				if plan[i] != side {
+				if (plan[i] == kernels.OnGPU) != first {
 					continue
 				}
 				ex, err := m.waitExpert(ctx, batch, i, idle)
@@ -284,19 +285,19 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 					batch.release()
 					return nil, err
 				}
-				u, onGPU := work.users[id], plan[i]
+				u, on := work.users[id], plan[i]
 				run := func() {
 					in := make([]float32, len(u)*D) // [len(u), D] the rows of z that chose id
 					for i, tk := range u {
 						copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
 					}
 					y := make([]float32, len(u)*D)
-					kernels.ExpertFFNOn(be, onGPU, y, ex, c.Act, in, len(u))
+					kernels.ExpertFFNOn(be, on, y, ex, c.Act, in, len(u))
 					for i, tk := range u {
 						copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
 					}
 				}
-				if onGPU {
+				if on == kernels.OnGPU {
 					gpu.do(run, len(group))
 				} else {
 					run()

@@ -16,7 +16,8 @@ import (
 // rule that lets about half of k3-tiny's experts go, and with one that
 // lets all go and has kernels.PlanExperts share them, both sides run
 // experts and the logits are those of the CPU kernels alone, bit for bit:
-// the overlap changes which goroutine computes, never what.
+// the overlap changes which goroutine computes, never what, and so does
+// the CPU's running its experts on other threads beside the GPU's.
 func TestPromptExpertsOnBothSides(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("..", "testdata", "k3-tiny")
@@ -30,12 +31,16 @@ func TestPromptExpertsOnBothSides(t *testing.T) {
 	t.Cleanup(func() { _ = alone.Close() })
 	want, err := alone.NewSession().Forward(t.Context(), ids, true)
 	require.NoError(t, err)
+	// The CPU's experts beside the GPU's run on other threads (as "auto"
+	// has them: kernels.BesideThreads), the same bits.
+	beside, err := kernels.Open("cpu", kernels.Threads(cpu)+1)
+	require.NoError(t, err)
 
 	for _, rule := range []kernels.AccelOptions{
 		{StreamedMinPositions: 38},                     // about half may go, and all that may go do
 		{StreamedMinPositions: 2, ExpertGPUSpeedup: 1}, // every one may: the plan shares them
 	} {
-		both := kernels.Accelerate(cpu, cpu, rule)
+		both := kernels.WithBeside(kernels.Accelerate(cpu, cpu, rule), beside)
 		m, err := Open(t.Context(), dir, Options{Backend: both})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = m.Close() })

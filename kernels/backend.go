@@ -94,7 +94,11 @@ func Open(name string, threads int) (Backend, error) {
 			if err != nil {
 				return nil, err
 			}
-			return Accelerate(acc, cpu, DefaultAccelOptions()), nil
+			beside, err := Open("cpu", BesideThreads(threads))
+			if err != nil {
+				return nil, err
+			}
+			return WithBeside(Accelerate(acc, cpu, DefaultAccelOptions()), beside), nil
 		}
 		fallthrough
 	case "cpu":

@@ -20,17 +20,21 @@ func TestPlanExpertsBalancesTheSides(t *testing.T) {
 	// 5 and 8 are below the rule: the CPU starts at 13. 100 → GPU (4 + 50
 	// = 54 against 113); 50 → CPU (83 against 63); 30 → GPU (73 against
 	// 93); 12 → CPU (83 against 75). The sides end at 73 and 75.
-	require.Equal(t, []bool{true, false, true, false, false, false}, PlanExperts(Accelerate(Ref(), Ref(), rule), e, ns))
+	// The CPU's run beside the GPU's.
+	G, B := OnGPU, OnCPUBesideGPU
+	require.Equal(t, []Side{G, B, G, B, B, B}, PlanExperts(Accelerate(Ref(), Ref(), rule), e, ns))
 
 	rule.ExpertGPUSpeedup = 0
-	require.Equal(t, []bool{true, true, true, false, true, false}, PlanExperts(Accelerate(Ref(), Ref(), rule), e, ns))
-	require.Equal(t, []bool{true, true, true, true, true, true}, PlanExperts(Split(Ref(), Ref()), e, ns), "Split: every batch to its prefill side")
-	require.Equal(t, make([]bool, len(ns)), PlanExperts(Ref(), e, ns))
+	require.Equal(t, []Side{G, G, G, B, G, B}, PlanExperts(Accelerate(Ref(), Ref(), rule), e, ns))
+	require.Equal(t, []Side{G, G, G, G, G, G}, PlanExperts(Split(Ref(), Ref()), e, ns), "Split: every batch to its prefill side")
+	require.Equal(t, make([]Side, len(ns)), PlanExperts(Ref(), e, ns))
+	// None on the GPU: the CPU's with every thread.
+	require.Equal(t, []Side{OnCPU, OnCPU}, PlanExperts(Accelerate(Ref(), Ref(), rule), e, []int{5, 8}))
 
 	// Ties keep the group's order, so the plan is the same every time.
 	rule.ExpertGPUSpeedup = 1
 	rule.ExpertGPUFixed = 0
-	require.Equal(t, []bool{true, false, true, false}, PlanExperts(Accelerate(Ref(), Ref(), rule), e, []int{20, 20, 20, 20}))
+	require.Equal(t, []Side{G, B, G, B}, PlanExperts(Accelerate(Ref(), Ref(), rule), e, []int{20, 20, 20, 20}))
 }
 
 // TestExpertFFNOnRunsWhereTold: ExpertFFNOn runs on the side it is given,
@@ -45,22 +49,39 @@ func TestExpertFFNOnRunsWhereTold(t *testing.T) {
 	want := make([]float32, 5*64)
 	Ref().ExpertFFN(want, e, act, x, 5)
 
-	var gpu, cpu []int
-	s := Accelerate(counting{Ref(), &gpu}, counting{Ref(), &cpu}, AccelOptions{StreamedMinPositions: 1000})
+	var gpu, cpu, beside []int
+	s := WithBeside(Accelerate(counting{Ref(), &gpu}, counting{Ref(), &cpu}, AccelOptions{StreamedMinPositions: 1000}), counting{Ref(), &beside})
 	before, _ := Routes(s)
 	got := make([]float32, 5*64)
-	ExpertFFNOn(s, true, got, e, act, x, 5) // the rule alone would keep 5 positions on the CPU
+	ExpertFFNOn(s, OnGPU, got, e, act, x, 5) // the rule alone would keep 5 positions on the CPU
 	require.Equal(t, want, got)
-	ExpertFFNOn(s, false, got, e, act, x, 5)
+	ExpertFFNOn(s, OnCPU, got, e, act, x, 5)
+	require.Equal(t, want, got)
+	ExpertFFNOn(s, OnCPUBesideGPU, got, e, act, x, 5)
 	require.Equal(t, want, got)
 	after, _ := Routes(s)
 	d := after.Sub(before)
 	require.Equal(t, []int{-5}, gpu)
 	require.Equal(t, []int{-5}, cpu)
+	require.Equal(t, []int{-5}, beside)
 	require.Equal(t, int64(1), d.GPU.Experts.Calls)
-	require.Equal(t, int64(1), d.CPU.Experts.Calls)
-	require.Equal(t, int64(5), d.CPU.Experts.Positions)
+	require.Equal(t, int64(2), d.CPU.Experts.Calls, "beside the GPU is the CPU's side")
+	require.Equal(t, int64(10), d.CPU.Experts.Positions)
 
-	ExpertFFNOn(Ref(), true, got, e, act, x, 5) // not a split: itself
+	// Without a beside backend, OnCPUBesideGPU is the CPU's own.
+	ExpertFFNOn(Accelerate(Ref(), counting{Ref(), &cpu}, AccelOptions{}), OnCPUBesideGPU, got, e, act, x, 5)
+	require.Equal(t, []int{-5, -5}, cpu)
+
+	ExpertFFNOn(Ref(), OnGPU, got, e, act, x, 5) // not a split: itself
 	require.Equal(t, want, got)
+}
+
+// TestBesideThreads: the CPU beside a GPU leaves one thread in eight (at
+// least one) to the goroutine feeding the GPU, and a machine of one or two
+// cores keeps them all.
+func TestBesideThreads(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[int]int{1: 1, 2: 2, 3: 2, 8: 7, 16: 14, 24: 21} {
+		require.Equal(t, want, BesideThreads(in), "%d threads", in)
+	}
 }

@@ -77,6 +77,26 @@ func DefaultAccelOptions() AccelOptions {
 		ExpertGPUFixed: 100, ExpertGPUSpeedup: 3.4}
 }
 
+// WithBeside returns be with beside as the CPU it runs experts on while its
+// GPU runs others of the group (OnCPUBesideGPU): the CPU backend with a
+// thread or two fewer. be unchanged when it is not Accelerate's.
+func WithBeside(be, beside Backend) Backend {
+	if s, ok := be.(split); ok && s.rule != nil {
+		s.beside = beside
+		return s
+	}
+	return be
+}
+
+// BesideThreads is the threads WithBeside's CPU keeps of threads: one in
+// eight left to feed the GPU (at least one; none below three).
+func BesideThreads(threads int) int {
+	if threads < 3 {
+		return threads
+	}
+	return threads - max(1, threads/8)
+}
+
 // matIntensity and expertIntensity are a product's FLOPs per byte of the
 // activations that cross the bus (AccelOptions.MinIntensity).
 func matIntensity(w Matrix) float64 {
@@ -104,6 +124,9 @@ func Accelerate(gpu, cpu Backend, opt AccelOptions) Backend {
 
 type split struct {
 	prefill, decode Backend
+	// beside: the decode side with fewer threads, for the CPU's experts
+	// while the GPU runs others (OnCPUBesideGPU); nil: decode.
+	beside Backend
 	// rule: Accelerate's rule; nil: every batch to prefill (Split).
 	rule *AccelOptions
 	// keeps: the prefill backend keeps keyed weights in its memory.

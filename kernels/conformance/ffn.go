@@ -31,10 +31,12 @@ func checkFFN(t *testing.T, bs []kernels.Backend, e kernels.Expert, act kernels.
 	want := make([]float32, n*dim)
 	kernels.Ref().ExpertFFN(want, e, act, x, n)
 	tol := FFNTol(e, act, x, n)
+	bits := threadBits{}
 	each(t, bs, func(t *testing.T, b kernels.Backend) {
 		got := make([]float32, n*dim)
 		b.ExpertFFN(got, e, act, x, n)
 		RequireWithin(t, want, got, tol, what)
+		bits.check(t, b, got)
 	})
 }
 

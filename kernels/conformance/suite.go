@@ -131,11 +131,28 @@ func checkMatMul(t *testing.T, bs []kernels.Backend, rng *rand.Rand, c matCase, 
 	want := make([]float32, c.n*c.rows)
 	kernels.Ref().MatMul(want, w, x, c.n)
 	tol := MatMulTol(w, x, c.n)
+	bits := threadBits{}
 	each(t, bs, func(t *testing.T, b kernels.Backend) {
 		got := make([]float32, c.n*c.rows)
 		b.MatMul(got, w, x, c.n)
 		RequireWithin(t, want, got, tol, c.String())
+		bits.check(t, b, got)
 	})
+}
+
+// threadBits holds each backend name's first output so that the same
+// backend on other threads must give those bits exactly: the engine runs
+// a prompt's CPU experts on fewer threads while a GPU runs others
+// (kernels.OnCPUBesideGPU), and a prompt's bits may not depend on that.
+type threadBits map[string][]float32
+
+func (m threadBits) check(t *testing.T, b kernels.Backend, got []float32) {
+	t.Helper()
+	if prev, ok := m[b.Name()]; ok {
+		require.Equal(t, prev, got, "%s: the bits depend on the threads", label(b))
+		return
+	}
+	m[b.Name()] = got
 }
 
 var allDTypes = []kernels.DType{kernels.F32, kernels.BF16, kernels.F16, kernels.I8, kernels.MXFP4}
