@@ -21,8 +21,8 @@
 # bench.json ("auto": on a machine with a GPU, kernels.Accelerate over the
 # GPU and the CPU, with every GPU backend under "gpu"), bench.txt (the same
 # as a table), bench_cpu.json (the CPU kernels alone); with a base binary,
-# bench_base.json, and slice_{auto,cpu}{,_base}.txt: `bench slice
-# --moe-layers 1 --prefill $PREFILL` (4,096 unless set) with each.
+# bench_base.json; slice_{auto,cpu}_N{,_base}.txt: `bench slice
+# --moe-layers 1 --prefill N` for each N of $PREFILL (below).
 # PHASE=kernels stops after the CPU kernels' bench, PHASE=slice skips to the
 # base binary (the device tool runs 10 minutes a call; the machine stays warm
 # between two calls made back to back). BASE_KERNELS=0 leaves out the base
@@ -79,25 +79,34 @@ cat "$out/env.txt" | tail -5
 fi
 [ "$phase" = kernels ] && exit 0
 
-# A base binary: the same kernels and the K3 slice's prompt with it and
-# with this one, alternating, in the same lease.
-if [ -x "$bin/deltafin-base" ]; then
-	if [ "${BASE_KERNELS:-1}" = 1 ]; then
-		"$bin/deltafin-base" bench kernels --json >"$out/bench_base.json" 2>>"$out/env.txt"
-		echo "bench base exit $?" >>"$out/env.txt"
-	fi
+# The K3 slice's prompt (`bench slice --moe-layers 1 --prefill N`, the
+# decode runs left out) at each length of PREFILL ("4096" unless set, e.g.
+# "1024 4096 16384") with auto and with the CPU alone; with a base binary,
+# its kernels (unless BASE_KERNELS=0) and, at the first length, its prompt
+# beside each, in the same lease.
+lens=${PREFILL:-4096}
+first=${lens%% *}
+if [ -x "$bin/deltafin-base" ] && [ "${BASE_KERNELS:-1}" = 1 ]; then
+	"$bin/deltafin-base" bench kernels --json >"$out/bench_base.json" 2>>"$out/env.txt"
+	echo "bench base exit $?" >>"$out/env.txt"
+fi
+slice() { # KERNELS SUFFIX TOKENS [FLAGS...]
+	k=$1 b=$2 n=$3 exe=deltafin
+	shift 3
+	[ "$b" = _base ] && exe=deltafin-base
+	DELTAFIN_KERNELS=$k "$bin/$exe" bench slice --moe-layers 1 --engine-plan natural \
+		--engine=false --synthetic=false --prefill "$n" "$@" >"$out/slice_${k}_$n$b.txt" 2>&1
+	echo "slice $k $n$b exit $?" >>"$out/env.txt"
+	grep -m1 "^prefill of" "$out/slice_${k}_$n$b.txt" >>"$out/env.txt"
+}
+for n in $lens; do
 	for k in auto cpu; do
-		for b in "" _base; do
-			DELTAFIN_KERNELS=$k "$bin/deltafin$(echo $b | tr _ -)" bench slice --moe-layers 1 --engine-plan natural \
-				--prefill "${PREFILL:-4096}" >"$out/slice_$k$b.txt" 2>&1
-			echo "slice $k$b exit $?" >>"$out/env.txt"
-			grep -m1 "^prefill of" "$out/slice_$k$b.txt" >>"$out/env.txt"
-		done
+		slice $k "" "$n"
+		if [ "$n" = "$first" ] && [ -x "$bin/deltafin-base" ]; then slice $k _base "$n"; fi
 	done
-	# PROFILE=1: once more with auto, under the CPU profiler (prof-prefill.pprof).
-	if [ "${PROFILE:-0}" = 1 ]; then
-		DELTAFIN_KERNELS=auto "$bin/deltafin" bench slice --moe-layers 1 --engine-plan natural \
-			--prefill "${PREFILL:-4096}" --cpuprofile "$out/prof" >"$out/slice_auto_prof.txt" 2>&1
-		echo "slice auto profiled exit $?" >>"$out/env.txt"
-	fi
+done
+# PROFILE=1: once more with auto at the first length, under the CPU
+# profiler (prof-prefill.pprof).
+if [ "${PROFILE:-0}" = 1 ]; then
+	slice auto _prof "$first" --cpuprofile "$out/prof"
 fi
