@@ -241,6 +241,6 @@ func TestMenuScreenshots(t *testing.T) {
 	require.LessOrEqual(t, len([]rune(status())), len("Download failed: ")+maxProblemLen+2)
 	scr.shot("menu-error")
 
-	m.click(LabelQuit)
+	m.clickQuit()
 	require.NoError(t, cmd.Wait())
 }
