@@ -12,6 +12,8 @@ import (
 
 	"log/slog"
 
+	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/server"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,7 +30,7 @@ func TestBackgroundAnswerAcrossQuit(t *testing.T) {
 	deps := func() Deps {
 		mi := newMirrorInstall(cfg)
 		return Deps{Downloader: mi, Notifier: NewNotifier("Deltafin"),
-			Server: &apiServer{cfg: cfg, mi: mi, demo: os.DirFS("../testdata/k3-tiny"), log: slog.Default()}}
+			Server: &apiServer{cfg: cfg, mi: mi, demo: os.DirFS("../testdata/k3-tiny"), log: slog.Default(), model: endless}}
 	}
 	a := New(cfg, deps(), nil)
 	require.NoError(t, a.Start(t.Context()))
@@ -36,8 +38,8 @@ func TestBackgroundAnswerAcrossQuit(t *testing.T) {
 	require.Empty(t, st.Problem)
 	var ids []string
 	for i, input := range []string{"Tell me everything.", "And more."} {
-		// Greedy: the demo model then never ends a turn, so the first runs
-		// until cancelled (a sampled answer may end early).
+		// The real demo model without its stop tokens (endless): the first
+		// runs until cancelled, the second to its 300 tokens.
 		body := fmt.Sprintf(`{"model":"deltafin-demo","temperature":0,"input":%q,"max_output_tokens":%d,"background":true}`, input, []int{1 << 20, 300}[i])
 		resp, err := http.Post(st.ServerAddr+"/v1/responses", "application/json", strings.NewReader(body))
 		require.NoError(t, err)
@@ -75,4 +77,22 @@ func TestBackgroundAnswerAcrossQuit(t *testing.T) {
 	n := desk.waitNotification(t, "Answer finished")
 	require.True(t, strings.HasPrefix(n.Summary, "Answer finished after"), n.Summary)
 	require.NotEmpty(t, n.Body, "the first words of the answer")
+}
+
+// endless is the engine as the server sees it, its turns never ended by a
+// stop token: the random demo model's greedy answer does reach one, after a
+// number of tokens that depends on the CPU's rounding and on where a quit
+// cut the answer (a resumed answer is prefilled in one batch, not decoded
+// token by token).
+func endless(m server.Model) server.Model { return endlessModel{m} }
+
+type endlessModel struct{ server.Model }
+
+func (m endlessModel) NewSession() server.Session { return endlessSession{m.Model.NewSession()} }
+
+type endlessSession struct{ server.Session }
+
+func (s endlessSession) Generate(ctx context.Context, prompt []int, opts engine.GenerateOptions, emit func(int) error) (engine.Result, error) {
+	opts.StopTokens = nil
+	return s.Session.Generate(ctx, prompt, opts, emit)
 }

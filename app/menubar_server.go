@@ -24,6 +24,9 @@ type apiServer struct {
 	mi   *mirrorInstall
 	demo fs.FS
 	log  *slog.Logger
+	// model wraps the engine for the server (Jobs.Model); nil in the
+	// product, a gate in tests.
+	model func(server.Model) server.Model
 
 	mu       sync.Mutex
 	control  web.Control // the App, for the web page
@@ -109,7 +112,7 @@ func (s *apiServer) Start(ctx context.Context, demo bool) (addr string, err erro
 	if err != nil {
 		return "", errors.Join(err, m.Close())
 	}
-	srv, err := NewServer(cfg.Server, m, Jobs{Store: jobs, OnResponse: s.responseDone, Control: control, PageToken: token}, s.log)
+	srv, err := NewServer(cfg.Server, m, Jobs{Store: jobs, OnResponse: s.responseDone, Control: control, PageToken: token, Model: s.model}, s.log)
 	if err != nil {
 		return "", errors.Join(err, m.Close(), jobs.Close())
 	}

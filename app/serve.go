@@ -28,6 +28,9 @@ type Jobs struct {
 	// Flags are deltafin serve's settings in force, which its /settings
 	// lists (nil in the app, whose Control has them).
 	Flags []web.Flag
+	// Model wraps the engine as the server sees it (nil: as it is). Tests
+	// gate the real engine through it; the product leaves it nil.
+	Model func(server.Model) server.Model
 }
 
 // OpenStore opens the job store in cfg's data directory: background
@@ -47,7 +50,11 @@ func NewServer(sc ServerConfig, m *Model, jobs Jobs, log *slog.Logger) (*server.
 	}
 	opts := ServerOptions(sc)
 	opts.Logger, opts.Store, opts.OnResponse = log, jobs.Store, jobs.OnResponse
-	s, err := server.New(opts, server.FromEngine(m.Model), m.Tokenizer)
+	var model server.Model = server.FromEngine(m.Model)
+	if jobs.Model != nil {
+		model = jobs.Model(model)
+	}
+	s, err := server.New(opts, model, m.Tokenizer)
 	if err != nil {
 		return nil, err
 	}
