@@ -65,17 +65,16 @@ type AccelOptions struct {
 //     products, 43 FLOPs a byte, made a 1,024-token prefill 0.45 s against
 //     the CPU's 0.40 and a 16,384-token one 8.5 s against 7.3; K3's
 //     narrowest matrix, 1536×7168, has 632, its routed experts 2,304);
-//   - ExpertGPUFixed 20, ExpertGPUSpeedup 3: the K3 slice's prompts
-//     (`bench slice --prefill`, kernels/README.md, 4 Dec 2026) with the
-//     split in place (100 and 3.4 then): 4,096 tokens, 107 GPU expert
-//     calls of 44,687 positions in 1.82 s beside 277 calls of 24,912 on
-//     the CPU in 2.52 s; 16,384 tokens, 171 calls of 204,705 in 7.68 s
-//     beside 262 of 73,807 in 9.50 s. A GPU call fits 2.1 ms plus 36 µs a
-//     position, the CPU 101-129 µs a position: 16-20 positions and 2.8-3.6
-//     times, and the CPU side, the longer, gets less.
+//   - ExpertGPUFixed 100, ExpertGPUSpeedup 3.4: the K3 slice's prompts
+//     (`bench slice --prefill`, kernels/README.md, 2 Dec 2026) with every
+//     expert of 96 positions or more on the GPU: 4,096 tokens, 181 GPU
+//     expert calls 1.95 s beside 203 small ones on the CPU 0.56 s; 16,384
+//     tokens, 261 calls 5.84 s beside 172 in 0.48 s. Both fit one CPU cost
+//     of about 57 µs a position with these two; the CPU sat idle for most
+//     of the GPU's time. Not yet measured with the split in place.
 func DefaultAccelOptions() AccelOptions {
 	return AccelOptions{DecodeMinBytes: 32 << 20, ResidentMinPositions: 16, StreamedMinPositions: 96, AttnMinHeadWidth: 128, MinIntensity: 256,
-		ExpertGPUFixed: 20, ExpertGPUSpeedup: 3}
+		ExpertGPUFixed: 100, ExpertGPUSpeedup: 3.4}
 }
 
 // WithBeside returns be with beside as the CPU it runs experts on while its
