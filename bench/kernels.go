@@ -224,8 +224,10 @@ func benchCases(shrink int) []benchCase {
 	// The same expert in prefill, over the positions routed to it: 64 in a
 	// prompt of a few thousand tokens, about 25 in a 512-token one (K3's
 	// 16 of 896 experts: bench slice --prefill 512 gives 331 experts 24.75
-	// positions each), 16 and 32 around it. The blocked kernels.
-	for _, ffnN := range []int{16, 24, 32, 64} {
+	// positions each), 16 and 32 around it; 256 and 512 as the GPU's share
+	// of a long prompt's experts gets them (a 4,096-token slice prompt gave
+	// the GPU 107 experts of 418 positions on average). The blocked kernels.
+	for _, ffnN := range []int{16, 24, 32, 64, 256, 512} {
 		xn, dstn := benchVec(ffnN*dim), make([]float32, ffnN*dim)
 		out = append(out, benchCase{
 			name: fmt.Sprintf("expert_ffn_mxfp4_%dx%d_t%d", inter, dim, ffnN), bytes: 3 * (d1 + s1), flops: 3 * 2 * inter * dim * ffnN,
@@ -235,6 +237,41 @@ func benchCases(shrink int) []benchCase {
 		})
 	}
 
+	// spans(k) is the matrices of k experts' spans one after another.
+	spans := func(k int) func(slot []byte) []kernels.Matrix {
+		return func(slot []byte) []kernels.Matrix {
+			var ms []kernels.Matrix
+			for i := range k {
+				e := expert(slot[i*3*(d1+s1):])
+				ms = append(ms, e.W1, e.W2, e.W3)
+			}
+			return ms
+		}
+	}
+	// A prompt's group as the GPU gets it: 8 experts of 256 positions each
+	// in one kernels.ExpertGroupFFN call (a GPU backend runs each product
+	// as one dispatch over all of them; "auto", a split, runs them one by
+	// one, so the two figures of one run compare the two).
+	const groupK, groupN = 8, 256
+	{
+		span := 3 * (d1 + s1)
+		es, dsts, xs, ns := make([]kernels.Expert, groupK), make([][]float32, groupK), make([][]float32, groupK), make([]int, groupK)
+		xg := benchVec(groupN * dim)
+		for i := range groupK {
+			dsts[i], xs[i], ns[i] = make([]float32, groupN*dim), xg, groupN
+		}
+		out = append(out, benchCase{
+			name: fmt.Sprintf("expert_group_ffn_mxfp4_%dx%dx%d_t%d", groupK, inter, dim, groupN), bytes: groupK * span,
+			flops: groupK * 3 * 2 * inter * dim * groupN, positions: groupN,
+			mats: spans(groupK),
+			call: func(b kernels.Backend, slot []byte, _ uint64) {
+				for i := range es {
+					es[i] = expert(slot[i*span:])
+				}
+				kernels.ExpertGroupFFN(b, dsts, es, act, xs, ns)
+			},
+		})
+	}
 	// A decode token's whole MoE layer: its 16 routed experts (K3's top-k),
 	// spans one after another, in one kernels.ExpertsFFN call.
 	const topK = 16
@@ -245,14 +282,7 @@ func benchCases(shrink int) []benchCase {
 	}
 	out = append(out, benchCase{
 		name: fmt.Sprintf("experts_ffn_mxfp4_%dx%dx%d", topK, inter, dim), bytes: topK * span,
-		mats: func(slot []byte) []kernels.Matrix {
-			var ms []kernels.Matrix
-			for i := range topK {
-				e := expert(slot[i*span:])
-				ms = append(ms, e.W1, e.W2, e.W3)
-			}
-			return ms
-		},
+		mats: spans(topK),
 		call: func(b kernels.Backend, slot []byte, _ uint64) {
 			for i := range es {
 				es[i] = expert(slot[i*span:])

@@ -253,16 +253,18 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 			continue
 		}
 		// Experts the plan gives a GPU run on a goroutine of their own
-		// (gpu), in order, while the CPU runs the others here: each side's
-		// is one product at a time, and the plan, from the positions
-		// alone, not the overlap, decides which side computes an expert.
-		// The GPU's are queued first, as their bytes arrive, so that it
-		// is busy from the group's start rather than waiting behind the
-		// CPU's experts that precede its own in the group, and the CPU's
-		// leave a core or two to the goroutine feeding it
-		// (kernels.OnCPUBesideGPU); neither changes a bit (each expert's
-		// rows of ys are its own, and the CPU's kernels give the same
-		// bits on any number of threads).
+		// (gpu) as one call, so that the device computes them together
+		// (kernels.ExpertGroupFFN: each product one dispatch over all of
+		// them), while the CPU runs the others here, one product at a
+		// time; the plan, from the positions alone, not the overlap,
+		// decides which side computes an expert. The GPU's are handed over
+		// first, once their bytes have arrived, so that it is busy from
+		// the group's start rather than waiting behind the CPU's experts
+		// that precede its own in the group, and the CPU's leave a core or
+		// two to the goroutine feeding it (kernels.OnCPUBesideGPU);
+		// neither changes a bit (each expert's rows of ys are its own, the
+		// GPU's group call gives what its calls one by one would, and the
+		// CPU's kernels give the same bits on any number of threads).
 		ex0, err := m.waitExpert(ctx, batch, 0, idle)
 		if err != nil {
 			batch.release()
@@ -273,70 +275,65 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 			ns[j] = len(work.users[id])
 		}
 		plan := kernels.PlanExperts(be, ex0, ns)
-		var gpu offload
-		for _, first := range []bool{true, false} {
-			for i, id := range group {
-				if (plan[i] == kernels.OnGPU) != first {
-					continue
-				}
-				ex, err := m.waitExpert(ctx, batch, i, idle)
-				if err != nil {
-					gpu.wait()
-					batch.release()
-					return nil, err
-				}
-				u, on := work.users[id], plan[i]
-				run := func() {
-					in := make([]float32, len(u)*D) // [len(u), D] the rows of z that chose id
-					for i, tk := range u {
-						copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
-					}
-					y := make([]float32, len(u)*D)
-					kernels.ExpertFFNOn(be, on, y, ex, c.Act, in, len(u))
-					for i, tk := range u {
-						copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
-					}
-				}
-				if on == kernels.OnGPU {
-					gpu.do(run, len(group))
-				} else {
-					run()
-				}
+		// gather returns the rows of z that chose id, [len(u), D];
+		// scatter puts an expert's outputs y [len(u), D] in its rows of ys.
+		gather := func(u []int) []float32 {
+			in := make([]float32, len(u)*D)
+			for i, tk := range u {
+				copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
+			}
+			return in
+		}
+		scatter := func(u []int, y []float32) {
+			for i, tk := range u {
+				copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
 			}
 		}
-		gpu.wait()
+		var onGPU []kernels.Expert
+		var gpuUsers [][]int
+		for i, id := range group {
+			if plan[i] != kernels.OnGPU {
+				continue
+			}
+			ex, err := m.waitExpert(ctx, batch, i, idle)
+			if err != nil {
+				batch.release()
+				return nil, err
+			}
+			onGPU, gpuUsers = append(onGPU, ex), append(gpuUsers, work.users[id])
+		}
+		var gpu sync.WaitGroup
+		if len(onGPU) > 0 {
+			gpu.Go(func() {
+				ins, outs, counts := make([][]float32, len(onGPU)), make([][]float32, len(onGPU)), make([]int, len(onGPU))
+				for j, u := range gpuUsers {
+					ins[j], outs[j], counts[j] = gather(u), make([]float32, len(u)*D), len(u)
+				}
+				kernels.ExpertGroupFFNOn(be, kernels.OnGPU, outs, onGPU, c.Act, ins, counts)
+				for j, u := range gpuUsers {
+					scatter(u, outs[j])
+				}
+			})
+		}
+		for i, id := range group {
+			if plan[i] == kernels.OnGPU {
+				continue
+			}
+			ex, err := m.waitExpert(ctx, batch, i, idle)
+			if err != nil {
+				gpu.Wait()
+				batch.release()
+				return nil, err
+			}
+			u := work.users[id]
+			y := make([]float32, len(u)*D)
+			kernels.ExpertFFNOn(be, plan[i], y, ex, c.Act, gather(u), len(u))
+			scatter(u, y)
+		}
+		gpu.Wait()
 		batch.release()
 	}
 	return ys, nil
-}
-
-// offload runs funcs in the order given on one goroutine of its own,
-// started by the first, which says how many may wait in line (do never
-// blocks before that many); wait returns once every one has run.
-type offload struct {
-	ch   chan func()
-	done chan struct{}
-}
-
-func (o *offload) do(f func(), queue int) {
-	if o.ch == nil {
-		o.ch, o.done = make(chan func(), queue), make(chan struct{})
-		go func() {
-			for f := range o.ch {
-				f()
-			}
-			close(o.done)
-		}()
-	}
-	o.ch <- f
-}
-
-func (o *offload) wait() {
-	if o.ch != nil {
-		close(o.ch)
-		<-o.done
-		o.ch = nil
-	}
 }
 
 // waitExpert returns expert i of batch, counting the time spent waiting

@@ -11,8 +11,8 @@ import (
 )
 
 // TestPromptExpertsOnBothSides: a prompt's experts that the backend sends
-// to its GPU run on a goroutine of their own beside the CPU's (moe.go's
-// offload). Over a split whose two sides are the same CPU kernels, with a
+// to its GPU run on a goroutine of their own beside the CPU's, as one
+// kernels.ExpertGroupFFN call (moe.go's runExperts). Over a split whose two sides are the same CPU kernels, with a
 // rule that lets about half of k3-tiny's experts go, and with one that
 // lets all go and has kernels.PlanExperts share them, both sides run
 // experts and the logits are those of the CPU kernels alone, bit for bit:

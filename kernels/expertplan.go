@@ -95,15 +95,38 @@ func ExpertFFNOn(be Backend, on Side, dst []float32, e Expert, act Activation, x
 		be.ExpertFFN(dst, e, act, x, n)
 		return
 	}
-	side, gpu := s.decode, on == OnGPU
-	switch {
-	case gpu:
-		side = s.prefill
-	case on == OnCPUBesideGPU && s.beside != nil:
-		side = s.beside
-	}
+	side, gpu := s.side(on)
 	if n > 1 {
 		defer s.meter.time(gpu, kindExperts, n)()
 	}
 	side.ExpertFFN(dst, e, act, x, n)
+}
+
+// ExpertGroupFFNOn is ExpertGroupFFN on the side PlanExperts chose for
+// every expert of es (the GPU's share of a group, in one call there).
+func ExpertGroupFFNOn(be Backend, on Side, dst [][]float32, es []Expert, act Activation, x [][]float32, ns []int) {
+	s, ok := be.(split)
+	if !ok {
+		ExpertGroupFFN(be, dst, es, act, x, ns)
+		return
+	}
+	side, gpu := s.side(on)
+	total := 0
+	for _, n := range ns {
+		total += n
+	}
+	defer s.meter.timeCalls(gpu, kindExperts, len(es), total)()
+	ExpertGroupFFN(side, dst, es, act, x, ns)
+}
+
+// side is the backend that runs an expert PlanExperts put on, and whether
+// it is the GPU.
+func (s split) side(on Side) (Backend, bool) {
+	switch {
+	case on == OnGPU:
+		return s.prefill, true
+	case on == OnCPUBesideGPU && s.beside != nil:
+		return s.beside, false
+	}
+	return s.decode, false
 }

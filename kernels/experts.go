@@ -43,3 +43,29 @@ func sameShape(es []Expert) bool {
 	}
 	return true
 }
+
+// ExpertGroupFFN computes dst[i] = W2·act(W1·x[i], W3·x[i]) with the weights
+// of es[i] over the ns[i] positions of x[i] ([ns[i], dim]) and dst[i]
+// ([ns[i], dim]): the experts of a prompt's group that one side runs, bit
+// for bit what ExpertFFN gives expert by expert. A backend that is an
+// ExpertGrouper (a GPU: one submission for all of them, each product one
+// dispatch over every expert, so that their tiles fill the device
+// together) runs them as one call; any other one by one.
+func ExpertGroupFFN(b Backend, dst [][]float32, es []Expert, act Activation, x [][]float32, ns []int) {
+	if len(dst) != len(es) || len(x) != len(es) || len(ns) != len(es) {
+		panic(fmt.Sprintf("kernels: ExpertGroupFFN: %d experts, %d outputs, %d inputs, %d counts", len(es), len(dst), len(x), len(ns)))
+	}
+	if g, ok := b.(ExpertGrouper); ok {
+		g.ExpertGroupFFN(dst, es, act, x, ns)
+		return
+	}
+	for i, e := range es {
+		b.ExpertFFN(dst[i], e, act, x[i], ns[i])
+	}
+}
+
+// An ExpertGrouper runs several experts, each over its own positions, as
+// one call (ExpertGroupFFN, whose contract it keeps).
+type ExpertGrouper interface {
+	ExpertGroupFFN(dst [][]float32, es []Expert, act Activation, x [][]float32, ns []int)
+}

@@ -86,7 +86,11 @@ const (
 
 // time returns a func that records one call of kind over n positions on
 // the GPU side (gpu) or the CPU's, begun now.
-func (m *routeMeter) time(gpu bool, kind, n int) func() {
+func (m *routeMeter) time(gpu bool, kind, n int) func() { return m.timeCalls(gpu, kind, 1, n) }
+
+// timeCalls is time for calls calls made as one (a group of experts in one
+// submission), n positions in all.
+func (m *routeMeter) timeCalls(gpu bool, kind, calls, n int) func() {
 	if m == nil {
 		return func() {}
 	}
@@ -97,7 +101,7 @@ func (m *routeMeter) time(gpu bool, kind, n int) func() {
 	start := time.Now()
 	return func() {
 		c := &m.c[side][kind]
-		c.calls.Add(1)
+		c.calls.Add(int64(calls))
 		c.positions.Add(int64(n))
 		c.nanos.Add(int64(time.Since(start)))
 	}

@@ -37,6 +37,7 @@ func Run(t *testing.T, bs ...kernels.Backend) {
 		{"ExpertFFNMixedTypes", expertFFNMixed},
 		{"Activation", activationUlps},
 		{"ExpertsFFNIsExpertFFNOneByOne", expertsFFN},
+		{"ExpertGroupFFNIsExpertFFNOneByOne", expertGroupFFN},
 		{"StaysInsideItsBytes", staysInside},
 		{"BadShapesPanic", badShapes},
 	}

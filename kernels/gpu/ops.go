@@ -119,16 +119,12 @@ func (b *Backend) matmul(dst []float32, w kernels.Matrix, x []float32, n int) er
 }
 
 // ExpertFFN computes dst = W2·act(W1·x, W3·x) in one submission: the three
-// products and the activation stay on the device.
+// products and the activation stay on the device. Its shapes are checked
+// without allocating (checkExpert): before, three zeroed n×inter slices a
+// call, made to reuse mustShape, were a share of every prompt expert's
+// time on the GPU.
 func (b *Backend) ExpertFFN(dst []float32, e kernels.Expert, act kernels.Activation, x []float32, n int) {
-	inter, dim := e.W1.Rows, e.W1.Cols
-	if e.W3.Rows != inter || e.W3.Cols != dim || e.W2.Rows != dim || e.W2.Cols != inter {
-		panic(fmt.Sprintf("gpu: ExpertFFN shapes W1 [%d,%d] W3 [%d,%d] W2 [%d,%d]",
-			e.W1.Rows, e.W1.Cols, e.W3.Rows, e.W3.Cols, e.W2.Rows, e.W2.Cols))
-	}
-	mustShape(dst, e.W2, make([]float32, n*inter), n)
-	mustShape(make([]float32, n*inter), e.W1, x, n)
-	mustShape(make([]float32, n*inter), e.W3, x, n)
+	b.checkExpert(dst, e, x, n)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.expertFFN(dst, e, act, x, n); err != nil {
@@ -156,35 +152,50 @@ func (b *Backend) expertFFN(dst []float32, e kernels.Expert, act kernels.Activat
 	if err := b.putF32(slotX, x[:n*dim]); err != nil {
 		return err
 	}
-	for _, s := range []struct{ slot, bytes int }{{slotG, 4 * n * inter}, {slotU, 4 * n * inter}, {slotY, 4 * n * dim}} {
-		if _, err := b.slot(s.slot, s.bytes); err != nil {
-			return err
-		}
-	}
-	if err := b.begin(); err != nil {
+	if err := b.startFFN(n, inter, dim); err != nil {
 		return err
 	}
 	shI, gi, gyi := b.matGrid(inter, n)
 	shD, gd, gyd := b.matGrid(dim, n)
 	ax, ay := b.grid((n*inter + shaders.LocalSize - 1) / shaders.LocalSize)
-	steps := []struct {
-		shader string
-		slots  []int
-		push   []uint32
-		gx, gy int
-	}{
+	steps := []step{
 		{shI, []int{w1, s1, slotX, slotG}, matPush(e.W1, inter, n, inter, 0), gi, gyi},
 		{shI, []int{w3, s3, slotX, slotU}, matPush(e.W3, inter, n, inter, 0), gi, gyi},
 		{shaders.Act, []int{slotG, slotU}, []uint32{uint32(n * inter), uint32(act.Kind), f32bits(act.Beta), f32bits(act.LinearBeta)}, ax, ay},
 		{shD, []int{w2, s2, slotG, slotY}, matPush(e.W2, dim, n, dim, 0), gd, gyd},
 	}
+	if err := b.run(steps, slotY, 4*n*dim); err != nil {
+		return err
+	}
+	return b.getF32(slotY, dst[:n*dim])
+}
+
+// A step is one dispatch of a call.
+type step struct {
+	shader string
+	slots  []int
+	push   []uint32
+	gx, gy int
+}
+
+// run records steps and ends the call with the first n bytes of slot out
+// copied back to the host, then runs it.
+func (b *Backend) run(steps []step, out, n int) error {
 	for _, s := range steps {
 		if err := b.dispatch(s.shader, s.slots, s.push, s.gx, s.gy, 1); err != nil {
 			return err
 		}
 	}
-	if err := b.submitTo(slotY, 4*n*dim); err != nil {
-		return err
+	return b.submitTo(out, n)
+}
+
+// startFFN sizes the intermediates and the output of an expert FFN over n
+// positions and begins its call.
+func (b *Backend) startFFN(n, inter, dim int) error {
+	for _, s := range []struct{ slot, bytes int }{{slotG, 4 * n * inter}, {slotU, 4 * n * inter}, {slotY, 4 * n * dim}} {
+		if _, err := b.slot(s.slot, s.bytes); err != nil {
+			return err
+		}
 	}
-	return b.getF32(slotY, dst[:n*dim])
+	return b.begin()
 }

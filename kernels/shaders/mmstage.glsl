@@ -13,6 +13,12 @@
 // memory; neighbouring threads load neighbouring words of W and of x,
 // whole lines of them. Other shapes stage one weight at a time
 // (stageSlow), without the prefetch.
+//
+// The including shader's main sets gW and gS, the first words of its
+// matrix in w and in s, and gN, the end of its positions: 0, 0 and pc.n
+// for one matrix; mmgroup.comp's expert's own (fastStage shapes only: the
+// one-weight path reads weights.glsl, which knows no offset).
+uint gW, gS, gN;
 
 bool fastStage() { return pc.dtype >= 1u && pc.dtype <= 4u && pc.cols % TK == 0u; }
 
@@ -33,27 +39,27 @@ void fetch(uint lid, uint r0, uint t0, uint k0) {
     case 2u:
         for (uint i = 0u; i < TR * 16u / NT; i++) {
             uint idx = i * NT + lid, r = r0 + idx / 16u;
-            pw[i] = r < pc.rows ? w[((r * pc.cols + k0) >> 1) + idx % 16u] : 0u;
+            pw[i] = r < pc.rows ? w[gW + ((r * pc.cols + k0) >> 1) + idx % 16u] : 0u;
         }
         break;
     case 3u:
         for (uint i = 0u; i < TR * 8u / NT; i++) {
             uint idx = i * NT + lid, r = r0 + idx / 8u;
-            pw[i] = r < pc.rows ? w[((r * pc.cols + k0) >> 2) + idx % 8u] : 0u;
-            psc[i] = r < pc.rows ? uintBitsToFloat(s[r]) : 0.0;
+            pw[i] = r < pc.rows ? w[gW + ((r * pc.cols + k0) >> 2) + idx % 8u] : 0u;
+            psc[i] = r < pc.rows ? uintBitsToFloat(s[gS + r]) : 0.0;
         }
         break;
     default: // MXFP4: k0 is one scale group
         for (uint i = 0u; i < TR * 4u / NT; i++) {
             uint idx = i * NT + lid, r = r0 + idx / 4u, g = (r * pc.cols + k0) >> 5;
-            pw[i] = r < pc.rows ? w[((r * pc.cols + k0) >> 3) + idx % 4u] : 0u;
-            psc[i] = r < pc.rows ? e8m0((s[g >> 2] >> ((g & 3u) * 8u)) & 0xffu) : 0.0;
+            pw[i] = r < pc.rows ? w[gW + ((r * pc.cols + k0) >> 3) + idx % 4u] : 0u;
+            psc[i] = r < pc.rows ? e8m0((s[gS + (g >> 2)] >> ((g & 3u) * 8u)) & 0xffu) : 0.0;
         }
         break;
     }
     for (uint i = 0u; i < TT * TK / NT; i++) {
         uint idx = i * NT + lid, t = t0 + idx / TK;
-        px[i] = t < pc.n ? x[t * pc.cols + k0 + idx % TK] : 0.0;
+        px[i] = t < gN ? x[t * pc.cols + k0 + idx % TK] : 0.0;
     }
 }
 
@@ -102,6 +108,6 @@ void stageSlow(uint lid, uint r0, uint t0, uint k0) {
     }
     for (uint i = 0u; i < TT * TK / NT; i++) {
         uint idx = i * NT + lid, tt = idx / TK, c = k0 + idx % TK, t = t0 + tt;
-        xt[idx % TK][tt >> 2][tt & 3u] = (t < pc.n && c < pc.cols) ? x[t * pc.cols + c] : 0.0;
+        xt[idx % TK][tt >> 2][tt & 3u] = (t < gN && c < pc.cols) ? x[t * pc.cols + c] : 0.0;
     }
 }

@@ -47,6 +47,9 @@ void main() {
     uint rq = lid % 16u; // this thread's rows 4·rq ..
     uint tq = lid / 16u; // and positions 4·tq ..
     uint t0 = gl_WorkGroupID.y * TT;
+    gW = 0u;
+    gS = 0u;
+    gN = pc.n;
     bool fast = fastStage();
     for (uint r0 = gl_WorkGroupID.x * TR; r0 < pc.rows; r0 += gl_NumWorkGroups.x * TR) {
         vec4 acc[4]; // acc[i]: row 4·rq + i, positions 4·tq ..

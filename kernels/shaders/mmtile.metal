@@ -116,7 +116,7 @@ float e8m0(thread const uint& b)
 }
 
 static inline __attribute__((always_inline))
-void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_104, constant Params& pc, const device Ws& v_266, thread spvUnsafeArray<uint, 8>& pw, thread spvUnsafeArray<float, 4>& psc, thread spvUnsafeArray<float, 8>& px, const device X& v_567)
+void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_104, constant Params& pc, const device Ws& v_266, thread spvUnsafeArray<uint, 8>& pw, thread uint& gW, thread spvUnsafeArray<float, 4>& psc, thread uint& gS, thread spvUnsafeArray<float, 8>& px, thread uint& gN, const device X& v_579)
 {
     switch (pc.dtype)
     {
@@ -130,7 +130,7 @@ void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0,
                 uint r = r0 + (idx / 16u);
                 if (r < pc.rows)
                 {
-                    _374 = v_104.w[(((r * pc.cols) + k0) >> uint(1)) + (idx % 16u)];
+                    _374 = v_104.w[(gW + (((r * pc.cols) + k0) >> uint(1))) + (idx % 16u)];
                 }
                 else
                 {
@@ -142,37 +142,37 @@ void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0,
         }
         case 3u:
         {
-            uint _419;
-            float _445;
+            uint _422;
+            float _450;
             for (uint i_1 = 0u; i_1 < 4u; i_1++)
             {
                 uint idx_1 = (i_1 * 128u) + lid;
                 uint r_1 = r0 + (idx_1 / 8u);
                 if (r_1 < pc.rows)
                 {
-                    _419 = v_104.w[(((r_1 * pc.cols) + k0) >> uint(2)) + (idx_1 % 8u)];
+                    _422 = v_104.w[(gW + (((r_1 * pc.cols) + k0) >> uint(2))) + (idx_1 % 8u)];
                 }
                 else
                 {
-                    _419 = 0u;
+                    _422 = 0u;
                 }
-                pw[i_1] = _419;
+                pw[i_1] = _422;
                 if (r_1 < pc.rows)
                 {
-                    _445 = as_type<float>(v_266.s[r_1]);
+                    _450 = as_type<float>(v_266.s[gS + r_1]);
                 }
                 else
                 {
-                    _445 = 0.0;
+                    _450 = 0.0;
                 }
-                psc[i_1] = _445;
+                psc[i_1] = _450;
             }
             break;
         }
         default:
         {
-            uint _491;
-            float _514;
+            uint _499;
+            float _524;
             for (uint i_2 = 0u; i_2 < 2u; i_2++)
             {
                 uint idx_2 = (i_2 * 128u) + lid;
@@ -180,41 +180,41 @@ void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0,
                 uint g = ((r_2 * pc.cols) + k0) >> uint(5);
                 if (r_2 < pc.rows)
                 {
-                    _491 = v_104.w[(((r_2 * pc.cols) + k0) >> uint(3)) + (idx_2 % 4u)];
+                    _499 = v_104.w[(gW + (((r_2 * pc.cols) + k0) >> uint(3))) + (idx_2 % 4u)];
                 }
                 else
                 {
-                    _491 = 0u;
+                    _499 = 0u;
                 }
-                pw[i_2] = _491;
+                pw[i_2] = _499;
                 if (r_2 < pc.rows)
                 {
-                    uint param = (v_266.s[g >> uint(2)] >> ((g & 3u) * 8u)) & 255u;
-                    _514 = e8m0(param);
+                    uint param = (v_266.s[gS + (g >> uint(2))] >> ((g & 3u) * 8u)) & 255u;
+                    _524 = e8m0(param);
                 }
                 else
                 {
-                    _514 = 0.0;
+                    _524 = 0.0;
                 }
-                psc[i_2] = _514;
+                psc[i_2] = _524;
             }
             break;
         }
     }
-    float _561;
+    float _573;
     for (uint i_3 = 0u; i_3 < 8u; i_3++)
     {
         uint idx_3 = (i_3 * 128u) + lid;
         uint t = t0 + (idx_3 / 32u);
-        if (t < pc.n)
+        if (t < gN)
         {
-            _561 = v_567.x[((t * pc.cols) + k0) + (idx_3 % 32u)];
+            _573 = v_579.x[((t * pc.cols) + k0) + (idx_3 % 32u)];
         }
         else
         {
-            _561 = 0.0;
+            _573 = 0.0;
         }
-        px[i_3] = _561;
+        px[i_3] = _573;
     }
 }
 
@@ -407,9 +407,9 @@ float weight(thread const uint& r, thread const uint& c, const device Wd& v_104,
 }
 
 static inline __attribute__((always_inline))
-void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_104, constant Params& pc, const device Ws& v_266, threadgroup float4 (&wt)[32][17], const device X& v_567, threadgroup float4 (&xt)[32][9])
+void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_104, constant Params& pc, const device Ws& v_266, threadgroup float4 (&wt)[32][17], thread uint& gN, const device X& v_579, threadgroup float4 (&xt)[32][9])
 {
-    float _869;
+    float _881;
     for (uint i = 0u; i < 16u; i++)
     {
         uint idx = (i * 128u) + lid;
@@ -417,61 +417,61 @@ void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint&
         uint kk = idx % 32u;
         uint r = r0 + rr;
         uint c = k0 + kk;
-        bool _861 = r < pc.rows;
-        bool _868;
-        if (_861)
+        bool _873 = r < pc.rows;
+        bool _880;
+        if (_873)
         {
-            _868 = c < pc.cols;
+            _880 = c < pc.cols;
         }
         else
         {
-            _868 = _861;
+            _880 = _873;
         }
-        if (_868)
+        if (_880)
         {
             uint param = r;
             uint param_1 = c;
-            _869 = weight(param, param_1, v_104, pc, v_266);
+            _881 = weight(param, param_1, v_104, pc, v_266);
         }
         else
         {
-            _869 = 0.0;
+            _881 = 0.0;
         }
         uint param_2 = kk;
         uint param_3 = rr;
-        float param_4 = _869;
+        float param_4 = _881;
         putW(param_2, param_3, param_4, wt);
     }
-    float _929;
+    float _940;
     for (uint i_1 = 0u; i_1 < 8u; i_1++)
     {
         uint idx_1 = (i_1 * 128u) + lid;
         uint tt = idx_1 / 32u;
         uint c_1 = k0 + (idx_1 % 32u);
         uint t = t0 + tt;
-        bool _921 = t < pc.n;
-        bool _928;
-        if (_921)
+        bool _932 = t < gN;
+        bool _939;
+        if (_932)
         {
-            _928 = c_1 < pc.cols;
+            _939 = c_1 < pc.cols;
         }
         else
         {
-            _928 = _921;
+            _939 = _932;
         }
-        if (_928)
+        if (_939)
         {
-            _929 = v_567.x[(t * pc.cols) + c_1];
+            _940 = v_579.x[(t * pc.cols) + c_1];
         }
         else
         {
-            _929 = 0.0;
+            _940 = 0.0;
         }
-        ((threadgroup float*)&xt[idx_1 % 32u][tt >> uint(2)])[tt & 3u] = _929;
+        ((threadgroup float*)&xt[idx_1 % 32u][tt >> uint(2)])[tt & 3u] = _940;
     }
 }
 
-kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_104 [[buffer(1)]], const device Ws& v_266 [[buffer(2)]], const device X& v_567 [[buffer(3)]], device Y& _1157 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
+kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_104 [[buffer(1)]], const device Ws& v_266 [[buffer(2)]], const device X& v_579 [[buffer(3)]], device Y& _1170 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
 {
     threadgroup float4 wt[32][17];
     threadgroup float4 xt[32][9];
@@ -479,13 +479,16 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_104 [[bu
     uint rq = lid % 16u;
     uint tq = lid / 16u;
     uint t0 = gl_WorkGroupID.y * 32u;
+    uint gW = 0u;
+    uint gS = 0u;
+    uint gN = pc.n;
     bool fast = fastStage(pc);
-    uint _970 = gl_WorkGroupID.x * 64u;
+    uint _983 = gl_WorkGroupID.x * 64u;
     spvUnsafeArray<uint, 8> pw;
     spvUnsafeArray<float, 4> psc;
     spvUnsafeArray<float, 8> px;
     spvUnsafeArray<float4, 4> acc;
-    for (uint r0 = _970; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 64u))
+    for (uint r0 = _983; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 64u))
     {
         for (uint i = 0u; i < 4u; i++)
         {
@@ -497,7 +500,7 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_104 [[bu
             uint param_1 = r0;
             uint param_2 = t0;
             uint param_3 = 0u;
-            fetch(param, param_1, param_2, param_3, v_104, pc, v_266, pw, psc, px, v_567);
+            fetch(param, param_1, param_2, param_3, v_104, pc, v_266, pw, gW, psc, gS, px, gN, v_579);
         }
         for (uint k0 = 0u; k0 < pc.cols; k0 += 32u)
         {
@@ -512,25 +515,25 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_104 [[bu
                 uint param_6 = r0;
                 uint param_7 = t0;
                 uint param_8 = k0;
-                stageSlow(param_5, param_6, param_7, param_8, v_104, pc, v_266, wt, v_567, xt);
+                stageSlow(param_5, param_6, param_7, param_8, v_104, pc, v_266, wt, gN, v_579, xt);
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
-            bool _1043;
+            bool _1056;
             if (fast)
             {
-                _1043 = (k0 + 32u) < pc.cols;
+                _1056 = (k0 + 32u) < pc.cols;
             }
             else
             {
-                _1043 = fast;
+                _1056 = fast;
             }
-            if (_1043)
+            if (_1056)
             {
                 uint param_9 = lid;
                 uint param_10 = r0;
                 uint param_11 = t0;
                 uint param_12 = k0 + 32u;
-                fetch(param_9, param_10, param_11, param_12, v_104, pc, v_266, pw, psc, px, v_567);
+                fetch(param_9, param_10, param_11, param_12, v_104, pc, v_266, pw, gW, psc, gS, px, gN, v_579);
             }
             for (uint kk = 0u; kk < 32u; kk++)
             {
@@ -555,7 +558,7 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_104 [[bu
                 uint t = (t0 + (4u * tq)) + j;
                 if (t < pc.n)
                 {
-                    _1157.y[((t * pc.yRows) + pc.yOffset) + r] = acc[i_1][j];
+                    _1170.y[((t * pc.yRows) + pc.yOffset) + r] = acc[i_1][j];
                 }
             }
         }

@@ -20,11 +20,14 @@ const (
 	Attn   = "attn"   // causal softmax attention in tiles, online softmax (MLA prefill)
 	MMBig  = "mmbig"  // y = W·x for many positions in 128×64 tiles, 8×8 a thread (prefill)
 	FMA    = "fma"    // the device's fp32 multiply-add peak
+	// MMGroup is mmbig's tiles over a group of experts, each over its own
+	// positions, in one dispatch (a prompt's experts on the GPU).
+	MMGroup = "mmgroup"
 )
 
 // Names lists every shader, in a fixed order (backends index pipelines by
 // it); each call returns a new slice.
-func Names() []string { return []string{MatMul, Act, MMTile, Attn, MMBig, FMA} }
+func Names() []string { return []string{MatMul, Act, MMTile, Attn, MMBig, FMA, MMGroup} }
 
 // Bindings is how many storage buffers a shader binds (SPIR-V bindings
 // 1..n), 0 for a name this package does not hold.
@@ -32,6 +35,8 @@ func Bindings(name string) int {
 	switch name {
 	case MatMul, MMTile, MMBig:
 		return 4 // weights, scales, x, y
+	case MMGroup:
+		return 5 // weights, scales, x, y, the experts' table
 	case FMA:
 		return 1 // the lanes' sums
 	case Attn:
@@ -60,7 +65,7 @@ func LocalSizeOf(name string) int {
 	switch name {
 	case MMTile:
 		return MMTileLocalSize
-	case MMBig:
+	case MMBig, MMGroup:
 		return MMBigLocalSize
 	case Attn:
 		return AttnLocalSize

@@ -84,6 +84,11 @@ fi
 # "1024 4096 16384") with auto and with the CPU alone; with a base binary,
 # its kernels (unless BASE_KERNELS=0) and, at the first length, its prompt
 # beside each, in the same lease.
+# ONLY=NAME first runs `bench kernels --only NAME` (kernels_only.json).
+if [ -n "${ONLY:-}" ]; then
+	"$bin/deltafin" bench kernels --only "$ONLY" --json >"$out/kernels_only.json" 2>>"$out/env.txt"
+	echo "bench only $ONLY exit $?" >>"$out/env.txt"
+fi
 lens=${PREFILL:-4096}
 first=${lens%% *}
 if [ -x "$bin/deltafin-base" ] && [ "${BASE_KERNELS:-1}" = 1 ]; then

@@ -1,0 +1,207 @@
+package gpu
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/deltafin/deltafin/kernels"
+	"github.com/deltafin/deltafin/kernels/shaders"
+)
+
+// slotTab holds a group call's table of experts (mmgroup.comp's tab).
+const slotTab = 10
+
+var _ kernels.ExpertGrouper = (*Backend)(nil)
+
+// ExpertGroupFFN runs a prompt's experts of one shape, each over its own
+// positions, with every product one dispatch over all of them
+// (mmgroup.comp) in one submission: one expert's few hundred positions fill
+// 168 of mmbig's tiles, which leaves most of a large GPU's multiprocessors
+// idle or one tile deep, and each call of its own waited for its copies,
+// its submission and its results before the next began. Experts the device
+// keeps resident (keyed), shapes mmgroup cannot stage (rows that are not
+// whole words), single positions (ExpertFFN's matmul.comp sums a row
+// across a workgroup, the tiles in one chain: other bits) and groups of
+// one run one by one (ExpertFFN); the rest are cut into runs whose operands
+// fit one binding.
+func (b *Backend) ExpertGroupFFN(dst [][]float32, es []kernels.Expert, act kernels.Activation, x [][]float32, ns []int) {
+	for i, e := range es {
+		b.checkExpert(dst[i], e, x[i], ns[i])
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for lo := 0; lo < len(es); {
+		hi := b.groupEnd(es, ns, lo)
+		var err error
+		if hi == lo+1 {
+			err = b.expertFFN(dst[lo], es[lo], act, x[lo], ns[lo])
+		} else {
+			err = b.expertGroup(dst[lo:hi], es[lo:hi], act, x[lo:hi], ns[lo:hi])
+		}
+		if err != nil {
+			b.fail(err)
+			for i := lo; i < hi; i++ {
+				b.fallback.ExpertFFN(dst[i], es[i], act, x[i], ns[i])
+			}
+		}
+		lo = hi
+	}
+}
+
+// checkExpert panics on an expert whose shapes do not chain or operands
+// that are too short (a caller's bug, as in kernels' CPU backends).
+func (b *Backend) checkExpert(dst []float32, e kernels.Expert, x []float32, n int) {
+	inter, dim := e.W1.Rows, e.W1.Cols
+	if e.W3.Rows != inter || e.W3.Cols != dim || e.W2.Rows != dim || e.W2.Cols != inter {
+		panic(fmt.Sprintf("gpu: ExpertFFN shapes W1 [%d,%d] W3 [%d,%d] W2 [%d,%d]",
+			e.W1.Rows, e.W1.Cols, e.W3.Rows, e.W3.Cols, e.W2.Rows, e.W2.Cols))
+	}
+	if n < 1 || len(x) < n*dim || len(dst) < n*dim {
+		panic(fmt.Sprintf("gpu: ExpertFFN [%d,%d] × %d: x has %d, dst has %d", inter, dim, n, len(x), len(dst)))
+	}
+	for _, m := range []kernels.Matrix{e.W1, e.W3, e.W2} {
+		if err := m.Validate(); err != nil {
+			panic(fmt.Sprintf("gpu: ExpertFFN: %v", err))
+		}
+	}
+}
+
+// groupable reports whether mmgroup.comp can stage m: whole-word rows, as
+// mmstage.glsl's fastStage, and not kept on the device.
+func groupable(m kernels.Matrix) bool {
+	return m.Key == 0 && m.DType >= kernels.BF16 && m.DType <= kernels.MXFP4 && m.Cols%32 == 0
+}
+
+// sameMatrix reports whether m and o have one type, shape and size.
+func sameMatrix(m, o kernels.Matrix) bool {
+	return m.DType == o.DType && m.Rows == o.Rows && m.Cols == o.Cols && len(m.Data) == len(o.Data) && len(m.Scales) == len(o.Scales)
+}
+
+// words is n bytes rounded up to whole 4-byte words, in words.
+func words(n int) int { return (n + 3) / 4 }
+
+// groupEnd is the end of the run of experts from lo that one group call
+// takes: those of es[lo]'s shapes whose concatenated operands fit one
+// binding each; lo+1 when es[lo] cannot be grouped.
+func (b *Backend) groupEnd(es []kernels.Expert, ns []int, lo int) int {
+	a := es[lo]
+	if !groupable(a.W1) || !groupable(a.W3) || !groupable(a.W2) || ns[lo] < 2 {
+		return lo + 1
+	}
+	inter, dim := a.W1.Rows, a.W1.Cols
+	per := 4 * max(words(len(a.W1.Data)), words(len(a.W2.Data)), words(len(a.W1.Scales)), words(len(a.W2.Scales)))
+	hi, n, tiles := lo, 0, 0
+	for ; hi < len(es); hi++ {
+		e := es[hi]
+		if !sameMatrix(e.W1, a.W1) || !sameMatrix(e.W3, a.W3) || !sameMatrix(e.W2, a.W2) || e.W1.Key|e.W2.Key|e.W3.Key != 0 || ns[hi] < 2 {
+			break
+		}
+		k, t := hi-lo+1, max(tiles, (ns[hi]+bigPositions-1)/bigPositions)
+		if k*per > b.maxBuf() || 4*(n+ns[hi])*max(inter, dim) > b.maxBuf() || k*t > b.dev.MaxGroups() {
+			break
+		}
+		n, tiles = n+ns[hi], t
+	}
+	return max(hi, lo+1)
+}
+
+// putGroup copies each part into slot i, part j at word j·stride, and marks
+// the slot for the device.
+func (b *Backend) putGroup(i int, parts [][]byte, stride int) error {
+	m, err := b.dev.Slot(i, max(4*stride*len(parts), 4))
+	if err != nil {
+		return err
+	}
+	for j, p := range parts {
+		parallelCopy(m[4*stride*j:], p)
+	}
+	if stride > 0 {
+		b.pending = append(b.pending, pend{i, 4 * stride * len(parts)})
+	}
+	return nil
+}
+
+// expertGroup runs es (groupable, one shape; their operands fit a binding)
+// in one submission: W1 and W3 over every expert's rows of x, the
+// activation, W2, each one dispatch; x, the intermediates and y are the
+// experts' positions one after another.
+func (b *Backend) expertGroup(dst [][]float32, es []kernels.Expert, act kernels.Activation, x [][]float32, ns []int) error {
+	a := es[0]
+	inter, dim := a.W1.Rows, a.W1.Cols
+	starts := make([]int, len(es)+1) // expert j's positions: starts[j] .. starts[j+1]
+	tiles := 0                       // position tiles per expert along y
+	for j, n := range ns {
+		starts[j+1] = starts[j] + n
+		tiles = max(tiles, (n+bigPositions-1)/bigPositions)
+	}
+	total := starts[len(es)]
+	type mat struct{ data, scales int }
+	slots := []mat{{slotW1, slotS1}, {slotW3, slotS3}, {slotW2, slotS2}}
+	for i, pick := range []func(kernels.Expert) kernels.Matrix{
+		func(e kernels.Expert) kernels.Matrix { return e.W1 },
+		func(e kernels.Expert) kernels.Matrix { return e.W3 },
+		func(e kernels.Expert) kernels.Matrix { return e.W2 },
+	} {
+		data, scales := make([][]byte, len(es)), make([][]byte, len(es))
+		for j, e := range es {
+			data[j], scales[j] = pick(e).Data, pick(e).Scales
+		}
+		m := pick(a)
+		if err := b.putGroup(slots[i].data, data, words(len(m.Data))); err != nil {
+			return err
+		}
+		if err := b.putGroup(slots[i].scales, scales, words(len(m.Scales))); err != nil {
+			return err
+		}
+	}
+	xs, err := b.slot(slotX, 4*total*dim)
+	if err != nil {
+		return err
+	}
+	for j := range es {
+		parallelCopy(xs[4*starts[j]*dim:], f32bytes(x[j][:ns[j]*dim]))
+	}
+	b.pending = append(b.pending, pend{slotX, 4 * total * dim})
+	tab := make([]uint32, 1+2*len(es))
+	tab[0] = uint32(tiles)
+	for j, n := range ns {
+		tab[1+2*j], tab[2+2*j] = uint32(starts[j]), uint32(n)
+	}
+	if err := b.putBytes(slotTab, u32bytes(tab)); err != nil {
+		return err
+	}
+	if err := b.startFFN(total, inter, dim); err != nil {
+		return err
+	}
+	gy := len(es) * tiles
+	gi, _ := b.grid((inter + bigRows - 1) / bigRows)
+	gd, _ := b.grid((dim + bigRows - 1) / bigRows)
+	ax, ay := b.grid((total*inter + shaders.LocalSize - 1) / shaders.LocalSize)
+	push := func(m kernels.Matrix, rows int) []uint32 {
+		return append(matPush(m, rows, total, rows, 0), uint32(words(len(m.Data))), uint32(words(len(m.Scales))))
+	}
+	steps := []step{
+		{shaders.MMGroup, []int{slotW1, slotS1, slotX, slotG, slotTab}, push(a.W1, inter), gi, gy},
+		{shaders.MMGroup, []int{slotW3, slotS3, slotX, slotU, slotTab}, push(a.W3, inter), gi, gy},
+		{shaders.Act, []int{slotG, slotU}, []uint32{uint32(total * inter), uint32(act.Kind), f32bits(act.Beta), f32bits(act.LinearBeta)}, ax, ay},
+		{shaders.MMGroup, []int{slotW2, slotS2, slotG, slotY, slotTab}, push(a.W2, dim), gd, gy},
+	}
+	if err := b.run(steps, slotY, 4*total*dim); err != nil {
+		return err
+	}
+	ys, err := b.slot(slotY, 4*total*dim)
+	if err != nil {
+		return err
+	}
+	for j := range es {
+		parallelCopy(f32bytes(dst[j][:ns[j]*dim]), ys[4*starts[j]*dim:4*starts[j+1]*dim])
+	}
+	return nil
+}
+
+func u32bytes(v []uint32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+}
