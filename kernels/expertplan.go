@@ -62,7 +62,7 @@ func planGPU(s split, proto Expert, ns []int) []bool {
 	var eligible []int
 	cpu := 0.0 // the CPU side's cost so far
 	for i, n := range ns {
-		if s.onGPU(n, expertIntensity(proto), proto.W1, proto.W2, proto.W3) {
+		if s.plannable(n, proto) {
 			eligible = append(eligible, i)
 		} else {
 			cpu += float64(n)
@@ -129,4 +129,17 @@ func (s split) side(on Side) (Backend, bool) {
 		return s.beside, false
 	}
 	return s.decode, false
+}
+
+// plannable reports whether the rule lets PlanExperts give the GPU an
+// expert of n positions: onGPU's rule, with ExpertMinPositions in place of
+// StreamedMinPositions where it is set.
+func (s split) plannable(n int, proto Expert) bool {
+	if s.rule != nil && s.rule.ExpertMinPositions > 0 {
+		if n < s.rule.ExpertMinPositions {
+			return false
+		}
+		n = max(n, s.rule.StreamedMinPositions)
+	}
+	return s.onGPU(n, expertIntensity(proto), proto.W1, proto.W2, proto.W3)
 }

@@ -31,6 +31,12 @@ func TestPlanExpertsBalancesTheSides(t *testing.T) {
 	// None on the GPU: the CPU's with every thread.
 	require.Equal(t, []Side{OnCPU, OnCPU}, PlanExperts(Accelerate(Ref(), Ref(), rule), e, []int{5, 8}))
 
+	// ExpertMinPositions: the planned experts' threshold instead of
+	// StreamedMinPositions (8 may go now, 5 still not).
+	rule.ExpertMinPositions = 6
+	require.Equal(t, []Side{G, G, G, B, G, G}, PlanExperts(Accelerate(Ref(), Ref(), rule), e, ns))
+	rule.ExpertMinPositions = 0
+
 	// Ties keep the group's order, so the plan is the same every time.
 	rule.ExpertGPUSpeedup = 1
 	rule.ExpertGPUFixed = 0
@@ -84,4 +90,52 @@ func TestBesideThreads(t *testing.T) {
 	for in, want := range map[int]int{1: 1, 2: 2, 3: 2, 8: 7, 16: 14, 24: 21} {
 		require.Equal(t, want, BesideThreads(in), "%d threads", in)
 	}
+}
+
+// grouping is a backend that runs a group of experts as one call (a GPU's
+// kernels.ExpertGrouper), recording each call's counts.
+type grouping struct {
+	Backend
+	calls *[][]int
+}
+
+func (g grouping) ExpertGroupFFN(dst [][]float32, es []Expert, act Activation, x [][]float32, ns []int) {
+	*g.calls = append(*g.calls, append([]int(nil), ns...))
+	for i, e := range es {
+		g.Backend.ExpertFFN(dst[i], e, act, x[i], ns[i])
+	}
+}
+
+// TestExpertGroupFFNOn: the GPU's share of a group reaches a grouping
+// backend as one call, counted on the GPU's side as one call an expert
+// with all their positions; a backend that does not group runs them one by
+// one; the outputs are ExpertFFN's.
+func TestExpertGroupFFNOn(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(15, 16))
+	act := Activation{Kind: SiLU}
+	ns := []int{5, 3, 7}
+	es, xs, want, got := make([]Expert, 3), make([][]float32, 3), make([][]float32, 3), make([][]float32, 3)
+	for i, n := range ns {
+		es[i] = Expert{W1: randMatrix(rng, BF16, 3, 64), W2: randMatrix(rng, BF16, 64, 3), W3: randMatrix(rng, BF16, 3, 64)}
+		xs[i] = randVec(rng, n*64)
+		want[i], got[i] = make([]float32, n*64), make([]float32, n*64)
+		Ref().ExpertFFN(want[i], es[i], act, xs[i], n)
+	}
+	var groups [][]int
+	var cpu []int
+	s := Accelerate(grouping{Ref(), &groups}, counting{Ref(), &cpu}, AccelOptions{StreamedMinPositions: 1000})
+	before, _ := Routes(s)
+	ExpertGroupFFNOn(s, OnGPU, got, es, act, xs, ns)
+	require.Equal(t, want, got)
+	require.Equal(t, [][]int{ns}, groups)
+	d, _ := Routes(s)
+	d = d.Sub(before)
+	require.Equal(t, int64(3), d.GPU.Experts.Calls)
+	require.Equal(t, int64(15), d.GPU.Experts.Positions)
+
+	ExpertGroupFFNOn(s, OnCPU, got, es, act, xs, ns) // the CPU side does not group: one by one
+	require.Equal(t, want, got)
+	require.Equal(t, []int{-5, -3, -7}, cpu)
+	require.Len(t, groups, 1)
 }

@@ -42,6 +42,12 @@ type AccelOptions struct {
 	// rule allows goes to the GPU.
 	ExpertGPUFixed   float64
 	ExpertGPUSpeedup float64
+	// ExpertMinPositions, when set, replaces StreamedMinPositions for the
+	// experts PlanExperts shares: a GPU's share of a group runs as one
+	// call (kernels.ExpertGroupFFN), where an expert pays little more than
+	// its weights' crossing, and the plan's cost model, not a threshold,
+	// decides whether the smaller ones go.
+	ExpertMinPositions int
 }
 
 // DefaultAccelOptions is the rule "auto" uses, from `deltafin bench kernels`

@@ -84,10 +84,15 @@ fi
 # "1024 4096 16384") with auto and with the CPU alone; with a base binary,
 # its kernels (unless BASE_KERNELS=0) and, at the first length, its prompt
 # beside each, in the same lease.
-# ONLY=NAME first runs `bench kernels --only NAME` (kernels_only.json).
+# ONLY=NAME first runs `bench kernels --only NAME` (kernels_only.json;
+# with a base binary, kernels_only_base.json too).
 if [ -n "${ONLY:-}" ]; then
 	"$bin/deltafin" bench kernels --only "$ONLY" --json >"$out/kernels_only.json" 2>>"$out/env.txt"
 	echo "bench only $ONLY exit $?" >>"$out/env.txt"
+	if [ -x "$bin/deltafin-base" ]; then
+		"$bin/deltafin-base" bench kernels --only "$ONLY" --json >"$out/kernels_only_base.json" 2>>"$out/env.txt"
+		echo "bench base only $ONLY exit $?" >>"$out/env.txt"
+	fi
 fi
 lens=${PREFILL:-4096}
 first=${lens%% *}
