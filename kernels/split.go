@@ -80,7 +80,7 @@ type AccelOptions struct {
 //     of the GPU's time. Not yet measured with the split in place.
 func DefaultAccelOptions() AccelOptions {
 	return AccelOptions{DecodeMinBytes: 32 << 20, ResidentMinPositions: 16, StreamedMinPositions: 96, AttnMinHeadWidth: 128, MinIntensity: 256,
-		ExpertGPUFixed: 100, ExpertGPUSpeedup: 3.4}
+		ExpertGPUFixed: 14, ExpertGPUSpeedup: 3.4, ExpertMinPositions: 16}
 }
 
 // WithBeside returns be with beside as the CPU it runs experts on while its
