@@ -275,19 +275,28 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 			ns[j] = len(work.users[id])
 		}
 		plan := kernels.PlanExperts(be, ex0, ns)
-		// gather returns the rows of z that chose id, [len(u), D];
-		// scatter puts an expert's outputs y [len(u), D] in its rows of ys.
+		// gather returns the rows of z that chose an expert (u, its
+		// users), [len(u), D]; scatter puts its outputs y [len(u), D] in
+		// their rows of ys. Both over the cores: the GPU's share of a
+		// long prompt's group is thousands of rows, and one goroutine
+		// copying them took a third of that side's time.
 		gather := func(u []int) []float32 {
 			in := make([]float32, len(u)*D)
-			for i, tk := range u {
-				copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
-			}
+			parallelHeads(len(u), m.heads.workers(len(u)*D), func(r0, r1 int) {
+				for i := r0; i < r1; i++ {
+					tk := u[i]
+					copy(in[i*D:(i+1)*D], z[(tk/K)*D:(tk/K+1)*D])
+				}
+			})
 			return in
 		}
 		scatter := func(u []int, y []float32) {
-			for i, tk := range u {
-				copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
-			}
+			parallelHeads(len(u), m.heads.workers(len(u)*D), func(r0, r1 int) {
+				for i := r0; i < r1; i++ {
+					tk := u[i]
+					copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
+				}
+			})
 		}
 		var onGPU []kernels.Expert
 		var gpuUsers [][]int
@@ -305,14 +314,20 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 		var gpu sync.WaitGroup
 		if len(onGPU) > 0 {
 			gpu.Go(func() {
-				ins, outs, counts := make([][]float32, len(onGPU)), make([][]float32, len(onGPU)), make([]int, len(onGPU))
+				// The experts' rows one after another, so that each
+				// gather and scatter is one split over the cores.
+				var all []int
+				counts := make([]int, len(onGPU))
 				for j, u := range gpuUsers {
-					ins[j], outs[j], counts[j] = gather(u), make([]float32, len(u)*D), len(u)
+					all, counts[j] = append(all, u...), len(u)
+				}
+				in, out := gather(all), make([]float32, len(all)*D)
+				ins, outs := make([][]float32, len(onGPU)), make([][]float32, len(onGPU))
+				for j, at := 0, 0; j < len(onGPU); j, at = j+1, at+counts[j] {
+					ins[j], outs[j] = in[at*D:(at+counts[j])*D], out[at*D:(at+counts[j])*D]
 				}
 				kernels.ExpertGroupFFNOn(be, kernels.OnGPU, outs, onGPU, c.Act, ins, counts)
-				for j, u := range gpuUsers {
-					scatter(u, outs[j])
-				}
+				scatter(all, out)
 			})
 		}
 		for i, id := range group {
