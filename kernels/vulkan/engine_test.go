@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/testref"
 	"github.com/deltafin/deltafin/kernels"
 	"github.com/deltafin/deltafin/kernels/vulkan"
@@ -56,7 +57,8 @@ func TestEngineReferenceOnVulkan(t *testing.T) {
 
 // TestLongPromptOnVulkan prefills a 1,100-token prompt with every product
 // and the attention on the device (Accelerate with thresholds of 2: the
-// tiles of mmbig and mmtile, attention over two submissions of rows) and
+// tiles of mmbig and mmtile, attention over two submissions of rows; for
+// k3-tiny once more with its experts streamed, so grouped: mmgroup) and
 // holds the logits at every position to the same prompt prefilled on the
 // CPU backend, within the 2e-3 the reference tests allow each of them, up
 // to where the CPU's own kernels part at a near-tie (below); the CPU's
@@ -80,8 +82,19 @@ func TestLongPromptOnVulkan(t *testing.T) {
 			if c, err := kernels.ByName("c"); err == nil && kernels.Default().Name() != "c" {
 				backends["c"] = c
 			}
+			// k3-tiny with its experts streamed through the expert store,
+			// unkeyed as K3's are: the GPU's share of each group runs as one
+			// call (ExpertGroupFFN, mmgroup.comp) rather than resident.
+			streamed := dir == "k3-tiny"
+			if streamed {
+				backends["gpu-streamed"] = kernels.Accelerate(be, kernels.Default(), every)
+			}
 			for name, b := range backends {
-				m, err := engine.Open(t.Context(), filepath.Join(td, dir), engine.Options{Backend: b})
+				opts := engine.Options{Backend: b}
+				if name == "gpu-streamed" {
+					opts.Stream = &engine.StreamOptions{Plan: &experts.BudgetPlan{PinnedLayers: 1 << 20, CacheExperts: 8}}
+				}
+				m, err := engine.Open(t.Context(), filepath.Join(td, dir), opts)
 				require.NoError(t, err)
 				rows[name], err = m.NewSession().Forward(t.Context(), ids, true)
 				require.NoError(t, m.Close())
@@ -112,6 +125,16 @@ func TestLongPromptOnVulkan(t *testing.T) {
 			}
 			t.Logf("max |Δlogit| over %d positions = %.3g (the CPU's kernels agree on %d)", agree, worst, agree)
 			require.LessOrEqual(t, worst, 2e-3)
+			if streamed {
+				worst = 0
+				for i := range agree {
+					worst = max(worst, maxAbsDiff(rows["gpu-streamed"][i], rows["cpu"][i]))
+				}
+				t.Logf("experts streamed: max |Δlogit| = %.3g", worst)
+				require.LessOrEqual(t, worst, 2e-3)
+				r, _ := kernels.Routes(backends["gpu-streamed"])
+				require.Positive(t, r.GPU.Experts.Calls, "no streamed expert ran on the GPU")
+			}
 		})
 	}
 	require.NoError(t, be.Err(), "every product sent to the device ran there")
