@@ -71,13 +71,17 @@ type AccelOptions struct {
 //     products, 43 FLOPs a byte, made a 1,024-token prefill 0.45 s against
 //     the CPU's 0.40 and a 16,384-token one 8.5 s against 7.3; K3's
 //     narrowest matrix, 1536×7168, has 632, its routed experts 2,304);
-//   - ExpertGPUFixed 100, ExpertGPUSpeedup 3.4: the K3 slice's prompts
-//     (`bench slice --prefill`, kernels/README.md, 2 Dec 2026) with every
-//     expert of 96 positions or more on the GPU: 4,096 tokens, 181 GPU
-//     expert calls 1.95 s beside 203 small ones on the CPU 0.56 s; 16,384
-//     tokens, 261 calls 5.84 s beside 172 in 0.48 s. Both fit one CPU cost
-//     of about 57 µs a position with these two; the CPU sat idle for most
-//     of the GPU's time. Not yet measured with the split in place.
+//   - ExpertGPUSpeedup 3.4: the K3 slice's prompts (`bench slice
+//     --prefill`, kernels/README.md) with the GPU's experts one call each
+//     (2 Dec 2026), then grouped (4 Dec): a GPU position costs 17-37 µs,
+//     the CPU's beside it 84-118 µs;
+//   - ExpertGPUFixed 14, ExpertMinPositions 16 (4 Dec 2026): grouped
+//     (kernels.ExpertGroupFFN), a GPU expert pays about its weights'
+//     crossing, 1.3 ms or 14 of the CPU's positions, where one call each
+//     paid 2.1 ms more; against 100 and the 96-position threshold, a
+//     4,096-token slice prompt took 6.19 against 6.60 s in one lease, the
+//     CPU's share of its experts 1.99 s against 3.05 (the GPU's 2.18
+//     against 1.68).
 func DefaultAccelOptions() AccelOptions {
 	return AccelOptions{DecodeMinBytes: 32 << 20, ResidentMinPositions: 16, StreamedMinPositions: 96, AttnMinHeadWidth: 128, MinIntensity: 256,
 		ExpertGPUFixed: 14, ExpertGPUSpeedup: 3.4, ExpertMinPositions: 16}
