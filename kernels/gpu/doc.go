@@ -10,7 +10,8 @@
 // (weights with a kernels.Matrix.Key only once: they stay in device memory,
 // resident.go), records the copies to the device, its dispatches and the
 // copy of its result back, submits and waits (backend.go, ops.go, attn.go;
-// peak.go runs the FMA peak shader). When the device fails (or an
+// group.go runs a prompt's group of experts as one call, each product one
+// dispatch over all of them; peak.go runs the FMA peak shader). When the device fails (or an
 // operand exceeds its limits) the call is computed on the CPU instead, by the
 // fallback kernels.Backend, and Err reports why.
 package gpu
