@@ -238,11 +238,12 @@ func benchCases(shrink int) []benchCase {
 	}
 
 	// spans(k) is the matrices of k experts' spans one after another.
+	span := 3 * (d1 + s1)
 	spans := func(k int) func(slot []byte) []kernels.Matrix {
 		return func(slot []byte) []kernels.Matrix {
 			var ms []kernels.Matrix
 			for i := range k {
-				e := expert(slot[i*3*(d1+s1):])
+				e := expert(slot[i*span:])
 				ms = append(ms, e.W1, e.W2, e.W3)
 			}
 			return ms
@@ -254,7 +255,6 @@ func benchCases(shrink int) []benchCase {
 	// one, so the two figures of one run compare the two).
 	const groupK, groupN = 8, 256
 	{
-		span := 3 * (d1 + s1)
 		es, dsts, xs, ns := make([]kernels.Expert, groupK), make([][]float32, groupK), make([][]float32, groupK), make([]int, groupK)
 		xg := benchVec(groupN * dim)
 		for i := range groupK {
@@ -275,7 +275,6 @@ func benchCases(shrink int) []benchCase {
 	// A decode token's whole MoE layer: its 16 routed experts (K3's top-k),
 	// spans one after another, in one kernels.ExpertsFFN call.
 	const topK = 16
-	span := 3 * (d1 + s1)
 	es, dsts, xs := make([]kernels.Expert, topK), make([][]float32, topK), make([][]float32, topK)
 	for i := range topK {
 		dsts[i], xs[i] = make([]float32, dim), x
