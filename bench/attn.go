@@ -46,14 +46,20 @@ func benchAttn(ctx context.Context, b kernels.Backend, c attnCase, minTime time.
 		return KernelResult{}, err
 	}
 	best := time.Duration(math.MaxInt64)
+	clock, dev := newDeviceClock(b), deviceBest{}
 	start := time.Now()
 	for i := 0; i < 2 || time.Since(start) < minTime; i++ {
+		clock.start()
 		t := time.Now()
 		if err := kernels.Attention(ctx, b, c.a); err != nil {
 			return KernelResult{}, err
 		}
-		best = min(best, time.Since(t))
+		took := time.Since(t)
+		best = min(best, took)
+		dev.add(clock, took)
 	}
-	return KernelResult{Name: c.name, Threads: kernels.Threads(b), GBps: float64(c.bytes) / best.Seconds() / 1e9,
-		GFLOPS: float64(c.flops) / best.Seconds() / 1e9}, nil
+	r := KernelResult{Name: c.name, Threads: kernels.Threads(b), GBps: float64(c.bytes) / best.Seconds() / 1e9,
+		GFLOPS: float64(c.flops) / best.Seconds() / 1e9}
+	dev.fill(&r, c.flops)
+	return r, nil
 }

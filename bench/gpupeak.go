@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -24,9 +25,12 @@ const gpuPeakGroups = 8192
 // independent FMA chains in a shader), for at least minTime and two
 // passes, after growing the steps until one pass takes 20 ms or more (so
 // the submission's fixed cost is small beside it, and the GPU's clock has
-// left idle), and returns the best pass
-// in GFLOP/s: the compute limit of that GPU's products, as FMAPeak is the
-// CPU's.
+// left idle), and returns the best pass in GFLOP/s: the compute limit of
+// that GPU's products, as FMAPeak is the CPU's. Where the device times
+// its own shaders (kernels.DeviceTimer) the pass's time is the shader's
+// by the device's clock when that is the faster rate, so that the
+// kernels' device-timed rates (KernelResult.DeviceGFLOPS) are held to a
+// peak timed the same way.
 func GPUPeak(ctx context.Context, p kernels.DevicePeaker, minTime time.Duration) (float64, error) {
 	run := func(steps int) (uint64, error) {
 		flops, sum, want, err := p.DeviceFMAPeak(gpuPeakGroups, steps)
@@ -50,11 +54,68 @@ func GPUPeak(ctx context.Context, p kernels.DevicePeaker, minTime time.Duration)
 	if err != nil {
 		return 0, err
 	}
-	return measure(ctx, minTime, 2, int(flops), func() {
+	clock := newDeviceClock(p)
+	bestShader := time.Duration(math.MaxInt64)
+	wall, merr := measure(ctx, minTime, 2, int(flops), func() {
 		if err == nil {
+			clock.start()
 			_, err = run(steps)
+			if sh, _, ok := clock.since(); ok && sh > 0 {
+				bestShader = min(bestShader, sh)
+			}
 		}
 	})
+	if merr != nil {
+		return 0, merr
+	}
+	if err != nil {
+		return 0, err
+	}
+	if bestShader < math.MaxInt64 {
+		return max(wall, float64(flops)/bestShader.Seconds()/1e9), nil
+	}
+	return wall, nil
+}
+
+// deviceClock reads a GPU's own time (kernels.DeviceTimer) around a
+// measurement: start, then since gives the device's time in shaders and
+// in copies since it; ok false where there is no such clock.
+type deviceClock struct {
+	t               kernels.DeviceTimer
+	shaders, copies time.Duration
+}
+
+// newDeviceClock is the clock of v's device: v a kernels.Backend (its GPU
+// side, for a split) or a kernels.DeviceTimer itself.
+func newDeviceClock(v any) *deviceClock {
+	var t kernels.DeviceTimer
+	switch v := v.(type) {
+	case kernels.Backend:
+		t, _ = kernels.DeviceTimerOf(v)
+	case kernels.DeviceTimer:
+		t = v
+	}
+	if t == nil {
+		return &deviceClock{}
+	}
+	if _, _, ok := t.DeviceTimes(); !ok {
+		return &deviceClock{}
+	}
+	return &deviceClock{t: t}
+}
+
+func (c *deviceClock) start() {
+	if c.t != nil {
+		c.shaders, c.copies, _ = c.t.DeviceTimes()
+	}
+}
+
+func (c *deviceClock) since() (shaders, copies time.Duration, ok bool) {
+	if c.t == nil {
+		return 0, 0, false
+	}
+	s, cp, _ := c.t.DeviceTimes()
+	return s - c.shaders, cp - c.copies, true
 }
 
 // gpuPeaker is the device peaker behind a backend name: the backend's own

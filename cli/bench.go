@@ -180,13 +180,31 @@ func writeBenchTable(w io.Writer, rep bench.KernelsReport, device string) error 
 	fmt.Fprintf(w, "backend %s%s; memory read %.1f GB/s with %d threads (%.1f GB/s with 1), over %d MiB; fp32 FMA peak %.1f GFLOP/s%s\n\n",
 		rep.Backend, device, rep.MemReadGBps, rep.MemThreads, rep.MemReadOneGBps, rep.BufferBytes>>20, rep.FMAPeakGFLOPS, gpuPeak)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kernel\tthreads\tGB/s\tratio to memory read\tpaired ratio\tGFLOP/s\tratio to FMA peak\t")
+	// The device's own columns (its clock: the shaders alone, and the
+	// share of the call its copies took) only where a GPU timed something.
+	timed := slices.ContainsFunc(rep.Kernels, func(k bench.KernelResult) bool { return k.DeviceCopyShare > 0 || k.DeviceGFLOPS > 0 })
+	head := "kernel\tthreads\tGB/s\tratio to memory read\tpaired ratio\tGFLOP/s\tratio to FMA peak\t"
+	if timed {
+		head += "shaders GFLOP/s\tshaders' ratio to GPU peak\tcopies' share\t"
+	}
+	fmt.Fprintln(tw, head)
 	for _, k := range rep.Kernels {
 		gflops, ratio := "-", "-"
 		if k.GFLOPS > 0 {
 			gflops, ratio = fmt.Sprintf("%.1f", k.GFLOPS), fmt.Sprintf("%.3f", k.FLOPRatio)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.2f\t%s\t%s\t\n", k.Name, k.Threads, k.GBps, k.Ratio, k.PairedRatio, gflops, ratio)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.2f\t%s\t%s\t", k.Name, k.Threads, k.GBps, k.Ratio, k.PairedRatio, gflops, ratio)
+		if timed {
+			dg, dr, share := "-", "-", "-"
+			if k.DeviceGFLOPS > 0 {
+				dg, dr = fmt.Sprintf("%.1f", k.DeviceGFLOPS), fmt.Sprintf("%.3f", k.DeviceFLOPRatio)
+			}
+			if k.DeviceGFLOPS > 0 || k.DeviceCopyShare > 0 {
+				share = fmt.Sprintf("%.2f", k.DeviceCopyShare)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t", dg, dr, share)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

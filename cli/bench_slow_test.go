@@ -37,10 +37,13 @@ func TestBenchKernelsOutput(t *testing.T) {
 			Backend string  `json:"backend"`
 			GPUPeak float64 `json:"gpu_peak_gflops"`
 			Kernels []struct {
-				Name      string  `json:"name"`
-				GBps      float64 `json:"gbps"`
-				GFLOPS    float64 `json:"gflops"`
-				FLOPRatio float64 `json:"flop_ratio"`
+				Name            string  `json:"name"`
+				GBps            float64 `json:"gbps"`
+				GFLOPS          float64 `json:"gflops"`
+				FLOPRatio       float64 `json:"flop_ratio"`
+				DeviceGFLOPS    float64 `json:"device_gflops"`
+				DeviceFLOPRatio float64 `json:"device_flop_ratio"`
+				DeviceCopyShare float64 `json:"device_copy_share"`
 			} `json:"kernels"`
 		} `json:"gpu"`
 	}
@@ -50,10 +53,19 @@ func TestBenchKernelsOutput(t *testing.T) {
 		require.NotEmpty(t, g.Device, g.Backend)
 		require.NotEmpty(t, g.Kernels, g.Backend)
 		require.Positive(t, g.GPUPeak, "the GPU's own FMA peak, %s", g.Backend)
+		timed := 0
 		for _, k := range g.Kernels {
 			require.Positive(t, k.GBps, k.Name)
 			require.InDelta(t, k.GFLOPS/g.GPUPeak, k.FLOPRatio, 1e-9, "%s: against the GPU's peak", k.Name)
+			if k.DeviceGFLOPS > 0 {
+				// The shaders' best pass is no longer than the call's.
+				timed++
+				require.GreaterOrEqual(t, k.DeviceGFLOPS, k.GFLOPS*(1-1e-9), k.Name)
+				require.InDelta(t, k.DeviceGFLOPS/g.GPUPeak, k.DeviceFLOPRatio, 1e-9, k.Name)
+				require.True(t, k.DeviceCopyShare >= 0 && k.DeviceCopyShare < 1, "%s: copies' share %g", k.Name, k.DeviceCopyShare)
+			}
 		}
+		require.Positive(t, timed, "%s: the device timed its shaders", g.Backend)
 	}
 
 	out.Reset()

@@ -1,6 +1,9 @@
 package kernels
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // FMAPeak runs n steps of v = v·1 + 1 on every fp32 lane of the best
 // instruction set's FMA loop (independent chains, enough to keep every FMA
@@ -64,4 +67,23 @@ func DevicePeakerOf(b Backend) (DevicePeaker, bool) {
 	}
 	p, ok := b.(DevicePeaker)
 	return p, ok
+}
+
+// A DeviceTimer is a backend whose device times its own work (a GPU's
+// timestamps): DeviceTimes is the device's time in shaders and in copies
+// between host and device memory over every call so far, ok false when
+// the device keeps no time. Benchmarks read it around a kernel's calls to
+// tell the shaders' rate from the call's.
+type DeviceTimer interface {
+	DeviceTimes() (shaders, copies time.Duration, ok bool)
+}
+
+// DeviceTimerOf returns b's device timer: b itself, or the GPU side of a
+// Split or Accelerate backend; false when b has none.
+func DeviceTimerOf(b Backend) (DeviceTimer, bool) {
+	if s, ok := b.(split); ok {
+		b = s.prefill
+	}
+	t, ok := b.(DeviceTimer)
+	return t, ok
 }

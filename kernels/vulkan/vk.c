@@ -23,7 +23,8 @@
 	F(vkCmdBindDescriptorSets) F(vkCmdPushConstants) F(vkCmdDispatch) F(vkQueueSubmit) F(vkCreateFence)              \
 	F(vkDestroyFence) F(vkWaitForFences) F(vkResetFences) F(vkCreateBuffer) F(vkDestroyBuffer)                       \
 	F(vkGetBufferMemoryRequirements) F(vkAllocateMemory) F(vkFreeMemory) F(vkBindBufferMemory) F(vkMapMemory)       \
-	F(vkCmdCopyBuffer)
+	F(vkCmdCopyBuffer) F(vkCreateQueryPool) F(vkDestroyQueryPool) F(vkCmdResetQueryPool) F(vkCmdWriteTimestamp)           \
+	F(vkGetQueryPoolResults)
 
 #define DFVK_DECLARE(n) static PFN_##n n;
 DFVK_FUNCS(DFVK_DECLARE)
@@ -86,6 +87,17 @@ struct dfvk {
 	int nres;
 	slot staging;
 	VkCommandBuffer ucmd;
+	// The device's own clock (qpool set where the queue has timestamps):
+	// a pair of timestamps around each dispatch and each copy of a call,
+	// read after its fence and summed into shaderNs and copyNs, so that a
+	// benchmark can tell the shaders' time from the bus's and the host's.
+	VkQueryPool qpool;
+	double tsPeriod; // nanoseconds a tick
+	uint64_t tsMask;
+	int nq;          // timestamps recorded in this call
+	int qover;       // the call had more than DFVK_QUERIES: not timed
+	uint8_t qcopy[DFVK_QUERIES / 2];
+	uint64_t shaderNs, copyNs;
 };
 
 #define MAX_SETS 64
@@ -109,6 +121,7 @@ void dfvk_close(dfvk *c) {
 		if (c->staging.buf) vkDestroyBuffer(c->dev, c->staging.buf, NULL);
 		if (c->staging.mem) vkFreeMemory(c->dev, c->staging.mem, NULL);
 		if (c->fence) vkDestroyFence(c->dev, c->fence, NULL);
+		if (c->qpool) vkDestroyQueryPool(c->dev, c->qpool, NULL);
 		if (c->cmdPool) vkDestroyCommandPool(c->dev, c->cmdPool, NULL);
 		if (c->pool) vkDestroyDescriptorPool(c->dev, c->pool, NULL);
 		for (int i = 0; i < c->npipes; i++) {
@@ -166,7 +179,7 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 	VkPhysicalDevice *devs = calloc(n, sizeof *devs);
 	vkEnumeratePhysicalDevices(c->inst, &n, devs);
 	int best = -1, bestRank = 1 << 30;
-	uint32_t bestFamily = 0;
+	uint32_t bestFamily = 0, bestTsBits = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		VkPhysicalDeviceProperties p;
 		vkGetPhysicalDeviceProperties(devs[i], &p);
@@ -179,7 +192,7 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 		vkGetPhysicalDeviceQueueFamilyProperties(devs[i], &nf, fam);
 		for (uint32_t f = 0; f < nf; f++) {
 			if (fam[f].queueFlags & VK_QUEUE_COMPUTE_BIT) {
-				best = (int)i, bestRank = rk, bestFamily = f;
+				best = (int)i, bestRank = rk, bestFamily = f, bestTsBits = fam[f].timestampValidBits;
 				break;
 			}
 		}
@@ -327,6 +340,16 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 		dfvk_close(c);
 		return r;
 	}
+	// Timing is optional: a device without timestamps (or a pool it
+	// refuses) runs every call untimed.
+	if (bestTsBits > 0 && p.limits.timestampPeriod > 0) {
+		VkQueryPoolCreateInfo qpi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+		                             .queryType = VK_QUERY_TYPE_TIMESTAMP,
+		                             .queryCount = DFVK_QUERIES};
+		if (vkCreateQueryPool(c->dev, &qpi, NULL, &c->qpool) != VK_SUCCESS) c->qpool = VK_NULL_HANDLE;
+		c->tsPeriod = p.limits.timestampPeriod;
+		c->tsMask = bestTsBits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << bestTsBits) - 1);
+	}
 	*out = c;
 	return 0;
 }
@@ -374,6 +397,27 @@ void *dfvk_slot(dfvk *c, int i, uint64_t bytes, int *res) {
 	return s->map;
 }
 
+// stamp records the timestamp before an operation (when everything before
+// it has finished: the calls' operations run one after another, ordered by
+// barriers) and returns its pair's index, -1 when the call is not timed;
+// unstamp records the one after it (copy: a copy's pair, not a shader's).
+static int stamp(dfvk *c) {
+	if (!c->qpool || c->qover) return -1;
+	if (c->nq + 2 > DFVK_QUERIES) {
+		c->qover = 1;
+		return -1;
+	}
+	vkCmdWriteTimestamp(c->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->qpool, (uint32_t)c->nq);
+	c->nq += 2;
+	return c->nq / 2 - 1;
+}
+
+static void unstamp(dfvk *c, int q, int copy) {
+	if (q < 0) return;
+	vkCmdWriteTimestamp(c->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->qpool, (uint32_t)(2 * q + 1));
+	c->qcopy[q] = (uint8_t)copy;
+}
+
 // barrier makes every transfer and shader write before it visible to every
 // transfer and shader after it.
 static void barrier(dfvk *c) {
@@ -390,8 +434,10 @@ int dfvk_copy(dfvk *c, int i, uint64_t bytes, int toHost) {
 	if (!c->twins || bytes == 0) return 0;
 	barrier(c);
 	VkBufferCopy cp = {.srcOffset = 0, .dstOffset = 0, .size = bytes};
+	int q = stamp(c);
 	if (toHost) vkCmdCopyBuffer(c->cmd, c->twin[i].buf, c->slots[i].buf, 1, &cp);
 	else vkCmdCopyBuffer(c->cmd, c->slots[i].buf, c->twin[i].buf, 1, &cp);
+	unstamp(c, q, 1);
 	barrier(c);
 	return 0;
 }
@@ -403,6 +449,9 @@ int dfvk_begin(dfvk *c) {
 	VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
 	                               .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
 	if ((r = vkBeginCommandBuffer(c->cmd, &bi)) != VK_SUCCESS) return r;
+	c->nq = 0;
+	c->qover = 0;
+	if (c->qpool) vkCmdResetQueryPool(c->cmd, c->qpool, 0, DFVK_QUERIES);
 	// Host writes to the mapped slots before the shaders or copies read them.
 	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
 	                      .srcAccessMask = VK_ACCESS_HOST_WRITE_BIT,
@@ -449,7 +498,9 @@ int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void 
 	vkCmdBindPipeline(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipes[shader]);
 	vkCmdBindDescriptorSets(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipeLayout, 0, 1, &set, 0, NULL);
 	if (pushBytes > 0) vkCmdPushConstants(c->cmd, c->pipeLayout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)pushBytes, push);
+	int q = stamp(c);
 	vkCmdDispatch(c->cmd, gx, gy, gz);
+	unstamp(c, q, 0);
 	// Each dispatch sees the writes of the ones before it.
 	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
 	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
@@ -471,7 +522,24 @@ int dfvk_submit(dfvk *c) {
 	if ((r = vkQueueSubmit(c->queue, 1, &si, c->fence)) != VK_SUCCESS) return r;
 	r = vkWaitForFences(c->dev, 1, &c->fence, VK_TRUE, UINT64_MAX);
 	vkResetFences(c->dev, 1, &c->fence);
+	if (r == VK_SUCCESS && c->nq > 0 && !c->qover) {
+		uint64_t ts[DFVK_QUERIES];
+		if (vkGetQueryPoolResults(c->dev, c->qpool, 0, (uint32_t)c->nq, sizeof ts, ts, sizeof ts[0],
+		                          VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
+			for (int q = 0; q < c->nq / 2; q++) {
+				uint64_t ns = (uint64_t)((double)((ts[2 * q + 1] - ts[2 * q]) & c->tsMask) * c->tsPeriod);
+				if (c->qcopy[q]) c->copyNs += ns;
+				else c->shaderNs += ns;
+			}
+		}
+	}
 	return r;
+}
+
+int dfvk_times(dfvk *c, uint64_t *shaderNs, uint64_t *copyNs) {
+	*shaderNs = c->shaderNs;
+	*copyNs = c->copyNs;
+	return c->qpool != VK_NULL_HANDLE;
 }
 
 // newBuffer creates a buffer of bytes with usage in a memory type from bits

@@ -11,6 +11,7 @@
 #define DFVK_SLOTS 16
 #define DFVK_MAX_BINDINGS 8
 #define DFVK_PUSH_BYTES 32
+#define DFVK_QUERIES 512 // timestamps a call: two for each dispatch and copy
 
 typedef struct dfvk dfvk;
 
@@ -50,6 +51,12 @@ int dfvk_submit(dfvk *c);
 // it and before everything after; nothing where the device has no twins
 // (an integrated GPU). Returns -1 for a bad slot or size.
 int dfvk_copy(dfvk *c, int i, uint64_t bytes, int toHost);
+
+// dfvk_times reports the device's time in the shaders and in the copies of
+// every timed call so far (nanoseconds, by its own timestamps around each
+// operation); 0 when the device has no timestamps. A call of more than
+// DFVK_QUERIES/2 operations is not counted.
+int dfvk_times(dfvk *c, uint64_t *shaderNs, uint64_t *copyNs);
 
 // dfvk_upload copies bytes of data into a new device-local buffer (through a
 // host-visible staging buffer, waiting for the copy) and sets *id to a

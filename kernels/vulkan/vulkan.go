@@ -13,6 +13,7 @@ import "C"
 import (
 	"fmt"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/deltafin/deltafin/kernels"
@@ -194,6 +195,17 @@ func (d *Device) Begin() error { return check("begin", C.dfvk_begin(d.c)) }
 
 // Submit runs the recorded call and waits for it.
 func (d *Device) Submit() error { return check("submit", C.dfvk_submit(d.c)) }
+
+var _ gpu.Clock = (*Device)(nil)
+
+// DeviceTimes is the device's time in the shaders and in the copies of
+// every call so far, by its own timestamps around each operation; ok is
+// false where the queue has no timestamps.
+func (d *Device) DeviceTimes() (shaders, copies time.Duration, ok bool) {
+	var s, c C.uint64_t
+	ok = C.dfvk_times(d.c, &s, &c) != 0
+	return time.Duration(s), time.Duration(c), ok
+}
 
 // ResidentBudget is how many bytes of weights may stay on the device: three
 // quarters of its largest device-local heap; none on an integrated GPU,

@@ -117,3 +117,27 @@ func TestRegisteredWithKernels(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, "vulkan", auto.Name(), "auto stays on the CPU")
 }
+
+// TestDeviceTimes: the device's own clock counts a product's shaders and
+// its operands' copies, each call adding to them (lavapipe has
+// timestamps).
+func TestDeviceTimes(t *testing.T) {
+	b := device(t)
+	sh0, cp0, ok := b.DeviceTimes()
+	require.True(t, ok, "lavapipe's queue has timestamps")
+	const rows, cols, n = 256, 512, 64
+	w := kernels.Matrix{DType: kernels.F32, Rows: rows, Cols: cols, Data: make([]byte, 4*rows*cols)}
+	x, dst := make([]float32, n*cols), make([]float32, n*rows)
+	for i := range x {
+		x[i] = float32(i%5) - 2
+	}
+	b.MatMul(dst, w, x, n)
+	require.NoError(t, b.Err(), "the product ran on the device")
+	sh1, cp1, _ := b.DeviceTimes()
+	require.Greater(t, sh1, sh0, "the shaders' time grew")
+	require.Greater(t, cp1, cp0, "the copies' time grew")
+	b.MatMul(dst, w, x, n)
+	sh2, cp2, _ := b.DeviceTimes()
+	require.Greater(t, sh2, sh1)
+	require.Greater(t, cp2, cp1)
+}
