@@ -10,9 +10,10 @@ import (
 )
 
 // attnCase is one layer's prefill attention (kernels.Attention) over T new
-// positions with no cache before them: K3's MLA head (192 query/key, 128
-// value columns) on 16 heads, a quarter of K3's 64 (the work per head is
-// the same). Its operations are 2·(qk+dv) per visible (query, key) pair
+// positions with no cache before them: K3's MLA layer, 96 heads of 192
+// query/key and 128 value columns (the work per head is the same at any
+// count, but a GPU fills with heads: at 256 positions a quarter of them
+// made 64 workgroups for 132 multiprocessors). Its operations are 2·(qk+dv) per visible (query, key) pair
 // and head, T(T+1)/2 pairs; its bytes are q, k, v and the output once.
 type attnCase struct {
 	name         string
@@ -21,7 +22,7 @@ type attnCase struct {
 }
 
 func attnCases(shrink int) []attnCase {
-	const heads, qk, dv = 16, 192, 128
+	const heads, qk, dv = 96, 192, 128
 	var out []attnCase
 	for _, T := range []int{256, 1024, 4096} {
 		T = max(T/shrink, 1)
