@@ -270,6 +270,10 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 				logf("prefill on the %s: %.2f s; products %d calls %.2f s, experts %d calls of %d positions %.2f s, attention %d calls %.2f s",
 					side.name, side.s.Seconds(), side.s.MatMul.Calls, side.s.MatMul.Seconds, side.s.Experts.Calls, side.s.Experts.Positions, side.s.Experts.Seconds, side.s.Attention.Calls, side.s.Attention.Seconds)
 			}
+			if d := rt.Device; d.Shaders > 0 {
+				logf("prefill: by the GPU's own clock, its shaders ran %.2f s and its copies between host and device memory %.2f s (the rest of its %.2f s is the host's side of its calls)",
+					d.Shaders, d.Copies, rt.GPU.Seconds())
+			}
 			logf("prefill: the spine's copy to the GPU went on %.2f s after the open, before the prompt", p.Preload)
 			logf("prefill: of the GPU's time, %.2f s copied %.2f GB of the spine to stay resident (a later prompt's calls find it there)", rt.Uploaded.Seconds, float64(rt.Uploaded.Bytes)/1e9)
 		}

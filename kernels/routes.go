@@ -21,6 +21,17 @@ type RouteStats struct {
 		Bytes   int64   `json:"bytes"`
 		Seconds float64 `json:"seconds"`
 	}
+	// Device is the GPU's own clock (DeviceTimer; zero where it keeps
+	// none): the seconds its shaders ran and those it spent copying
+	// operands between host and device memory, counted from the device's
+	// open (which other backends on the same device share), so only the
+	// difference of two snapshots (Sub) is one prompt's. The GPU side's
+	// seconds less both are the host's part of its calls (copies into the
+	// mapped slots, submissions, waits).
+	Device struct {
+		Shaders float64 `json:"shaders_seconds"`
+		Copies  float64 `json:"copies_seconds"`
+	}
 }
 
 // RouteSide is one side of a RouteStats. Single positions (decode) are
@@ -49,6 +60,7 @@ func (r RouteStats) Sub(o RouteStats) RouteStats {
 	}
 	d := RouteStats{GPU: sub(r.GPU, o.GPU), CPU: sub(r.CPU, o.CPU)}
 	d.Uploaded.Bytes, d.Uploaded.Seconds = r.Uploaded.Bytes-o.Uploaded.Bytes, r.Uploaded.Seconds-o.Uploaded.Seconds
+	d.Device.Shaders, d.Device.Copies = r.Device.Shaders-o.Device.Shaders, r.Device.Copies-o.Device.Copies
 	return d
 }
 
@@ -68,6 +80,11 @@ func Routes(be Backend) (RouteStats, bool) {
 	if u, ok := s.prefill.(interface{ Uploaded() (int64, time.Duration) }); ok {
 		n, d := u.Uploaded()
 		r.Uploaded.Bytes, r.Uploaded.Seconds = n, d.Seconds()
+	}
+	if t, ok := s.prefill.(DeviceTimer); ok {
+		if sh, cp, ok := t.DeviceTimes(); ok {
+			r.Device.Shaders, r.Device.Copies = sh.Seconds(), cp.Seconds()
+		}
 	}
 	return r, true
 }

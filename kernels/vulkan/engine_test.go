@@ -89,6 +89,7 @@ func TestLongPromptOnVulkan(t *testing.T) {
 			if streamed {
 				backends["gpu-streamed"] = kernels.Accelerate(be, kernels.Default(), every)
 			}
+			var streamedRoutes kernels.RouteStats // the gpu-streamed run's, a difference of snapshots
 			for name, b := range backends {
 				opts := engine.Options{Backend: b}
 				if name == "gpu-streamed" {
@@ -96,10 +97,15 @@ func TestLongPromptOnVulkan(t *testing.T) {
 				}
 				m, err := engine.Open(t.Context(), filepath.Join(td, dir), opts)
 				require.NoError(t, err)
+				r0, _ := kernels.Routes(b)
 				rows[name], err = m.NewSession().Forward(t.Context(), ids, true)
 				require.NoError(t, m.Close())
 				require.NoError(t, err)
 				require.Len(t, rows[name], n)
+				if name == "gpu-streamed" {
+					r1, _ := kernels.Routes(b)
+					streamedRoutes = r1.Sub(r0)
+				}
 			}
 			// The CPU's own two kernels, the fastest and the portable C,
 			// agree up to agree: past a position where they part, a
@@ -132,8 +138,13 @@ func TestLongPromptOnVulkan(t *testing.T) {
 				}
 				t.Logf("experts streamed: max |Δlogit| = %.3g", worst)
 				require.LessOrEqual(t, worst, 2e-3)
-				r, _ := kernels.Routes(backends["gpu-streamed"])
+				r := streamedRoutes
 				require.Positive(t, r.GPU.Experts.Calls, "no streamed expert ran on the GPU")
+				// The device's own clock saw the prompt's shaders, within
+				// the host's time for the GPU's calls.
+				require.Positive(t, r.Device.Shaders)
+				require.Positive(t, r.Device.Copies)
+				require.Less(t, r.Device.Shaders+r.Device.Copies, r.GPU.Seconds())
 			}
 		})
 	}
