@@ -15,10 +15,8 @@ var _ kernels.ExpertGrouper = (*Backend)(nil)
 
 // ExpertGroupFFN runs a prompt's experts of one shape, each over its own
 // positions, with every product one dispatch over all of them
-// (mmgroup.comp) in one submission: one expert's few hundred positions
-// give mmbig 168 tiles, one or two a multiprocessor of an H200, and each
-// call of its own waited for its copies, its submission and its results
-// before the next began. (On the H200 the gain as a kernel is small, 2-27%
+// (mmgroup.comp) in one submission: alone, each expert's call waited for
+// its copies, its submission and its results before the next began. (On the H200 the gain as a kernel is small, 2-27%
 // for 8 experts of 256 positions, since a streamed expert's call is mostly
 // its operands crossing; kernels/README.md.) Experts the device
 // keeps resident (keyed), shapes mmgroup cannot stage (rows that are not
@@ -98,7 +96,7 @@ func (b *Backend) groupEnd(es []kernels.Expert, ns []int, lo int) int {
 		if !sameMatrix(e.W1, a.W1) || !sameMatrix(e.W3, a.W3) || !sameMatrix(e.W2, a.W2) || e.W1.Key|e.W2.Key|e.W3.Key != 0 || ns[hi] < 2 {
 			break
 		}
-		k, t := hi-lo+1, max(tiles, (ns[hi]+bigPositions-1)/bigPositions)
+		k, t := hi-lo+1, max(tiles, (ns[hi]+tilePositions-1)/tilePositions)
 		if k*per > b.maxBuf() || 4*(n+ns[hi])*max(inter, dim) > b.maxBuf() || k*t > b.dev.MaxGroups() {
 			break
 		}
@@ -134,7 +132,7 @@ func (b *Backend) expertGroup(dst [][]float32, es []kernels.Expert, act kernels.
 	tiles := 0                       // position tiles per expert along y
 	for j, n := range ns {
 		starts[j+1] = starts[j] + n
-		tiles = max(tiles, (n+bigPositions-1)/bigPositions)
+		tiles = max(tiles, (n+tilePositions-1)/tilePositions)
 	}
 	total := starts[len(es)]
 	type mat struct{ data, scales int }
@@ -176,8 +174,8 @@ func (b *Backend) expertGroup(dst [][]float32, es []kernels.Expert, act kernels.
 		return err
 	}
 	gy := len(es) * tiles
-	gi, _ := b.grid((inter + bigRows - 1) / bigRows)
-	gd, _ := b.grid((dim + bigRows - 1) / bigRows)
+	gi, _ := b.grid((inter + tileRows - 1) / tileRows)
+	gd, _ := b.grid((dim + tileRows - 1) / tileRows)
 	ax, ay := b.grid((total*inter + shaders.LocalSize - 1) / shaders.LocalSize)
 	push := func(m kernels.Matrix, rows int) []uint32 {
 		return append(matPush(m, rows, total, rows, 0), uint32(words(len(m.Data))), uint32(words(len(m.Scales))))

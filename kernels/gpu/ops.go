@@ -49,9 +49,11 @@ const (
 
 // mmBigMinGroups is the fewest workgroups of mmbig.comp a product must
 // fill for it to run there rather than in mmtile.comp's smaller tiles:
-// about one per multiprocessor of a large GPU (132 on an H200), below which
-// the bigger tiles leave most of the device idle.
-const mmBigMinGroups = 128
+// none by default. By the H200's own clock (bench kernels' device_gflops)
+// mmbig ran a 12288×7168 BF16 product at 0.22 of the FMA peak at 256 and
+// 512 positions where mmtile ran it at 0.33 at 64 (and an expert's at 512
+// at 0.15 where mmtile ran it at 0.25 at 256).
+const mmBigMinGroups = 1 << 30
 
 // matGrid picks the shader and workgroups for rows × n: one workgroup per
 // row for a single position (matmul.comp), 128×64 tiles (mmbig.comp) for

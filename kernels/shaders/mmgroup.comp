@@ -5,9 +5,10 @@
 // every expert a prompt's group gives the GPU): expert e's matrix is the
 // e-th of the concatenated w (and s), its positions the rows
 // tab[1 + 2e] .. + tab[2 + 2e] of x and y, so that the experts' tiles
-// fill the device together (one expert's few hundred positions give 168
-// of mmbig.glsl's tiles to an H200's 132 multiprocessors). Whole-word rows
-// only (fastStage shapes); the backend runs any other one expert at a time.
+// fill the device together, in mmtile.glsl's tiles (by the H200's own
+// clock they ran a routed expert's products at 0.25 of its FMA peak where
+// mmbig.glsl's larger ones ran at 0.15-0.22). Whole-word rows only
+// (fastStage shapes); the backend runs any other one expert at a time.
 //
 // tab: [0] the position tiles each expert has along gl_WorkGroupID.y (the
 // most any expert needs), then start and count per expert. A workgroup
@@ -31,7 +32,7 @@ layout(push_constant) uniform Params {
     uint sWords;  // and its scales in s
 } pc;
 
-#include "mmbig.glsl"
+#include "mmtile.glsl"
 
 void main() {
     uint e = gl_WorkGroupID.y / tab[0], tile = gl_WorkGroupID.y % tab[0];
@@ -40,5 +41,5 @@ void main() {
     gW = e * pc.wWords;
     gS = e * pc.sWords;
     gN = start + count;
-    bigTiles(start + tile * TT);
+    smallTiles(start + tile * TT);
 }

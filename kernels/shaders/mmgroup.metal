@@ -123,7 +123,7 @@ float e8m0(thread const uint& b)
 }
 
 static inline __attribute__((always_inline))
-void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_107, constant Params& pc, const device Ws& v_269, thread spvUnsafeArray<uint, 16>& pw, thread uint& gW, thread spvUnsafeArray<float, 8>& psc, thread uint& gS, thread spvUnsafeArray<float, 16>& px, thread uint& gN, const device X& v_582)
+void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_107, constant Params& pc, const device Ws& v_269, thread spvUnsafeArray<uint, 8>& pw, thread uint& gW, thread spvUnsafeArray<float, 4>& psc, thread uint& gS, thread spvUnsafeArray<float, 8>& px, thread uint& gN, const device X& v_582)
 {
     switch (pc.dtype)
     {
@@ -131,7 +131,7 @@ void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0,
         case 2u:
         {
             uint _377;
-            for (uint i = 0u; i < 16u; i++)
+            for (uint i = 0u; i < 8u; i++)
             {
                 uint idx = (i * 128u) + lid;
                 uint r = r0 + (idx / 16u);
@@ -151,7 +151,7 @@ void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0,
         {
             uint _425;
             float _453;
-            for (uint i_1 = 0u; i_1 < 8u; i_1++)
+            for (uint i_1 = 0u; i_1 < 4u; i_1++)
             {
                 uint idx_1 = (i_1 * 128u) + lid;
                 uint r_1 = r0 + (idx_1 / 8u);
@@ -180,7 +180,7 @@ void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0,
         {
             uint _502;
             float _527;
-            for (uint i_2 = 0u; i_2 < 4u; i_2++)
+            for (uint i_2 = 0u; i_2 < 2u; i_2++)
             {
                 uint idx_2 = (i_2 * 128u) + lid;
                 uint r_2 = r0 + (idx_2 / 4u);
@@ -209,7 +209,7 @@ void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0,
         }
     }
     float _576;
-    for (uint i_3 = 0u; i_3 < 16u; i_3++)
+    for (uint i_3 = 0u; i_3 < 8u; i_3++)
     {
         uint idx_3 = (i_3 * 128u) + lid;
         uint t = t0 + (idx_3 / 32u);
@@ -243,7 +243,7 @@ float e2m1(thread const uint& nib)
 }
 
 static inline __attribute__((always_inline))
-void putW(thread const uint& kk, thread const uint& r, thread const float& v, threadgroup float4 (&wt)[32][33])
+void putW(thread const uint& kk, thread const uint& r, thread const float& v, threadgroup float4 (&wt)[32][17])
 {
     ((threadgroup float*)&wt[kk][r >> uint(2)])[r & 3u] = v;
 }
@@ -276,13 +276,13 @@ float f16(thread const uint& h)
 }
 
 static inline __attribute__((always_inline))
-void stage(thread const uint& lid, constant Params& pc, threadgroup float4 (&wt)[32][33], thread spvUnsafeArray<uint, 16>& pw, thread spvUnsafeArray<float, 8>& psc, thread spvUnsafeArray<float, 16>& px, threadgroup float4 (&xt)[32][17])
+void stage(thread const uint& lid, constant Params& pc, threadgroup float4 (&wt)[32][17], thread spvUnsafeArray<uint, 8>& pw, thread spvUnsafeArray<float, 4>& psc, thread spvUnsafeArray<float, 8>& px, threadgroup float4 (&xt)[32][9])
 {
     switch (pc.dtype)
     {
         case 1u:
         {
-            for (uint i = 0u; i < 16u; i++)
+            for (uint i = 0u; i < 8u; i++)
             {
                 uint idx = (i * 128u) + lid;
                 uint rr = idx / 16u;
@@ -300,7 +300,7 @@ void stage(thread const uint& lid, constant Params& pc, threadgroup float4 (&wt)
         }
         case 2u:
         {
-            for (uint i_1 = 0u; i_1 < 16u; i_1++)
+            for (uint i_1 = 0u; i_1 < 8u; i_1++)
             {
                 uint idx_1 = (i_1 * 128u) + lid;
                 uint rr_1 = idx_1 / 16u;
@@ -320,7 +320,7 @@ void stage(thread const uint& lid, constant Params& pc, threadgroup float4 (&wt)
         }
         case 3u:
         {
-            for (uint i_2 = 0u; i_2 < 8u; i_2++)
+            for (uint i_2 = 0u; i_2 < 4u; i_2++)
             {
                 uint idx_2 = (i_2 * 128u) + lid;
                 uint rr_2 = idx_2 / 8u;
@@ -337,7 +337,7 @@ void stage(thread const uint& lid, constant Params& pc, threadgroup float4 (&wt)
         }
         default:
         {
-            for (uint i_3 = 0u; i_3 < 4u; i_3++)
+            for (uint i_3 = 0u; i_3 < 2u; i_3++)
             {
                 uint idx_3 = (i_3 * 128u) + lid;
                 uint rr_3 = idx_3 / 4u;
@@ -354,7 +354,7 @@ void stage(thread const uint& lid, constant Params& pc, threadgroup float4 (&wt)
             break;
         }
     }
-    for (uint i_4 = 0u; i_4 < 16u; i_4++)
+    for (uint i_4 = 0u; i_4 < 8u; i_4++)
     {
         uint idx_4 = (i_4 * 128u) + lid;
         uint tt = idx_4 / 32u;
@@ -414,10 +414,10 @@ float weight(thread const uint& r, thread const uint& c, const device Wd& v_107,
 }
 
 static inline __attribute__((always_inline))
-void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_107, constant Params& pc, const device Ws& v_269, threadgroup float4 (&wt)[32][33], thread uint& gN, const device X& v_582, threadgroup float4 (&xt)[32][17])
+void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_107, constant Params& pc, const device Ws& v_269, threadgroup float4 (&wt)[32][17], thread uint& gN, const device X& v_582, threadgroup float4 (&xt)[32][9])
 {
     float _884;
-    for (uint i = 0u; i < 32u; i++)
+    for (uint i = 0u; i < 16u; i++)
     {
         uint idx = (i * 128u) + lid;
         uint rr = idx / 32u;
@@ -450,7 +450,7 @@ void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint&
         putW(param_2, param_3, param_4, wt);
     }
     float _943;
-    for (uint i_1 = 0u; i_1 < 16u; i_1++)
+    for (uint i_1 = 0u; i_1 < 8u; i_1++)
     {
         uint idx_1 = (i_1 * 128u) + lid;
         uint tt = idx_1 / 32u;
@@ -479,21 +479,19 @@ void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint&
 }
 
 static inline __attribute__((always_inline))
-void bigTiles(thread const uint& t0, const device Wd& v_107, constant Params& pc, const device Ws& v_269, threadgroup float4 (&wt)[32][33], thread spvUnsafeArray<uint, 16>& pw, thread uint& gW, thread spvUnsafeArray<float, 8>& psc, thread uint& gS, thread spvUnsafeArray<float, 16>& px, thread uint& gN, const device X& v_582, threadgroup float4 (&xt)[32][17], thread uint3& gl_LocalInvocationID, thread uint3& gl_WorkGroupID, device Y& v_1303, thread uint3& gl_NumWorkGroups)
+void smallTiles(thread const uint& t0, const device Wd& v_107, constant Params& pc, const device Ws& v_269, threadgroup float4 (&wt)[32][17], thread spvUnsafeArray<uint, 8>& pw, thread uint& gW, thread spvUnsafeArray<float, 4>& psc, thread uint& gS, thread spvUnsafeArray<float, 8>& px, thread uint& gN, const device X& v_582, threadgroup float4 (&xt)[32][9], thread uint3& gl_LocalInvocationID, thread uint3& gl_WorkGroupID, device Y& v_1166, thread uint3& gl_NumWorkGroups)
 {
     uint lid = gl_LocalInvocationID.x;
     uint rq = lid % 16u;
     uint tq = lid / 16u;
     bool fast = fastStage(pc);
-    uint _979 = gl_WorkGroupID.x * 128u;
-    spvUnsafeArray<spvUnsafeArray<float4, 2>, 8> acc;
-    uint _1245;
-    for (uint r0 = _979; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 128u))
+    uint _980 = gl_WorkGroupID.x * 64u;
+    spvUnsafeArray<float4, 4> acc;
+    for (uint r0 = _980; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 64u))
     {
-        for (uint i = 0u; i < 8u; i++)
+        for (uint i = 0u; i < 4u; i++)
         {
-            acc[i][0] = float4(0.0);
-            acc[i][1] = float4(0.0);
+            acc[i] = float4(0.0);
         }
         if (fast)
         {
@@ -519,16 +517,16 @@ void bigTiles(thread const uint& t0, const device Wd& v_107, constant Params& pc
                 stageSlow(param_5, param_6, param_7, param_8, v_107, pc, v_269, wt, gN, v_582, xt);
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
-            bool _1055;
+            bool _1053;
             if (fast)
             {
-                _1055 = (k0 + 32u) < pc.cols;
+                _1053 = (k0 + 32u) < pc.cols;
             }
             else
             {
-                _1055 = fast;
+                _1053 = fast;
             }
-            if (_1055)
+            if (_1053)
             {
                 uint param_9 = lid;
                 uint param_10 = r0;
@@ -539,80 +537,55 @@ void bigTiles(thread const uint& t0, const device Wd& v_107, constant Params& pc
             for (uint kk = 0u; kk < 32u; kk++)
             {
                 float4 wa = wt[kk][rq];
-                float4 wb = wt[kk][rq + 16u];
                 float4 xa = xt[kk][tq];
-                float4 xb = xt[kk][tq + 8u];
-                acc[0][0] = fma(float4(wa.x), xa, acc[0][0]);
-                acc[0][1] = fma(float4(wa.x), xb, acc[0][1]);
-                acc[1][0] = fma(float4(wa.y), xa, acc[1][0]);
-                acc[1][1] = fma(float4(wa.y), xb, acc[1][1]);
-                acc[2][0] = fma(float4(wa.z), xa, acc[2][0]);
-                acc[2][1] = fma(float4(wa.z), xb, acc[2][1]);
-                acc[3][0] = fma(float4(wa.w), xa, acc[3][0]);
-                acc[3][1] = fma(float4(wa.w), xb, acc[3][1]);
-                acc[4][0] = fma(float4(wb.x), xa, acc[4][0]);
-                acc[4][1] = fma(float4(wb.x), xb, acc[4][1]);
-                acc[5][0] = fma(float4(wb.y), xa, acc[5][0]);
-                acc[5][1] = fma(float4(wb.y), xb, acc[5][1]);
-                acc[6][0] = fma(float4(wb.z), xa, acc[6][0]);
-                acc[6][1] = fma(float4(wb.z), xb, acc[6][1]);
-                acc[7][0] = fma(float4(wb.w), xa, acc[7][0]);
-                acc[7][1] = fma(float4(wb.w), xb, acc[7][1]);
+                acc[0] = fma(float4(wa.x), xa, acc[0]);
+                acc[1] = fma(float4(wa.y), xa, acc[1]);
+                acc[2] = fma(float4(wa.z), xa, acc[2]);
+                acc[3] = fma(float4(wa.w), xa, acc[3]);
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
         }
-        for (uint i_1 = 0u; i_1 < 8u; i_1++)
+        for (uint i_1 = 0u; i_1 < 4u; i_1++)
         {
-            if (i_1 < 4u)
-            {
-                _1245 = (4u * rq) + i_1;
-            }
-            else
-            {
-                _1245 = ((64u + (4u * rq)) + i_1) - 4u;
-            }
-            uint r = r0 + _1245;
+            uint r = (r0 + (4u * rq)) + i_1;
             if (r >= pc.rows)
             {
                 continue;
             }
-            for (uint h = 0u; h < 2u; h++)
+            for (uint j = 0u; j < 4u; j++)
             {
-                for (uint j = 0u; j < 4u; j++)
+                uint t = (t0 + (4u * tq)) + j;
+                if (t < gN)
                 {
-                    uint t = ((t0 + (32u * h)) + (4u * tq)) + j;
-                    if (t < gN)
-                    {
-                        v_1303.y[((t * pc.yRows) + pc.yOffset) + r] = acc[i_1][h][j];
-                    }
+                    v_1166.y[((t * pc.yRows) + pc.yOffset) + r] = acc[i_1][j];
                 }
             }
         }
     }
 }
 
-kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_107 [[buffer(1)]], const device Ws& v_269 [[buffer(2)]], const device X& v_582 [[buffer(3)]], device Y& v_1303 [[buffer(4)]], const device Tab& _1337 [[buffer(5)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
+kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_107 [[buffer(1)]], const device Ws& v_269 [[buffer(2)]], const device X& v_582 [[buffer(3)]], device Y& v_1166 [[buffer(4)]], const device Tab& _1198 [[buffer(5)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
 {
-    threadgroup float4 wt[32][33];
-    threadgroup float4 xt[32][17];
-    uint e = gl_WorkGroupID.y / _1337.tab[0];
-    uint tile = gl_WorkGroupID.y % _1337.tab[0];
-    uint start = _1337.tab[1u + (2u * e)];
-    uint count = _1337.tab[2u + (2u * e)];
-    spvUnsafeArray<uint, 16> pw;
+    threadgroup float4 wt[32][17];
+    threadgroup float4 xt[32][9];
+    uint e = gl_WorkGroupID.y / _1198.tab[0];
+    uint tile = gl_WorkGroupID.y % _1198.tab[0];
+    uint start = _1198.tab[1u + (2u * e)];
+    uint count = _1198.tab[2u + (2u * e)];
+    spvUnsafeArray<uint, 8> pw;
     uint gW;
-    spvUnsafeArray<float, 8> psc;
+    spvUnsafeArray<float, 4> psc;
     uint gS;
-    spvUnsafeArray<float, 16> px;
+    spvUnsafeArray<float, 8> px;
     uint gN;
-    if ((tile * 64u) >= count)
+    if ((tile * 32u) >= count)
     {
         return;
     }
     gW = e * pc.wWords;
     gS = e * pc.sWords;
     gN = start + count;
-    uint param = start + (tile * 64u);
-    bigTiles(param, v_107, pc, v_269, wt, pw, gW, psc, gS, px, gN, v_582, xt, gl_LocalInvocationID, gl_WorkGroupID, v_1303, gl_NumWorkGroups);
+    uint param = start + (tile * 32u);
+    smallTiles(param, v_107, pc, v_269, wt, pw, gW, psc, gS, px, gN, v_582, xt, gl_LocalInvocationID, gl_WorkGroupID, v_1166, gl_NumWorkGroups);
 }
 

@@ -79,26 +79,26 @@ constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(128u, 1u, 1u);
 static inline __attribute__((always_inline))
 bool fastStage(constant Params& pc)
 {
-    bool _310 = pc.dtype >= 1u;
-    bool _316;
-    if (_310)
+    bool _313 = pc.dtype >= 1u;
+    bool _319;
+    if (_313)
     {
-        _316 = pc.dtype <= 4u;
+        _319 = pc.dtype <= 4u;
     }
     else
     {
-        _316 = _310;
+        _319 = _313;
     }
-    bool _324;
-    if (_316)
+    bool _327;
+    if (_319)
     {
-        _324 = (pc.cols % 32u) == 0u;
+        _327 = (pc.cols % 32u) == 0u;
     }
     else
     {
-        _324 = _316;
+        _327 = _319;
     }
-    return _324;
+    return _327;
 }
 
 static inline __attribute__((always_inline))
@@ -116,63 +116,63 @@ float e8m0(thread const uint& b)
 }
 
 static inline __attribute__((always_inline))
-void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_104, constant Params& pc, const device Ws& v_266, thread spvUnsafeArray<uint, 8>& pw, thread uint& gW, thread spvUnsafeArray<float, 4>& psc, thread uint& gS, thread spvUnsafeArray<float, 8>& px, thread uint& gN, const device X& v_579)
+void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_107, constant Params& pc, const device Ws& v_269, thread spvUnsafeArray<uint, 8>& pw, thread uint& gW, thread spvUnsafeArray<float, 4>& psc, thread uint& gS, thread spvUnsafeArray<float, 8>& px, thread uint& gN, const device X& v_582)
 {
     switch (pc.dtype)
     {
         case 1u:
         case 2u:
         {
-            uint _374;
+            uint _377;
             for (uint i = 0u; i < 8u; i++)
             {
                 uint idx = (i * 128u) + lid;
                 uint r = r0 + (idx / 16u);
                 if (r < pc.rows)
                 {
-                    _374 = v_104.w[(gW + (((r * pc.cols) + k0) >> uint(1))) + (idx % 16u)];
+                    _377 = v_107.w[(gW + (((r * pc.cols) + k0) >> uint(1))) + (idx % 16u)];
                 }
                 else
                 {
-                    _374 = 0u;
+                    _377 = 0u;
                 }
-                pw[i] = _374;
+                pw[i] = _377;
             }
             break;
         }
         case 3u:
         {
-            uint _422;
-            float _450;
+            uint _425;
+            float _453;
             for (uint i_1 = 0u; i_1 < 4u; i_1++)
             {
                 uint idx_1 = (i_1 * 128u) + lid;
                 uint r_1 = r0 + (idx_1 / 8u);
                 if (r_1 < pc.rows)
                 {
-                    _422 = v_104.w[(gW + (((r_1 * pc.cols) + k0) >> uint(2))) + (idx_1 % 8u)];
+                    _425 = v_107.w[(gW + (((r_1 * pc.cols) + k0) >> uint(2))) + (idx_1 % 8u)];
                 }
                 else
                 {
-                    _422 = 0u;
+                    _425 = 0u;
                 }
-                pw[i_1] = _422;
+                pw[i_1] = _425;
                 if (r_1 < pc.rows)
                 {
-                    _450 = as_type<float>(v_266.s[gS + r_1]);
+                    _453 = as_type<float>(v_269.s[gS + r_1]);
                 }
                 else
                 {
-                    _450 = 0.0;
+                    _453 = 0.0;
                 }
-                psc[i_1] = _450;
+                psc[i_1] = _453;
             }
             break;
         }
         default:
         {
-            uint _499;
-            float _524;
+            uint _502;
+            float _527;
             for (uint i_2 = 0u; i_2 < 2u; i_2++)
             {
                 uint idx_2 = (i_2 * 128u) + lid;
@@ -180,41 +180,41 @@ void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0,
                 uint g = ((r_2 * pc.cols) + k0) >> uint(5);
                 if (r_2 < pc.rows)
                 {
-                    _499 = v_104.w[(gW + (((r_2 * pc.cols) + k0) >> uint(3))) + (idx_2 % 4u)];
+                    _502 = v_107.w[(gW + (((r_2 * pc.cols) + k0) >> uint(3))) + (idx_2 % 4u)];
                 }
                 else
                 {
-                    _499 = 0u;
+                    _502 = 0u;
                 }
-                pw[i_2] = _499;
+                pw[i_2] = _502;
                 if (r_2 < pc.rows)
                 {
-                    uint param = (v_266.s[gS + (g >> uint(2))] >> ((g & 3u) * 8u)) & 255u;
-                    _524 = e8m0(param);
+                    uint param = (v_269.s[gS + (g >> uint(2))] >> ((g & 3u) * 8u)) & 255u;
+                    _527 = e8m0(param);
                 }
                 else
                 {
-                    _524 = 0.0;
+                    _527 = 0.0;
                 }
-                psc[i_2] = _524;
+                psc[i_2] = _527;
             }
             break;
         }
     }
-    float _573;
+    float _576;
     for (uint i_3 = 0u; i_3 < 8u; i_3++)
     {
         uint idx_3 = (i_3 * 128u) + lid;
         uint t = t0 + (idx_3 / 32u);
         if (t < gN)
         {
-            _573 = v_579.x[((t * pc.cols) + k0) + (idx_3 % 32u)];
+            _576 = v_582.x[((t * pc.cols) + k0) + (idx_3 % 32u)];
         }
         else
         {
-            _573 = 0.0;
+            _576 = 0.0;
         }
-        px[i_3] = _573;
+        px[i_3] = _576;
     }
 }
 
@@ -222,16 +222,16 @@ static inline __attribute__((always_inline))
 float e2m1(thread const uint& nib)
 {
     uint v = nib & 7u;
-    uint _67;
+    uint _70;
     if (v >= 2u)
     {
-        _67 = ((126u + (v >> uint(1))) << uint(23)) | ((v & 1u) << uint(22));
+        _70 = ((126u + (v >> uint(1))) << uint(23)) | ((v & 1u) << uint(22));
     }
     else
     {
-        _67 = (v == 1u) ? 1056964608u : 0u;
+        _70 = (v == 1u) ? 1056964608u : 0u;
     }
-    uint mag = _67;
+    uint mag = _70;
     return as_type<float>(mag | ((nib & 8u) << uint(28)));
 }
 
@@ -256,16 +256,16 @@ float f16(thread const uint& h)
         return as_type<float>((sgn | ((e + 112u) << uint(23))) | (m << uint(13)));
     }
     float v = float(m) * 5.9604644775390625e-08;
-    float _185;
+    float _188;
     if (sgn != 0u)
     {
-        _185 = -v;
+        _188 = -v;
     }
     else
     {
-        _185 = v;
+        _188 = v;
     }
-    return _185;
+    return _188;
 }
 
 static inline __attribute__((always_inline))
@@ -356,49 +356,49 @@ void stage(thread const uint& lid, constant Params& pc, threadgroup float4 (&wt)
 }
 
 static inline __attribute__((always_inline))
-uint byteAt(thread const uint& i, const device Wd& v_104)
+uint byteAt(thread const uint& i, const device Wd& v_107)
 {
-    return (v_104.w[i >> uint(2)] >> ((i & 3u) * 8u)) & 255u;
+    return (v_107.w[i >> uint(2)] >> ((i & 3u) * 8u)) & 255u;
 }
 
 static inline __attribute__((always_inline))
-uint halfAt(thread const uint& i, const device Wd& v_104)
+uint halfAt(thread const uint& i, const device Wd& v_107)
 {
-    return (v_104.w[i >> uint(1)] >> ((i & 1u) * 16u)) & 65535u;
+    return (v_107.w[i >> uint(1)] >> ((i & 1u) * 16u)) & 65535u;
 }
 
 static inline __attribute__((always_inline))
-float weight(thread const uint& r, thread const uint& c, const device Wd& v_104, constant Params& pc, const device Ws& v_266)
+float weight(thread const uint& r, thread const uint& c, const device Wd& v_107, constant Params& pc, const device Ws& v_269)
 {
     uint i = (r * pc.cols) + c;
     switch (pc.dtype)
     {
         case 0u:
         {
-            return as_type<float>(v_104.w[i]);
+            return as_type<float>(v_107.w[i]);
         }
         case 1u:
         {
             uint param = i;
-            return as_type<float>(halfAt(param, v_104) << uint(16));
+            return as_type<float>(halfAt(param, v_107) << uint(16));
         }
         case 2u:
         {
             uint param_1 = i;
-            uint param_2 = halfAt(param_1, v_104);
+            uint param_2 = halfAt(param_1, v_107);
             return f16(param_2);
         }
         case 3u:
         {
             uint param_3 = i;
-            int q = int(byteAt(param_3, v_104) << uint(24)) >> 24;
-            return float(q) * as_type<float>(v_266.s[r]);
+            int q = int(byteAt(param_3, v_107) << uint(24)) >> 24;
+            return float(q) * as_type<float>(v_269.s[r]);
         }
         default:
         {
             uint param_4 = i >> uint(1);
-            uint nib = (byteAt(param_4, v_104) >> ((i & 1u) * 4u)) & 15u;
-            uint sb = (v_266.s[i >> uint(7)] >> (((i >> uint(5)) & 3u) * 8u)) & 255u;
+            uint nib = (byteAt(param_4, v_107) >> ((i & 1u) * 4u)) & 15u;
+            uint sb = (v_269.s[i >> uint(7)] >> (((i >> uint(5)) & 3u) * 8u)) & 255u;
             uint param_5 = nib;
             uint param_6 = sb;
             return e2m1(param_5) * e8m0(param_6);
@@ -407,9 +407,9 @@ float weight(thread const uint& r, thread const uint& c, const device Wd& v_104,
 }
 
 static inline __attribute__((always_inline))
-void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_104, constant Params& pc, const device Ws& v_266, threadgroup float4 (&wt)[32][17], thread uint& gN, const device X& v_579, threadgroup float4 (&xt)[32][9])
+void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_107, constant Params& pc, const device Ws& v_269, threadgroup float4 (&wt)[32][17], thread uint& gN, const device X& v_582, threadgroup float4 (&xt)[32][9])
 {
-    float _881;
+    float _884;
     for (uint i = 0u; i < 16u; i++)
     {
         uint idx = (i * 128u) + lid;
@@ -417,78 +417,70 @@ void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint&
         uint kk = idx % 32u;
         uint r = r0 + rr;
         uint c = k0 + kk;
-        bool _873 = r < pc.rows;
-        bool _880;
-        if (_873)
+        bool _876 = r < pc.rows;
+        bool _883;
+        if (_876)
         {
-            _880 = c < pc.cols;
+            _883 = c < pc.cols;
         }
         else
         {
-            _880 = _873;
+            _883 = _876;
         }
-        if (_880)
+        if (_883)
         {
             uint param = r;
             uint param_1 = c;
-            _881 = weight(param, param_1, v_104, pc, v_266);
+            _884 = weight(param, param_1, v_107, pc, v_269);
         }
         else
         {
-            _881 = 0.0;
+            _884 = 0.0;
         }
         uint param_2 = kk;
         uint param_3 = rr;
-        float param_4 = _881;
+        float param_4 = _884;
         putW(param_2, param_3, param_4, wt);
     }
-    float _940;
+    float _943;
     for (uint i_1 = 0u; i_1 < 8u; i_1++)
     {
         uint idx_1 = (i_1 * 128u) + lid;
         uint tt = idx_1 / 32u;
         uint c_1 = k0 + (idx_1 % 32u);
         uint t = t0 + tt;
-        bool _932 = t < gN;
-        bool _939;
-        if (_932)
+        bool _935 = t < gN;
+        bool _942;
+        if (_935)
         {
-            _939 = c_1 < pc.cols;
+            _942 = c_1 < pc.cols;
         }
         else
         {
-            _939 = _932;
+            _942 = _935;
         }
-        if (_939)
+        if (_942)
         {
-            _940 = v_579.x[(t * pc.cols) + c_1];
+            _943 = v_582.x[(t * pc.cols) + c_1];
         }
         else
         {
-            _940 = 0.0;
+            _943 = 0.0;
         }
-        ((threadgroup float*)&xt[idx_1 % 32u][tt >> uint(2)])[tt & 3u] = _940;
+        ((threadgroup float*)&xt[idx_1 % 32u][tt >> uint(2)])[tt & 3u] = _943;
     }
 }
 
-kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_104 [[buffer(1)]], const device Ws& v_266 [[buffer(2)]], const device X& v_579 [[buffer(3)]], device Y& _1170 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
+static inline __attribute__((always_inline))
+void smallTiles(thread const uint& t0, const device Wd& v_107, constant Params& pc, const device Ws& v_269, threadgroup float4 (&wt)[32][17], thread spvUnsafeArray<uint, 8>& pw, thread uint& gW, thread spvUnsafeArray<float, 4>& psc, thread uint& gS, thread spvUnsafeArray<float, 8>& px, thread uint& gN, const device X& v_582, threadgroup float4 (&xt)[32][9], thread uint3& gl_LocalInvocationID, thread uint3& gl_WorkGroupID, device Y& v_1166, thread uint3& gl_NumWorkGroups)
 {
-    threadgroup float4 wt[32][17];
-    threadgroup float4 xt[32][9];
     uint lid = gl_LocalInvocationID.x;
     uint rq = lid % 16u;
     uint tq = lid / 16u;
-    uint t0 = gl_WorkGroupID.y * 32u;
-    uint gW = 0u;
-    uint gS = 0u;
-    uint gN = pc.n;
     bool fast = fastStage(pc);
-    uint _983 = gl_WorkGroupID.x * 64u;
-    spvUnsafeArray<uint, 8> pw;
-    spvUnsafeArray<float, 4> psc;
-    spvUnsafeArray<float, 8> px;
+    uint _980 = gl_WorkGroupID.x * 64u;
     spvUnsafeArray<float4, 4> acc;
-    for (uint r0 = _983; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 64u))
+    for (uint r0 = _980; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 64u))
     {
         for (uint i = 0u; i < 4u; i++)
         {
@@ -500,7 +492,7 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_104 [[bu
             uint param_1 = r0;
             uint param_2 = t0;
             uint param_3 = 0u;
-            fetch(param, param_1, param_2, param_3, v_104, pc, v_266, pw, gW, psc, gS, px, gN, v_579);
+            fetch(param, param_1, param_2, param_3, v_107, pc, v_269, pw, gW, psc, gS, px, gN, v_582);
         }
         for (uint k0 = 0u; k0 < pc.cols; k0 += 32u)
         {
@@ -515,25 +507,25 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_104 [[bu
                 uint param_6 = r0;
                 uint param_7 = t0;
                 uint param_8 = k0;
-                stageSlow(param_5, param_6, param_7, param_8, v_104, pc, v_266, wt, gN, v_579, xt);
+                stageSlow(param_5, param_6, param_7, param_8, v_107, pc, v_269, wt, gN, v_582, xt);
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
-            bool _1056;
+            bool _1053;
             if (fast)
             {
-                _1056 = (k0 + 32u) < pc.cols;
+                _1053 = (k0 + 32u) < pc.cols;
             }
             else
             {
-                _1056 = fast;
+                _1053 = fast;
             }
-            if (_1056)
+            if (_1053)
             {
                 uint param_9 = lid;
                 uint param_10 = r0;
                 uint param_11 = t0;
                 uint param_12 = k0 + 32u;
-                fetch(param_9, param_10, param_11, param_12, v_104, pc, v_266, pw, gW, psc, gS, px, gN, v_579);
+                fetch(param_9, param_10, param_11, param_12, v_107, pc, v_269, pw, gW, psc, gS, px, gN, v_582);
             }
             for (uint kk = 0u; kk < 32u; kk++)
             {
@@ -556,12 +548,26 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_104 [[bu
             for (uint j = 0u; j < 4u; j++)
             {
                 uint t = (t0 + (4u * tq)) + j;
-                if (t < pc.n)
+                if (t < gN)
                 {
-                    _1170.y[((t * pc.yRows) + pc.yOffset) + r] = acc[i_1][j];
+                    v_1166.y[((t * pc.yRows) + pc.yOffset) + r] = acc[i_1][j];
                 }
             }
         }
     }
+}
+
+kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_107 [[buffer(1)]], const device Ws& v_269 [[buffer(2)]], const device X& v_582 [[buffer(3)]], device Y& v_1166 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
+{
+    threadgroup float4 wt[32][17];
+    threadgroup float4 xt[32][9];
+    uint gW = 0u;
+    uint gS = 0u;
+    uint gN = pc.n;
+    uint param = gl_WorkGroupID.y * 32u;
+    spvUnsafeArray<uint, 8> pw;
+    spvUnsafeArray<float, 4> psc;
+    spvUnsafeArray<float, 8> px;
+    smallTiles(param, v_107, pc, v_269, wt, pw, gW, psc, gS, px, gN, v_582, xt, gl_LocalInvocationID, gl_WorkGroupID, v_1166, gl_NumWorkGroups);
 }
 

@@ -20,7 +20,7 @@ const (
 	Attn   = "attn"   // causal softmax attention in tiles, online softmax (MLA prefill)
 	MMBig  = "mmbig"  // y = W·x for many positions in 128×64 tiles, 8×8 a thread (prefill)
 	FMA    = "fma"    // the device's fp32 multiply-add peak
-	// MMGroup is mmbig's tiles over a group of experts, each over its own
+	// MMGroup is mmtile's tiles over a group of experts, each over its own
 	// positions, in one dispatch (a prompt's experts on the GPU).
 	MMGroup = "mmgroup"
 )

@@ -24,7 +24,7 @@
 # bench_base.json; slice_{auto,cpu}_N{,_base}.txt: `bench slice
 # --moe-layers 1 --prefill N` for each N of $PREFILL (below).
 # PHASE=kernels stops after the CPU kernels' bench, PHASE=slice skips to the
-# base binary (the device tool runs 10 minutes a call; the machine stays warm
+# base binary (and runs the conformance tests first with CONFORMANCE=1) (the device tool runs 10 minutes a call; the machine stays warm
 # between two calls made back to back). BASE_KERNELS=0 leaves out the base
 # binary's kernels (when only the engine changed); PROFILE=1 adds a profiled
 # auto prompt.
@@ -60,12 +60,16 @@ done
 	echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-} VK_ICD_FILENAMES=${VK_ICD_FILENAMES:-}"
 	[ -n "${VK_DRIVER_FILES:-}" ] && cat "$VK_DRIVER_FILES"
 } >"$out/env.txt" 2>&1 # a group, not a subshell: the exports stay
-if [ "$phase" != slice ]; then
+if [ "$phase" != slice ] || [ "${CONFORMANCE:-0}" = 1 ]; then
 # Conformance (the package's tests, the engine's exactness on the tiny
-# checkpoints included), run from the package folder as go test would.
+# checkpoints included), run from the package folder as go test would;
+# with PHASE=slice only when CONFORMANCE=1.
 (cd kernels/vulkan && "$bin/vulkan.test" -test.v -test.count=1 -test.timeout 8m) >"$out/conformance.txt" 2>&1
 echo "conformance exit $?" >>"$out/env.txt"
 grep -m1 'device ' "$out/conformance.txt" >>"$out/env.txt"
+tail -3 "$out/conformance.txt"
+fi
+if [ "$phase" != slice ]; then
 
 # Speed: the default ("auto") backend with every GPU backend present beside
 # it, as JSON and as a table, then the CPU kernels alone.
@@ -74,7 +78,6 @@ echo "bench exit $?" >>"$out/env.txt"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); [print(g.get("device","main"), g["backend"], k["name"], k["threads"], round(k["gbps"],1)) for g in [r]+r.get("gpu",[]) for k in g["kernels"]]' "$out/bench.json" >"$out/bench.txt" 2>&1 || true
 DELTAFIN_KERNELS=cpu "$bin/deltafin" bench kernels --json >"$out/bench_cpu.json" 2>>"$out/env.txt"
 echo "bench cpu exit $?" >>"$out/env.txt"
-tail -3 "$out/conformance.txt"
 cat "$out/env.txt" | tail -5
 fi
 [ "$phase" = kernels ] && exit 0
