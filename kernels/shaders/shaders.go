@@ -63,9 +63,9 @@ const (
 // must be told at each dispatch (Vulkan reads it from the SPIR-V).
 func LocalSizeOf(name string) int {
 	switch name {
-	case MMTile:
+	case MMTile, MMGroup:
 		return MMTileLocalSize
-	case MMBig, MMGroup:
+	case MMBig:
 		return MMBigLocalSize
 	case Attn:
 		return AttnLocalSize
