@@ -10,15 +10,9 @@
 // 32 columns at a time, the next ones loaded while these are multiplied
 // (mmstage.glsl).
 
-#include "weights.glsl"
-
 const uint NT = 128u; // threads
 const uint TR = 128u; // rows per tile
 const uint TT = 64u;  // positions per tile
-const uint TK = 32u;  // columns staged at a time
-shared vec4 wt[TK][TR / 4u + 1u];
-shared vec4 xt[TK][TT / 4u + 1u];
-
 #include "mmstage.glsl"
 
 // bigTiles computes the positions t0 .. t0 + 63 (those below gN) of every

@@ -1,6 +1,7 @@
-// Staging of a tile of W and x for mmbig.comp and mmtile.comp, which
-// declare the buffers, pc, NT (threads), TR (rows), TT (positions) and TK
-// (32 columns), and shared vec4 wt[TK][TR/4 + 1] and xt[TK][TT/4 + 1]:
+// Staging of a tile of W and x for mmbig.glsl and mmtile.glsl, whose
+// shaders declare the buffers and pc, and which set NT (threads), TR (rows)
+// and TT (positions) before including this; the tile's 32 columns (TK)
+// are staged in shared vec4 wt[TK][TR/4 + 1] and xt[TK][TT/4 + 1]:
 // [column][quad of rows or positions], so that a thread reads its 4
 // consecutive rows (positions) as one vec4; the extra quad spreads the
 // staging's column-strided writes over the banks.
@@ -18,6 +19,12 @@
 // matrix in w and in s, and gN, the end of its positions: 0, 0 and pc.n
 // for one matrix; mmgroup.comp's expert's own (fastStage shapes only: the
 // one-weight path reads weights.glsl, which knows no offset).
+#include "weights.glsl"
+
+const uint TK = 32u; // columns staged at a time
+shared vec4 wt[TK][TR / 4u + 1u];
+shared vec4 xt[TK][TT / 4u + 1u];
+
 uint gW, gS, gN;
 
 bool fastStage() { return pc.dtype >= 1u && pc.dtype <= 4u && pc.cols % TK == 0u; }

@@ -9,15 +9,9 @@
 // 32 columns at a time, the next ones loaded while these are multiplied
 // (mmstage.glsl).
 
-#include "weights.glsl"
-
 const uint NT = 128u; // threads
 const uint TR = 64u;  // rows per tile
 const uint TT = 32u;  // positions per tile
-const uint TK = 32u;  // columns staged at a time
-shared vec4 wt[TK][TR / 4u + 1u];
-shared vec4 xt[TK][TT / 4u + 1u];
-
 #include "mmstage.glsl"
 
 // smallTiles computes the positions t0 .. t0 + 31 (those below gN) of every
