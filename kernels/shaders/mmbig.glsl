@@ -32,13 +32,7 @@ void bigTiles(uint t0) {
         }
         if (fast) fetch(lid, r0, t0, 0u);
         for (uint k0 = 0u; k0 < pc.cols; k0 += TK) {
-            if (fast) {
-                stage(lid);
-            } else {
-                stageSlow(lid, r0, t0, k0);
-            }
-            barrier();
-            if (fast && k0 + TK < pc.cols) fetch(lid, r0, t0, k0 + TK);
+            stageTile(lid, r0, t0, k0, fast);
             for (uint kk = 0u; kk < TK; kk++) {
                 vec4 wa = wt[kk][rq], wb = wt[kk][rq + 16u];
                 vec4 xa = xt[kk][tq], xb = xt[kk][tq + 8u];

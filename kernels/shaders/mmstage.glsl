@@ -118,3 +118,17 @@ void stageSlow(uint lid, uint r0, uint t0, uint k0) {
         xt[idx % TK][tt >> 2][tt & 3u] = (t < gN && c < pc.cols) ? x[t * pc.cols + c] : 0.0;
     }
 }
+
+// stageTile puts columns k0.. of the tile in shared memory (from the
+// registers fetch filled on the fast path), waits for every thread's, and
+// starts fetching the next columns: the top of each step over the columns,
+// before the step's multiply-adds.
+void stageTile(uint lid, uint r0, uint t0, uint k0, bool fast) {
+    if (fast) {
+        stage(lid);
+    } else {
+        stageSlow(lid, r0, t0, k0);
+    }
+    barrier();
+    if (fast && k0 + TK < pc.cols) fetch(lid, r0, t0, k0 + TK);
+}

@@ -26,13 +26,7 @@ void smallTiles(uint t0) {
         for (uint i = 0u; i < 4u; i++) acc[i] = vec4(0.0);
         if (fast) fetch(lid, r0, t0, 0u);
         for (uint k0 = 0u; k0 < pc.cols; k0 += TK) {
-            if (fast) {
-                stage(lid);
-            } else {
-                stageSlow(lid, r0, t0, k0);
-            }
-            barrier();
-            if (fast && k0 + TK < pc.cols) fetch(lid, r0, t0, k0 + TK);
+            stageTile(lid, r0, t0, k0, fast);
             for (uint kk = 0u; kk < TK; kk++) {
                 vec4 wa = wt[kk][rq], xa = xt[kk][tq];
                 acc[0] = fma(vec4(wa.x), xa, acc[0]);

@@ -79,26 +79,26 @@ constant uint3 gl_WorkGroupSize [[maybe_unused]] = uint3(128u, 1u, 1u);
 static inline __attribute__((always_inline))
 bool fastStage(constant Params& pc)
 {
-    bool _313 = pc.dtype >= 1u;
-    bool _319;
-    if (_313)
+    bool _322 = pc.dtype >= 1u;
+    bool _328;
+    if (_322)
     {
-        _319 = pc.dtype <= 4u;
+        _328 = pc.dtype <= 4u;
     }
     else
     {
-        _319 = _313;
+        _328 = _322;
     }
-    bool _327;
-    if (_319)
+    bool _336;
+    if (_328)
     {
-        _327 = (pc.cols % 32u) == 0u;
+        _336 = (pc.cols % 32u) == 0u;
     }
     else
     {
-        _327 = _319;
+        _336 = _328;
     }
-    return _327;
+    return _336;
 }
 
 static inline __attribute__((always_inline))
@@ -116,63 +116,63 @@ float e8m0(thread const uint& b)
 }
 
 static inline __attribute__((always_inline))
-void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_107, constant Params& pc, const device Ws& v_269, thread spvUnsafeArray<uint, 8>& pw, thread uint& gW, thread spvUnsafeArray<float, 4>& psc, thread uint& gS, thread spvUnsafeArray<float, 8>& px, thread uint& gN, const device X& v_582)
+void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_116, constant Params& pc, const device Ws& v_278, thread spvUnsafeArray<uint, 8>& pw, thread uint& gW, thread spvUnsafeArray<float, 4>& psc, thread uint& gS, thread spvUnsafeArray<float, 8>& px, thread uint& gN, const device X& v_591)
 {
     switch (pc.dtype)
     {
         case 1u:
         case 2u:
         {
-            uint _377;
+            uint _386;
             for (uint i = 0u; i < 8u; i++)
             {
                 uint idx = (i * 128u) + lid;
                 uint r = r0 + (idx / 16u);
                 if (r < pc.rows)
                 {
-                    _377 = v_107.w[(gW + (((r * pc.cols) + k0) >> uint(1))) + (idx % 16u)];
+                    _386 = v_116.w[(gW + (((r * pc.cols) + k0) >> uint(1))) + (idx % 16u)];
                 }
                 else
                 {
-                    _377 = 0u;
+                    _386 = 0u;
                 }
-                pw[i] = _377;
+                pw[i] = _386;
             }
             break;
         }
         case 3u:
         {
-            uint _425;
-            float _453;
+            uint _434;
+            float _462;
             for (uint i_1 = 0u; i_1 < 4u; i_1++)
             {
                 uint idx_1 = (i_1 * 128u) + lid;
                 uint r_1 = r0 + (idx_1 / 8u);
                 if (r_1 < pc.rows)
                 {
-                    _425 = v_107.w[(gW + (((r_1 * pc.cols) + k0) >> uint(2))) + (idx_1 % 8u)];
+                    _434 = v_116.w[(gW + (((r_1 * pc.cols) + k0) >> uint(2))) + (idx_1 % 8u)];
                 }
                 else
                 {
-                    _425 = 0u;
+                    _434 = 0u;
                 }
-                pw[i_1] = _425;
+                pw[i_1] = _434;
                 if (r_1 < pc.rows)
                 {
-                    _453 = as_type<float>(v_269.s[gS + r_1]);
+                    _462 = as_type<float>(v_278.s[gS + r_1]);
                 }
                 else
                 {
-                    _453 = 0.0;
+                    _462 = 0.0;
                 }
-                psc[i_1] = _453;
+                psc[i_1] = _462;
             }
             break;
         }
         default:
         {
-            uint _502;
-            float _527;
+            uint _511;
+            float _536;
             for (uint i_2 = 0u; i_2 < 2u; i_2++)
             {
                 uint idx_2 = (i_2 * 128u) + lid;
@@ -180,41 +180,41 @@ void fetch(thread const uint& lid, thread const uint& r0, thread const uint& t0,
                 uint g = ((r_2 * pc.cols) + k0) >> uint(5);
                 if (r_2 < pc.rows)
                 {
-                    _502 = v_107.w[(gW + (((r_2 * pc.cols) + k0) >> uint(3))) + (idx_2 % 4u)];
+                    _511 = v_116.w[(gW + (((r_2 * pc.cols) + k0) >> uint(3))) + (idx_2 % 4u)];
                 }
                 else
                 {
-                    _502 = 0u;
+                    _511 = 0u;
                 }
-                pw[i_2] = _502;
+                pw[i_2] = _511;
                 if (r_2 < pc.rows)
                 {
-                    uint param = (v_269.s[gS + (g >> uint(2))] >> ((g & 3u) * 8u)) & 255u;
-                    _527 = e8m0(param);
+                    uint param = (v_278.s[gS + (g >> uint(2))] >> ((g & 3u) * 8u)) & 255u;
+                    _536 = e8m0(param);
                 }
                 else
                 {
-                    _527 = 0.0;
+                    _536 = 0.0;
                 }
-                psc[i_2] = _527;
+                psc[i_2] = _536;
             }
             break;
         }
     }
-    float _576;
+    float _585;
     for (uint i_3 = 0u; i_3 < 8u; i_3++)
     {
         uint idx_3 = (i_3 * 128u) + lid;
         uint t = t0 + (idx_3 / 32u);
         if (t < gN)
         {
-            _576 = v_582.x[((t * pc.cols) + k0) + (idx_3 % 32u)];
+            _585 = v_591.x[((t * pc.cols) + k0) + (idx_3 % 32u)];
         }
         else
         {
-            _576 = 0.0;
+            _585 = 0.0;
         }
-        px[i_3] = _576;
+        px[i_3] = _585;
     }
 }
 
@@ -222,16 +222,16 @@ static inline __attribute__((always_inline))
 float e2m1(thread const uint& nib)
 {
     uint v = nib & 7u;
-    uint _70;
+    uint _79;
     if (v >= 2u)
     {
-        _70 = ((126u + (v >> uint(1))) << uint(23)) | ((v & 1u) << uint(22));
+        _79 = ((126u + (v >> uint(1))) << uint(23)) | ((v & 1u) << uint(22));
     }
     else
     {
-        _70 = (v == 1u) ? 1056964608u : 0u;
+        _79 = (v == 1u) ? 1056964608u : 0u;
     }
-    uint mag = _70;
+    uint mag = _79;
     return as_type<float>(mag | ((nib & 8u) << uint(28)));
 }
 
@@ -256,16 +256,16 @@ float f16(thread const uint& h)
         return as_type<float>((sgn | ((e + 112u) << uint(23))) | (m << uint(13)));
     }
     float v = float(m) * 5.9604644775390625e-08;
-    float _188;
+    float _197;
     if (sgn != 0u)
     {
-        _188 = -v;
+        _197 = -v;
     }
     else
     {
-        _188 = v;
+        _197 = v;
     }
-    return _188;
+    return _197;
 }
 
 static inline __attribute__((always_inline))
@@ -356,49 +356,49 @@ void stage(thread const uint& lid, constant Params& pc, threadgroup float4 (&wt)
 }
 
 static inline __attribute__((always_inline))
-uint byteAt(thread const uint& i, const device Wd& v_107)
+uint byteAt(thread const uint& i, const device Wd& v_116)
 {
-    return (v_107.w[i >> uint(2)] >> ((i & 3u) * 8u)) & 255u;
+    return (v_116.w[i >> uint(2)] >> ((i & 3u) * 8u)) & 255u;
 }
 
 static inline __attribute__((always_inline))
-uint halfAt(thread const uint& i, const device Wd& v_107)
+uint halfAt(thread const uint& i, const device Wd& v_116)
 {
-    return (v_107.w[i >> uint(1)] >> ((i & 1u) * 16u)) & 65535u;
+    return (v_116.w[i >> uint(1)] >> ((i & 1u) * 16u)) & 65535u;
 }
 
 static inline __attribute__((always_inline))
-float weight(thread const uint& r, thread const uint& c, const device Wd& v_107, constant Params& pc, const device Ws& v_269)
+float weight(thread const uint& r, thread const uint& c, const device Wd& v_116, constant Params& pc, const device Ws& v_278)
 {
     uint i = (r * pc.cols) + c;
     switch (pc.dtype)
     {
         case 0u:
         {
-            return as_type<float>(v_107.w[i]);
+            return as_type<float>(v_116.w[i]);
         }
         case 1u:
         {
             uint param = i;
-            return as_type<float>(halfAt(param, v_107) << uint(16));
+            return as_type<float>(halfAt(param, v_116) << uint(16));
         }
         case 2u:
         {
             uint param_1 = i;
-            uint param_2 = halfAt(param_1, v_107);
+            uint param_2 = halfAt(param_1, v_116);
             return f16(param_2);
         }
         case 3u:
         {
             uint param_3 = i;
-            int q = int(byteAt(param_3, v_107) << uint(24)) >> 24;
-            return float(q) * as_type<float>(v_269.s[r]);
+            int q = int(byteAt(param_3, v_116) << uint(24)) >> 24;
+            return float(q) * as_type<float>(v_278.s[r]);
         }
         default:
         {
             uint param_4 = i >> uint(1);
-            uint nib = (byteAt(param_4, v_107) >> ((i & 1u) * 4u)) & 15u;
-            uint sb = (v_269.s[i >> uint(7)] >> (((i >> uint(5)) & 3u) * 8u)) & 255u;
+            uint nib = (byteAt(param_4, v_116) >> ((i & 1u) * 4u)) & 15u;
+            uint sb = (v_278.s[i >> uint(7)] >> (((i >> uint(5)) & 3u) * 8u)) & 255u;
             uint param_5 = nib;
             uint param_6 = sb;
             return e2m1(param_5) * e8m0(param_6);
@@ -407,9 +407,9 @@ float weight(thread const uint& r, thread const uint& c, const device Wd& v_107,
 }
 
 static inline __attribute__((always_inline))
-void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_107, constant Params& pc, const device Ws& v_269, threadgroup float4 (&wt)[32][17], thread uint& gN, const device X& v_582, threadgroup float4 (&xt)[32][9])
+void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, const device Wd& v_116, constant Params& pc, const device Ws& v_278, threadgroup float4 (&wt)[32][17], thread uint& gN, const device X& v_591, threadgroup float4 (&xt)[32][9])
 {
-    float _884;
+    float _893;
     for (uint i = 0u; i < 16u; i++)
     {
         uint idx = (i * 128u) + lid;
@@ -417,70 +417,106 @@ void stageSlow(thread const uint& lid, thread const uint& r0, thread const uint&
         uint kk = idx % 32u;
         uint r = r0 + rr;
         uint c = k0 + kk;
-        bool _876 = r < pc.rows;
-        bool _883;
-        if (_876)
+        bool _885 = r < pc.rows;
+        bool _892;
+        if (_885)
         {
-            _883 = c < pc.cols;
+            _892 = c < pc.cols;
         }
         else
         {
-            _883 = _876;
+            _892 = _885;
         }
-        if (_883)
+        if (_892)
         {
             uint param = r;
             uint param_1 = c;
-            _884 = weight(param, param_1, v_107, pc, v_269);
+            _893 = weight(param, param_1, v_116, pc, v_278);
         }
         else
         {
-            _884 = 0.0;
+            _893 = 0.0;
         }
         uint param_2 = kk;
         uint param_3 = rr;
-        float param_4 = _884;
+        float param_4 = _893;
         putW(param_2, param_3, param_4, wt);
     }
-    float _943;
+    float _952;
     for (uint i_1 = 0u; i_1 < 8u; i_1++)
     {
         uint idx_1 = (i_1 * 128u) + lid;
         uint tt = idx_1 / 32u;
         uint c_1 = k0 + (idx_1 % 32u);
         uint t = t0 + tt;
-        bool _935 = t < gN;
-        bool _942;
-        if (_935)
+        bool _944 = t < gN;
+        bool _951;
+        if (_944)
         {
-            _942 = c_1 < pc.cols;
+            _951 = c_1 < pc.cols;
         }
         else
         {
-            _942 = _935;
+            _951 = _944;
         }
-        if (_942)
+        if (_951)
         {
-            _943 = v_582.x[(t * pc.cols) + c_1];
+            _952 = v_591.x[(t * pc.cols) + c_1];
         }
         else
         {
-            _943 = 0.0;
+            _952 = 0.0;
         }
-        ((threadgroup float*)&xt[idx_1 % 32u][tt >> uint(2)])[tt & 3u] = _943;
+        ((threadgroup float*)&xt[idx_1 % 32u][tt >> uint(2)])[tt & 3u] = _952;
     }
 }
 
 static inline __attribute__((always_inline))
-void smallTiles(thread const uint& t0, const device Wd& v_107, constant Params& pc, const device Ws& v_269, threadgroup float4 (&wt)[32][17], thread spvUnsafeArray<uint, 8>& pw, thread uint& gW, thread spvUnsafeArray<float, 4>& psc, thread uint& gS, thread spvUnsafeArray<float, 8>& px, thread uint& gN, const device X& v_582, threadgroup float4 (&xt)[32][9], thread uint3& gl_LocalInvocationID, thread uint3& gl_WorkGroupID, device Y& v_1166, thread uint3& gl_NumWorkGroups)
+void stageTile(thread const uint& lid, thread const uint& r0, thread const uint& t0, thread const uint& k0, thread const bool& fast, const device Wd& v_116, constant Params& pc, const device Ws& v_278, threadgroup float4 (&wt)[32][17], thread spvUnsafeArray<uint, 8>& pw, thread uint& gW, thread spvUnsafeArray<float, 4>& psc, thread uint& gS, thread spvUnsafeArray<float, 8>& px, thread uint& gN, const device X& v_591, threadgroup float4 (&xt)[32][9])
+{
+    if (fast)
+    {
+        uint param = lid;
+        stage(param, pc, wt, pw, psc, px, xt);
+    }
+    else
+    {
+        uint param_1 = lid;
+        uint param_2 = r0;
+        uint param_3 = t0;
+        uint param_4 = k0;
+        stageSlow(param_1, param_2, param_3, param_4, v_116, pc, v_278, wt, gN, v_591, xt);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    bool _993;
+    if (fast)
+    {
+        _993 = (k0 + 32u) < pc.cols;
+    }
+    else
+    {
+        _993 = fast;
+    }
+    if (_993)
+    {
+        uint param_5 = lid;
+        uint param_6 = r0;
+        uint param_7 = t0;
+        uint param_8 = k0 + 32u;
+        fetch(param_5, param_6, param_7, param_8, v_116, pc, v_278, pw, gW, psc, gS, px, gN, v_591);
+    }
+}
+
+static inline __attribute__((always_inline))
+void smallTiles(thread const uint& t0, const device Wd& v_116, constant Params& pc, const device Ws& v_278, threadgroup float4 (&wt)[32][17], thread spvUnsafeArray<uint, 8>& pw, thread uint& gW, thread spvUnsafeArray<float, 4>& psc, thread uint& gS, thread spvUnsafeArray<float, 8>& px, thread uint& gN, const device X& v_591, threadgroup float4 (&xt)[32][9], thread uint3& gl_LocalInvocationID, thread uint3& gl_WorkGroupID, device Y& v_1185, thread uint3& gl_NumWorkGroups)
 {
     uint lid = gl_LocalInvocationID.x;
     uint rq = lid % 16u;
     uint tq = lid / 16u;
     bool fast = fastStage(pc);
-    uint _980 = gl_WorkGroupID.x * 64u;
+    uint _1026 = gl_WorkGroupID.x * 64u;
     spvUnsafeArray<float4, 4> acc;
-    for (uint r0 = _980; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 64u))
+    for (uint r0 = _1026; r0 < pc.rows; r0 += (gl_NumWorkGroups.x * 64u))
     {
         for (uint i = 0u; i < 4u; i++)
         {
@@ -492,41 +528,16 @@ void smallTiles(thread const uint& t0, const device Wd& v_107, constant Params& 
             uint param_1 = r0;
             uint param_2 = t0;
             uint param_3 = 0u;
-            fetch(param, param_1, param_2, param_3, v_107, pc, v_269, pw, gW, psc, gS, px, gN, v_582);
+            fetch(param, param_1, param_2, param_3, v_116, pc, v_278, pw, gW, psc, gS, px, gN, v_591);
         }
         for (uint k0 = 0u; k0 < pc.cols; k0 += 32u)
         {
-            if (fast)
-            {
-                uint param_4 = lid;
-                stage(param_4, pc, wt, pw, psc, px, xt);
-            }
-            else
-            {
-                uint param_5 = lid;
-                uint param_6 = r0;
-                uint param_7 = t0;
-                uint param_8 = k0;
-                stageSlow(param_5, param_6, param_7, param_8, v_107, pc, v_269, wt, gN, v_582, xt);
-            }
-            threadgroup_barrier(mem_flags::mem_threadgroup);
-            bool _1053;
-            if (fast)
-            {
-                _1053 = (k0 + 32u) < pc.cols;
-            }
-            else
-            {
-                _1053 = fast;
-            }
-            if (_1053)
-            {
-                uint param_9 = lid;
-                uint param_10 = r0;
-                uint param_11 = t0;
-                uint param_12 = k0 + 32u;
-                fetch(param_9, param_10, param_11, param_12, v_107, pc, v_269, pw, gW, psc, gS, px, gN, v_582);
-            }
+            uint param_4 = lid;
+            uint param_5 = r0;
+            uint param_6 = t0;
+            uint param_7 = k0;
+            bool param_8 = fast;
+            stageTile(param_4, param_5, param_6, param_7, param_8, v_116, pc, v_278, wt, pw, gW, psc, gS, px, gN, v_591, xt);
             for (uint kk = 0u; kk < 32u; kk++)
             {
                 float4 wa = wt[kk][rq];
@@ -550,14 +561,14 @@ void smallTiles(thread const uint& t0, const device Wd& v_107, constant Params& 
                 uint t = (t0 + (4u * tq)) + j;
                 if (t < gN)
                 {
-                    v_1166.y[((t * pc.yRows) + pc.yOffset) + r] = acc[i_1][j];
+                    v_1185.y[((t * pc.yRows) + pc.yOffset) + r] = acc[i_1][j];
                 }
             }
         }
     }
 }
 
-kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_107 [[buffer(1)]], const device Ws& v_269 [[buffer(2)]], const device X& v_582 [[buffer(3)]], device Y& v_1166 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
+kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_116 [[buffer(1)]], const device Ws& v_278 [[buffer(2)]], const device X& v_591 [[buffer(3)]], device Y& v_1185 [[buffer(4)]], uint3 gl_LocalInvocationID [[thread_position_in_threadgroup]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 gl_NumWorkGroups [[threadgroups_per_grid]])
 {
     threadgroup float4 wt[32][17];
     threadgroup float4 xt[32][9];
@@ -568,6 +579,6 @@ kernel void main0(constant Params& pc [[buffer(0)]], const device Wd& v_107 [[bu
     spvUnsafeArray<uint, 8> pw;
     spvUnsafeArray<float, 4> psc;
     spvUnsafeArray<float, 8> px;
-    smallTiles(param, v_107, pc, v_269, wt, pw, gW, psc, gS, px, gN, v_582, xt, gl_LocalInvocationID, gl_WorkGroupID, v_1166, gl_NumWorkGroups);
+    smallTiles(param, v_116, pc, v_278, wt, pw, gW, psc, gS, px, gN, v_591, xt, gl_LocalInvocationID, gl_WorkGroupID, v_1185, gl_NumWorkGroups);
 }
 
