@@ -79,10 +79,10 @@ func New(name string, dev Device, fallback kernels.Backend) *Backend {
 }
 
 // SetBigTileMinGroups changes the fewest workgroups of 128×64 tiles a
-// product must fill to run in them (mmbig.comp; 128 by default, about one
-// per multiprocessor of a large GPU): 1 sends every product over 32
-// positions there, which is how the tests hold that shader to the
-// reference on small shapes.
+// product must fill to run in them (mmbig.comp; by default none does,
+// mmBigMinGroups): 1 sends every product over 32 positions there, which is
+// how the tests hold that shader to the reference on small shapes, and
+// how a benchmark can time it against mmtile.comp.
 func (b *Backend) SetBigTileMinGroups(n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -11,7 +11,9 @@
 // resident.go), records the copies to the device, its dispatches and the
 // copy of its result back, submits and waits (backend.go, ops.go, attn.go;
 // group.go runs a prompt's group of experts as one call, each product one
-// dispatch over all of them; peak.go runs the FMA peak shader). When the device fails (or an
+// dispatch over all of them; peak.go runs the FMA peak shader; clock.go
+// reads the device's own timestamps of its shaders and copies, which the
+// benchmarks report beside the host's clock). When the device fails (or an
 // operand exceeds its limits) the call is computed on the CPU instead, by the
 // fallback kernels.Backend, and Err reports why.
 package gpu

@@ -49,10 +49,13 @@ const (
 
 // mmBigMinGroups is the fewest workgroups of mmbig.comp a product must
 // fill for it to run there rather than in mmtile.comp's smaller tiles:
-// none by default. By the H200's own clock (bench kernels' device_gflops)
-// mmbig ran a 12288×7168 BF16 product at 0.22 of the FMA peak at 256 and
-// 512 positions where mmtile ran it at 0.33 at 64 (and an expert's at 512
-// at 0.15 where mmtile ran it at 0.25 at 256).
+// none by default. By the H200's own clock in one run (bench kernels'
+// device_gflops, kernels/README.md "Issue 33, seventh session") mmbig ran
+// a 12288×7168 BF16 product at 0.22 of the FMA peak at both 256 and 512
+// positions where mmtile ran the same product at 0.33 at 64 (INT8: 0.23
+// against 0.39), and a routed expert's FFN at 0.15 at 512 positions where
+// mmtile ran it at 0.25 at 256. The same shapes through both shaders in
+// one run are still to be timed.
 const mmBigMinGroups = 1 << 30
 
 // matGrid picks the shader and workgroups for rows × n: one workgroup per

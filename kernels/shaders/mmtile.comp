@@ -1,17 +1,17 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // y[t, yOffset + r] = Σ_c W[r, c] · x[t, c] for n ≥ 2 positions: the prefill
-// matmul and the prefill expert FFN's three products where mmbig.comp's
-// larger tiles would leave the device idle (a routed expert's few hundred
-// positions), tiled so that each weight is widened once per 32 positions
-// and each x value read once per 64 rows. A workgroup computes a tile of
-// 64 rows × 32 positions (looping over row tiles when they exceed the
-// dispatch limit; gl_WorkGroupID.y picks the positions); each of its 128
-// threads accumulates 4 rows × 4 positions in registers, one fp32
-// multiply-add chain over the columns in order for each output. (Issue 33:
-// 64 threads of 4 × 8 left a routed expert's 3072-row products, 48 tiles
-// per 32 positions, two warps on each multiprocessor of an H200; four hide
-// the shared-memory latency better.)
+// matmul and the prefill expert FFN's three products (mmbig.comp's larger
+// tiles only where a backend is told to: by the H200's own clock they ran
+// at two thirds of this shader's rate), tiled so that each weight is
+// widened once per 32 positions and each x value read once per 64 rows. A
+// workgroup computes a tile of 64 rows × 32 positions (looping over row
+// tiles when they exceed the dispatch limit; gl_WorkGroupID.y picks the
+// positions); each of its 128 threads accumulates 4 rows × 4 positions in
+// registers, one fp32 multiply-add chain over the columns in order for
+// each output. (Issue 33: 64 threads of 4 × 8 left a routed expert's
+// 3072-row products, 48 tiles per 32 positions, two warps on each
+// multiprocessor of an H200; four hide the shared-memory latency better.)
 //
 // The tiles are mmtile.glsl's, which mmgroup.comp shares.
 layout(local_size_x = 128) in;

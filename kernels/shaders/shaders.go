@@ -18,7 +18,7 @@ const (
 	Act    = "act"    // the expert FFN's gated activation, in place
 	MMTile = "mmtile" // y = W·x for n ≥ 2 positions in 64×32 tiles (prefill)
 	Attn   = "attn"   // causal softmax attention in tiles, online softmax (MLA prefill)
-	MMBig  = "mmbig"  // y = W·x for many positions in 128×64 tiles, 8×8 a thread (prefill)
+	MMBig  = "mmbig"  // y = W·x for many positions in 128×64 tiles, 8×8 a thread (only when asked: gpu.Backend.SetBigTileMinGroups)
 	FMA    = "fma"    // the device's fp32 multiply-add peak
 	// MMGroup is mmtile's tiles over a group of experts, each over its own
 	// positions, in one dispatch (a prompt's experts on the GPU).
