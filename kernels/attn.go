@@ -198,7 +198,8 @@ func attnBlockGo(a Attn, scr []float32, h, i0, i1 int) {
 // in host memory), so Accelerate's rule treats them as streamed.
 func (s split) Attention(ctx context.Context, a Attn) error {
 	be := s.decode
-	gpu := (s.rule == nil && a.T > 1) || (s.rule != nil && a.T >= s.rule.StreamedMinPositions && a.QK+a.DV >= s.rule.AttnMinHeadWidth)
+	gpu := (s.rule == nil && a.T > 1) || (s.rule != nil && a.T >= s.rule.StreamedMinPositions && a.QK+a.DV >= s.rule.AttnMinHeadWidth &&
+		a.T*(a.Past+a.T) >= s.rule.AttnMinPositions*s.rule.AttnMinPositions)
 	if gpu {
 		be = s.prefill
 	}

@@ -28,6 +28,13 @@ type AccelOptions struct {
 	// shader's threads a few columns between its barriers, and their
 	// arithmetic is too little to pay for the cache's crossing.
 	AttnMinHeadWidth int
+	// AttnMinPositions: a prompt's attention runs on the GPU only where
+	// its new positions times the keys the last of them sees, T·(Past+T),
+	// reach AttnMinPositions² (0: no bound): a fresh prompt from
+	// AttnMinPositions tokens, a short turn after a long conversation
+	// sooner. Below it the copies of q, k and v and the call's fixed cost
+	// outweigh the shaders.
+	AttnMinPositions int
 	// MinIntensity: a batch runs on the GPU only where each byte of
 	// activations that crosses the bus (its fp32 input and output rows,
 	// which cross every call, resident weights or not) carries at least
@@ -67,6 +74,10 @@ type AccelOptions struct {
 //     positions: GPU 0.24 / 1.1 / 2.9 TFLOP/s against the CPU's 0.17 /
 //     0.60 / 2.1; k3-tiny's 24/16 heads: a 16,384-token prefill took 8.6 s
 //     with its attention on the GPU against 7.3 s on the CPU alone);
+//   - AttnMinPositions 512 (4 Dec 2026, K3's 96 heads, one lease: GPU
+//     555-607 GFLOP/s at 256 positions against the CPU's 655, 2.2-2.4
+//     TFLOP/s at 1,024 against 0.97; at 256 the call's copies and host
+//     work were 95% of it, its shaders running at 10.7 TFLOP/s);
 //   - MinIntensity 256 (k3-tiny, attention on the CPU: its 128×256
 //     products, 43 FLOPs a byte, made a 1,024-token prefill 0.45 s against
 //     the CPU's 0.40 and a 16,384-token one 8.5 s against 7.3; K3's
@@ -83,8 +94,8 @@ type AccelOptions struct {
 //     CPU's share of its experts 1.99 s against 3.05 (the GPU's 2.18
 //     against 1.68).
 func DefaultAccelOptions() AccelOptions {
-	return AccelOptions{DecodeMinBytes: 32 << 20, ResidentMinPositions: 16, StreamedMinPositions: 96, AttnMinHeadWidth: 128, MinIntensity: 256,
-		ExpertGPUFixed: 14, ExpertGPUSpeedup: 3.4, ExpertMinPositions: 16}
+	return AccelOptions{DecodeMinBytes: 32 << 20, ResidentMinPositions: 16, StreamedMinPositions: 96, AttnMinHeadWidth: 128,
+		AttnMinPositions: 512, MinIntensity: 256, ExpertGPUFixed: 14, ExpertGPUSpeedup: 3.4, ExpertMinPositions: 16}
 }
 
 // WithBeside returns be with beside as the CPU it runs experts on while its

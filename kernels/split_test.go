@@ -217,21 +217,25 @@ func (a attending) Attention(ctx context.Context, at Attn) error {
 }
 
 // Accelerate's rule sends a prompt's attention to the GPU from
-// StreamedMinPositions rows, and only for heads of AttnMinHeadWidth or
-// wider; a decode token's stays on the CPU.
+// StreamedMinPositions rows, only for heads of AttnMinHeadWidth or wider,
+// and only where T·(Past+T) reaches AttnMinPositions²; a decode token's
+// stays on the CPU.
 func TestAccelerateAttentionRule(t *testing.T) {
 	var gpu []int
-	b := Accelerate(attending{Ref(), &gpu}, Ref(), AccelOptions{StreamedMinPositions: 4, AttnMinHeadWidth: 64})
-	run := func(T, qk, dv int) {
-		a := Attn{T: T, Heads: 1, QK: qk, DV: dv, Scale: 1,
-			Q: make([]float32, T*qk), K: make([]float32, T*qk), V: make([]float32, T*dv), Dst: make([]float32, T*dv)}
+	b := Accelerate(attending{Ref(), &gpu}, Ref(), AccelOptions{StreamedMinPositions: 4, AttnMinHeadWidth: 64, AttnMinPositions: 8})
+	run := func(T, past, qk, dv int) {
+		n := past + T
+		a := Attn{T: T, Past: past, Heads: 1, QK: qk, DV: dv, Scale: 1,
+			Q: make([]float32, T*qk), K: make([]float32, n*qk), V: make([]float32, n*dv), Dst: make([]float32, T*dv)}
 		require.NoError(t, Attention(t.Context(), b, a))
 	}
-	run(3, 48, 32)   // too few rows
-	run(5, 24, 16)   // too narrow
-	run(6, 48, 16)   // 64 wide: the GPU
-	run(7, 192, 128) // the GPU
-	require.Equal(t, []int{6, 7}, gpu)
+	run(3, 100, 48, 32) // too few rows
+	run(9, 0, 24, 16)   // too narrow
+	run(6, 0, 48, 16)   // 64 wide, but 36 < 64: the CPU
+	run(8, 0, 48, 16)   // 64 = 8²: the GPU
+	run(5, 9, 192, 128) // 5·14 = 70: the GPU
+	run(4, 0, 192, 128) // 16: the CPU
+	require.Equal(t, []int{8, 5}, gpu)
 }
 
 // TestAccelerateWeighsIntensity: under MinIntensity a batch whose
