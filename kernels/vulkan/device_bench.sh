@@ -75,7 +75,9 @@ if [ "$phase" != slice ]; then
 # it, as JSON and as a table, then the CPU kernels alone.
 "$bin/deltafin" bench kernels --json >"$out/bench.json" 2>>"$out/env.txt"
 echo "bench exit $?" >>"$out/env.txt"
-python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); [print(g.get("device","main"), g["backend"], k["name"], k["threads"], round(k["gbps"],1)) for g in [r]+r.get("gpu",[]) for k in g["kernels"]]' "$out/bench.json" >"$out/bench.txt" 2>&1 || true
+# bench.txt: backend, kernel, threads, GB/s, GFLOP/s, ratio to the GPU's
+# peak, the shaders' GFLOP/s and ratio by the GPU's clock, copies' share.
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); [print(g["backend"], k["name"], k["threads"], *[round(k.get(f,0),3) for f in ("gbps","gflops","gpu_flop_ratio","device_gflops","device_flop_ratio","device_copy_share")]) for g in [r]+r.get("gpu",[]) for k in g["kernels"]]' "$out/bench.json" >"$out/bench.txt" 2>&1 || true
 DELTAFIN_KERNELS=cpu "$bin/deltafin" bench kernels --json >"$out/bench_cpu.json" 2>>"$out/env.txt"
 echo "bench cpu exit $?" >>"$out/env.txt"
 cat "$out/env.txt" | tail -5
