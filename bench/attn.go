@@ -12,9 +12,10 @@ import (
 // attnCase is one layer's prefill attention (kernels.Attention) over T new
 // positions with no cache before them: K3's MLA layer, 96 heads of 192
 // query/key and 128 value columns (the work per head is the same at any
-// count, but a GPU fills with heads: at 256 positions a quarter of them
-// made 64 workgroups for 132 multiprocessors). Its operations are 2·(qk+dv) per visible (query, key) pair
-// and head, T(T+1)/2 pairs; its bytes are q, k, v and the output once.
+// count, but a GPU fills with heads: at 256 positions 16 of them made 64
+// workgroups for 132 multiprocessors). Its operations are 2·(qk+dv) per
+// visible (query, key) pair and head, T(T+1)/2 pairs; its bytes are q, k,
+// v and the output once.
 type attnCase struct {
 	name         string
 	flops, bytes int
@@ -47,7 +48,7 @@ func benchAttn(ctx context.Context, b kernels.Backend, c attnCase, minTime time.
 		return KernelResult{}, err
 	}
 	best := time.Duration(math.MaxInt64)
-	clock, dev := newDeviceClock(b), deviceBest{}
+	clock, dev := backendClock(b), deviceBest{}
 	start := time.Now()
 	for i := 0; i < 2 || time.Since(start) < minTime; i++ {
 		clock.start()

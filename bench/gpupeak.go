@@ -54,7 +54,8 @@ func GPUPeak(ctx context.Context, p kernels.DevicePeaker, minTime time.Duration)
 	if err != nil {
 		return 0, err
 	}
-	clock := newDeviceClock(p)
+	t, _ := p.(kernels.DeviceTimer)
+	clock := newDeviceClock(t)
 	bestShader := time.Duration(math.MaxInt64)
 	wall, merr := measure(ctx, minTime, 2, int(flops), func() {
 		if err == nil {
@@ -85,16 +86,8 @@ type deviceClock struct {
 	shaders, copies time.Duration
 }
 
-// newDeviceClock is the clock of v's device: v a kernels.Backend (its GPU
-// side, for a split) or a kernels.DeviceTimer itself.
-func newDeviceClock(v any) *deviceClock {
-	var t kernels.DeviceTimer
-	switch v := v.(type) {
-	case kernels.Backend:
-		t, _ = kernels.DeviceTimerOf(v)
-	case kernels.DeviceTimer:
-		t = v
-	}
+// newDeviceClock reads t (none where t is nil or keeps no time).
+func newDeviceClock(t kernels.DeviceTimer) *deviceClock {
 	if t == nil {
 		return &deviceClock{}
 	}
@@ -102,6 +95,12 @@ func newDeviceClock(v any) *deviceClock {
 		return &deviceClock{}
 	}
 	return &deviceClock{t: t}
+}
+
+// backendClock is the clock of b's device (its GPU side, for a split).
+func backendClock(b kernels.Backend) *deviceClock {
+	t, _ := kernels.DeviceTimerOf(b)
+	return newDeviceClock(t)
 }
 
 func (c *deviceClock) start() {

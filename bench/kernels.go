@@ -451,8 +451,6 @@ func Kernels(ctx context.Context, opt KernelsOptions) (KernelsReport, error) {
 			}
 		}
 		for _, b := range []kernels.Backend{all, one} {
-			// Kernel passes alternate with all-thread read passes, so that
-			// each kernel also has a limit measured under the same load.
 			if c.resident {
 				// Every slot's first call copies its matrices to the
 				// device: made here, so that no timed pass pays for it
@@ -461,9 +459,11 @@ func Kernels(ctx context.Context, opt KernelsOptions) (KernelsReport, error) {
 					c.call(b, buf[s*stride:], keys[s])
 				}
 			}
+			// Kernel passes alternate with all-thread read passes, so that
+			// each kernel also has a limit measured under the same load.
 			next := 0
 			var bestK, bestM time.Duration = math.MaxInt64, math.MaxInt64
-			clock, dev := newDeviceClock(b), deviceBest{}
+			clock, dev := backendClock(b), deviceBest{}
 			start := time.Now()
 			for i := 0; i < 2 || time.Since(start) < opt.MinTime; i++ {
 				if err := ctx.Err(); err != nil {

@@ -198,8 +198,7 @@ func attnBlockGo(a Attn, scr []float32, h, i0, i1 int) {
 // in host memory), so Accelerate's rule treats them as streamed.
 func (s split) Attention(ctx context.Context, a Attn) error {
 	be := s.decode
-	gpu := (s.rule == nil && a.T > 1) || (s.rule != nil && a.T >= s.rule.StreamedMinPositions && a.QK+a.DV >= s.rule.AttnMinHeadWidth &&
-		a.T*(a.Past+a.T) >= s.rule.AttnMinPositions*s.rule.AttnMinPositions)
+	gpu := s.attnOnGPU(a)
 	if gpu {
 		be = s.prefill
 	}
@@ -207,4 +206,16 @@ func (s split) Attention(ctx context.Context, a Attn) error {
 		defer s.meter.time(gpu, kindAttention, a.T)()
 	}
 	return Attention(ctx, be, a)
+}
+
+// attnOnGPU is the split's rule for a's side: every prompt's on a plain
+// split; under Accelerate's rule only from StreamedMinPositions rows, for
+// heads of AttnMinHeadWidth or wider, where T·(Past+T) reaches
+// AttnMinPositions².
+func (s split) attnOnGPU(a Attn) bool {
+	if s.rule == nil {
+		return a.T > 1
+	}
+	r := s.rule
+	return a.T >= r.StreamedMinPositions && a.QK+a.DV >= r.AttnMinHeadWidth && a.T*(a.Past+a.T) >= r.AttnMinPositions*r.AttnMinPositions
 }

@@ -16,9 +16,10 @@ var _ kernels.ExpertGrouper = (*Backend)(nil)
 // ExpertGroupFFN runs a prompt's experts of one shape, each over its own
 // positions, with every product one dispatch over all of them
 // (mmgroup.comp) in one submission: alone, each expert's call waited for
-// its copies, its submission and its results before the next began. (On the H200 the gain as a kernel is small, 2-27%
-// for 8 experts of 256 positions, since a streamed expert's call is mostly
-// its operands crossing; kernels/README.md.) Experts the device
+// its copies, its submission and its results before the next began. (On
+// the H200 the gain as a kernel is small, 2-27% for 8 experts of 256
+// positions, since a streamed expert's call is mostly its operands
+// crossing; kernels/README.md.) Experts the device
 // keeps resident (keyed), shapes mmgroup cannot stage (rows that are not
 // whole words), single positions (ExpertFFN's matmul.comp sums a row
 // across a workgroup, the tiles in one chain: other bits) and groups of
