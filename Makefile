@@ -130,15 +130,18 @@ deps: build-deps
 # What kernels/vulkan/device_bench.sh needs on a GPU machine without Go: the
 # Vulkan test binary, deltafin, and the Vulkan loader's .deb in .gl/ (carried;
 # unpacked there only when the machine lacks the loader).
-# gpu-bundle [BASE=REV]: what kernels/vulkan/device_bench.sh carries to the
-# device machine; with BASE, deltafin-base built from that commit too.
+# gpu-bundle [BASE=REV] [BASE2=REV]: what kernels/vulkan/device_bench.sh
+# carries to the device machine; with BASE, deltafin-base built from that
+# commit too (BASE2: deltafin-base2, whose kernels are timed beside them).
 gpu-bundle:
 	mkdir -p bin/gpu .gl
+	rm -f bin/gpu/*.gz
 	$(GO) test -c -tags slow -ldflags="-s -w" -o bin/gpu/vulkan.test ./kernels/vulkan
 	$(GO) build -ldflags="-s -w" -o bin/gpu/deltafin .
-	if [ -n "$(BASE)" ]; then rm -rf bin/gpu/base && git worktree add --detach bin/gpu/base $(BASE) && \
-		(cd bin/gpu/base && $(GO) build -ldflags="-s -w" -o ../deltafin-base .); git worktree remove --force bin/gpu/base; fi
-	gzip -f bin/gpu/vulkan.test bin/gpu/deltafin $$(ls bin/gpu/deltafin-base 2>/dev/null)
+	for pair in base:$(BASE) base2:$(BASE2); do name=$${pair%%:*} rev=$${pair#*:}; [ -n "$$rev" ] || continue; \
+		rm -rf bin/gpu/$$name && git worktree add --detach bin/gpu/$$name $$rev && \
+		(cd bin/gpu/$$name && $(GO) build -ldflags="-s -w" -o ../deltafin-$$name .); git worktree remove --force bin/gpu/$$name; done
+	gzip -f bin/gpu/vulkan.test bin/gpu/deltafin $$(ls bin/gpu/deltafin-base bin/gpu/deltafin-base2 2>/dev/null)
 	# The NVIDIA ICD (libGLX_nvidia) needs the glvnd libraries beside the loader.
 	cd .gl && apt-get download libvulkan1 libglvnd0 libglx0 libgl1 libegl1 libopengl0 libgles2
 

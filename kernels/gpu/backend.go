@@ -15,7 +15,7 @@ import (
 var ErrLimit = errors.New("gpu: operand exceeds the device's limits")
 
 // A Device runs the shaders of kernels/shaders. Buffers live in numbered
-// slots (at most 16); a call is Begin, Dispatches (each sees the writes of
+// slots (at most SetSlots; twice that on a Pipeliner); a call is Begin, Dispatches (each sees the writes of
 // the ones before it), Submit (runs them and waits). Slots must not grow
 // between Begin and Submit. Calls are serialised by Backend.
 type Device interface {
@@ -63,6 +63,10 @@ type Backend struct {
 	pending []pend
 	// bigMin: mmBigMinGroups unless set (SetBigTileMinGroups).
 	bigMin int
+	// chunk: pipeChunk unless set (SetPipelineChunk); piped counts the
+	// calls submitted while the host went on (PipelinedCalls).
+	chunk int
+	piped int64
 }
 
 type pend struct{ slot, n int }
@@ -169,19 +173,7 @@ func parallelCopy(dst, src []byte) {
 
 // begin starts a call with the copies of the slots written since the last
 // one to the device.
-func (b *Backend) begin() error {
-	p := b.pending
-	b.pending = b.pending[:0]
-	if err := b.dev.Begin(); err != nil {
-		return err
-	}
-	for _, s := range p {
-		if err := b.dev.ToDevice(s.slot, s.n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (b *Backend) begin() error { return b.beginFrame(nil, 0) }
 
 func (b *Backend) submit() error { return b.dev.Submit() }
 

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -31,22 +32,74 @@ func (b *Backend) ExpertGroupFFN(dst [][]float32, es []kernels.Expert, act kerne
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for lo := 0; lo < len(es); {
-		hi := b.groupEnd(es, ns, lo)
-		var err error
-		if hi == lo+1 {
-			err = b.expertFFN(dst[lo], es[lo], act, x[lo], ns[lo])
-		} else {
-			err = b.expertGroup(dst[lo:hi], es[lo:hi], act, x[lo:hi], ns[lo:hi])
+	// Pipelined, a run of experts is cut into batches of about a chunk of
+	// weights; a batch's call runs while the next batch is staged in the
+	// other slot set, and its results are collected while that one runs.
+	p, chunk := b.pipeliner()
+	cpu := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			b.fallback.ExpertFFN(dst[i], es[i], act, x[i], ns[i])
+		}
+	}
+	var prev *flight // the batch whose call runs
+	finish := func() {
+		if prev == nil {
+			return
+		}
+		f := prev
+		prev = nil
+		err := p.Wait(f.set)
+		if err == nil {
+			err = f.collect()
 		}
 		if err != nil {
 			b.fail(err)
-			for i := lo; i < hi; i++ {
-				b.fallback.ExpertFFN(dst[i], es[i], act, x[i], ns[i])
+			cpu(f.lo, f.hi)
+		}
+	}
+	for lo := 0; lo < len(es); {
+		hi := b.groupEnd(es, ns, lo, chunk)
+		if hi == lo+1 || p == nil {
+			finish()
+			var err error
+			if hi == lo+1 {
+				err = b.expertFFN(dst[lo], es[lo], act, x[lo], ns[lo])
+			} else {
+				var f *flight
+				if f, err = b.expertGroup(nil, 0, dst[lo:hi], es[lo:hi], act, x[lo:hi], ns[lo:hi]); err == nil {
+					err = f.collect()
+				}
 			}
+			if err != nil {
+				b.fail(err)
+				cpu(lo, hi)
+			}
+			lo = hi
+			continue
+		}
+		set := 0
+		if prev != nil {
+			set = 1 - prev.set
+		}
+		f, err := b.expertGroup(p, set, dst[lo:hi], es[lo:hi], act, x[lo:hi], ns[lo:hi])
+		finish()
+		if err != nil {
+			b.fail(errors.Join(err, settle(p)))
+			cpu(lo, hi)
+		} else {
+			f.lo, f.hi = lo, hi
+			prev = f
 		}
 		lo = hi
 	}
+	finish()
+}
+
+// A flight is a group call submitted: collect copies its results out once
+// its frame is over.
+type flight struct {
+	set, lo, hi int
+	collect     func() error
 }
 
 // checkExpert panics on an expert whose shapes do not chain or operands
@@ -83,14 +136,16 @@ func words(n int) int { return (n + 3) / 4 }
 
 // groupEnd is the end of the run of experts from lo that one group call
 // takes: those of es[lo]'s shapes whose concatenated operands fit one
-// binding each; lo+1 when es[lo] cannot be grouped.
-func (b *Backend) groupEnd(es []kernels.Expert, ns []int, lo int) int {
+// binding each, and (limit > 0) whose weights are at most limit bytes
+// beyond the first two; lo+1 when es[lo] cannot be grouped.
+func (b *Backend) groupEnd(es []kernels.Expert, ns []int, lo, limit int) int {
 	a := es[lo]
 	if !groupable(a.W1) || !groupable(a.W3) || !groupable(a.W2) || ns[lo] < 2 {
 		return lo + 1
 	}
 	inter, dim := a.W1.Rows, a.W1.Cols
 	per := 4 * max(words(len(a.W1.Data)), words(len(a.W2.Data)), words(len(a.W1.Scales)), words(len(a.W2.Scales)))
+	weight := len(a.W1.Data) + len(a.W1.Scales) + len(a.W3.Data) + len(a.W3.Scales) + len(a.W2.Data) + len(a.W2.Scales)
 	hi, n, tiles := lo, 0, 0
 	for ; hi < len(es); hi++ {
 		e := es[hi]
@@ -99,6 +154,9 @@ func (b *Backend) groupEnd(es []kernels.Expert, ns []int, lo int) int {
 		}
 		k, t := hi-lo+1, max(tiles, (ns[hi]+tilePositions-1)/tilePositions)
 		if k*per > b.maxBuf() || 4*(n+ns[hi])*max(inter, dim) > b.maxBuf() || k*t > b.dev.MaxGroups() {
+			break
+		}
+		if limit > 0 && k > 2 && k*weight > limit {
 			break
 		}
 		n, tiles = n+ns[hi], t
@@ -122,11 +180,13 @@ func (b *Backend) putGroup(i int, parts [][]byte, stride int) error {
 	return nil
 }
 
-// expertGroup runs es (groupable, one shape; their operands fit a binding)
-// in one submission: W1 and W3 over every expert's rows of x, the
-// activation, W2, each one dispatch; x, the intermediates and y are the
-// experts' positions one after another.
-func (b *Backend) expertGroup(dst [][]float32, es []kernels.Expert, act kernels.Activation, x [][]float32, ns []int) error {
+// expertGroup stages es (groupable, one shape; their operands fit a
+// binding) in slot set set and submits them as one call: W1 and W3 over
+// every expert's rows of x, the activation, W2, each one dispatch; x, the
+// intermediates and y are the experts' positions one after another. With p
+// the call runs on frame set and expertGroup returns at once; the flight's
+// collect, once the frame is over, copies the results into dst.
+func (b *Backend) expertGroup(p Pipeliner, set int, dst [][]float32, es []kernels.Expert, act kernels.Activation, x [][]float32, ns []int) (*flight, error) {
 	a := es[0]
 	inter, dim := a.W1.Rows, a.W1.Cols
 	starts := make([]int, len(es)+1) // expert j's positions: starts[j] .. starts[j+1]
@@ -137,7 +197,7 @@ func (b *Backend) expertGroup(dst [][]float32, es []kernels.Expert, act kernels.
 	}
 	total := starts[len(es)]
 	type mat struct{ data, scales int }
-	slots := []mat{{slotW1, slotS1}, {slotW3, slotS3}, {slotW2, slotS2}}
+	slots := []mat{{at(slotW1, set), at(slotS1, set)}, {at(slotW3, set), at(slotS3, set)}, {at(slotW2, set), at(slotS2, set)}}
 	for i, pick := range []func(kernels.Expert) kernels.Matrix{
 		func(e kernels.Expert) kernels.Matrix { return e.W1 },
 		func(e kernels.Expert) kernels.Matrix { return e.W3 },
@@ -149,30 +209,31 @@ func (b *Backend) expertGroup(dst [][]float32, es []kernels.Expert, act kernels.
 		}
 		m := pick(a)
 		if err := b.putGroup(slots[i].data, data, words(len(m.Data))); err != nil {
-			return err
+			return nil, err
 		}
 		if err := b.putGroup(slots[i].scales, scales, words(len(m.Scales))); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	xs, err := b.slot(slotX, 4*total*dim)
+	sx, sg, su, sy, stab := at(slotX, set), at(slotG, set), at(slotU, set), at(slotY, set), at(slotTab, set)
+	xs, err := b.slot(sx, 4*total*dim)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for j := range es {
 		parallelCopy(xs[4*starts[j]*dim:], f32bytes(x[j][:ns[j]*dim]))
 	}
-	b.pending = append(b.pending, pend{slotX, 4 * total * dim})
+	b.pending = append(b.pending, pend{sx, 4 * total * dim})
 	tab := make([]uint32, 1+2*len(es))
 	tab[0] = uint32(tiles)
 	for j, n := range ns {
 		tab[1+2*j], tab[2+2*j] = uint32(starts[j]), uint32(n)
 	}
-	if err := b.putBytes(slotTab, u32bytes(tab)); err != nil {
-		return err
+	if err := b.putBytes(stab, u32bytes(tab)); err != nil {
+		return nil, err
 	}
-	if err := b.startFFN(total, inter, dim); err != nil {
-		return err
+	if err := b.startFFN(p, set, total, inter, dim); err != nil {
+		return nil, err
 	}
 	gy := len(es) * tiles
 	gi, _ := b.grid((inter + tileRows - 1) / tileRows)
@@ -182,22 +243,29 @@ func (b *Backend) expertGroup(dst [][]float32, es []kernels.Expert, act kernels.
 		return append(matPush(m, rows, total, rows, 0), uint32(words(len(m.Data))), uint32(words(len(m.Scales))))
 	}
 	steps := []step{
-		{shaders.MMGroup, []int{slotW1, slotS1, slotX, slotG, slotTab}, push(a.W1, inter), gi, gy},
-		{shaders.MMGroup, []int{slotW3, slotS3, slotX, slotU, slotTab}, push(a.W3, inter), gi, gy},
-		{shaders.Act, []int{slotG, slotU}, []uint32{uint32(total * inter), uint32(act.Kind), f32bits(act.Beta), f32bits(act.LinearBeta)}, ax, ay},
-		{shaders.MMGroup, []int{slotW2, slotS2, slotG, slotY, slotTab}, push(a.W2, dim), gd, gy},
+		{shaders.MMGroup, []int{slots[0].data, slots[0].scales, sx, sg, stab}, push(a.W1, inter), gi, gy},
+		{shaders.MMGroup, []int{slots[1].data, slots[1].scales, sx, su, stab}, push(a.W3, inter), gi, gy},
+		{shaders.Act, []int{sg, su}, []uint32{uint32(total * inter), uint32(act.Kind), f32bits(act.Beta), f32bits(act.LinearBeta)}, ax, ay},
+		{shaders.MMGroup, []int{slots[2].data, slots[2].scales, sg, sy, stab}, push(a.W2, dim), gd, gy},
 	}
-	if err := b.run(steps, slotY, 4*total*dim); err != nil {
-		return err
+	submit := b.dev.Submit
+	if p != nil {
+		submit = func() error { return b.submitAsync(p) }
 	}
-	ys, err := b.slot(slotY, 4*total*dim)
-	if err != nil {
-		return err
+	if err := b.record(steps, sy, 4*total*dim, submit); err != nil {
+		return nil, err
 	}
-	for j := range es {
-		parallelCopy(f32bytes(dst[j][:ns[j]*dim]), ys[4*starts[j]*dim:4*starts[j+1]*dim])
+	collect := func() error {
+		ys, err := b.slot(sy, 4*total*dim)
+		if err != nil {
+			return err
+		}
+		for j := range es {
+			parallelCopy(f32bytes(dst[j][:ns[j]*dim]), ys[4*starts[j]*dim:4*starts[j+1]*dim])
+		}
+		return nil
 	}
-	return nil
+	return &flight{set: set, collect: collect}, nil
 }
 
 func u32bytes(v []uint32) []byte {

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/deltafin/deltafin/kernels"
@@ -88,35 +89,60 @@ func matPush(w kernels.Matrix, rows, n, yRows, yOff int) []uint32 {
 // are also the units a resident copy is kept (and preloaded) in.
 func (b *Backend) rowBlock(w kernels.Matrix) int { return max(1, b.maxBuf()/(len(w.Data)/w.Rows)) }
 
-func (b *Backend) matmul(dst []float32, w kernels.Matrix, x []float32, n int) error {
+func (b *Backend) matmul(dst []float32, w kernels.Matrix, x []float32, n int) (err error) {
 	if 4*n*w.Cols > b.maxBuf() || 4*n*w.Rows > b.maxBuf() {
 		return fmt.Errorf("%w: %d positions of [%d,%d] exceed a %d-byte buffer", ErrLimit, n, w.Rows, w.Cols, b.maxBuf())
 	}
 	block := b.rowBlock(w)
+	// Streamed weights larger than a chunk go in pieces, each piece's
+	// weights copied into one slot set while the other's call runs.
+	p, chunk := b.pipeliner()
+	if w.Key != 0 && int64(len(w.Data)+len(w.Scales)) <= b.resBudget() || len(w.Data)+len(w.Scales) <= chunk {
+		p = nil
+	}
+	if p != nil {
+		pieces := (len(w.Data) + len(w.Scales) + chunk - 1) / chunk
+		block = min(block, ((w.Rows+pieces-1)/pieces+tileRows-1)/tileRows*tileRows)
+		defer func() { err = errors.Join(err, settle(p)) }()
+	}
 	if err := b.putF32(slotX, x[:n*w.Cols]); err != nil {
 		return err
 	}
 	if _, err := b.slot(slotY, 4*n*w.Rows); err != nil {
 		return err
 	}
-	for r0 := 0; r0 < w.Rows; r0 += block {
-		r1 := min(w.Rows, r0+block)
-		wd, ws, err := b.weights(w, r0, r1, slotW1, slotS1)
+	for i, r0 := 0, 0; r0 < w.Rows; i, r0 = i+1, r0+block {
+		r1, set := min(w.Rows, r0+block), 0
+		if p != nil {
+			// The set's last piece (two calls ago) must be over
+			// before its slots are written again.
+			set = i % 2
+			if err := p.Wait(set); err != nil {
+				return err
+			}
+		}
+		wd, ws, err := b.weights(w, r0, r1, at(slotW1, set), at(slotS1, set))
 		if err != nil {
 			return err
 		}
-		if err := b.begin(); err != nil {
+		if err := b.beginFrame(p, set); err != nil {
 			return err
 		}
 		shader, gx, gy := b.matGrid(r1-r0, n)
 		if err := b.dispatch(shader, []int{wd, ws, slotX, slotY}, matPush(w, r1-r0, n, w.Rows, r0), gx, gy, 1); err != nil {
 			return err
 		}
-		submit := b.submit
 		if r1 == w.Rows {
-			submit = func() error { return b.submitTo(slotY, 4*n*w.Rows) }
+			if err := b.dev.ToHost(slotY, 4*n*w.Rows); err != nil {
+				return err
+			}
 		}
-		if err := submit(); err != nil {
+		if p != nil && r1 < w.Rows {
+			err = b.submitAsync(p)
+		} else {
+			err = b.dev.Submit()
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -157,7 +183,7 @@ func (b *Backend) expertFFN(dst []float32, e kernels.Expert, act kernels.Activat
 	if err := b.putF32(slotX, x[:n*dim]); err != nil {
 		return err
 	}
-	if err := b.startFFN(n, inter, dim); err != nil {
+	if err := b.startFFN(nil, 0, n, inter, dim); err != nil {
 		return err
 	}
 	shI, gi, gyi := b.matGrid(inter, n)
@@ -184,23 +210,30 @@ type step struct {
 }
 
 // run records steps and ends the call with the first n bytes of slot out
-// copied back to the host, then runs it.
-func (b *Backend) run(steps []step, out, n int) error {
+// copied back to the host, then runs it and waits.
+func (b *Backend) run(steps []step, out, n int) error { return b.record(steps, out, n, b.dev.Submit) }
+
+// record is run with the call ended by submit (Submit, or a Pipeliner's
+// SubmitAsync).
+func (b *Backend) record(steps []step, out, n int, submit func() error) error {
 	for _, s := range steps {
 		if err := b.dispatch(s.shader, s.slots, s.push, s.gx, s.gy, 1); err != nil {
 			return err
 		}
 	}
-	return b.submitTo(out, n)
+	if err := b.dev.ToHost(out, n); err != nil {
+		return err
+	}
+	return submit()
 }
 
-// startFFN sizes the intermediates and the output of an expert FFN over n
-// positions and begins its call.
-func (b *Backend) startFFN(n, inter, dim int) error {
+// startFFN sizes set's intermediates and output of an expert FFN over n
+// positions and begins its call (on frame set of p, unless p is nil).
+func (b *Backend) startFFN(p Pipeliner, set, n, inter, dim int) error {
 	for _, s := range []struct{ slot, bytes int }{{slotG, 4 * n * inter}, {slotU, 4 * n * inter}, {slotY, 4 * n * dim}} {
-		if _, err := b.slot(s.slot, s.bytes); err != nil {
+		if _, err := b.slot(at(s.slot, set), s.bytes); err != nil {
 			return err
 		}
 	}
-	return b.begin()
+	return b.beginFrame(p, set)
 }

@@ -15,6 +15,8 @@
 #                         before a change (`make gpu-bundle BASE=REV`), timed
 #                         beside it in the same lease (a speed is claimed
 #                         only against a limit or a base measured in one run)
+#   bin/gpu/deltafin-base2 optional (BASE2=REV): a second base, whose
+#                         kernels ONLY (below) times too
 # Run from the repository root (the tests read testdata/):
 #   OUT=/some/dir kernels/vulkan/device_bench.sh
 # Outputs: env.txt (loader, ICD, GPU), conformance.txt (go test -v output),
@@ -90,14 +92,15 @@ fi
 # its kernels (unless BASE_KERNELS=0) and, at the first length, its prompt
 # beside each, in the same lease.
 # ONLY=NAME first runs `bench kernels --only NAME` (kernels_only.json;
-# with a base binary, kernels_only_base.json too).
+# with base binaries, kernels_only_base.json and kernels_only_base2.json).
 if [ -n "${ONLY:-}" ]; then
 	"$bin/deltafin" bench kernels --only "$ONLY" --json >"$out/kernels_only.json" 2>>"$out/env.txt"
 	echo "bench only $ONLY exit $?" >>"$out/env.txt"
-	if [ -x "$bin/deltafin-base" ]; then
-		"$bin/deltafin-base" bench kernels --only "$ONLY" --json >"$out/kernels_only_base.json" 2>>"$out/env.txt"
-		echo "bench base only $ONLY exit $?" >>"$out/env.txt"
-	fi
+	for b in base base2; do
+		[ -x "$bin/deltafin-$b" ] || continue
+		"$bin/deltafin-$b" bench kernels --only "$ONLY" --json >"$out/kernels_only_$b.json" 2>>"$out/env.txt"
+		echo "bench $b only $ONLY exit $?" >>"$out/env.txt"
+	done
 fi
 lens=${PREFILL:-4096}
 first=${lens%% *}

@@ -58,7 +58,8 @@ func TestEngineReferenceOnVulkan(t *testing.T) {
 // TestLongPromptOnVulkan prefills a 1,100-token prompt with every product
 // and the attention on the device (Accelerate with thresholds of 2: the
 // tiles of mmbig and mmtile, attention over two submissions of rows; for
-// k3-tiny once more with its experts streamed, so grouped: mmgroup) and
+// k3-tiny once more with its experts streamed, so grouped, mmgroup, and
+// pipelined in batches) and
 // holds the logits at every position to the same prompt prefilled on the
 // CPU backend, within the 2e-3 the reference tests allow each of them, up
 // to where the CPU's own kernels part at a near-tie (below); the CPU's
@@ -68,6 +69,9 @@ func TestLongPromptOnVulkan(t *testing.T) {
 	be, err := vulkan.Open()
 	require.NoError(t, err)
 	be.SetBigTileMinGroups(1)
+	// Streamed weights in pieces of 256 bytes: the streamed run's groups of
+	// experts go in batches, each staged while the one before runs.
+	be.SetPipelineChunk(256)
 	every := kernels.AccelOptions{DecodeMinBytes: 0, ResidentMinPositions: 2, StreamedMinPositions: 2}
 	const n = 1100
 	ids := make([]int, n)
@@ -98,6 +102,7 @@ func TestLongPromptOnVulkan(t *testing.T) {
 				m, err := engine.Open(t.Context(), filepath.Join(td, dir), opts)
 				require.NoError(t, err)
 				r0, _ := kernels.Routes(b)
+				piped := be.PipelinedCalls()
 				rows[name], err = m.NewSession().Forward(t.Context(), ids, true)
 				require.NoError(t, m.Close())
 				require.NoError(t, err)
@@ -105,6 +110,7 @@ func TestLongPromptOnVulkan(t *testing.T) {
 				if name == "gpu-streamed" {
 					r1, _ := kernels.Routes(b)
 					streamedRoutes = r1.Sub(r0)
+					require.Greater(t, be.PipelinedCalls(), piped, "the streamed experts went in pipelined batches")
 				}
 			}
 			// The CPU's own two kernels, the fastest and the portable C,

@@ -56,6 +56,20 @@ typedef struct {
 	VkDeviceSize size;
 } slot;
 
+// A frame records and runs one call: its own command buffer, descriptor
+// pool, fence and half of the query pool, so that the host can fill the
+// slots of the next call while the device runs this one (dfvk_submit with
+// wait 0, dfvk_wait).
+typedef struct {
+	VkCommandBuffer cmd;
+	VkDescriptorPool pool;
+	VkFence fence;
+	int pending;     // submitted and not yet waited for
+	int nq;          // timestamps recorded in this call
+	int qover;       // the call had more than DFVK_QUERIES: not timed
+	uint8_t qcopy[DFVK_QUERIES / 2];
+} frame;
+
 struct dfvk {
 	VkInstance inst;
 	VkPhysicalDevice phys;
@@ -69,10 +83,10 @@ struct dfvk {
 	VkPipeline *pipes;
 	VkShaderModule *mods;
 	int npipes;
-	VkDescriptorPool pool;
 	VkCommandPool cmdPool;
-	VkCommandBuffer cmd;
-	VkFence fence;
+	frame fr[DFVK_FRAMES];
+	int cur;         // the frame being recorded
+	VkFence fence;   // dfvk_upload's
 	slot slots[DFVK_SLOTS];
 	// Device-local twins of the slots (twins set: a discrete or software
 	// device): the shaders bind these, and dfvk_copy moves a call's
@@ -91,12 +105,10 @@ struct dfvk {
 	// a pair of timestamps around each dispatch and each copy of a call,
 	// read after its fence and summed into shaderNs and copyNs, so that a
 	// benchmark can tell the shaders' time from the bus's and the host's.
+	// Frame f's timestamps are queries f·DFVK_QUERIES onwards.
 	VkQueryPool qpool;
 	double tsPeriod; // nanoseconds a tick
 	uint64_t tsMask;
-	int nq;          // timestamps recorded in this call
-	int qover;       // the call had more than DFVK_QUERIES: not timed
-	uint8_t qcopy[DFVK_QUERIES / 2];
 	uint64_t shaderNs, copyNs;
 };
 
@@ -121,9 +133,12 @@ void dfvk_close(dfvk *c) {
 		if (c->staging.buf) vkDestroyBuffer(c->dev, c->staging.buf, NULL);
 		if (c->staging.mem) vkFreeMemory(c->dev, c->staging.mem, NULL);
 		if (c->fence) vkDestroyFence(c->dev, c->fence, NULL);
+		for (int f = 0; f < DFVK_FRAMES; f++) {
+			if (c->fr[f].fence) vkDestroyFence(c->dev, c->fr[f].fence, NULL);
+			if (c->fr[f].pool) vkDestroyDescriptorPool(c->dev, c->fr[f].pool, NULL);
+		}
 		if (c->qpool) vkDestroyQueryPool(c->dev, c->qpool, NULL);
 		if (c->cmdPool) vkDestroyCommandPool(c->dev, c->cmdPool, NULL);
-		if (c->pool) vkDestroyDescriptorPool(c->dev, c->pool, NULL);
 		for (int i = 0; i < c->npipes; i++) {
 			if (c->pipes && c->pipes[i]) vkDestroyPipeline(c->dev, c->pipes[i], NULL);
 			if (c->mods && c->mods[i]) vkDestroyShaderModule(c->dev, c->mods[i], NULL);
@@ -311,10 +326,12 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 	                                  .maxSets = MAX_SETS,
 	                                  .poolSizeCount = 1,
 	                                  .pPoolSizes = &ps};
-	if ((r = vkCreateDescriptorPool(c->dev, &dpi, NULL, &c->pool)) != VK_SUCCESS) {
-		seterr(err, errlen, "vkCreateDescriptorPool", r);
-		dfvk_close(c);
-		return r;
+	for (int f = 0; f < DFVK_FRAMES; f++) {
+		if ((r = vkCreateDescriptorPool(c->dev, &dpi, NULL, &c->fr[f].pool)) != VK_SUCCESS) {
+			seterr(err, errlen, "vkCreateDescriptorPool", r);
+			dfvk_close(c);
+			return r;
+		}
 	}
 	VkCommandPoolCreateInfo cpci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
 	                                .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
@@ -328,14 +345,15 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 	                                   .commandPool = c->cmdPool,
 	                                   .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
 	                                   .commandBufferCount = 1};
-	if ((r = vkAllocateCommandBuffers(c->dev, &cbi, &c->cmd)) != VK_SUCCESS ||
-	    (r = vkAllocateCommandBuffers(c->dev, &cbi, &c->ucmd)) != VK_SUCCESS) {
+	for (int f = 0; f < DFVK_FRAMES && r == VK_SUCCESS; f++) r = vkAllocateCommandBuffers(c->dev, &cbi, &c->fr[f].cmd);
+	if (r != VK_SUCCESS || (r = vkAllocateCommandBuffers(c->dev, &cbi, &c->ucmd)) != VK_SUCCESS) {
 		seterr(err, errlen, "vkAllocateCommandBuffers", r);
 		dfvk_close(c);
 		return r;
 	}
 	VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-	if ((r = vkCreateFence(c->dev, &fci, NULL, &c->fence)) != VK_SUCCESS) {
+	for (int f = 0; f < DFVK_FRAMES && r == VK_SUCCESS; f++) r = vkCreateFence(c->dev, &fci, NULL, &c->fr[f].fence);
+	if (r != VK_SUCCESS || (r = vkCreateFence(c->dev, &fci, NULL, &c->fence)) != VK_SUCCESS) {
 		seterr(err, errlen, "vkCreateFence", r);
 		dfvk_close(c);
 		return r;
@@ -345,7 +363,7 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 	if (bestTsBits > 0 && p.limits.timestampPeriod > 0) {
 		VkQueryPoolCreateInfo qpi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
 		                             .queryType = VK_QUERY_TYPE_TIMESTAMP,
-		                             .queryCount = DFVK_QUERIES};
+		                             .queryCount = DFVK_FRAMES * DFVK_QUERIES};
 		if (vkCreateQueryPool(c->dev, &qpi, NULL, &c->qpool) != VK_SUCCESS) c->qpool = VK_NULL_HANDLE;
 		c->tsPeriod = p.limits.timestampPeriod;
 		c->tsMask = bestTsBits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << bestTsBits) - 1);
@@ -355,6 +373,7 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 }
 
 static VkResult newBuffer(dfvk *c, slot *s, uint64_t bytes, VkBufferUsageFlags usage, uint32_t bits, int map);
+static int settle(dfvk *c);
 
 #define SLOT_USAGE (VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT)
 
@@ -368,6 +387,8 @@ void *dfvk_slot(dfvk *c, int i, uint64_t bytes, int *res) {
 	if (bytes < 16) bytes = 16;
 	bytes = (bytes + 255) & ~(uint64_t)255;
 	if (s->buf && s->size >= bytes) return s->map;
+	// A call still running may bind the buffers about to go.
+	if ((*res = settle(c)) != VK_SUCCESS) return NULL;
 	if (s->buf) {
 		// Grow by at least half so that a run of slightly larger calls
 		// does not reallocate every time.
@@ -402,20 +423,22 @@ void *dfvk_slot(dfvk *c, int i, uint64_t bytes, int *res) {
 // barriers) and returns its pair's index, -1 when the call is not timed;
 // unstamp records the one after it (copy: a copy's pair, not a shader's).
 static int stamp(dfvk *c) {
-	if (!c->qpool || c->qover) return -1;
-	if (c->nq + 2 > DFVK_QUERIES) {
-		c->qover = 1;
+	frame *f = &c->fr[c->cur];
+	if (!c->qpool || f->qover) return -1;
+	if (f->nq + 2 > DFVK_QUERIES) {
+		f->qover = 1;
 		return -1;
 	}
-	vkCmdWriteTimestamp(c->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->qpool, (uint32_t)c->nq);
-	c->nq += 2;
-	return c->nq / 2 - 1;
+	vkCmdWriteTimestamp(f->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->qpool, (uint32_t)(c->cur * DFVK_QUERIES + f->nq));
+	f->nq += 2;
+	return f->nq / 2 - 1;
 }
 
 static void unstamp(dfvk *c, int q, int copy) {
 	if (q < 0) return;
-	vkCmdWriteTimestamp(c->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->qpool, (uint32_t)(2 * q + 1));
-	c->qcopy[q] = (uint8_t)copy;
+	frame *f = &c->fr[c->cur];
+	vkCmdWriteTimestamp(f->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->qpool, (uint32_t)(c->cur * DFVK_QUERIES + 2 * q + 1));
+	f->qcopy[q] = (uint8_t)copy;
 }
 
 // barrier makes every transfer and shader write before it visible to every
@@ -426,7 +449,7 @@ static void barrier(dfvk *c) {
 	                      .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
 	                                       VK_ACCESS_TRANSFER_WRITE_BIT};
 	const VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-	vkCmdPipelineBarrier(c->cmd, st, st, 0, 1, &mb, 0, NULL, 0, NULL);
+	vkCmdPipelineBarrier(c->fr[c->cur].cmd, st, st, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
 int dfvk_copy(dfvk *c, int i, uint64_t bytes, int toHost) {
@@ -435,29 +458,39 @@ int dfvk_copy(dfvk *c, int i, uint64_t bytes, int toHost) {
 	barrier(c);
 	VkBufferCopy cp = {.srcOffset = 0, .dstOffset = 0, .size = bytes};
 	int q = stamp(c);
-	if (toHost) vkCmdCopyBuffer(c->cmd, c->twin[i].buf, c->slots[i].buf, 1, &cp);
-	else vkCmdCopyBuffer(c->cmd, c->slots[i].buf, c->twin[i].buf, 1, &cp);
+	VkCommandBuffer cmd = c->fr[c->cur].cmd;
+	if (toHost) vkCmdCopyBuffer(cmd, c->twin[i].buf, c->slots[i].buf, 1, &cp);
+	else vkCmdCopyBuffer(cmd, c->slots[i].buf, c->twin[i].buf, 1, &cp);
 	unstamp(c, q, 1);
 	barrier(c);
 	return 0;
 }
 
-int dfvk_begin(dfvk *c) {
-	VkResult r = vkResetDescriptorPool(c->dev, c->pool, 0);
+int dfvk_begin(dfvk *c, int fi) {
+	if (fi < 0 || fi >= DFVK_FRAMES) return -1;
+	// The frame's last call must be over before its command buffer is
+	// recorded again.
+	VkResult r = dfvk_wait(c, fi);
 	if (r != VK_SUCCESS) return r;
-	if ((r = vkResetCommandBuffer(c->cmd, 0)) != VK_SUCCESS) return r;
+	frame *f = &c->fr[fi];
+	c->cur = fi;
+	if ((r = vkResetDescriptorPool(c->dev, f->pool, 0)) != VK_SUCCESS) return r;
+	if ((r = vkResetCommandBuffer(f->cmd, 0)) != VK_SUCCESS) return r;
 	VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
 	                               .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-	if ((r = vkBeginCommandBuffer(c->cmd, &bi)) != VK_SUCCESS) return r;
-	c->nq = 0;
-	c->qover = 0;
-	if (c->qpool) vkCmdResetQueryPool(c->cmd, c->qpool, 0, DFVK_QUERIES);
-	// Host writes to the mapped slots before the shaders or copies read them.
+	if ((r = vkBeginCommandBuffer(f->cmd, &bi)) != VK_SUCCESS) return r;
+	f->nq = 0;
+	f->qover = 0;
+	if (c->qpool) vkCmdResetQueryPool(f->cmd, c->qpool, (uint32_t)(fi * DFVK_QUERIES), DFVK_QUERIES);
+	// Host writes to the mapped slots, and everything an earlier call (the
+	// other frame's, still running) wrote, before the shaders or copies of
+	// this one touch them: the calls run one after another on the queue.
 	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-	                      .srcAccessMask = VK_ACCESS_HOST_WRITE_BIT,
-	                      .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT};
-	vkCmdPipelineBarrier(c->cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
-	                     1, &mb, 0, NULL, 0, NULL);
+	                      .srcAccessMask = VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+	                      .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+	                                       VK_ACCESS_TRANSFER_WRITE_BIT};
+	const VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+	vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_HOST_BIT | st, st, 0, 1, &mb, 0, NULL, 0, NULL);
 	return 0;
 }
 
@@ -476,7 +509,7 @@ int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void 
 		return -1;
 	VkDescriptorSet set;
 	VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-	                                  .descriptorPool = c->pool,
+	                                  .descriptorPool = c->fr[c->cur].pool,
 	                                  .descriptorSetCount = 1,
 	                                  .pSetLayouts = &c->setLayout};
 	VkResult r = vkAllocateDescriptorSets(c->dev, &ai, &set);
@@ -495,45 +528,67 @@ int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void 
 		                               .pBufferInfo = &bi[i]};
 	}
 	vkUpdateDescriptorSets(c->dev, (uint32_t)nslots, wr, 0, NULL);
-	vkCmdBindPipeline(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipes[shader]);
-	vkCmdBindDescriptorSets(c->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipeLayout, 0, 1, &set, 0, NULL);
-	if (pushBytes > 0) vkCmdPushConstants(c->cmd, c->pipeLayout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)pushBytes, push);
+	VkCommandBuffer cmd = c->fr[c->cur].cmd;
+	vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipes[shader]);
+	vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipeLayout, 0, 1, &set, 0, NULL);
+	if (pushBytes > 0) vkCmdPushConstants(cmd, c->pipeLayout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)pushBytes, push);
 	int q = stamp(c);
-	vkCmdDispatch(c->cmd, gx, gy, gz);
+	vkCmdDispatch(cmd, gx, gy, gz);
 	unstamp(c, q, 0);
 	// Each dispatch sees the writes of the ones before it.
 	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
 	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
 	                      .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-	vkCmdPipelineBarrier(c->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0,
+	vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0,
 	                     NULL);
 	return 0;
 }
 
-int dfvk_submit(dfvk *c) {
+int dfvk_submit(dfvk *c, int wait) {
+	frame *f = &c->fr[c->cur];
 	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
 	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
 	                      .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
-	vkCmdPipelineBarrier(c->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
+	vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
 	                     1, &mb, 0, NULL, 0, NULL);
-	VkResult r = vkEndCommandBuffer(c->cmd);
+	VkResult r = vkEndCommandBuffer(f->cmd);
 	if (r != VK_SUCCESS) return r;
-	VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->cmd};
-	if ((r = vkQueueSubmit(c->queue, 1, &si, c->fence)) != VK_SUCCESS) return r;
-	r = vkWaitForFences(c->dev, 1, &c->fence, VK_TRUE, UINT64_MAX);
-	vkResetFences(c->dev, 1, &c->fence);
-	if (r == VK_SUCCESS && c->nq > 0 && !c->qover) {
+	VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &f->cmd};
+	if ((r = vkQueueSubmit(c->queue, 1, &si, f->fence)) != VK_SUCCESS) return r;
+	f->pending = 1;
+	return wait ? dfvk_wait(c, c->cur) : 0;
+}
+
+int dfvk_wait(dfvk *c, int fi) {
+	if (fi < 0 || fi >= DFVK_FRAMES) return -1;
+	frame *f = &c->fr[fi];
+	if (!f->pending) return 0;
+	VkResult r = vkWaitForFences(c->dev, 1, &f->fence, VK_TRUE, UINT64_MAX);
+	if (r != VK_SUCCESS) return r; // still pending: the device is lost or the wait failed
+	f->pending = 0;
+	vkResetFences(c->dev, 1, &f->fence);
+	if (f->nq > 0 && !f->qover) {
 		uint64_t ts[DFVK_QUERIES];
-		if (vkGetQueryPoolResults(c->dev, c->qpool, 0, (uint32_t)c->nq, sizeof ts, ts, sizeof ts[0],
+		if (vkGetQueryPoolResults(c->dev, c->qpool, (uint32_t)(fi * DFVK_QUERIES), (uint32_t)f->nq, sizeof ts, ts, sizeof ts[0],
 		                          VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
-			for (int q = 0; q < c->nq / 2; q++) {
+			for (int q = 0; q < f->nq / 2; q++) {
 				uint64_t ns = (uint64_t)((double)((ts[2 * q + 1] - ts[2 * q]) & c->tsMask) * c->tsPeriod);
-				if (c->qcopy[q]) c->copyNs += ns;
+				if (f->qcopy[q]) c->copyNs += ns;
 				else c->shaderNs += ns;
 			}
 		}
 	}
-	return r;
+	return 0;
+}
+
+// settle waits for every frame still running, before a buffer one of them
+// may bind is freed or replaced.
+static int settle(dfvk *c) {
+	for (int f = 0; f < DFVK_FRAMES; f++) {
+		int r = dfvk_wait(c, f);
+		if (r != 0) return r;
+	}
+	return 0;
 }
 
 int dfvk_times(dfvk *c, uint64_t *shaderNs, uint64_t *copyNs) {
@@ -638,6 +693,9 @@ int dfvk_upload(dfvk *c, const void *data, uint64_t bytes, int *id) {
 
 void dfvk_free(dfvk *c, int id) {
 	if (id < DFVK_SLOTS || id >= DFVK_SLOTS + c->nres) return;
+	// A call still running may bind it; a failed wait (a lost device) is
+	// as good as over.
+	settle(c);
 	slot *s = &c->res[id - DFVK_SLOTS];
 	if (s->buf) vkDestroyBuffer(c->dev, s->buf, NULL);
 	if (s->mem) vkFreeMemory(c->dev, s->mem, NULL);

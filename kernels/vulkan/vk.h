@@ -8,7 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DFVK_SLOTS 16
+#define DFVK_SLOTS 32 // two sets of 16: a call's and the next one's, filled while it runs
+#define DFVK_FRAMES 2 // calls recorded or running at once
 #define DFVK_MAX_BINDINGS 8
 #define DFVK_PUSH_BYTES 32
 #define DFVK_QUERIES 512 // timestamps a call: two for each dispatch and copy
@@ -38,13 +39,19 @@ void dfvk_close(dfvk *c);
 // (host-visible, coherent), or NULL with *res set.
 void *dfvk_slot(dfvk *c, int slot, uint64_t bytes, int *res);
 
-// A call: dfvk_begin, any number of dfvk_dispatch (each waits for the ones
-// before), dfvk_submit (runs them and waits). Slots must not grow between
-// begin and submit.
-int dfvk_begin(dfvk *c);
+// A call: dfvk_begin on a frame (0 or 1; it first waits for that frame's
+// last call), any number of dfvk_dispatch and dfvk_copy (each waits for the
+// ones before), dfvk_submit (runs them; with wait 0 it returns at once and
+// dfvk_wait on the frame waits for them). The device runs calls one after
+// another, each seeing the writes of those before it; the host may fill
+// the slots of the next call while the other frame's runs, never slots
+// that call reads or writes. Slots must not grow between begin and submit;
+// growing one, or freeing a buffer, first waits for every call.
+int dfvk_begin(dfvk *c, int frame);
 int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void *push, int pushBytes, uint32_t gx,
                   uint32_t gy, uint32_t gz);
-int dfvk_submit(dfvk *c);
+int dfvk_submit(dfvk *c, int wait);
+int dfvk_wait(dfvk *c, int frame);
 // dfvk_copy records, between begin and submit, a copy of the first bytes of
 // slot i from its mapped memory to the device-local twin the shaders bind
 // (toHost 0) or back (toHost 1), ordered after everything recorded before

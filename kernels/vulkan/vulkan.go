@@ -190,11 +190,24 @@ func (d *Device) ToHost(i, n int) error {
 	return check(fmt.Sprintf("copying %d bytes of slot %d to the host", n, i), C.dfvk_copy(d.c, C.int(i), C.uint64_t(n), 1))
 }
 
-// Begin starts recording a call.
-func (d *Device) Begin() error { return check("begin", C.dfvk_begin(d.c)) }
+// Begin starts recording a call (on frame 0).
+func (d *Device) Begin() error { return d.BeginFrame(0) }
 
 // Submit runs the recorded call and waits for it.
-func (d *Device) Submit() error { return check("submit", C.dfvk_submit(d.c)) }
+func (d *Device) Submit() error { return check("submit", C.dfvk_submit(d.c, 1)) }
+
+var _ gpu.Pipeliner = (*Device)(nil)
+
+// BeginFrame starts recording a call on frame f (0 or 1), after that
+// frame's last call has finished.
+func (d *Device) BeginFrame(f int) error { return check("begin", C.dfvk_begin(d.c, C.int(f))) }
+
+// SubmitAsync starts the recorded call and returns; Wait on its frame
+// waits for it.
+func (d *Device) SubmitAsync() error { return check("submit", C.dfvk_submit(d.c, 0)) }
+
+// Wait waits for frame f's call, if one is running.
+func (d *Device) Wait(f int) error { return check("wait", C.dfvk_wait(d.c, C.int(f))) }
 
 var _ gpu.Clock = (*Device)(nil)
 

@@ -141,3 +141,60 @@ func TestDeviceTimes(t *testing.T) {
 	require.Greater(t, sh2, sh1)
 	require.Greater(t, cp2, cp1)
 }
+
+// TestConformancePipelined runs the suite with streamed weights cut into
+// pieces of 1 KB: a product's row pieces and a group's batches of experts
+// each one call, the next staged in the other slot set while it runs.
+func TestConformancePipelined(t *testing.T) {
+	device(t)
+	b := gpu.New("vulkan", sharedDev, nil)
+	b.SetPipelineChunk(1 << 10)
+	conformance.Run(t, b)
+	require.NoError(t, b.Err())
+	require.Positive(t, b.PipelinedCalls(), "some call ran while the next was staged")
+}
+
+// A pipelined product or group of experts gives the bits of the same call
+// in one piece: the pieces split rows and experts, never a sum.
+func TestPipelinedIsOnePiece(t *testing.T) {
+	device(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	whole, piped := gpu.New("vulkan", sharedDev, nil), gpu.New("vulkan", sharedDev, nil)
+	whole.SetPipelineChunk(-1)
+	piped.SetPipelineChunk(4 << 10)
+	for _, dt := range []kernels.DType{kernels.BF16, kernels.I8, kernels.MXFP4, kernels.F16} {
+		w := conformance.RandMatrix(rng, dt, 701, 96)
+		for _, n := range []int{1, 3, 40} {
+			x := conformance.RandVec(rng, n*96)
+			want, got := make([]float32, n*701), make([]float32, n*701)
+			whole.MatMul(want, w, x, n)
+			before := piped.PipelinedCalls()
+			piped.MatMul(got, w, x, n)
+			require.Equal(t, want, got, "%s × %d", dt, n)
+			require.Greater(t, piped.PipelinedCalls(), before, "%s × %d ran in pieces", dt, n)
+		}
+	}
+	// Seven experts of 16 KB of weights, in batches of two or three.
+	act := kernels.Activation{Kind: kernels.SiTU, Beta: 4, LinearBeta: 25}
+	var es []kernels.Expert
+	var xs, want, got [][]float32
+	var ns []int
+	for j := range 7 {
+		es = append(es, kernels.Expert{
+			W1: conformance.RandMatrix(rng, kernels.MXFP4, 128, 96),
+			W2: conformance.RandMatrix(rng, kernels.MXFP4, 96, 128),
+			W3: conformance.RandMatrix(rng, kernels.MXFP4, 128, 96),
+		})
+		n := 2 + 5*j
+		ns = append(ns, n)
+		xs = append(xs, conformance.RandVec(rng, n*96))
+		want, got = append(want, make([]float32, n*96)), append(got, make([]float32, n*96))
+	}
+	whole.ExpertGroupFFN(want, es, act, xs, ns)
+	before := piped.PipelinedCalls()
+	piped.ExpertGroupFFN(got, es, act, xs, ns)
+	require.Equal(t, want, got)
+	require.GreaterOrEqual(t, piped.PipelinedCalls()-before, int64(2), "the experts went in batches")
+	require.NoError(t, whole.Err())
+	require.NoError(t, piped.Err())
+}
