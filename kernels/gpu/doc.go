@@ -13,7 +13,10 @@
 // group.go runs a prompt's group of experts as one call, each product one
 // dispatch over all of them; peak.go runs the FMA peak shader; clock.go
 // reads the device's own timestamps of its shaders and copies, which the
-// benchmarks report beside the host's clock). When the device fails (or an
+// benchmarks report beside the host's clock; pipeline.go cuts streamed
+// weights into pieces, each one call, so that on a Pipeliner the host
+// copies the next piece into a second slot set while the device runs the
+// one before). When the device fails (or an
 // operand exceeds its limits) the call is computed on the CPU instead, by the
 // fallback kernels.Backend, and Err reports why.
 package gpu
