@@ -50,13 +50,11 @@ const (
 
 // mmBigMinGroups is the fewest workgroups of mmbig.comp a product must
 // fill for it to run there rather than in mmtile.comp's smaller tiles:
-// none by default. By the H200's own clock in one run (bench kernels'
-// device_gflops, kernels/README.md "Issue 33, seventh session") mmbig ran
-// a 12288×7168 BF16 product at 0.22 of the FMA peak at both 256 and 512
-// positions where mmtile ran the same product at 0.33 at 64 (INT8: 0.23
-// against 0.39), and a routed expert's FFN at 0.15 at 512 positions where
-// mmtile ran it at 0.25 at 256. The same shapes through both shaders in
-// one run are still to be timed.
+// none by default. The two timed on the same shapes in one lease (an H100,
+// by its own clock; kernels/README.md "Issue 33, eighth session"): a
+// 12288×7168 BF16 product's shaders at 0.38 of the FMA peak in mmtile
+// against 0.22 in mmbig at 256 and at 512 positions (INT8 0.40 against
+// 0.23), a routed expert's FFN at 512 positions 0.27 against 0.15.
 const mmBigMinGroups = 1 << 30
 
 // matGrid picks the shader and workgroups for rows × n: one workgroup per
