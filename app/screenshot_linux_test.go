@@ -221,8 +221,10 @@ func TestMenuScreenshots(t *testing.T) {
 		return strings.HasPrefix(s, "Downloading ") && !strings.HasPrefix(s, "Downloading 0%")
 	})
 	require.Contains(t, visible(), LabelPause)
-	w, h, pix := m.icon()
-	require.Positive(t, progressBar(w, h, pix), "the icon shows the progress")
+	// The status line and the icon are two properties the tray sets one
+	// after the other: the icon may still be on its way.
+	require.Eventually(t, func() bool { return progressBar(m.icon()) > 0 }, 10*time.Second, 20*time.Millisecond,
+		"the icon shows the progress")
 	scr.shot("menu-downloading")
 
 	m.click(LabelPause)
