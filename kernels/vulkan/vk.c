@@ -67,6 +67,7 @@ typedef struct {
 	int pending;     // submitted and not yet waited for
 	int nq;          // timestamps recorded in this call
 	int qover;       // the call had more than DFVK_QUERIES: not timed
+	int dispatched;  // a shader has been recorded in this call
 	uint8_t qcopy[DFVK_QUERIES / 2];
 } frame;
 
@@ -452,17 +453,37 @@ static void barrier(dfvk *c) {
 	vkCmdPipelineBarrier(c->fr[c->cur].cmd, st, st, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
+// operands ends the copies of a call's operands, recorded before its first
+// shader: the shaders after it (and any copy) wait for them. The copies
+// themselves waited only for the host and the copies before them
+// (dfvk_begin), not for the shaders of the call before, which may still
+// be running: that is how one call's operands cross the bus while the
+// call before computes.
+static void operands(dfvk *c) {
+	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+	                      .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+	                      .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+	                                       VK_ACCESS_TRANSFER_WRITE_BIT};
+	vkCmdPipelineBarrier(c->fr[c->cur].cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+	                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
 int dfvk_copy(dfvk *c, int i, uint64_t bytes, int toHost) {
 	if (i < 0 || i >= DFVK_SLOTS || !c->slots[i].buf || bytes > c->slots[i].size) return -1;
 	if (!c->twins || bytes == 0) return 0;
-	barrier(c);
+	// An operand copied in before the call's first shader needs nothing
+	// more than dfvk_begin's barriers; any other copy waits for every
+	// shader and copy before it.
+	int operand = !toHost && !c->fr[c->cur].dispatched;
+	if (!operand) barrier(c);
 	VkBufferCopy cp = {.srcOffset = 0, .dstOffset = 0, .size = bytes};
 	int q = stamp(c);
 	VkCommandBuffer cmd = c->fr[c->cur].cmd;
 	if (toHost) vkCmdCopyBuffer(cmd, c->twin[i].buf, c->slots[i].buf, 1, &cp);
 	else vkCmdCopyBuffer(cmd, c->slots[i].buf, c->twin[i].buf, 1, &cp);
 	unstamp(c, q, 1);
-	barrier(c);
+	if (operand) operands(c);
+	else barrier(c);
 	return 0;
 }
 
@@ -481,16 +502,28 @@ int dfvk_begin(dfvk *c, int fi) {
 	if ((r = vkBeginCommandBuffer(f->cmd, &bi)) != VK_SUCCESS) return r;
 	f->nq = 0;
 	f->qover = 0;
+	f->dispatched = 0;
 	if (c->qpool) vkCmdResetQueryPool(f->cmd, c->qpool, (uint32_t)(fi * DFVK_QUERIES), DFVK_QUERIES);
-	// Host writes to the mapped slots, and everything an earlier call (the
-	// other frame's, still running) wrote, before the shaders or copies of
-	// this one touch them: the calls run one after another on the queue.
-	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-	                      .srcAccessMask = VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-	                      .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-	                                       VK_ACCESS_TRANSFER_WRITE_BIT};
-	const VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-	vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_HOST_BIT | st, st, 0, 1, &mb, 0, NULL, 0, NULL);
+	// This call's shaders after everything before them: the host's writes
+	// to the mapped slots, and the copies and shaders of the calls before
+	// (the other frame's may still be running).
+	VkMemoryBarrier all = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+	                       .srcAccessMask = VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+	                       .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+	vkCmdPipelineBarrier(f->cmd,
+	                     VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+	                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &all, 0, NULL, 0, NULL);
+	// Its copies only after the host's writes and the copies before: not
+	// after the other frame's shaders, so that this call's operands cross
+	// the bus while that call computes. Nothing the other call binds is
+	// copied here (the host writes only slots no running call binds, see
+	// vk.h), and this frame's own last call, whose slots these are, was
+	// waited for above.
+	VkMemoryBarrier cp = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+	                      .srcAccessMask = VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+	                      .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+	vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+	                     1, &cp, 0, NULL, 0, NULL);
 	return 0;
 }
 
@@ -535,6 +568,7 @@ int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void 
 	int q = stamp(c);
 	vkCmdDispatch(cmd, gx, gy, gz);
 	unstamp(c, q, 0);
+	c->fr[c->cur].dispatched = 1;
 	// Each dispatch sees the writes of the ones before it.
 	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
 	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
