@@ -19,7 +19,9 @@ BUILD_APT := gcc:gcc /usr/include/vulkan/vulkan.h:libvulkan-dev
 # The tests: qemu and the arm64 cross compiler for NEON, node and npm for the
 # official clients, the shader tools, dbus-daemon (the app's tests start a
 # private session bus for the tray and notifications), and Mesa's software
-# Vulkan driver, lavapipe, which the GPU conformance tests run on; and for
+# Vulkan driver, lavapipe, which the GPU conformance tests run on, with
+# Khronos' validation layer, whose synchronization checks one of them runs
+# the calls under (kernels/vulkan/sync_test.go); and for
 # the menu's screenshots (app/screenshot_linux_test.go, saved under
 # bin/screenshots) Xvfb, a real StatusNotifierItem host (the watcher and
 # gtk-sni-tray-standalone), xdotool to open the menu and ImageMagick's import;
@@ -27,6 +29,7 @@ BUILD_APT := gcc:gcc /usr/include/vulkan/vulkan.h:libvulkan-dev
 TEST_APT := qemu-aarch64:qemu-user aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu node:nodejs npm:npm \
 	glslangValidator:glslang-tools spirv-cross:spirv-cross dbus-daemon:dbus-daemon \
 	/usr/share/vulkan/icd.d/lvp_icd.x86_64.json:mesa-vulkan-drivers \
+	/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json:vulkan-validationlayers \
 	Xvfb:xvfb xdotool:xdotool import:imagemagick status-notifier-watcher:haskell-status-notifier-item-utils \
 	gtk-sni-tray-standalone:haskell-gtk-sni-tray-utils chromium:chromium
 

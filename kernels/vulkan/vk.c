@@ -468,19 +468,17 @@ static void operands(dfvk *c) {
 	                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-int dfvk_copy(dfvk *c, int i, uint64_t bytes, int toHost) {
+int dfvk_copy(dfvk *c, int i, uint64_t bytes) {
 	if (i < 0 || i >= DFVK_SLOTS || !c->slots[i].buf || bytes > c->slots[i].size) return -1;
 	if (!c->twins || bytes == 0) return 0;
 	// An operand copied in before the call's first shader needs nothing
-	// more than dfvk_begin's barriers; any other copy waits for every
-	// shader and copy before it.
-	int operand = !toHost && !c->fr[c->cur].dispatched;
+	// more than dfvk_begin's barriers; a copy after a shader waits for
+	// every shader and copy before it.
+	int operand = !c->fr[c->cur].dispatched;
 	if (!operand) barrier(c);
 	VkBufferCopy cp = {.srcOffset = 0, .dstOffset = 0, .size = bytes};
 	int q = stamp(c);
-	VkCommandBuffer cmd = c->fr[c->cur].cmd;
-	if (toHost) vkCmdCopyBuffer(cmd, c->twin[i].buf, c->slots[i].buf, 1, &cp);
-	else vkCmdCopyBuffer(cmd, c->slots[i].buf, c->twin[i].buf, 1, &cp);
+	vkCmdCopyBuffer(c->fr[c->cur].cmd, c->slots[i].buf, c->twin[i].buf, 1, &cp);
 	unstamp(c, q, 1);
 	if (operand) operands(c);
 	else barrier(c);
@@ -527,11 +525,13 @@ int dfvk_begin(dfvk *c, int fi) {
 	return 0;
 }
 
-// lookup returns the buffer the shaders bind for an id (a slot's twin, or
-// a resident buffer), NULL if none.
+// lookup returns the buffer the shaders bind for an id (a slot's twin, a
+// slot's mapped memory itself for DFVK_OUT + slot, or a resident buffer),
+// NULL if none.
 static slot *lookup(dfvk *c, int id) {
 	slot *s = NULL;
-	if (id >= 0 && id < DFVK_SLOTS) s = c->twins ? &c->twin[id] : &c->slots[id];
+	if (id >= DFVK_OUT && id < DFVK_OUT + DFVK_SLOTS) s = &c->slots[id - DFVK_OUT];
+	else if (id >= 0 && id < DFVK_SLOTS) s = c->twins ? &c->twin[id] : &c->slots[id];
 	else if (id >= DFVK_SLOTS && id < DFVK_SLOTS + c->nres) s = &c->res[id - DFVK_SLOTS];
 	return s && s->buf ? s : NULL;
 }

@@ -40,29 +40,42 @@ void dfvk_close(dfvk *c);
 void *dfvk_slot(dfvk *c, int slot, uint64_t bytes, int *res);
 
 // A call: dfvk_begin on a frame (0 or 1; it first waits for that frame's
-// last call), any number of dfvk_dispatch and dfvk_copy (each waits for the
-// ones before), dfvk_submit (runs them; with wait 0 it returns at once and
-// dfvk_wait on the frame waits for them). The device runs calls one after
-// another, each seeing the writes of those before it; the host may fill
-// the slots of the next call while the other frame's runs, never slots
-// that call reads or writes. Slots must not grow between begin and submit;
-// growing one, or freeing a buffer, first waits for every call.
+// last call), its operands' dfvk_copy, any number of dfvk_dispatch (each
+// waits for the ones before), dfvk_submit (runs them; with wait 0 it
+// returns at once and dfvk_wait on the frame waits for them). Each call's
+// shaders see the writes of every call before it; its operands' copies
+// wait only for the copies before them, so they cross the bus while the
+// other frame's call still computes: the host may fill the slots of the
+// next call while the other frame's runs, never slots that call reads or
+// writes. Slots must not grow between begin and submit; growing one, or
+// freeing a buffer, first waits for every call.
 int dfvk_begin(dfvk *c, int frame);
 int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void *push, int pushBytes, uint32_t gx,
                   uint32_t gy, uint32_t gz);
 int dfvk_submit(dfvk *c, int wait);
 int dfvk_wait(dfvk *c, int frame);
 // dfvk_copy records, between begin and submit, a copy of the first bytes of
-// slot i from its mapped memory to the device-local twin the shaders bind
-// (toHost 0) or back (toHost 1), ordered after everything recorded before
-// it and before everything after; nothing where the device has no twins
-// (an integrated GPU). Returns -1 for a bad slot or size.
-int dfvk_copy(dfvk *c, int i, uint64_t bytes, int toHost);
+// slot i from its mapped memory to the device-local twin the shaders bind;
+// nothing where the device has no twins (an integrated GPU). Recorded
+// before the call's first dispatch it is an operand's (see above); after
+// one it waits for every shader before it. Returns -1 for a bad slot or
+// size.
+int dfvk_copy(dfvk *c, int i, uint64_t bytes);
+
+// DFVK_OUT + i, given to dfvk_dispatch in place of slot i, binds the slot's
+// mapped memory itself rather than its twin: a call's results, which the
+// shaders write across the bus as they finish and the host reads after
+// the call, with no copy after the shaders (which would wait for all of
+// them, and keep the next call's operands waiting too).
+#define DFVK_OUT (1 << 24)
 
 // dfvk_times reports the device's time in the shaders and in the copies of
 // every timed call so far (nanoseconds, by its own timestamps around each
 // operation); 0 when the device has no timestamps. A call of more than
-// DFVK_QUERIES/2 operations is not counted.
+// DFVK_QUERIES/2 operations is not counted. Each operation's first stamp is
+// written when everything before it is over, so where a call's operands
+// cross under the call before's shaders, the copies count only what they
+// add past them: the two add up to the device's busy time.
 int dfvk_times(dfvk *c, uint64_t *shaderNs, uint64_t *copyNs);
 
 // dfvk_upload copies bytes of data into a new device-local buffer (through a
