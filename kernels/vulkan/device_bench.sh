@@ -66,7 +66,9 @@ if [ "$phase" != slice ] || [ "${CONFORMANCE:-0}" = 1 ]; then
 # Conformance (the package's tests, the engine's exactness on the tiny
 # checkpoints included), run from the package folder as go test would;
 # with PHASE=slice only when CONFORMANCE=1.
-(cd kernels/vulkan && "$bin/vulkan.test" -test.v -test.count=1 -test.timeout 8m) >"$out/conformance.txt" 2>&1
+# (TestCallsPassSyncValidation needs Debian's validation layer, which the
+# device machine lacks; it runs in make test.)
+(cd kernels/vulkan && "$bin/vulkan.test" -test.v -test.count=1 -test.timeout 8m -test.skip TestCallsPassSyncValidation) >"$out/conformance.txt" 2>&1
 echo "conformance exit $?" >>"$out/env.txt"
 grep -m1 'device ' "$out/conformance.txt" >>"$out/env.txt"
 tail -3 "$out/conformance.txt"
