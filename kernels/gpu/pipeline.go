@@ -10,9 +10,12 @@ import "errors"
 // and only then crossed the bus and met the shaders: on the H200 the
 // host's part was 41% of a 12288×7168 BF16 product's call at 256
 // positions, the copies 31%, the shaders 27% (kernels/README.md, "Issue
-// 33, seventh session"). The arithmetic is the same (every output is one
-// FMA chain over its columns, whichever piece holds its row), so the bits
-// are too.
+// 33, seventh session"). On the device, a piece's weights cross the bus
+// (DMA) while the piece before runs its shaders: a call's operand copies
+// wait only for the copies before them (vk.c), and its results are written
+// into host memory by its shaders (Out), so no copy back waits for them.
+// The arithmetic is the same (every output is one FMA chain over its
+// columns, whichever piece holds its row), so the bits are too.
 
 // A Pipeliner is a Device that runs a call while the host fills the next
 // one: two frames, each recording and running one call on its own, in
