@@ -94,6 +94,10 @@ type KernelResult struct {
 	// pass's wall time the device spent copying operands between host and
 	// device memory (the rest of the call beside shaders and copies is the
 	// host's: its copies into the mapped slots, the submission, the wait).
+	// The copies run on a queue of their own, beside the shaders of the
+	// call before, so the shaders' time and the copies' may overlap: a
+	// share of more than what the shaders leave is copies hidden under
+	// them.
 	// Absent where no GPU ran the kernel or the GPU keeps no time.
 	DeviceGFLOPS    float64 `json:"device_gflops,omitempty"`
 	DeviceFLOPRatio float64 `json:"device_flop_ratio,omitempty"`

@@ -12,8 +12,10 @@ import "errors"
 // positions, the copies 31%, the shaders 27% (kernels/README.md, "Issue
 // 33, seventh session"). On the device, a piece's weights cross the bus
 // (DMA) while the piece before runs its shaders: a call's operand copies
-// wait only for the copies before them (vk.c), and its results are written
-// into host memory by its shaders (Out), so no copy back waits for them.
+// are a submission of their own, on the GPU's copy engines where it has a
+// transfer queue, and wait only for the copies before them (vk.c); its
+// results are written into host memory by its shaders (Out), so no copy
+// back waits for them.
 // The arithmetic is the same (every output is one FMA chain over its
 // columns, whichever piece holds its row), so the bits are too.
 

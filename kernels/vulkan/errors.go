@@ -47,6 +47,9 @@ type Info struct {
 	API       string // Vulkan version the device reports, "1.3.230"
 	MaxBuffer int    // largest storage buffer a shader binds
 	LocalHeap int64  // the largest device-local memory heap, bytes
+	// TransferQueue: the operands' copies run on a transfer-only queue
+	// (the GPU's copy engines), beside the shaders.
+	TransferQueue bool
 }
 
 // Hardware reports whether t is a GPU (not the software rasteriser).

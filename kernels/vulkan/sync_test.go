@@ -20,16 +20,16 @@ const validationLayer = "/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_vali
 // experts, the device clock's calls, an attention and a resident expert
 // once more, in a child process, under Khronos' validation layer with its
 // synchronization checks, and fails on anything the layer reports. The
-// barriers are what lets one call's operands cross the bus while the call
-// before computes (vk.c): too few of them give wrong results only on a
-// GPU that overlaps the two, which lavapipe never does, so the layer is
-// what holds them to the rules here. Checked: without the barrier after
-// each dispatch it reports read-after-write hazards (36 here), and, before
-// the results were bound as Out slots, without barrier() it reported
-// them on the copies back. Debian's layer (1.3.239) does not report a
-// shader reading a copy's write with no barrier between (operands() left
-// out passes): that barrier is held by vk.c's reasoning and by the
-// conformance suite on a GPU (kernels/README.md).
+// semaphores and barriers are what lets one call's operands cross the bus
+// (on a queue of their own) while the call before computes (vk.c): too few
+// of them give wrong results only on a GPU that overlaps the two, which
+// lavapipe never does, so the layer is what holds them to the rules here.
+// Checked: without the barrier after each dispatch it reports
+// read-after-write hazards (36 here); with the shaders' submission not
+// waiting for the copies' semaphore, a semaphore signalled twice. Debian's
+// layer (1.3.239) did not report a shader reading a copy's write with no
+// barrier between, when both were on one queue (before the copies had a
+// submission of their own).
 func TestCallsPassSyncValidation(t *testing.T) {
 	device(t) // lavapipe is there
 	if _, err := os.Stat(validationLayer); err != nil {

@@ -1,7 +1,10 @@
-// Thin host glue over the Vulkan C API for kernels/vulkan: one device, one
-// compute queue, one pipeline per shader, host-visible buffers in numbered
-// slots, and a command buffer recorded per call. Not thread-safe: the Go
-// side serialises every call.
+// Thin host glue over the Vulkan C API for kernels/vulkan: one device, a
+// compute queue and a queue for the operands' copies (a transfer-only one
+// where the device has it), one pipeline per shader, host-visible buffers
+// in numbered slots, and two command buffers recorded per call (its copies
+// and its shaders). Not thread-safe: the Go side serialises every call.
+// vk.c has the calls, vkopen.c the loader and the device, vkint.h what the
+// two share.
 #ifndef DF_VK_H
 #define DF_VK_H
 
@@ -12,7 +15,7 @@
 #define DFVK_FRAMES 2 // calls recorded or running at once
 #define DFVK_MAX_BINDINGS 8
 #define DFVK_PUSH_BYTES 32
-#define DFVK_QUERIES 512 // timestamps a call: two for each dispatch and copy
+#define DFVK_QUERIES 512 // timestamps of a call's shaders: two for each dispatch
 
 typedef struct dfvk dfvk;
 
@@ -24,6 +27,7 @@ typedef struct {
 	uint64_t maxBuffer;  // the largest storage buffer a shader may bind
 	uint32_t maxGroups;  // maxComputeWorkGroupCount[0], [1] (the smaller)
 	uint64_t localHeap;  // the largest DEVICE_LOCAL memory heap, bytes
+	int transferQueue;   // the operands' copies run on a transfer-only queue (the copy engines)
 } dfvk_info;
 
 // dfvk_open creates the instance and a device: the physical device whose
@@ -43,39 +47,37 @@ void *dfvk_slot(dfvk *c, int slot, uint64_t bytes, int *res);
 // last call), its operands' dfvk_copy, any number of dfvk_dispatch (each
 // waits for the ones before), dfvk_submit (runs them; with wait 0 it
 // returns at once and dfvk_wait on the frame waits for them). Each call's
-// shaders see the writes of every call before it; its operands' copies
-// wait only for the copies before them, so they cross the bus while the
-// other frame's call still computes: the host may fill the slots of the
-// next call while the other frame's runs, never slots that call reads or
-// writes. Slots must not grow between begin and submit; growing one, or
+// shaders see the writes of every call before it; its operands' copies run
+// on the copy queue and wait only for the copies before them, so they
+// cross the bus while the other frame's call still computes: the host may
+// fill the slots of the next call while the other frame's runs, never
+// slots that call reads or writes. Slots must not grow between begin and submit; growing one, or
 // freeing a buffer, first waits for every call.
 int dfvk_begin(dfvk *c, int frame);
 int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void *push, int pushBytes, uint32_t gx,
                   uint32_t gy, uint32_t gz);
 int dfvk_submit(dfvk *c, int wait);
 int dfvk_wait(dfvk *c, int frame);
-// dfvk_copy records, between begin and submit, a copy of the first bytes of
-// slot i from its mapped memory to the device-local twin the shaders bind;
-// nothing where the device has no twins (an integrated GPU). Recorded
-// before the call's first dispatch it is an operand's (see above); after
-// one it waits for every shader before it. Returns -1 for a bad slot or
-// size.
+// dfvk_copy records, between begin and the call's first dispatch, a copy of
+// the first bytes of slot i from its mapped memory to the device-local twin
+// the shaders bind; nothing where the device has no twins (an integrated
+// GPU). Returns -1 for a bad slot or size, or after a dispatch.
 int dfvk_copy(dfvk *c, int i, uint64_t bytes);
 
 // DFVK_OUT + i, given to dfvk_dispatch in place of slot i, binds the slot's
 // mapped memory itself rather than its twin: a call's results, which the
 // shaders write across the bus as they finish and the host reads after
 // the call, with no copy after the shaders (which would wait for all of
-// them, and keep the next call's operands waiting too).
+// them).
 #define DFVK_OUT (1 << 24)
 
 // dfvk_times reports the device's time in the shaders and in the copies of
 // every timed call so far (nanoseconds, by its own timestamps around each
 // operation); 0 when the device has no timestamps. A call of more than
-// DFVK_QUERIES/2 operations is not counted. Each operation's first stamp is
-// written when everything before it is over, so where a call's operands
-// cross under the call before's shaders, the copies count only what they
-// add past them: the two add up to the device's busy time.
+// DFVK_QUERIES/2 shaders or more than DFVK_XQUERIES/2 copies is not
+// counted. The copies run on their own queue, beside the shaders of the
+// call before: each one's time is its own run, so the two may add up to
+// more than the device's busy time.
 int dfvk_times(dfvk *c, uint64_t *shaderNs, uint64_t *copyNs);
 
 // dfvk_upload copies bytes of data into a new device-local buffer (through a

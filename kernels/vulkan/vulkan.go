@@ -117,11 +117,12 @@ func OpenDevice(prefer ...DeviceType) (*Device, error) {
 	return &Device{
 		c: c,
 		info: Info{
-			Name:      C.GoString(&info.name[0]),
-			Type:      DeviceType(info._type),
-			API:       fmt.Sprintf("%d.%d.%d", api>>22, (api>>12)&0x3ff, api&0xfff),
-			MaxBuffer: int(min(uint64(info.maxBuffer), 1<<30)),
-			LocalHeap: int64(info.localHeap),
+			Name:          C.GoString(&info.name[0]),
+			Type:          DeviceType(info._type),
+			API:           fmt.Sprintf("%d.%d.%d", api>>22, (api>>12)&0x3ff, api&0xfff),
+			MaxBuffer:     int(min(uint64(info.maxBuffer), 1<<30)),
+			LocalHeap:     int64(info.localHeap),
+			TransferQueue: info.transferQueue != 0,
 		},
 		groups: int(min(uint32(info.maxGroups), 65535)),
 		pipe:   pipe,
@@ -131,9 +132,14 @@ func OpenDevice(prefer ...DeviceType) (*Device, error) {
 // Info describes the device.
 func (d *Device) Info() Info { return d.info }
 
-// Describe is "NAME (TYPE, Vulkan X.Y.Z)".
+// Describe is "NAME (TYPE, Vulkan X.Y.Z)", with ", copies on a transfer
+// queue" where the operands' copies have a queue of their own.
 func (d *Device) Describe() string {
-	return fmt.Sprintf("%s (%s, Vulkan %s)", d.info.Name, d.info.Type, d.info.API)
+	s := fmt.Sprintf("%s (%s, Vulkan %s", d.info.Name, d.info.Type, d.info.API)
+	if d.info.TransferQueue {
+		s += ", copies on a transfer queue"
+	}
+	return s + ")"
 }
 
 // MaxBuffer is the device's storage-buffer range, capped at 1 GiB.
