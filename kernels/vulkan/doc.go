@@ -16,9 +16,15 @@
 // Vulkan, where Open reports ErrNoDevice.
 //
 // Every call copies its activations (and weights without a kernels.Matrix
-// Key) into host-visible buffers, records one command buffer and waits for
-// it; keyed weights are uploaded once to device-local memory. Calls are
-// serialised. Importing the package also offers the backend to "auto"
+// Key) into host-visible buffers and records two command buffers: the DMA
+// of those operands into device memory, on a transfer-only queue where the
+// device has one, and the shaders, which wait for it and write the call's
+// results straight into host-visible memory; a call either waits or runs
+// while the host stages the next (gpu.Pipeliner, two frames). Keyed
+// weights are uploaded once to device-local memory. Calls are serialised.
+// The C is vk.c (slots, calls, resident buffers), vkopen.c (the loader, the
+// device and its queues) and vkint.h (what the two share); vk.h is what Go
+// sees. Importing the package also offers the backend to "auto"
 // (kernels.RegisterAccelerator) when a hardware GPU is present. When the device
 // fails mid-call the call is computed by the fastest CPU backend instead
 // and Err reports the failure. Builds without cgo or for
