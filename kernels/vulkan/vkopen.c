@@ -74,6 +74,16 @@ void dfvk_close(dfvk *c) {
 	free(c);
 }
 
+// families lists the first 64 queue families of d into fam and returns
+// how many it listed.
+static uint32_t families(VkPhysicalDevice d, VkQueueFamilyProperties *fam) {
+	uint32_t n = 0;
+	vkGetPhysicalDeviceQueueFamilyProperties(d, &n, NULL);
+	if (n > 64) n = 64;
+	vkGetPhysicalDeviceQueueFamilyProperties(d, &n, fam);
+	return n;
+}
+
 // rank is the position of t in prefer (lower is better), or -1.
 static int rank(const int *prefer, int n, int t) {
 	for (int i = 0; i < n; i++)
@@ -120,11 +130,8 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 		vkGetPhysicalDeviceProperties(devs[i], &p);
 		int rk = rank(prefer, nprefer, (int)p.deviceType);
 		if (rk < 0 || rk >= bestRank) continue;
-		uint32_t nf = 0;
-		vkGetPhysicalDeviceQueueFamilyProperties(devs[i], &nf, NULL);
 		VkQueueFamilyProperties fam[64];
-		if (nf > 64) nf = 64;
-		vkGetPhysicalDeviceQueueFamilyProperties(devs[i], &nf, fam);
+		uint32_t nf = families(devs[i], fam);
 		for (uint32_t f = 0; f < nf; f++) {
 			if (fam[f].queueFlags & VK_QUEUE_COMPUTE_BIT) {
 				best = (int)i, bestRank = rk, bestFamily = f, bestTsBits = fam[f].timestampValidBits;
@@ -149,18 +156,12 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 	// the same two submissions go to the compute queue.
 	c->xfamily = c->family;
 	uint32_t xTsBits = bestTsBits;
-	{
-		uint32_t nf = 0;
-		vkGetPhysicalDeviceQueueFamilyProperties(c->phys, &nf, NULL);
-		VkQueueFamilyProperties fam[64];
-		if (nf > 64) nf = 64;
-		vkGetPhysicalDeviceQueueFamilyProperties(c->phys, &nf, fam);
-		for (uint32_t f = 0; f < nf && !c->xdedicated; f++) {
-			VkQueueFlags fl = fam[f].queueFlags;
-			if ((fl & VK_QUEUE_TRANSFER_BIT) && !(fl & (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT)) && fam[f].queueCount > 0) {
-				c->xfamily = f, c->xdedicated = 1, xTsBits = fam[f].timestampValidBits;
-			}
-		}
+	VkQueueFamilyProperties fam[64];
+	uint32_t nf = families(c->phys, fam);
+	for (uint32_t f = 0; f < nf && !c->xdedicated; f++) {
+		VkQueueFlags fl = fam[f].queueFlags;
+		if ((fl & VK_QUEUE_TRANSFER_BIT) && !(fl & (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT)) && fam[f].queueCount > 0)
+			c->xfamily = f, c->xdedicated = 1, xTsBits = fam[f].timestampValidBits;
 	}
 
 	VkPhysicalDeviceProperties p;
