@@ -47,46 +47,26 @@ void *dfvk_slot(dfvk *c, int i, uint64_t bytes, int *res) {
 	return s->map;
 }
 
-// stamp records, in cmd, the timestamp before a shader (written when
-// everything before it on the queue is over) and returns its pair's index,
-// -1 when the call is not timed; unstamp the one after it.
-static int stamp(dfvk *c) {
-	frame *f = &c->fr[c->cur];
-	if (!c->qpool || f->qover) return -1;
-	if (f->nq + 2 > DFVK_QUERIES) {
-		f->qover = 1;
+// stamp records in cmd the timestamp before an operation, at query base +
+// *n (a frame's shader range, or its copy range), and returns its pair's
+// index; -1 when the call is not timed, or once it has more than limit
+// stamps (*over is then set). unstamp records the one after it. A stamp is
+// written when everything before it on its queue is over: a shader's pair
+// spans its run; a copy's, its run on the copies' queue (after the copies
+// before it), whether or not shaders run beside it.
+static int stamp(dfvk *c, VkCommandBuffer cmd, uint32_t base, int *n, int *over, int limit) {
+	if (!c->qpool || *over) return -1;
+	if (*n + 2 > limit) {
+		*over = 1;
 		return -1;
 	}
-	vkCmdWriteTimestamp(f->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->qpool, (uint32_t)(c->cur * DFVK_QUERIES + f->nq));
-	f->nq += 2;
-	return f->nq / 2 - 1;
+	vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->qpool, base + (uint32_t)*n);
+	*n += 2;
+	return *n / 2 - 1;
 }
 
-static void unstamp(dfvk *c, int q) {
-	if (q < 0) return;
-	frame *f = &c->fr[c->cur];
-	vkCmdWriteTimestamp(f->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->qpool, (uint32_t)(c->cur * DFVK_QUERIES + 2 * q + 1));
-}
-
-// xstamp is stamp for a copy, in xcmd and the frame's copy range: a copy's
-// pair spans its own run on the transfer queue (after the copies before
-// it), whether or not shaders run beside it.
-static int xstamp(dfvk *c) {
-	frame *f = &c->fr[c->cur];
-	if (!c->qpool || !c->xtimed || f->xover) return -1;
-	if (f->nx + 2 > DFVK_XQUERIES) {
-		f->xover = 1;
-		return -1;
-	}
-	vkCmdWriteTimestamp(f->xcmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->qpool, xbase(c->cur, f->parity) + (uint32_t)f->nx);
-	f->nx += 2;
-	return f->nx / 2 - 1;
-}
-
-static void unxstamp(dfvk *c, int q) {
-	if (q < 0) return;
-	frame *f = &c->fr[c->cur];
-	vkCmdWriteTimestamp(f->xcmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->qpool, xbase(c->cur, f->parity) + (uint32_t)(2 * q + 1));
+static void unstamp(dfvk *c, VkCommandBuffer cmd, uint32_t base, int q) {
+	if (q >= 0) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->qpool, base + (uint32_t)(2 * q + 1));
 }
 
 int dfvk_copy(dfvk *c, int i, uint64_t bytes) {
@@ -95,9 +75,10 @@ int dfvk_copy(dfvk *c, int i, uint64_t bytes) {
 	if (f->dispatched) return -1; // an operand's copy precedes the call's shaders
 	if (!c->twins || bytes == 0) return 0;
 	VkBufferCopy cp = {.srcOffset = 0, .dstOffset = 0, .size = bytes};
-	int q = xstamp(c);
+	uint32_t base = xbase(c->cur, f->parity);
+	int q = c->xtimed ? stamp(c, f->xcmd, base, &f->nx, &f->xover, DFVK_XQUERIES) : -1;
 	vkCmdCopyBuffer(f->xcmd, c->slots[i].buf, c->twin[i].buf, 1, &cp);
-	unxstamp(c, q);
+	unstamp(c, f->xcmd, base, q);
 	f->copies++;
 	return 0;
 }
@@ -189,10 +170,12 @@ int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void 
 	vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipes[shader]);
 	vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, c->pipeLayout, 0, 1, &set, 0, NULL);
 	if (pushBytes > 0) vkCmdPushConstants(cmd, c->pipeLayout, VK_SHADER_STAGE_COMPUTE_BIT, 0, (uint32_t)pushBytes, push);
-	int q = stamp(c);
+	frame *f = &c->fr[c->cur];
+	uint32_t base = (uint32_t)(c->cur * DFVK_QUERIES);
+	int q = stamp(c, cmd, base, &f->nq, &f->qover, DFVK_QUERIES);
 	vkCmdDispatch(cmd, gx, gy, gz);
-	unstamp(c, q);
-	c->fr[c->cur].dispatched = 1;
+	unstamp(c, cmd, base, q);
+	f->dispatched = 1;
 	// Each dispatch sees the writes of the ones before it.
 	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
 	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
