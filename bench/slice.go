@@ -47,6 +47,10 @@ type SliceBenchOptions struct {
 	// through the engine with a cold store: time to first token and read
 	// amplification of the expert-major prefill.
 	Prefill int
+	// PrefillWarm, with Prefill, runs the same prompt a second time on the
+	// same model, its experts in the cache the first pass filled
+	// (PrefillResult.Warm): the prompt's compute without the disk.
+	PrefillWarm bool
 	// Int8 also converts the slice's spine to int8 (once) and compares its
 	// logits with BF16's.
 	Int8 bool
@@ -276,6 +280,12 @@ func BenchSlice(ctx context.Context, o SliceBenchOptions) (SliceReport, error) {
 			}
 			logf("prefill: the spine's copy to the GPU went on %.2f s after the open, before the prompt", p.Preload)
 			logf("prefill: of the GPU's time, %.2f s copied %.2f GB of the spine to stay resident (a later prompt's calls find it there)", rt.Uploaded.Seconds, float64(rt.Uploaded.Bytes)/1e9)
+		}
+		if w := p.Warm; w != nil {
+			logf("prefill again, experts cached: time to first token %.2f s, %.2f GB still read", w.TimeToFirstToken, float64(w.DiskBytes)/1e9)
+			if rt := w.Routes; rt != nil {
+				logf("prefill again on the GPU: %.2f s (experts %d calls %.2f s), on the CPU %.2f s", rt.GPU.Seconds(), rt.GPU.Experts.Calls, rt.GPU.Experts.Seconds, rt.CPU.Seconds())
+			}
 		}
 	}
 	if o.Mirror {

@@ -164,6 +164,21 @@ type PrefillResult struct {
 	// for how long (kernels.Routes), on a split backend ("auto" with a
 	// GPU); absent on the CPU alone.
 	Routes *kernels.RouteStats `json:"routes,omitempty"`
+	// Warm is the same prompt once more through a new session of the same
+	// model, after the pass above (SliceBenchOptions.PrefillWarm); nil
+	// without it.
+	Warm *WarmPrefill `json:"warm,omitempty"`
+}
+
+// WarmPrefill is a prompt run again with the experts its first pass read
+// still in the model's expert cache, as after the app warmed the cache: the
+// prompt's compute with the disk out of it where the cache holds them all
+// (DiskBytes says how much it still read: 0 when it did).
+type WarmPrefill struct {
+	TimeToFirstToken float64             `json:"ttft_s"`
+	DiskBytes        int64               `json:"disk_bytes"`
+	ExpertWait       float64             `json:"expert_wait_s"`
+	Routes           *kernels.RouteStats `json:"routes,omitempty"`
 }
 
 // enginePrefill opens the slice with an empty expert cache and runs a
@@ -217,6 +232,9 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan experts.Budge
 		d := routes1.Sub(routes0)
 		r.Routes = &d
 	}
+	if err == nil && o.PrefillWarm {
+		r.Warm, err = o.warmPrefill(ctx, m, prompt)
+	}
 	if cerr := m.Close(); err == nil { // puts the trace in place
 		err = cerr
 	}
@@ -259,6 +277,26 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan experts.Budge
 		r.TTFTRatio = r.TimeToFirstToken / r.ReadsAlone
 	}
 	return r, nil
+}
+
+// warmPrefill runs prompt again through a new session of m (no state of
+// the first pass's session is shared: only the expert cache it filled).
+func (o SliceBenchOptions) warmPrefill(ctx context.Context, m *engine.Model, prompt []int) (*WarmPrefill, error) {
+	runtime.GC()
+	before := m.Stats()
+	routes0, split := kernels.Routes(o.Backend)
+	start := time.Now()
+	if _, err := m.NewSession().Forward(ctx, prompt, false); err != nil {
+		return nil, fmt.Errorf("bench: warm prefill: %w", err)
+	}
+	w := &WarmPrefill{TimeToFirstToken: time.Since(start).Seconds()}
+	st := m.Stats().Sub(before)
+	w.DiskBytes, w.ExpertWait = st.ExpertBytes, st.ExpertWait.Seconds()
+	if routes1, _ := kernels.Routes(o.Backend); split {
+		d := routes1.Sub(routes0)
+		w.Routes = &d
+	}
+	return w, nil
 }
 
 // Int8Result compares the int8 spine with BF16 over the slice.

@@ -43,6 +43,38 @@ func TestEnginePrefillReportsTheReadsAlone(t *testing.T) {
 	require.Error(t, err, "an expert the checkpoint lacks")
 }
 
+// TestWarmPrefillReadsNothingTheCacheHolds runs the prefill measurement
+// twice over k3-tiny: with a cache holding every expert the second pass
+// reads nothing, and with no cache it reads what the first pass read.
+func TestWarmPrefillReadsNothingTheCacheHolds(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join("..", "testdata", "k3-tiny")
+	dir := t.TempDir()
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
+	}
+	o := SliceBenchOptions{Dir: dir, Prefill: 24, Seed: 3, PrefillWarm: true}
+	r, err := o.enginePrefill(t.Context(), experts.BudgetPlan{PinnedLayers: 10, CacheExperts: 1 << 10})
+	require.NoError(t, err)
+	require.NotNil(t, r.Warm)
+	require.Positive(t, r.DiskBytes, "the first pass read its experts")
+	require.Zero(t, r.Warm.DiskBytes, "the second found them all in the cache")
+	require.Positive(t, r.Warm.TimeToFirstToken)
+
+	r, err = o.enginePrefill(t.Context(), experts.BudgetPlan{PinnedLayers: 10})
+	require.NoError(t, err)
+	require.Equal(t, r.DiskBytes, r.Warm.DiskBytes, "no cache: the second pass reads them again")
+
+	o.PrefillWarm = false
+	r, err = o.enginePrefill(t.Context(), experts.BudgetPlan{PinnedLayers: 10})
+	require.NoError(t, err)
+	require.Nil(t, r.Warm)
+}
+
 // TestIOOnlyRateReadsTheSpineAndTheExperts replays k3-tiny's decode reads
 // through the expert store: with every layer streamed the spine's bytes
 // join the experts', and a layer past the checkpoint's has nothing to read.

@@ -31,6 +31,7 @@ func benchSliceCmd(ctx context.Context, c *Call, args []string) error {
 	fs.BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	fs.IntVar(&o.Tokens, "tokens", 8, "decode tokens to measure")
 	fs.IntVar(&o.Prefill, "prefill", 0, "also time a prompt of this many tokens through the engine (time to first token, expert read amplification)")
+	fs.BoolVar(&o.PrefillWarm, "prefill-warm", false, "with --prefill, run the same prompt again on the same model, its experts in the cache the first pass filled: the prompt's compute without the disk")
 	fs.BoolVar(&o.Mirror, "mirror", false, "also run the engine decode (the slice's own plan) and, with --prefill, the prompt over the slice installed as a full mirror, read as an installed model is (the mirror's Sources, each expert's Ensure then chunked direct reads)")
 	fs.BoolVar(&o.Int8, "int8", false, "also convert the slice's spine to int8 (once) and compare its logits with BF16")
 	fs.BoolVar(&o.Engine, "engine", true, "also decode with the engine's forward pass over the slice")
@@ -61,13 +62,15 @@ type BenchSliceOptions struct {
 	// plan), "streamed" (the spine pinned in the full K3's proportion on
 	// this machine: the head pinned, the layers streamed) or "both".
 	EnginePlan string
-	Synthetic  bool      // run the synthetic decode loops (b)
-	CPUProfile string    // write a CPU profile of each engine decode to PATH-natural.pprof, PATH-streamed.pprof, of the prefill to PATH-prefill.pprof
-	Prefill    int       // prompt tokens for the prefill measurement (0: none)
-	Int8       bool      // compare the int8 spine with BF16 (converts the slice's spine once)
-	Mirror     bool      // also decode (and prefill) over the slice installed as a mirror
-	DriveGBps  []float64 // --drive-gbps: only the multi-drive scheduler over simulated drives
-	Drafts     []float64 // --draft oracle:R,…: the oracle drafter's acceptances to measure against T = 1
+	Synthetic  bool   // run the synthetic decode loops (b)
+	CPUProfile string // write a CPU profile of each engine decode to PATH-natural.pprof, PATH-streamed.pprof, of the prefill to PATH-prefill.pprof
+	Prefill    int    // prompt tokens for the prefill measurement (0: none)
+	// PrefillWarm runs the prompt a second time, its experts cached.
+	PrefillWarm bool
+	Int8        bool      // compare the int8 spine with BF16 (converts the slice's spine once)
+	Mirror      bool      // also decode (and prefill) over the slice installed as a mirror
+	DriveGBps   []float64 // --drive-gbps: only the multi-drive scheduler over simulated drives
+	Drafts      []float64 // --draft oracle:R,…: the oracle drafter's acceptances to measure against T = 1
 }
 
 // parseOracleRates reads --draft oracle:R1,R2,… of bench slice.
@@ -149,7 +152,7 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 	}
 	fmt.Fprintf(log, "slice %s\n", plan)
 	eo := bench.SliceBenchOptions{
-		Dir: dir, Layout: layout, Plan: plan, Prefill: o.Prefill, Int8: o.Int8, Mirror: o.Mirror, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: o.Seed,
+		Dir: dir, Layout: layout, Plan: plan, Prefill: o.Prefill, PrefillWarm: o.PrefillWarm, Int8: o.Int8, Mirror: o.Mirror, Backend: backend, Tokens: o.Tokens, Warmup: 2, Seed: o.Seed,
 		Drafts:        o.Drafts,
 		SkipSynthetic: !o.Synthetic,
 		RAM:           experts.BudgetInput{TotalRAM: int64(mem.Total), AvailableRAM: int64(mem.Available), OverrideRAM: override},
@@ -216,6 +219,10 @@ func benchSlice(ctx context.Context, cfg app.Config, o BenchSliceOptions, out, l
 			p.ReadsAlone, p.TTFTRatio, p.ExpertWait, p.Compute, p.DiskIdle, rep.Backend, runtime.NumCPU())
 		fmt.Fprintf(out, "  open: %.2f s; index and validation %.2f s; pinned spine %.2f GB in %.2f s = %.2f GB/s, %.2f of (a) (%d readers, direct %v)\n",
 			p.OpenTotal, p.Open.IndexSeconds, float64(p.Open.PinnedBytes)/1e9, p.Open.PinnedSeconds, p.PinnedGBps, p.PinnedGBps/a, p.Open.Readers, p.Open.Direct)
+		if w := p.Warm; w != nil {
+			fmt.Fprintf(out, "prefill of %d tokens again, experts cached: time to first token %.2f s (%.2f× the first pass); %.2f GB still read, %.2f s waiting for it\n",
+				p.Tokens, w.TimeToFirstToken, p.TimeToFirstToken/w.TimeToFirstToken, float64(w.DiskBytes)/1e9, w.ExpertWait)
+		}
 	}
 	if d := rep.MirrorDecode; d != nil {
 		fmt.Fprintf(out, "engine forward over the slice installed as a mirror, its own plan: %.3f s/token, %.1f MB/token from disk, ratio %.2f", d.SecondsPerToken, d.DiskBytesPerToken/1e6, d.Ratio)
