@@ -91,8 +91,8 @@ type KernelResult struct {
 	// around each dispatch; the best pass), the rate of the shaders with
 	// their operands already in device memory; DeviceFLOPRatio is that
 	// over GPUPeakGFLOPS. DeviceCopyShare is the fraction of the best
-	// pass's wall time the device spent copying operands between host and
-	// device memory (the rest of the call beside shaders and copies is the
+	// pass's wall time the device spent copying operands and results
+	// between host and device memory (the rest of the call beside shaders and copies is the
 	// host's: its copies into the mapped slots, the submission, the wait).
 	// The copies run on a queue of their own, beside the shaders of the
 	// call before, so the shaders' time and the copies' may overlap: a

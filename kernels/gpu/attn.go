@@ -84,10 +84,14 @@ func (b *Backend) attention(ctx context.Context, a kernels.Attn) error {
 			return err
 		}
 		push := []uint32{uint32(a.T), uint32(a.Past), uint32(a.Heads), uint32(a.QK), uint32(a.DV), f32bits(a.Scale), uint32(r0)}
-		if err := b.dispatch(shaders.Attn, []int{slotX, slotG, slotU, Out(slotY)}, push, (rows+attnRows-1)/attnRows*slices, a.Heads, 1); err != nil {
+		if err := b.dispatch(shaders.Attn, []int{slotX, slotG, slotU, slotY}, push, (rows+attnRows-1)/attnRows*slices, a.Heads, 1); err != nil {
 			return err
 		}
-		if err := b.submit(); err != nil {
+		submit := b.submit
+		if r0+rows == a.T {
+			submit = func() error { return b.submitTo(slotY, db) }
+		}
+		if err := submit(); err != nil {
 			return err
 		}
 	}

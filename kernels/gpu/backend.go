@@ -39,12 +39,14 @@ type Device interface {
 	Begin() error
 	// ToDevice records, between Begin and the call's first Dispatch, the
 	// copy of slot i's first n bytes (as the host wrote them through Slot)
-	// to the device memory the shaders read; it does nothing where the
-	// shaders read the host's memory itself (unified memory).
+	// to the device memory the shaders read; ToHost, after the shaders
+	// that write them, the copy of the results back, which Slot shows
+	// after Submit. Either does nothing where the shaders read the host's
+	// memory itself (unified memory).
 	ToDevice(i, n int) error
+	ToHost(i, n int) error
 	// Dispatch records shader over slots (bound at 1..len(slots)) with the
-	// push constants, on gx×gy workgroups. A slot given as Out(i) is
-	// bound as the host sees it through Slot: the call's results.
+	// push constants, on gx×gy workgroups.
 	Dispatch(shader string, slots []int, push []uint32, gx, gy int) error
 	Submit() error
 }
@@ -176,18 +178,14 @@ func (b *Backend) begin() error { return b.beginFrame(nil, 0) }
 
 func (b *Backend) submit() error { return b.dev.Submit() }
 
-// OutBit marks a slot number given to Device.Dispatch as Out(i).
-const OutBit = 1 << 16
-
-// Out is slot i bound as a call's results: a device with memory of its own
-// binds the slot's host-visible memory itself, so the shaders write the
-// results across the bus as they finish and the host reads them after the
-// call. A copy back after the shaders (as before) had to wait for every
-// one of them, and the next call's operands waited behind it, so one
-// call's operands never crossed while the call before computed; the
-// results are written once each, in whole rows of a tile. Only the
-// shaders that write a call's results bind it.
-func Out(i int) int { return i | OutBit }
+// submitTo ends a call with the copy of the first n bytes of the device's
+// slot back to the host, then runs it.
+func (b *Backend) submitTo(slot, n int) error {
+	if err := b.dev.ToHost(slot, n); err != nil {
+		return err
+	}
+	return b.dev.Submit()
+}
 
 func (b *Backend) dispatch(shader string, slots []int, push []uint32, gx, gy, _ int) error {
 	return b.dev.Dispatch(shader, slots, push, gx, gy)

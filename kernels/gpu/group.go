@@ -246,13 +246,13 @@ func (b *Backend) expertGroup(p Pipeliner, set int, dst [][]float32, es []kernel
 		{shaders.MMGroup, []int{slots[0].data, slots[0].scales, sx, sg, stab}, push(a.W1, inter), gi, gy},
 		{shaders.MMGroup, []int{slots[1].data, slots[1].scales, sx, su, stab}, push(a.W3, inter), gi, gy},
 		{shaders.Act, []int{sg, su}, []uint32{uint32(total * inter), uint32(act.Kind), f32bits(act.Beta), f32bits(act.LinearBeta)}, ax, ay},
-		{shaders.MMGroup, []int{slots[2].data, slots[2].scales, sg, Out(sy), stab}, push(a.W2, dim), gd, gy},
+		{shaders.MMGroup, []int{slots[2].data, slots[2].scales, sg, sy, stab}, push(a.W2, dim), gd, gy},
 	}
 	submit := b.dev.Submit
 	if p != nil {
 		submit = func() error { return b.submitAsync(p) }
 	}
-	if err := b.record(steps, submit); err != nil {
+	if err := b.record(steps, sy, 4*total*dim, submit); err != nil {
 		return nil, err
 	}
 	collect := func() error {

@@ -127,8 +127,13 @@ func (b *Backend) matmul(dst []float32, w kernels.Matrix, x []float32, n int) (e
 			return err
 		}
 		shader, gx, gy := b.matGrid(r1-r0, n)
-		if err := b.dispatch(shader, []int{wd, ws, slotX, Out(slotY)}, matPush(w, r1-r0, n, w.Rows, r0), gx, gy, 1); err != nil {
+		if err := b.dispatch(shader, []int{wd, ws, slotX, slotY}, matPush(w, r1-r0, n, w.Rows, r0), gx, gy, 1); err != nil {
 			return err
+		}
+		if r1 == w.Rows {
+			if err := b.dev.ToHost(slotY, 4*n*w.Rows); err != nil {
+				return err
+			}
 		}
 		if p != nil && r1 < w.Rows {
 			err = b.submitAsync(p)
@@ -186,9 +191,9 @@ func (b *Backend) expertFFN(dst []float32, e kernels.Expert, act kernels.Activat
 		{shI, []int{w1, s1, slotX, slotG}, matPush(e.W1, inter, n, inter, 0), gi, gyi},
 		{shI, []int{w3, s3, slotX, slotU}, matPush(e.W3, inter, n, inter, 0), gi, gyi},
 		{shaders.Act, []int{slotG, slotU}, []uint32{uint32(n * inter), uint32(act.Kind), f32bits(act.Beta), f32bits(act.LinearBeta)}, ax, ay},
-		{shD, []int{w2, s2, slotG, Out(slotY)}, matPush(e.W2, dim, n, dim, 0), gd, gyd},
+		{shD, []int{w2, s2, slotG, slotY}, matPush(e.W2, dim, n, dim, 0), gd, gyd},
 	}
-	if err := b.run(steps); err != nil {
+	if err := b.run(steps, slotY, 4*n*dim); err != nil {
 		return err
 	}
 	return b.getF32(slotY, dst[:n*dim])
@@ -202,17 +207,20 @@ type step struct {
 	gx, gy int
 }
 
-// run records steps (the last writing the call's results to an Out slot)
-// and runs them, waiting for the call.
-func (b *Backend) run(steps []step) error { return b.record(steps, b.dev.Submit) }
+// run records steps and ends the call with the first n bytes of slot out
+// copied back to the host, then runs it and waits.
+func (b *Backend) run(steps []step, out, n int) error { return b.record(steps, out, n, b.dev.Submit) }
 
 // record is run with the call ended by submit (Submit, or a Pipeliner's
 // SubmitAsync).
-func (b *Backend) record(steps []step, submit func() error) error {
+func (b *Backend) record(steps []step, out, n int, submit func() error) error {
 	for _, s := range steps {
 		if err := b.dispatch(s.shader, s.slots, s.push, s.gx, s.gy, 1); err != nil {
 			return err
 		}
+	}
+	if err := b.dev.ToHost(out, n); err != nil {
+		return err
 	}
 	return submit()
 }

@@ -37,10 +37,10 @@ func (b *Backend) DeviceFMAPeak(groups, steps int) (flops uint64, sum, want floa
 			return 0, 0, 0, fmt.Errorf("%w: %d workgroups", ErrLimit, groups)
 		}
 	}
-	if err := b.dispatch(shaders.FMA, []int{Out(slotY)}, []uint32{uint32(steps), f32bits(1), f32bits(1)}, gx, gy, 1); err != nil {
+	if err := b.dispatch(shaders.FMA, []int{slotY}, []uint32{uint32(steps), f32bits(1), f32bits(1)}, gx, gy, 1); err != nil {
 		return 0, 0, 0, err
 	}
-	if err := b.submit(); err != nil {
+	if err := b.submitTo(slotY, 4*threads); err != nil {
 		return 0, 0, 0, err
 	}
 	out := make([]float32, threads)

@@ -14,8 +14,11 @@ import "errors"
 // (DMA) while the piece before runs its shaders: a call's operand copies
 // are a submission of their own, on the GPU's copy engines where it has a
 // transfer queue, and wait only for the copies before them (vk.c); its
-// results are written into host memory by its shaders (Out), so no copy
-// back waits for them.
+// results are copied back on the shaders' queue, after them, so the next
+// piece's copies do not wait behind that copy. (Results written into host
+// memory by the shaders themselves, with no copy back, made the products'
+// shaders 3.6× slower on an H100: kernels/README.md, "Issue 33, tenth
+// session".)
 // The arithmetic is the same (every output is one FMA chain over its
 // columns, whichever piece holds its row), so the bits are too.
 

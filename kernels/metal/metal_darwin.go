@@ -118,6 +118,9 @@ func (d *Device) Slot(i, n int) ([]byte, error) {
 // where the host wrote it (unified memory).
 func (d *Device) ToDevice(i, n int) error { return nil }
 
+// ToHost does nothing, as ToDevice.
+func (d *Device) ToHost(i, n int) error { return nil }
+
 // Begin starts a command buffer.
 func (d *Device) Begin() error {
 	if C.dfmtl_begin(d.c) != 0 {
@@ -135,7 +138,7 @@ func (d *Device) Dispatch(shader string, slots []int, push []uint32, gx, gy int)
 	}
 	cs := make([]C.int, max(len(slots), 1))
 	for i, s := range slots {
-		cs[i] = C.int(s &^ gpu.OutBit) // shared storage: the host reads what the shaders wrote
+		cs[i] = C.int(s)
 	}
 	pc := make([]C.uint32_t, max(len(push), 1))
 	for i, v := range push {

@@ -83,6 +83,32 @@ int dfvk_copy(dfvk *c, int i, uint64_t bytes) {
 	return 0;
 }
 
+int dfvk_back(dfvk *c, int i, uint64_t bytes) {
+	if (i < 0 || i >= DFVK_SLOTS || !c->slots[i].buf || bytes > c->slots[i].size) return -1;
+	frame *f = &c->fr[c->cur];
+	if (!c->twins || bytes == 0) return 0;
+	if (f->nback == DFVK_BACKS) return -1;
+	// After every shader before it (whose writes it reads), and before
+	// every one after it (which may write the twin again).
+	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+	                      .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT};
+	vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, NULL, 0,
+	                     NULL);
+	VkBufferCopy cp = {.srcOffset = 0, .dstOffset = 0, .size = bytes};
+	uint32_t base = (uint32_t)(c->cur * DFVK_QUERIES);
+	int q = stamp(c, f->cmd, base, &f->nq, &f->qover, DFVK_QUERIES);
+	vkCmdCopyBuffer(f->cmd, c->twin[i].buf, c->slots[i].buf, 1, &cp);
+	unstamp(c, f->cmd, base, q);
+	f->back[f->nback++] = q;
+	VkMemoryBarrier after = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+	                         .srcAccessMask = 0,
+	                         .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+	vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0, NULL, 0,
+	                     NULL);
+	return 0;
+}
+
 int dfvk_begin(dfvk *c, int fi) {
 	if (fi < 0 || fi >= DFVK_FRAMES) return -1;
 	// The frame's last call must be over before its command buffers are
@@ -103,7 +129,7 @@ int dfvk_begin(dfvk *c, int fi) {
 	}
 	f->nq = f->nx = 0;
 	f->qover = f->xover = 0;
-	f->copies = f->dispatched = 0;
+	f->copies = f->dispatched = f->nback = 0;
 	f->parity ^= 1;
 	if (c->qpool) {
 		// This call's shader range, and the copy range the frame's next
@@ -130,13 +156,11 @@ int dfvk_begin(dfvk *c, int fi) {
 	return 0;
 }
 
-// lookup returns the buffer the shaders bind for an id (a slot's twin, a
-// slot's mapped memory itself for DFVK_OUT + slot, or a resident buffer),
-// NULL if none.
+// lookup returns the buffer the shaders bind for an id (a slot's twin, or
+// a resident buffer), NULL if none.
 static slot *lookup(dfvk *c, int id) {
 	slot *s = NULL;
-	if (id >= DFVK_OUT && id < DFVK_OUT + DFVK_SLOTS) s = &c->slots[id - DFVK_OUT];
-	else if (id >= 0 && id < DFVK_SLOTS) s = c->twins ? &c->twin[id] : &c->slots[id];
+	if (id >= 0 && id < DFVK_SLOTS) s = c->twins ? &c->twin[id] : &c->slots[id];
 	else if (id >= DFVK_SLOTS && id < DFVK_SLOTS + c->nres) s = &c->res[id - DFVK_SLOTS];
 	return s && s->buf ? s : NULL;
 }
@@ -187,10 +211,12 @@ int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void 
 
 int dfvk_submit(dfvk *c, int wait) {
 	frame *f = &c->fr[c->cur];
+	// What the shaders and the copies back wrote, to the host.
 	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
 	                      .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
-	vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+	vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
+	                     1, &mb, 0, NULL, 0, NULL);
 	VkResult r = vkEndCommandBuffer(f->xcmd);
 	if (r != VK_SUCCESS) {
 		vkEndCommandBuffer(f->cmd);
@@ -222,13 +248,19 @@ int dfvk_submit(dfvk *c, int wait) {
 }
 
 // sumTimes adds the n timestamps from query first on (pairs: before, after)
-// to *ns.
-static void sumTimes(dfvk *c, uint32_t first, int n, uint64_t mask, uint64_t *ns) {
+// to *ns, but those of the pairs listed in backs (copies back) to *backNs.
+static void sumTimes(dfvk *c, uint32_t first, int n, uint64_t mask, uint64_t *ns, const int *backs, int nback,
+                     uint64_t *backNs) {
 	uint64_t ts[DFVK_QUERIES];
 	if (n <= 0 || vkGetQueryPoolResults(c->dev, c->qpool, first, (uint32_t)n, sizeof ts, ts, sizeof ts[0],
 	                                    VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
 		return;
-	for (int q = 0; q < n / 2; q++) *ns += (uint64_t)((double)((ts[2 * q + 1] - ts[2 * q]) & mask) * c->tsPeriod);
+	for (int q = 0; q < n / 2; q++) {
+		uint64_t *to = ns;
+		for (int k = 0; k < nback; k++)
+			if (backs[k] == q) to = backNs;
+		*to += (uint64_t)((double)((ts[2 * q + 1] - ts[2 * q]) & mask) * c->tsPeriod);
+	}
 }
 
 int dfvk_wait(dfvk *c, int fi) {
@@ -240,8 +272,8 @@ int dfvk_wait(dfvk *c, int fi) {
 	f->pending = 0;
 	vkResetFences(c->dev, 1, &f->fence);
 	if (c->qpool && !f->qover && !f->xover) {
-		sumTimes(c, (uint32_t)(fi * DFVK_QUERIES), f->nq, c->tsMask, &c->shaderNs);
-		sumTimes(c, xbase(fi, f->parity), f->nx, c->xtsMask, &c->copyNs);
+		sumTimes(c, (uint32_t)(fi * DFVK_QUERIES), f->nq, c->tsMask, &c->shaderNs, f->back, f->nback, &c->copyNs);
+		sumTimes(c, xbase(fi, f->parity), f->nx, c->xtsMask, &c->copyNs, NULL, 0, NULL);
 	}
 	return 0;
 }

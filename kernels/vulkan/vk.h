@@ -64,12 +64,17 @@ int dfvk_wait(dfvk *c, int frame);
 // GPU). Returns -1 for a bad slot or size, or after a dispatch.
 int dfvk_copy(dfvk *c, int i, uint64_t bytes);
 
-// DFVK_OUT + i, given to dfvk_dispatch in place of slot i, binds the slot's
-// mapped memory itself rather than its twin: a call's results, which the
-// shaders write across the bus as they finish and the host reads after
-// the call, with no copy after the shaders (which would wait for all of
-// them).
-#define DFVK_OUT (1 << 24)
+// dfvk_back records, after the call's dispatches, the copy of the first
+// bytes of slot i's twin back to its mapped memory, which dfvk_slot shows
+// once the call is over: the call's results. It runs on the shaders' queue
+// after every shader before it (and before any after it), so the next
+// call's operands still cross beside it; nothing where the device has no
+// twins. Binding the mapped memory itself instead (the shaders writing
+// results across the bus, tried in 3397c92) made an NVIDIA H100's product
+// shaders 3.6× slower (kernels/README.md). At most DFVK_BACKS a call;
+// returns -1 for a bad slot or size, or past that.
+int dfvk_back(dfvk *c, int i, uint64_t bytes);
+#define DFVK_BACKS 8
 
 // dfvk_times reports the device's time in the shaders and in the copies of
 // every timed call so far (nanoseconds, by its own timestamps around each

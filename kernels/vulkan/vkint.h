@@ -64,6 +64,10 @@ typedef struct {
 	int parity;     // which of the frame's two copy ranges this call stamps
 	int copies;     // copies recorded in this call
 	int dispatched; // a shader has been recorded in this call
+	// The copies back (dfvk_back): stamped in the shaders' range, counted
+	// as copies; back[k] is the pair of the k-th (-1: not timed).
+	int back[DFVK_BACKS];
+	int nback;
 } frame;
 
 struct dfvk {

@@ -173,9 +173,6 @@ func (d *Device) Dispatch(shader string, slots []int, push []uint32, gx, gy int)
 	}
 	cs := make([]C.int, max(len(slots), 1))
 	for i, s := range slots {
-		if s&gpu.OutBit != 0 {
-			s = s&^gpu.OutBit + C.DFVK_OUT // the slot's mapped memory itself
-		}
 		cs[i] = C.int(s)
 	}
 	pc := make([]C.uint32_t, max(len(push), 1))
@@ -191,6 +188,12 @@ func (d *Device) Dispatch(shader string, slots []int, push []uint32, gx, gy int)
 // twin the shaders read (nothing on an integrated GPU).
 func (d *Device) ToDevice(i, n int) error {
 	return check(fmt.Sprintf("copying %d bytes of slot %d to the device", n, i), C.dfvk_copy(d.c, C.int(i), C.uint64_t(n)))
+}
+
+// ToHost records the copy of the first n bytes of slot i's twin back to
+// its mapped memory, which Slot returns after Submit (dfvk_back).
+func (d *Device) ToHost(i, n int) error {
+	return check(fmt.Sprintf("copying %d bytes of slot %d to the host", n, i), C.dfvk_back(d.c, C.int(i), C.uint64_t(n)))
 }
 
 // Begin starts recording a call (on frame 0).
