@@ -247,16 +247,23 @@ func (o SliceBenchOptions) enginePrefill(ctx context.Context, plan experts.Budge
 	}
 	defer f.Close()
 	distinct := map[choice]bool{}
+	seen := map[choice]bool{} // (token, layer): the warm pass repeats them
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		// One line per token and MoE layer: the experts its router chose.
 		var rec struct {
+			Token   int   `json:"token"`
 			Layer   int   `json:"layer"`
 			Experts []int `json:"experts"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			return r, fmt.Errorf("bench: prefill trace: %w", err)
 		}
+		k := choice{rec.Layer, rec.Token}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
 		r.TokenMajorExperts += len(rec.Experts)
 		for _, e := range rec.Experts {
 			distinct[choice{rec.Layer, e}] = true

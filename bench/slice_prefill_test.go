@@ -64,6 +64,7 @@ func TestWarmPrefillReadsNothingTheCacheHolds(t *testing.T) {
 	require.Positive(t, r.DiskBytes, "the first pass read its experts")
 	require.Zero(t, r.Warm.DiskBytes, "the second found them all in the cache")
 	require.Positive(t, r.Warm.TimeToFirstToken)
+	warm := r
 
 	r, err = o.enginePrefill(t.Context(), experts.BudgetPlan{PinnedLayers: 10})
 	require.NoError(t, err)
@@ -73,6 +74,8 @@ func TestWarmPrefillReadsNothingTheCacheHolds(t *testing.T) {
 	r, err = o.enginePrefill(t.Context(), experts.BudgetPlan{PinnedLayers: 10})
 	require.NoError(t, err)
 	require.Nil(t, r.Warm)
+	require.Equal(t, r.TokenMajorExperts, warm.TokenMajorExperts, "the warm pass's choices are not counted again")
+	require.Equal(t, r.DistinctExperts, warm.DistinctExperts)
 }
 
 // TestIOOnlyRateReadsTheSpineAndTheExperts replays k3-tiny's decode reads

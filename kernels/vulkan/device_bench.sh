@@ -25,7 +25,8 @@
 # as a table), bench_cpu.json (the CPU kernels alone); with a base binary,
 # bench_base.json; slice_{auto,cpu}_N{,_base}.txt: `bench slice
 # --moe-layers 1 --prefill N` for each N of $PREFILL (below), with WARM=1
-# the same prompt a second time, its experts cached (--prefill-warm).
+# the same prompt a second time at the first length, its experts cached
+# (--prefill-warm).
 # PHASE=kernels stops after the CPU kernels' bench, PHASE=slice skips to the
 # base binary (and runs the conformance tests first with CONFORMANCE=1) (the device tool runs 10 minutes a call; the machine stays warm
 # between two calls made back to back). BASE_KERNELS=0 leaves out the base
@@ -116,8 +117,8 @@ slice() { # KERNELS SUFFIX TOKENS [FLAGS...]
 	shift 3
 	[ "$b" = _base ] && exe=deltafin-base
 	# WARM=1: the same prompt again, its experts cached (--prefill-warm;
-	# this binary's, not the bases').
-	[ "${WARM:-0}" = 1 ] && [ "$b" != _base ] && set -- "$@" --prefill-warm
+	# this binary's, not the bases'), at the first length.
+	[ "${WARM:-0}" = 1 ] && [ "$b" != _base ] && [ "$n" = "$first" ] && set -- "$@" --prefill-warm
 	DELTAFIN_KERNELS=$k "$bin/$exe" bench slice --moe-layers 1 --engine-plan natural \
 		--engine=false --synthetic=false --prefill "$n" "$@" >"$out/slice_${k}_$n$b.txt" 2>&1
 	echo "slice $k $n$b exit $?" >>"$out/env.txt"
@@ -126,6 +127,8 @@ slice() { # KERNELS SUFFIX TOKENS [FLAGS...]
 for n in $lens; do
 	for k in auto cpu; do
 		slice $k "" "$n"
+		# BASE_SLICES: the backends the base binary's prompt runs with.
+		case " ${BASE_SLICES:-auto cpu} " in *" $k "*) ;; *) continue ;; esac
 		if [ "$n" = "$first" ] && [ -x "$bin/deltafin-base" ]; then slice $k _base "$n"; fi
 	done
 done
