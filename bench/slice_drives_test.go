@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -17,15 +15,7 @@ import (
 // measured by bench slice --drive-gbps, not asserted here.)
 func TestBenchDrivesSpreadsReadsOverEveryDrive(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	src := filepath.Join("..", "testdata", "k3-tiny")
-	entries, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
-	}
+	dir := tinyCopy(t, t.TempDir())
 	m, err := drives.OpenMirror(t.Context(), dir, nil)
 	require.NoError(t, err)
 	var layers []int

@@ -19,15 +19,7 @@ import (
 // figures hold together.
 func TestEnginePrefillReportsTheReadsAlone(t *testing.T) {
 	t.Parallel()
-	src := filepath.Join("..", "testdata", "k3-tiny")
-	dir := t.TempDir()
-	entries, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
-	}
+	dir := tinyCopy(t, t.TempDir())
 	o := SliceBenchOptions{Dir: dir, Prefill: 24, Seed: 3}
 	r, err := o.enginePrefill(t.Context(), experts.BudgetPlan{PinnedLayers: 10})
 	require.NoError(t, err)
@@ -48,15 +40,7 @@ func TestEnginePrefillReportsTheReadsAlone(t *testing.T) {
 // reads nothing, and with no cache it reads what the first pass read.
 func TestWarmPrefillReadsNothingTheCacheHolds(t *testing.T) {
 	t.Parallel()
-	src := filepath.Join("..", "testdata", "k3-tiny")
-	dir := t.TempDir()
-	entries, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
-	}
+	dir := tinyCopy(t, t.TempDir())
 	o := SliceBenchOptions{Dir: dir, Prefill: 24, Seed: 3, PrefillWarm: true}
 	r, err := o.enginePrefill(t.Context(), experts.BudgetPlan{PinnedLayers: 10, CacheExperts: 1 << 10})
 	require.NoError(t, err)
@@ -110,16 +94,7 @@ func TestIOOnlyRateReadsTheSpineAndTheExperts(t *testing.T) {
 // as over the plain files, each once.
 func TestMirrorPrefillReadsWhatThePlainFilesRead(t *testing.T) {
 	t.Parallel()
-	src := filepath.Join("..", "testdata", "k3-tiny")
-	dir := filepath.Join(t.TempDir(), "slice")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	entries, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
-	}
+	dir := tinyCopy(t, filepath.Join(t.TempDir(), "slice"))
 	o := SliceBenchOptions{Dir: dir, Prefill: 24, Seed: 3}
 	plain, err := o.enginePrefill(t.Context(), experts.BudgetPlan{PinnedLayers: 10})
 	require.NoError(t, err)
@@ -139,4 +114,20 @@ func TestMirrorPrefillReadsWhatThePlainFilesRead(t *testing.T) {
 	require.Equal(t, plain.DistinctExperts, mirror.DistinctExperts)
 	require.Equal(t, plain.DiskBytes, mirror.DiskBytes, "the same bytes read")
 	require.InDelta(t, plain.ReadAmplification, mirror.ReadAmplification, 1e-12)
+}
+
+// tinyCopy copies k3-tiny's files into dir (made if missing), where the
+// prefill's trace can be written beside the shards, and returns dir.
+func tinyCopy(t *testing.T, dir string) string {
+	t.Helper()
+	src := filepath.Join("..", "testdata", "k3-tiny")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
+	}
+	return dir
 }
