@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deltafin/deltafin/engine"
+	"github.com/deltafin/deltafin/internal/testref"
 )
 
 // addUnopenableDrive adds an expert drive at a path that is a file, so that
@@ -66,14 +67,5 @@ func TestOpenModelReportsAModelItCannotList(t *testing.T) {
 // copyModel copies the testdata model name into a temporary directory.
 func copyModel(t *testing.T, name string) string {
 	t.Helper()
-	src := filepath.Join("..", "testdata", name)
-	dst := t.TempDir()
-	entries, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644))
-	}
-	return dst
+	return testref.CopyModel(t, name, t.TempDir())
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deltafin/deltafin/drives"
+	"github.com/deltafin/deltafin/internal/testref"
 )
 
 // TestBenchDrivesSpreadsReadsOverEveryDrive runs the multi-drive
@@ -15,7 +16,7 @@ import (
 // measured by bench slice --drive-gbps, not asserted here.)
 func TestBenchDrivesSpreadsReadsOverEveryDrive(t *testing.T) {
 	t.Parallel()
-	dir := tinyCopy(t, t.TempDir())
+	dir := testref.CopyModel(t, "k3-tiny", t.TempDir())
 	m, err := drives.OpenMirror(t.Context(), dir, nil)
 	require.NoError(t, err)
 	var layers []int

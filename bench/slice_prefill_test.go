@@ -2,7 +2,6 @@ package bench
 
 import (
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/downloader"
 	"github.com/deltafin/deltafin/experts"
+	"github.com/deltafin/deltafin/internal/testref"
 )
 
 // TestEnginePrefillReportsTheReadsAlone runs the prefill measurement over
@@ -19,7 +19,7 @@ import (
 // figures hold together.
 func TestEnginePrefillReportsTheReadsAlone(t *testing.T) {
 	t.Parallel()
-	dir := tinyCopy(t, t.TempDir())
+	dir := testref.CopyModel(t, "k3-tiny", t.TempDir())
 	o := SliceBenchOptions{Dir: dir, Prefill: 24, Seed: 3}
 	r, err := o.enginePrefill(t.Context(), experts.BudgetPlan{PinnedLayers: 10})
 	require.NoError(t, err)
@@ -40,7 +40,7 @@ func TestEnginePrefillReportsTheReadsAlone(t *testing.T) {
 // reads nothing, and with no cache it reads what the first pass read.
 func TestWarmPrefillReadsNothingTheCacheHolds(t *testing.T) {
 	t.Parallel()
-	dir := tinyCopy(t, t.TempDir())
+	dir := testref.CopyModel(t, "k3-tiny", t.TempDir())
 	o := SliceBenchOptions{Dir: dir, Prefill: 24, Seed: 3, PrefillWarm: true}
 	r, err := o.enginePrefill(t.Context(), experts.BudgetPlan{PinnedLayers: 10, CacheExperts: 1 << 10})
 	require.NoError(t, err)
@@ -94,7 +94,7 @@ func TestIOOnlyRateReadsTheSpineAndTheExperts(t *testing.T) {
 // as over the plain files, each once.
 func TestMirrorPrefillReadsWhatThePlainFilesRead(t *testing.T) {
 	t.Parallel()
-	dir := tinyCopy(t, filepath.Join(t.TempDir(), "slice"))
+	dir := testref.CopyModel(t, "k3-tiny", filepath.Join(t.TempDir(), "slice"))
 	o := SliceBenchOptions{Dir: dir, Prefill: 24, Seed: 3}
 	plain, err := o.enginePrefill(t.Context(), experts.BudgetPlan{PinnedLayers: 10})
 	require.NoError(t, err)
@@ -114,20 +114,4 @@ func TestMirrorPrefillReadsWhatThePlainFilesRead(t *testing.T) {
 	require.Equal(t, plain.DistinctExperts, mirror.DistinctExperts)
 	require.Equal(t, plain.DiskBytes, mirror.DiskBytes, "the same bytes read")
 	require.InDelta(t, plain.ReadAmplification, mirror.ReadAmplification, 1e-12)
-}
-
-// tinyCopy copies k3-tiny's files into dir (made if missing), where the
-// prefill's trace can be written beside the shards, and returns dir.
-func tinyCopy(t *testing.T, dir string) string {
-	t.Helper()
-	src := filepath.Join("..", "testdata", "k3-tiny")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	entries, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
-	}
-	return dir
 }

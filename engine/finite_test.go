@@ -10,21 +10,14 @@ import (
 
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/experts"
+	"github.com/deltafin/deltafin/internal/testref"
 	"github.com/deltafin/deltafin/kernels"
 )
 
 // patchedTiny copies k3-tiny and writes b at off of shard.
 func patchedTiny(t *testing.T, shard string, off int64, b []byte) string {
 	t.Helper()
-	src := filepath.Join("..", "testdata", "k3-tiny")
-	dir := t.TempDir()
-	entries, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644))
-	}
+	dir := testref.CopyModel(t, "k3-tiny", t.TempDir())
 	f, err := os.OpenFile(filepath.Join(dir, shard), os.O_RDWR, 0)
 	require.NoError(t, err)
 	_, err = f.WriteAt(b, off)

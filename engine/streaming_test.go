@@ -12,6 +12,7 @@ import (
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/experts"
 	"github.com/deltafin/deltafin/internal/directio"
+	"github.com/deltafin/deltafin/internal/testref"
 )
 
 // TestK3TinyStreamedGivesTheReferenceTokens runs k3-tiny through the
@@ -74,14 +75,7 @@ func TestK3TinyStreamedGivesTheReferenceTokens(t *testing.T) {
 func TestTruncatedK3ShardNamesTheExpert(t *testing.T) {
 	t.Parallel()
 	src := filepath.Join("..", "testdata", "k3-tiny")
-	dir := t.TempDir()
-	entries, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
-	}
+	dir := testref.CopyModel(t, "k3-tiny", t.TempDir())
 	m, err := Open(t.Context(), src, Options{})
 	require.NoError(t, err)
 	sp := m.ck.span(m.cfg, 4, 9)

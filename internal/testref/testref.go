@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -94,4 +95,21 @@ func Ints(t testing.TB, path, name string) []int {
 	x := Lookup(t, path, name)
 	require.Equal(t, "I64", x.DType, name)
 	return I64s(x.Data)
+}
+
+// CopyModel copies the files of testdata's model name (../testdata/NAME
+// from the test's package) into dir, made if missing, and returns dir: a
+// copy a test may damage, or write a trace beside.
+func CopyModel(t testing.TB, name, dir string) string {
+	t.Helper()
+	src := filepath.Join("..", "testdata", name)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
+	}
+	return dir
 }
