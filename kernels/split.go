@@ -82,10 +82,13 @@ type AccelOptions struct {
 //     products, 43 FLOPs a byte, made a 1,024-token prefill 0.45 s against
 //     the CPU's 0.40 and a 16,384-token one 8.5 s against 7.3; K3's
 //     narrowest matrix, 1536×7168, has 632, its routed experts 2,304);
-//   - ExpertGPUSpeedup 3.4: the K3 slice's prompts (`bench slice
-//     --prefill`, kernels/README.md) with the GPU's experts one call each
-//     (2 Dec 2026), then grouped (4 Dec): a GPU position costs 17-37 µs,
-//     the CPU's beside it 84-118 µs;
+//   - ExpertGPUSpeedup 7: the K3 slice's prompts (`bench slice
+//     --prefill`, kernels/README.md) on an H100 (7 Dec 2026, tiled and
+//     pipelined group calls): the GPU's experts cost 27.9 µs a position at
+//     4,096 tokens and 14.6 at 16,384, the CPU's beside them 106 and 87;
+//     with ExpertGPUFixed's 14 positions a call that is one CPU position
+//     for every 7 to 8 of the GPU's (3.4, from 2-4 Dec's calls, left the
+//     cores 5.4 s of a 16,384-token prompt's experts against the GPU's 3.2);
 //   - ExpertGPUFixed 14, ExpertMinPositions 16 (4 Dec 2026): grouped
 //     (kernels.ExpertGroupFFN), a GPU expert pays about its weights'
 //     crossing, 1.3 ms or 14 of the CPU's positions, where one call each
@@ -95,7 +98,7 @@ type AccelOptions struct {
 //     against 1.68).
 func DefaultAccelOptions() AccelOptions {
 	return AccelOptions{DecodeMinBytes: 32 << 20, ResidentMinPositions: 16, StreamedMinPositions: 96, AttnMinHeadWidth: 128,
-		AttnMinPositions: 512, MinIntensity: 256, ExpertGPUFixed: 14, ExpertGPUSpeedup: 3.4, ExpertMinPositions: 16}
+		AttnMinPositions: 512, MinIntensity: 256, ExpertGPUFixed: 14, ExpertGPUSpeedup: 7, ExpertMinPositions: 16}
 }
 
 // WithBeside returns be with beside as the CPU it runs experts on while its

@@ -15,7 +15,8 @@
 #                         before a change (`make gpu-bundle BASE=REV`), timed
 #                         beside it in the same lease (a speed is claimed
 #                         only against a limit or a base measured in one run)
-#   bin/gpu/deltafin-base2 optional (BASE2=REV): a second base, whose
+#   bin/gpu/deltafin-base2 optional (BASE2=REV): a second base, whose prompts
+#                         run beside the first's and whose
 #                         kernels ONLY (below) times too
 # Run from the repository root (the tests read testdata/):
 #   OUT=/some/dir kernels/vulkan/device_bench.sh
@@ -23,7 +24,7 @@
 # bench.json ("auto": on a machine with a GPU, kernels.Accelerate over the
 # GPU and the CPU, with every GPU backend under "gpu"), bench.txt (the same
 # as a table), bench_cpu.json (the CPU kernels alone); with a base binary,
-# bench_base.json; slice_{auto,cpu}_N{,_base}.txt: `bench slice
+# bench_base.json; slice_{auto,cpu}_N{,_base,_base2}.txt: `bench slice
 # --moe-layers 1 --prefill N` for each N of $PREFILL (below), with WARM=1
 # the same prompt a second time at the first length, its experts cached
 # (--prefill-warm).
@@ -95,6 +96,7 @@ fi
 # "1024 4096 16384") with auto and with the CPU alone; with a base binary,
 # its kernels (unless BASE_KERNELS=0) and, at the first length, its prompt
 # beside each, in the same lease.
+# A second base (BASE2) runs its prompts beside the first's.
 # ONLY=NAME first runs `bench kernels --only NAME` (kernels_only.json;
 # with base binaries, kernels_only_base.json and kernels_only_base2.json).
 if [ -n "${ONLY:-}" ]; then
@@ -115,10 +117,13 @@ fi
 slice() { # KERNELS SUFFIX TOKENS [FLAGS...]
 	k=$1 b=$2 n=$3 exe=deltafin
 	shift 3
-	[ "$b" = _base ] && exe=deltafin-base
+	case $b in _base | _base2) exe=deltafin$(echo "$b" | tr _ -) ;; esac
 	# WARM=1: the same prompt again, its experts cached (--prefill-warm;
-	# this binary's, not the bases'), at the first length.
-	[ "${WARM:-0}" = 1 ] && [ "$b" != _base ] && [ "$n" = "$first" ] && set -- "$@" --prefill-warm
+	# this binary's, and the bases' with WARM_BASE=1: those built before
+	# af1a6c0 lack the flag), at the first length.
+	if [ "${WARM:-0}" = 1 ] && [ "$n" = "$first" ]; then
+		case $b in _base | _base2) [ "${WARM_BASE:-0}" = 1 ] && set -- "$@" --prefill-warm ;; *) set -- "$@" --prefill-warm ;; esac
+	fi
 	DELTAFIN_KERNELS=$k "$bin/$exe" bench slice --moe-layers 1 --engine-plan natural \
 		--engine=false --synthetic=false --prefill "$n" "$@" >"$out/slice_${k}_$n$b.txt" 2>&1
 	echo "slice $k $n$b exit $?" >>"$out/env.txt"
@@ -129,7 +134,11 @@ for n in $lens; do
 		slice $k "" "$n"
 		# BASE_SLICES: the backends the base binary's prompt runs with.
 		case " ${BASE_SLICES:-auto cpu} " in *" $k "*) ;; *) continue ;; esac
-		if [ "$n" = "$first" ] && [ -x "$bin/deltafin-base" ]; then slice $k _base "$n"; fi
+		# BASE_LENS: the lengths the bases run at (the first unless set).
+		case " ${BASE_LENS:-$first} " in *" $n "*) ;; *) continue ;; esac
+		for b in base base2; do
+			if [ -x "$bin/deltafin-$b" ]; then slice $k _$b "$n"; fi
+		done
 	done
 done
 # PROFILE=1: once more with auto at the first length, under the CPU
