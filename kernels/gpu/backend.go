@@ -68,6 +68,8 @@ type Backend struct {
 	// calls submitted while the host went on (PipelinedCalls).
 	chunk int
 	piped int64
+	// piece: a resident product's positions a call (SetPositionPiece).
+	piece int
 }
 
 type pend struct{ slot, n int }

@@ -16,7 +16,9 @@
 // benchmarks report beside the host's clock; pipeline.go cuts streamed
 // weights into pieces, each one call, so that on a Pipeliner the host
 // copies the next piece into a second slot set while the device runs the
-// one before). When the device fails (or an
+// one before; pieces.go runs a product over resident weights in pieces
+// of positions the same way, the activations' copies under the shaders).
+// When the device fails (or an
 // operand exceeds its limits) the call is computed on the CPU instead, by the
 // fallback kernels.Backend, and Err reports why.
 package gpu

@@ -91,11 +91,16 @@ func (b *Backend) matmul(dst []float32, w kernels.Matrix, x []float32, n int) (e
 	if 4*n*w.Cols > b.maxBuf() || 4*n*w.Rows > b.maxBuf() {
 		return fmt.Errorf("%w: %d positions of [%d,%d] exceed a %d-byte buffer", ErrLimit, n, w.Rows, w.Cols, b.maxBuf())
 	}
+	resident := w.Key != 0 && int64(len(w.Data)+len(w.Scales)) <= b.resBudget()
+	if cuts := b.pieceCuts(w.Rows, n); resident && cuts != nil {
+		p, _ := b.pipeliner()
+		return b.matmulPieces(p, dst, x, w, n, cuts)
+	}
 	block := b.rowBlock(w)
 	// Streamed weights larger than a chunk go in pieces, each piece's
 	// weights copied into one slot set while the other's call runs.
 	p, chunk := b.pipeliner()
-	if w.Key != 0 && int64(len(w.Data)+len(w.Scales)) <= b.resBudget() || len(w.Data)+len(w.Scales) <= chunk {
+	if resident || len(w.Data)+len(w.Scales) <= chunk {
 		p = nil
 	}
 	if p != nil {

@@ -109,6 +109,7 @@ if [ -n "${ONLY:-}" ]; then
 	done
 fi
 lens=${PREFILL:-4096}
+[ "$lens" = none ] && exit 0 # PREFILL=none: no prompts
 first=${lens%% *}
 if [ -x "$bin/deltafin-base" ] && [ "${BASE_KERNELS:-1}" = 1 ]; then
 	"$bin/deltafin-base" bench kernels --json >"$out/bench_base.json" 2>>"$out/env.txt"

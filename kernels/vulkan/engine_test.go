@@ -57,7 +57,8 @@ func TestEngineReferenceOnVulkan(t *testing.T) {
 
 // TestLongPromptOnVulkan prefills a 1,100-token prompt with every product
 // and the attention on the device (Accelerate with thresholds of 2: the
-// tiles of mmbig and mmtile, attention over two submissions of rows; for
+// tiles of mmbig and mmtile, the resident products in pieces of 128
+// positions, attention over two submissions of rows; for
 // k3-tiny once more with its experts streamed, so grouped, mmgroup, and
 // pipelined in batches) and
 // holds the logits at every position to the same prompt prefilled on the
@@ -72,6 +73,10 @@ func TestLongPromptOnVulkan(t *testing.T) {
 	// Streamed weights in pieces of 256 bytes: the streamed run's groups of
 	// experts go in batches, each staged while the one before runs.
 	be.SetPipelineChunk(256)
+	// Resident products in pieces of 128 positions, each a call while the
+	// host copies the next one's activations in.
+	be.SetPositionPiece(128)
+	defer be.SetPositionPiece(0)
 	every := kernels.AccelOptions{DecodeMinBytes: 0, ResidentMinPositions: 2, StreamedMinPositions: 2}
 	const n = 1100
 	ids := make([]int, n)
@@ -107,6 +112,11 @@ func TestLongPromptOnVulkan(t *testing.T) {
 				require.NoError(t, m.Close())
 				require.NoError(t, err)
 				require.Len(t, rows[name], n)
+				if name == "gpu" {
+					// Every weight is resident here: its calls in
+					// pieces are the products' pieces of positions.
+					require.Greater(t, be.PipelinedCalls(), piped, "the resident products went in pieces of positions")
+				}
 				if name == "gpu-streamed" {
 					r1, _ := kernels.Routes(b)
 					streamedRoutes = r1.Sub(r0)

@@ -171,3 +171,49 @@ func TestPreloadCopiesAhead(t *testing.T) {
 	require.Equal(t, size, b.ResidentBytes(), "and evicts nothing")
 	require.NoError(t, b.Err())
 }
+
+// A resident product in pieces of positions, each a call on the
+// Pipeliner's frames, gives the bits of the same product as one call: in
+// one row block and in several, with the small tiles and with the big
+// ones (chosen for the whole call), the last position never alone.
+func TestResidentProductInPiecesIsTheWholeCall(t *testing.T) {
+	device(t)
+	rng := rand.New(rand.NewPCG(25, 26))
+	for _, dt := range []kernels.DType{kernels.BF16, kernels.I8, kernels.MXFP4, kernels.F16} {
+		w := conformance.RandMatrix(rng, dt, 300, 256)
+		w.Key = kernels.NewKey()
+		for _, c := range []struct {
+			name         string
+			dev          gpu.Device
+			n, piece, mm int
+		}{
+			{"one block", sharedDev, 7, 2, 0},
+			// Blocks of at least 49 rows, each binding still holding the
+			// 9 positions' outputs (MXFP4: 84 rows).
+			{"row blocks", limited{sharedDev, max(49*len(w.Data)/300, 4*9*300)}, 9, 3, 0},
+			{"big tiles", sharedDev, 100, 40, 1},
+		} {
+			t.Run(fmt.Sprintf("%s/%s", dt, c.name), func(t *testing.T) {
+				whole, piped := gpu.New("vulkan", c.dev, nil), gpu.New("vulkan", c.dev, nil)
+				whole.SetPositionPiece(-1)
+				piped.SetPositionPiece(c.piece)
+				if c.mm > 0 {
+					whole.SetBigTileMinGroups(c.mm)
+					piped.SetBigTileMinGroups(c.mm)
+				}
+				x := conformance.RandVec(rng, c.n*256)
+				want, got := make([]float32, c.n*300), make([]float32, c.n*300)
+				whole.MatMul(want, w, x, c.n)
+				require.Zero(t, whole.PipelinedCalls(), "one call")
+				piped.MatMul(got, w, x, c.n)
+				require.Equal(t, want, got)
+				require.GreaterOrEqual(t, piped.PipelinedCalls(), int64(c.n/c.piece), "a call a piece")
+				ref := make([]float32, c.n*300)
+				kernels.Ref().MatMul(ref, w, x, c.n)
+				conformance.RequireWithin(t, ref, got, conformance.MatMulTol(w, x, c.n), dt.String())
+				require.NoError(t, whole.Err())
+				require.NoError(t, piped.Err())
+			})
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package gpu
+
+import (
+	"errors"
+
+	"github.com/deltafin/deltafin/kernels"
+	"github.com/deltafin/deltafin/kernels/shaders"
+)
+
+// A product over weights the device keeps (resident.go) moves only its
+// activations: the positions' inputs to the device and their outputs back,
+// both across the bus and through the host's copies into and out of the
+// slots. As one call these waited for each other and for the shaders: on
+// an H100 a resident 12288×7168 BF16 product at 256 positions ran its
+// shaders at 0.38 of the FMA peak and the call at 0.24, and in a
+// 16,384-token prompt the spine's products took as long on the GPU as the
+// experts (kernels/README.md, "Issue 33, eleventh session"). So such a
+// product runs in pieces of positions, each one call on the Pipeliner's
+// frames: the host copies a piece's inputs in while the device runs the
+// piece before, whose outputs the host copies out once it is over, and the
+// device copies each piece's inputs across under the shaders of the one
+// before (the transfer queue, vk.c). Every output is the same shader's
+// FMA chain over its columns, whichever piece holds its position, so the
+// bits are the whole call's.
+
+// Pieces' shapes: a piece fills at least pieceMinGroups workgroups of the
+// product's tiles (a piece that leaves the GPU's cores idle costs more
+// than the copies it hides), and a product is at most maxPieces of them (a
+// piece's call has a fixed cost, and the first piece's copy in and the
+// last one's copy out are not hidden).
+const (
+	pieceMinGroups = 512
+	maxPieces      = 8
+)
+
+// SetPositionPiece changes the positions of a resident product's pieces
+// (0: by pieceMinGroups and maxPieces; negative: one call, as before); the
+// tests set a few positions to hold small shapes' pieces to the whole
+// call, and a benchmark can time the two against each other.
+func (b *Backend) SetPositionPiece(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.piece = n
+}
+
+// pieceCuts returns the positions where a resident product's pieces start,
+// with n at the end (cutPositions), or nil where it runs as one call: no
+// Pipeliner, pipelining off (SetPipelineChunk), or pieces off.
+func (b *Backend) pieceCuts(rows, n int) []int {
+	if p, _ := b.pipeliner(); p == nil || b.piece < 0 {
+		return nil
+	}
+	return cutPositions(rows, n, b.piece)
+}
+
+// cutPositions cuts n positions of a product of rows rows into pieces of
+// piece positions (0: by pieceMinGroups and maxPieces, whole tiles),
+// returning where each starts and n; nil for fewer than two pieces. No
+// piece is a single position, which the device computes with another
+// shader (matmul.comp) and other bits: a last one joins the piece before.
+func cutPositions(rows, n, piece int) []int {
+	if piece == 0 {
+		tiles := (rows + tileRows - 1) / tileRows
+		piece = max((pieceMinGroups+tiles-1)/tiles*tilePositions, (n+maxPieces-1)/maxPieces)
+		piece = (piece + tilePositions - 1) / tilePositions * tilePositions
+	}
+	piece = max(piece, 2)
+	if 2*piece > n {
+		return nil
+	}
+	var cuts []int
+	for t := 0; t < n; t += piece {
+		cuts = append(cuts, t)
+	}
+	if n-cuts[len(cuts)-1] == 1 {
+		cuts = cuts[:len(cuts)-1]
+	}
+	return append(cuts, n)
+}
+
+// matmulPieces computes dst = W·x for the n positions of x, a resident w,
+// in the pieces cuts gives (pieceCuts), alternating p's two frames and slot
+// sets. The shader is the one the whole call would take (matGrid over n).
+func (b *Backend) matmulPieces(p Pipeliner, dst, x []float32, w kernels.Matrix, n int, cuts []int) (err error) {
+	defer func() { err = errors.Join(err, settle(p)) }()
+	block := b.rowBlock(w)
+	collect := func(set, t0, t1 int) error {
+		if err := p.Wait(set); err != nil {
+			return err
+		}
+		return b.getF32(at(slotY, set), dst[t0*w.Rows:t1*w.Rows])
+	}
+	for i := 0; i+1 < len(cuts); i++ {
+		// The set's piece before (two ago) was collected when the
+		// piece after it had been submitted.
+		t0, t1, set := cuts[i], cuts[i+1], i%2
+		np := t1 - t0
+		if err := b.putF32(at(slotX, set), x[t0*w.Cols:t1*w.Cols]); err != nil {
+			return err
+		}
+		if _, err := b.slot(at(slotY, set), 4*np*w.Rows); err != nil {
+			return err
+		}
+		type blk struct{ r0, r1, data, scales int }
+		var blocks []blk
+		for r0 := 0; r0 < w.Rows; r0 += block {
+			r1 := min(w.Rows, r0+block)
+			wd, ws, err := b.weights(w, r0, r1, at(slotW1, set), at(slotS1, set))
+			if err != nil {
+				return err
+			}
+			blocks = append(blocks, blk{r0, r1, wd, ws})
+		}
+		if err := b.beginFrame(p, set); err != nil {
+			return err
+		}
+		for _, k := range blocks {
+			shader, gx, _ := b.matGrid(k.r1-k.r0, n)
+			h := tilePositions
+			if shader == shaders.MMBig {
+				h = bigPositions
+			}
+			if err := b.dispatch(shader, []int{k.data, k.scales, at(slotX, set), at(slotY, set)}, matPush(w, k.r1-k.r0, np, w.Rows, k.r0), gx, (np+h-1)/h, 1); err != nil {
+				return err
+			}
+		}
+		if err := b.dev.ToHost(at(slotY, set), 4*np*w.Rows); err != nil {
+			return err
+		}
+		if err := b.submitAsync(p); err != nil {
+			return err
+		}
+		if i > 0 {
+			if err := collect(1-set, cuts[i-1], t0); err != nil {
+				return err
+			}
+		}
+	}
+	last := len(cuts) - 2
+	return collect(last%2, cuts[last], cuts[last+1])
+}

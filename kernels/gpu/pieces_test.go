@@ -1,0 +1,36 @@
+package gpu
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// How a resident product's positions are cut: whole tiles filling the
+// GPU, at most maxPieces, never a piece of one position, nothing for
+// fewer than two pieces.
+func TestCutPositions(t *testing.T) {
+	for _, c := range []struct {
+		rows, n, piece int
+		want           []int
+	}{
+		// 12288 rows: 192 row tiles, 3 position tiles (96) fill 512 groups.
+		{12288, 256, 0, []int{0, 96, 192, 256}},
+		{12288, 191, 0, nil},
+		{12288, 192, 0, []int{0, 96, 192}},
+		// 16,384 positions: eight pieces of 2,048.
+		{12288, 16384, 0, []int{0, 2048, 4096, 6144, 8192, 10240, 12288, 14336, 16384}},
+		// A narrow product needs more positions to fill the GPU: 3584
+		// rows are 56 tiles, 10 position tiles (320 positions).
+		{3584, 1024, 0, []int{0, 320, 640, 960, 1024}},
+		{3584, 512, 0, nil},
+		// Set by hand (the tests): the last position joins the piece
+		// before; a piece is at least two positions.
+		{300, 7, 2, []int{0, 2, 4, 7}},
+		{300, 9, 3, []int{0, 3, 6, 9}},
+		{300, 5, 1, []int{0, 2, 5}},
+		{300, 3, 2, nil},
+	} {
+		require.Equal(t, c.want, cutPositions(c.rows, c.n, c.piece), "%d rows, %d positions, pieces of %d", c.rows, c.n, c.piece)
+	}
+}
