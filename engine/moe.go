@@ -227,14 +227,56 @@ func expertMajor(routes []route, K int, order []int) expertWork {
 	return w
 }
 
+// expertRows holds every (token, slot) output of a layer's experts, [T·K,
+// D], and where each one is: row at[t·K + j] of ys for token t's slot j.
+// A decode token's rows are its slots in order; a prompt's are each
+// expert's users one after another, so that an expert (or the GPU's share
+// of a group) writes its outputs straight into them, with no scatter and
+// no buffer of its own: at 16,384 tokens a scatter was a second pass over
+// the layer's 3.8 GB of outputs, each into memory touched for the first
+// time.
+type expertRows struct {
+	ys   []float32
+	at   []int32
+	next int // rows given out so far
+}
+
+func newExpertRows(T, K, D int) *expertRows {
+	r := &expertRows{ys: make([]float32, T*K*D), at: make([]int32, T*K)}
+	for i := range r.at {
+		r.at[i] = int32(i)
+	}
+	return r
+}
+
+// take gives users (token·K + slot each) the next len(users) rows and
+// returns them, [len(users), D].
+func (r *expertRows) take(users []int, D int) []float32 {
+	for i, tk := range users {
+		r.at[tk] = int32(r.next + i)
+	}
+	r0 := r.next
+	r.next += len(users)
+	return r.ys[r0*D : r.next*D]
+}
+
+// row is token t's slot j's output, [D].
+func (r *expertRows) row(t, j, K, D int) []float32 {
+	i := int(r.at[t*K+j])
+	return r.ys[i*D : (i+1)*D]
+}
+
 // runExperts applies every selected expert to its tokens' z [T, D] and
-// returns each (token, slot) output, ys [T, K, D], so that the combine can
+// returns each (token, slot) output (expertRows), so that the combine can
 // sum in route order. batch holds work.groups[0], already acquired; each
 // later group is acquired in turn and the one after it prefetched.
-func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, work expertWork, batch expertBatch, z []float32, T int, idle func()) ([]float32, error) {
+func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, work expertWork, batch expertBatch, z []float32, T int, idle func()) (*expertRows, error) {
 	c := m.cfg
 	D, K := c.ExpertDim(), c.TopK
-	ys := make([]float32, T*K*D) // [T, K, D]
+	rows := newExpertRows(T, K, D)
+	// The experts' inputs, gathered into buffers each side reuses from
+	// group to group (the GPU's is free again once its goroutine is over).
+	var cpuIn, gpuIn []float32
 	for g, group := range work.groups {
 		if g > 0 {
 			var err error
@@ -245,7 +287,7 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 			}
 		}
 		if T == 1 {
-			err := decodeExperts(ctx, be, batch, group, work.users, z, ys, c.Act, D)
+			err := decodeExperts(ctx, be, batch, group, work.users, z, rows.ys, c.Act, D)
 			batch.release()
 			if err != nil {
 				return nil, err
@@ -262,7 +304,7 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 		// the group's start rather than waiting behind the CPU's experts
 		// that precede its own in the group, and the CPU's leave a core or
 		// two to the goroutine feeding it (kernels.OnCPUBesideGPU);
-		// neither changes a bit (each expert's rows of ys are its own, the
+		// neither changes a bit (each expert's rows are its own, the
 		// GPU's group call gives what its calls one by one would, and the
 		// CPU's kernels give the same bits on any number of threads).
 		ex0, err := m.waitExpert(ctx, batch, 0, idle)
@@ -275,13 +317,16 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 			ns[j] = len(work.users[id])
 		}
 		plan := kernels.PlanExperts(be, ex0, ns)
-		// gather returns the rows of z that chose an expert (u, its
-		// users), [len(u), D]; scatter puts its outputs y [len(u), D] in
-		// their rows of ys. Both over the cores: the GPU's share of a
-		// long prompt's group is thousands of rows, and one goroutine
-		// copying them took a third of that side's time.
-		gather := func(u []int) []float32 {
-			in := make([]float32, len(u)*D)
+		// gather puts the rows of z that chose an expert (u, its users)
+		// into buf, grown as needed, and returns them, [len(u), D]. Over
+		// the cores: the GPU's share of a long prompt's group is
+		// thousands of rows, and one goroutine copying them took a third
+		// of that side's time.
+		gather := func(buf *[]float32, u []int) []float32 {
+			if cap(*buf) < len(u)*D {
+				*buf = make([]float32, len(u)*D)
+			}
+			in := (*buf)[:len(u)*D]
 			parallelHeads(len(u), m.heads.workers(len(u)*D), func(r0, r1 int) {
 				for i := r0; i < r1; i++ {
 					tk := u[i]
@@ -290,16 +335,9 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 			})
 			return in
 		}
-		scatter := func(u []int, y []float32) {
-			parallelHeads(len(u), m.heads.workers(len(u)*D), func(r0, r1 int) {
-				for i := r0; i < r1; i++ {
-					tk := u[i]
-					copy(ys[tk*D:(tk+1)*D], y[i*D:(i+1)*D])
-				}
-			})
-		}
 		var onGPU []kernels.Expert
-		var gpuUsers [][]int
+		var all []int // the GPU's experts' users, one expert after another
+		var counts []int
 		for i, id := range group {
 			if plan[i] != kernels.OnGPU {
 				continue
@@ -309,25 +347,19 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 				batch.release()
 				return nil, err
 			}
-			onGPU, gpuUsers = append(onGPU, ex), append(gpuUsers, work.users[id])
+			onGPU = append(onGPU, ex)
+			all, counts = append(all, work.users[id]...), append(counts, len(work.users[id]))
 		}
 		var gpu sync.WaitGroup
 		if len(onGPU) > 0 {
+			out := rows.take(all, D)
 			gpu.Go(func() {
-				// The experts' rows one after another, so that each
-				// gather and scatter is one split over the cores.
-				var all []int
-				counts := make([]int, len(onGPU))
-				for j, u := range gpuUsers {
-					all, counts[j] = append(all, u...), len(u)
-				}
-				in, out := gather(all), make([]float32, len(all)*D)
+				in := gather(&gpuIn, all)
 				ins, outs := make([][]float32, len(onGPU)), make([][]float32, len(onGPU))
 				for j, at := 0, 0; j < len(onGPU); j, at = j+1, at+counts[j] {
 					ins[j], outs[j] = in[at*D:(at+counts[j])*D], out[at*D:(at+counts[j])*D]
 				}
 				kernels.ExpertGroupFFNOn(be, kernels.OnGPU, outs, onGPU, c.Act, ins, counts)
-				scatter(all, out)
 			})
 		}
 		for i, id := range group {
@@ -341,14 +373,12 @@ func (m *Model) runExperts(ctx context.Context, be kernels.Backend, layer int, w
 				return nil, err
 			}
 			u := work.users[id]
-			y := make([]float32, len(u)*D)
-			kernels.ExpertFFNOn(be, plan[i], y, ex, c.Act, gather(u), len(u))
-			scatter(u, y)
+			kernels.ExpertFFNOn(be, plan[i], rows.take(u, D), ex, c.Act, gather(&cpuIn, u), len(u))
 		}
 		gpu.Wait()
 		batch.release()
 	}
-	return ys, nil
+	return rows, nil
 }
 
 // waitExpert returns expert i of batch, counting the time spent waiting
@@ -374,7 +404,7 @@ func (m *Model) waitExpert(ctx context.Context, batch expertBatch, i int, idle f
 // route order, r_t = Σ_j w_t[j] · y_{t,j} ([T, D]); projects the latent
 // back, out = up · RMSNorm(r) ([T, H]), or takes r as is; and adds the
 // shared experts' output.
-func (m *Model) combine(be kernels.Backend, out []float32, routes []route, ys, shared []float32, w *moeWeights, T int) {
+func (m *Model) combine(be kernels.Backend, out []float32, routes []route, ys *expertRows, shared []float32, w *moeWeights, T int) {
 	c := m.cfg
 	H, D, K := c.Hidden, c.ExpertDim(), c.TopK
 	r := make([]float32, T*D)
@@ -384,7 +414,7 @@ func (m *Model) combine(be kernels.Backend, out []float32, routes []route, ys, s
 		for t := t0; t < t1; t++ {
 			acc := r[t*D : (t+1)*D]
 			for j, wj := range routes[t].w {
-				for i, v := range ys[(t*K+j)*D : (t*K+j+1)*D] {
+				for i, v := range ys.row(t, j, K, D) {
 					acc[i] += wj * v
 				}
 			}

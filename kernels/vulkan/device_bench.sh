@@ -142,8 +142,8 @@ for n in $lens; do
 		done
 	done
 done
-# PROFILE=1: once more with auto at the first length, under the CPU
+# PROFILE=1: once more with auto at the first length (PROFILE_LEN), under the CPU
 # profiler (prof-prefill.pprof).
 if [ "${PROFILE:-0}" = 1 ]; then
-	slice auto _prof "$first" --cpuprofile "$out/prof"
+	slice auto _prof "${PROFILE_LEN:-$first}" --cpuprofile "$out/prof"
 fi
