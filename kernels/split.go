@@ -42,6 +42,12 @@ type AccelOptions struct {
 	// matrix, 3·inter / 4 for a routed expert (0: any). A narrow model's
 	// products move more than they compute.
 	MinIntensity int
+	// IntensityWeights: MinIntensity binds only a batch over fewer weights
+	// than this (rows·cols over its matrices; 0: every batch). A large
+	// matrix of low intensity is one the cores run far below their peak
+	// while its activations cross the bus in less time; a small one's
+	// call is mostly the GPU's fixed cost.
+	IntensityWeights int
 	// ExpertGPUFixed and ExpertGPUSpeedup share a prompt's experts between
 	// the two sides (PlanExperts): a GPU expert call costs as much as
 	// ExpertGPUFixed positions of the CPU's expert FFN plus its positions
@@ -81,7 +87,12 @@ type AccelOptions struct {
 //   - MinIntensity 256 (k3-tiny, attention on the CPU: its 128×256
 //     products, 43 FLOPs a byte, made a 1,024-token prefill 0.45 s against
 //     the CPU's 0.40 and a 16,384-token one 8.5 s against 7.3; K3's
-//     narrowest matrix, 1536×7168, has 632, its routed experts 2,304);
+//     narrowest matrix, 1536×7168, has 632, its routed experts 2,304),
+//     for matrices under IntensityWeights 2^19 (7 Dec 2026: K3's KDA
+//     decay-gate and β projections, 128×7168, 12288×128 and 96×7168, 47-63
+//     FLOPs a byte, stayed on the cores, 0.7-1.0 s of a 16,384-token slice
+//     prompt with the GPU idle, 57 calls; they hold 0.7-1.6 M weights each,
+//     k3-tiny's at most 33 K);
 //   - ExpertGPUSpeedup 7: the K3 slice's prompts (`bench slice
 //     --prefill`, kernels/README.md) on an H100 (7 Dec 2026, tiled and
 //     pipelined group calls): the GPU's experts cost 27.9 µs a position at
@@ -98,7 +109,7 @@ type AccelOptions struct {
 //     against 1.68).
 func DefaultAccelOptions() AccelOptions {
 	return AccelOptions{DecodeMinBytes: 32 << 20, ResidentMinPositions: 16, StreamedMinPositions: 96, AttnMinHeadWidth: 128,
-		AttnMinPositions: 512, MinIntensity: 256, ExpertGPUFixed: 14, ExpertGPUSpeedup: 7, ExpertMinPositions: 16}
+		AttnMinPositions: 512, MinIntensity: 256, IntensityWeights: 1 << 19, ExpertGPUFixed: 14, ExpertGPUSpeedup: 7, ExpertMinPositions: 16}
 }
 
 // WithBeside returns be with beside as the CPU it runs experts on while its
@@ -128,6 +139,15 @@ func matIntensity(w Matrix) float64 {
 }
 
 func expertIntensity(e Expert) float64 { return 0.75 * float64(e.W1.Rows) }
+
+// weights is how many weights mats hold.
+func weights(mats []Matrix) int {
+	n := 0
+	for _, m := range mats {
+		n += m.Rows * m.Cols
+	}
+	return n
+}
 
 // Accelerate returns the backend "auto" picks on a machine with a hardware
 // GPU (with DefaultAccelOptions): products go to gpu where it wins by the
@@ -168,7 +188,7 @@ func (s split) onGPU(n int, intensity float64, mats ...Matrix) bool {
 	if s.rule == nil {
 		return n > 1
 	}
-	if n > 1 && intensity < float64(s.rule.MinIntensity) {
+	if n > 1 && intensity < float64(s.rule.MinIntensity) && (s.rule.IntensityWeights <= 0 || weights(mats) < s.rule.IntensityWeights) {
 		return false
 	}
 	bytes, resident := 0, s.keeps
@@ -239,7 +259,7 @@ func Preload(be Backend, m Matrix) bool {
 	if !Preloads(be) || m.Key == 0 {
 		return true
 	}
-	batch := matIntensity(m) >= float64(s.rule.MinIntensity)
+	batch := matIntensity(m) >= float64(s.rule.MinIntensity) || s.rule.IntensityWeights > 0 && m.Rows*m.Cols >= s.rule.IntensityWeights
 	decode := len(m.Data)+len(m.Scales) >= s.rule.DecodeMinBytes
 	p, ok := s.prefill.(interface{ Preload(Matrix) bool })
 	if !ok || (!batch && !decode) {

@@ -240,8 +240,9 @@ func TestAccelerateAttentionRule(t *testing.T) {
 
 // TestAccelerateWeighsIntensity: under MinIntensity a batch whose
 // activations would cross the bus for too little arithmetic stays on the
-// CPU, resident weights or not, however many positions; K3's shapes pass
-// DefaultAccelOptions' threshold and k3-tiny's do not.
+// CPU, resident weights or not, however many positions, unless its matrix
+// holds IntensityWeights or more; K3's shapes pass DefaultAccelOptions' threshold
+// and k3-tiny's do not.
 func TestAccelerateWeighsIntensity(t *testing.T) {
 	t.Parallel()
 	shape := func(rows, cols int) Matrix { return Matrix{DType: BF16, Rows: rows, Cols: cols} }
@@ -269,6 +270,27 @@ func TestAccelerateWeighsIntensity(t *testing.T) {
 	s.MatMul(make([]float32, 64*8), narrow, x, 64) // still too narrow: CPU
 	require.Equal(t, []int{64}, gpu)
 	require.Equal(t, []int{64, 64}, cpu)
+
+	// IntensityWeights: a narrow matrix of as many weights goes all the
+	// same.
+	rule.IntensityWeights = 8 * 64
+	s = Accelerate(keeping{counting{Ref(), &gpu}, true}, counting{Ref(), &cpu}, rule)
+	s.MatMul(make([]float32, 64*8), narrow, x, 64) // exactly as many: GPU
+	rule.IntensityWeights++
+	s = Accelerate(keeping{counting{Ref(), &gpu}, true}, counting{Ref(), &cpu}, rule)
+	s.MatMul(make([]float32, 64*8), narrow, x, 64) // one short: CPU
+	require.Equal(t, []int{64, 64}, gpu)
+	require.Equal(t, []int{64, 64, 64}, cpu)
+	// By DefaultAccelOptions' bound, K3's KDA decay-gate and β
+	// projections go, k3-tiny's narrow products do not.
+	big := DefaultAccelOptions().IntensityWeights
+	for _, m := range []Matrix{shape(128, 7168), shape(12288, 128), shape(96, 7168)} {
+		require.Less(t, matIntensity(m), min, "K3 %d×%d", m.Rows, m.Cols)
+		require.GreaterOrEqual(t, weights([]Matrix{m}), big, "K3 %d×%d", m.Rows, m.Cols)
+	}
+	for _, m := range []Matrix{shape(128, 256), shape(256, 128), shape(48, 128)} {
+		require.Less(t, weights([]Matrix{m}), big, "k3-tiny %d×%d", m.Rows, m.Cols)
+	}
 }
 
 // TestRoutesCountBatchedCalls: a split backend counts its batched calls by

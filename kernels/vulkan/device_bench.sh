@@ -131,7 +131,8 @@ slice() { # KERNELS SUFFIX TOKENS [FLAGS...]
 	grep "^prefill of" "$out/slice_${k}_$n$b.txt" >>"$out/env.txt"
 }
 for n in $lens; do
-	for k in auto cpu; do
+	# SLICE_BACKENDS: the backends this binary's prompts run with.
+	for k in ${SLICE_BACKENDS:-auto cpu}; do
 		slice $k "" "$n"
 		# BASE_SLICES: the backends the base binary's prompt runs with.
 		case " ${BASE_SLICES:-auto cpu} " in *" $k "*) ;; *) continue ;; esac
