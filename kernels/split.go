@@ -91,8 +91,9 @@ type AccelOptions struct {
 //     for matrices under IntensityWeights 2^19 (7 Dec 2026: K3's KDA
 //     decay-gate and β projections, 128×7168, 12288×128 and 96×7168, 47-63
 //     FLOPs a byte, stayed on the cores, 0.7-1.0 s of a 16,384-token slice
-//     prompt with the GPU idle, 57 calls; they hold 0.7-1.6 M weights each,
-//     k3-tiny's at most 33 K);
+//     prompt with the GPU idle, 57 calls, where the GPU takes them in
+//     about 0.1 s: the prompt took 9.12 s against 9.83 in one H100 lease;
+//     they hold 0.7-1.6 M weights each, k3-tiny's at most 33 K);
 //   - ExpertGPUSpeedup 7: the K3 slice's prompts (`bench slice
 //     --prefill`, kernels/README.md) on an H100 (7 Dec 2026, tiled and
 //     pipelined group calls): the GPU's experts cost 27.9 µs a position at
