@@ -94,13 +94,12 @@ type AccelOptions struct {
 //     prompt with the GPU idle, 57 calls, where the GPU takes them in
 //     about 0.1 s: the prompt took 9.12 s against 9.83 in one H100 lease;
 //     they hold 0.7-1.6 M weights each, k3-tiny's at most 33 K);
-//   - ExpertGPUSpeedup 7: the K3 slice's prompts (`bench slice
-//     --prefill`, kernels/README.md) on an H100 (7 Dec 2026, tiled and
-//     pipelined group calls): the GPU's experts cost 27.9 µs a position at
-//     4,096 tokens and 14.6 at 16,384, the CPU's beside them 106 and 87;
-//     with ExpertGPUFixed's 14 positions a call that is one CPU position
-//     for every 7 to 8 of the GPU's (3.4, from 2-4 Dec's calls, left the
-//     cores 5.4 s of a 16,384-token prompt's experts against the GPU's 3.2);
+//   - ExpertGPUSpeedup 7 (7 Dec 2026, an H100, the tiled and pipelined
+//     group calls): 3.4, 5 and 7 in one lease of the K3 slice's prompts
+//     (`bench slice --prefill`, kernels/README.md): 16,384 tokens 13.09,
+//     11.64 and 11.06 s, 4,096 with the experts cached 3.41, 3.20 and
+//     2.93 s; at 7 both sides' experts end together (16,384 tokens: the
+//     GPU's 3.19 s, the cores' 3.14, where 3.4 left them 3.02 and 5.44);
 //   - ExpertGPUFixed 14, ExpertMinPositions 16 (4 Dec 2026): grouped
 //     (kernels.ExpertGroupFFN), a GPU expert pays about its weights'
 //     crossing, 1.3 ms or 14 of the CPU's positions, where one call each
