@@ -92,9 +92,10 @@ func (b *Backend) matmul(dst []float32, w kernels.Matrix, x []float32, n int) (e
 		return fmt.Errorf("%w: %d positions of [%d,%d] exceed a %d-byte buffer", ErrLimit, n, w.Rows, w.Cols, b.maxBuf())
 	}
 	resident := w.Key != 0 && int64(len(w.Data)+len(w.Scales)) <= b.resBudget()
-	if cuts := b.pieceCuts(w.Rows, n); resident && cuts != nil {
-		p, _ := b.pipeliner()
-		return b.matmulPieces(p, dst, x, w, n, cuts)
+	if resident {
+		if p, cuts := b.pieceCuts(w.Rows, n); cuts != nil {
+			return b.matmulPieces(p, dst, x, w, n, cuts)
+		}
 	}
 	block := b.rowBlock(w)
 	// Streamed weights larger than a chunk go in pieces, each piece's

@@ -43,14 +43,16 @@ func (b *Backend) SetPositionPiece(n int) {
 	b.piece = n
 }
 
-// pieceCuts returns the positions where a resident product's pieces start,
-// with n at the end (cutPositions), or nil where it runs as one call: no
-// Pipeliner, pipelining off (SetPipelineChunk), or pieces off.
-func (b *Backend) pieceCuts(rows, n int) []int {
-	if p, _ := b.pipeliner(); p == nil || b.piece < 0 {
-		return nil
+// pieceCuts returns the Pipeliner and the positions where a resident
+// product's pieces start, with n at the end (cutPositions), or nil cuts
+// where it runs as one call: no Pipeliner, pipelining off
+// (SetPipelineChunk), or pieces off.
+func (b *Backend) pieceCuts(rows, n int) (Pipeliner, []int) {
+	p, _ := b.pipeliner()
+	if p == nil || b.piece < 0 {
+		return nil, nil
 	}
-	return cutPositions(rows, n, b.piece)
+	return p, cutPositions(rows, n, b.piece)
 }
 
 // cutPositions cuts n positions of a product of rows rows into pieces of
