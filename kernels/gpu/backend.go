@@ -41,8 +41,11 @@ type Device interface {
 	// copy of slot i's first n bytes (as the host wrote them through Slot)
 	// to the device memory the shaders read; ToHost, after the shaders
 	// that write them, the copy of the results back, which Slot shows
-	// after Submit. Either does nothing where the shaders read the host's
-	// memory itself (unified memory).
+	// after Submit: the copies back end a call (no Dispatch after them),
+	// and may run beside the next call's shaders, so no call writes a
+	// slot that a running call copies back (a Pipeliner's frames use
+	// their own sets). Either does nothing where the shaders read the
+	// host's memory itself (unified memory).
 	ToDevice(i, n int) error
 	ToHost(i, n int) error
 	// Dispatch records shader over slots (bound at 1..len(slots)) with the

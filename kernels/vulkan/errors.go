@@ -50,6 +50,9 @@ type Info struct {
 	// TransferQueue: the operands' copies run on a transfer-only queue
 	// (the GPU's copy engines), beside the shaders.
 	TransferQueue bool
+	// BackQueue: the results' copies back that end a call run on a
+	// second transfer queue, beside the next call's shaders.
+	BackQueue bool
 }
 
 // Hardware reports whether t is a GPU (not the software rasteriser).

@@ -44,12 +44,13 @@ func TestCallsPassSyncValidation(t *testing.T) {
 		"khronos_validation.report_flags = error,warn,info",
 		"khronos_validation.log_filename = " + logFile,
 	}, "\n")+"\n"), 0o644))
-	run := "^(TestPipelinedIsOnePiece|TestDeviceTimes|TestAttentionConformance|TestResidentExpertFFN)$"
+	run := "^(TestPipelinedIsOnePiece|TestDeviceTimes|TestAttentionConformance|TestResidentExpertFFN|TestResidentProductInPiecesIsTheWholeCall)$"
 	cmd := exec.Command(os.Args[0], "-test.run", run, "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), "VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation", "VK_LAYER_SETTINGS_PATH="+settings)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "the tests under the validation layer:\n%s", out)
-	for _, name := range []string{"TestPipelinedIsOnePiece", "TestDeviceTimes", "TestAttentionConformance", "TestResidentExpertFFN"} {
+	for _, name := range []string{"TestPipelinedIsOnePiece", "TestDeviceTimes", "TestAttentionConformance", "TestResidentExpertFFN",
+		"TestResidentProductInPiecesIsTheWholeCall"} {
 		require.Contains(t, string(out), "--- PASS: "+name, "%s ran", name)
 	}
 	raw, err := os.ReadFile(logFile)

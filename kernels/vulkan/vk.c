@@ -87,26 +87,30 @@ int dfvk_back(dfvk *c, int i, uint64_t bytes) {
 	if (i < 0 || i >= DFVK_SLOTS || !c->slots[i].buf || bytes > c->slots[i].size) return -1;
 	frame *f = &c->fr[c->cur];
 	if (!c->twins || bytes == 0) return 0;
-	if (f->nback == DFVK_BACKS) return -1;
-	// After every shader before it (whose writes it reads), and before
-	// every one after it (which may write the twin again).
-	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
-	                      .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT};
-	vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, NULL, 0,
-	                     NULL);
-	VkBufferCopy cp = {.srcOffset = 0, .dstOffset = 0, .size = bytes};
-	uint32_t base = (uint32_t)(c->cur * DFVK_QUERIES);
-	int q = stamp(c, f->cmd, base, &f->nq, &f->qover, DFVK_QUERIES);
-	vkCmdCopyBuffer(f->cmd, c->twin[i].buf, c->slots[i].buf, 1, &cp);
-	unstamp(c, f->cmd, base, q);
-	f->back[f->nback++] = q;
-	VkMemoryBarrier after = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-	                         .srcAccessMask = 0,
-	                         .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
-	vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0, NULL, 0,
-	                     NULL);
+	if (f->nlazy == DFVK_BACKS) return -1;
+	// Recorded at submit, on bcmd.
+	f->lazy[f->nlazy] = i;
+	f->lazyBytes[f->nlazy++] = bytes;
 	return 0;
+}
+
+// backAfter records frame f's copies back still pending on bcmd, which
+// runs once the call's shaders are over (the semaphore computed carries
+// their writes), stamped in the frame's copy range after its operands'
+// copies; then makes them visible to the host.
+static void backAfter(dfvk *c, frame *f) {
+	uint32_t base = xbase(c->cur, f->parity);
+	for (int k = 0; k < f->nlazy; k++) {
+		int i = f->lazy[k];
+		VkBufferCopy cp = {.srcOffset = 0, .dstOffset = 0, .size = f->lazyBytes[k]};
+		int q = c->btimed ? stamp(c, f->bcmd, base, &f->nx, &f->xover, DFVK_XQUERIES) : -1;
+		vkCmdCopyBuffer(f->bcmd, c->twin[i].buf, c->slots[i].buf, 1, &cp);
+		unstamp(c, f->bcmd, base, q);
+	}
+	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+	                      .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+	                      .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+	vkCmdPipelineBarrier(f->bcmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
 int dfvk_begin(dfvk *c, int fi) {
@@ -120,6 +124,7 @@ int dfvk_begin(dfvk *c, int fi) {
 	if ((r = vkResetDescriptorPool(c->dev, f->pool, 0)) != VK_SUCCESS) return r;
 	if ((r = vkResetCommandBuffer(f->cmd, 0)) != VK_SUCCESS) return r;
 	if ((r = vkResetCommandBuffer(f->xcmd, 0)) != VK_SUCCESS) return r;
+	if ((r = vkResetCommandBuffer(f->bcmd, 0)) != VK_SUCCESS) return r;
 	VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
 	                               .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
 	if ((r = vkBeginCommandBuffer(f->cmd, &bi)) != VK_SUCCESS) return r;
@@ -127,9 +132,14 @@ int dfvk_begin(dfvk *c, int fi) {
 		vkEndCommandBuffer(f->cmd);
 		return r;
 	}
-	f->nq = f->nx = 0;
+	if ((r = vkBeginCommandBuffer(f->bcmd, &bi)) != VK_SUCCESS) {
+		vkEndCommandBuffer(f->cmd);
+		vkEndCommandBuffer(f->xcmd);
+		return r;
+	}
+	f->nq = f->nx = f->xb0 = 0;
 	f->qover = f->xover = 0;
-	f->copies = f->dispatched = f->nback = 0;
+	f->copies = f->dispatched = f->nlazy = 0;
 	f->parity ^= 1;
 	if (c->qpool) {
 		// This call's shader range, and the copy range the frame's next
@@ -169,6 +179,7 @@ int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void 
                   uint32_t gy, uint32_t gz) {
 	if (shader < 0 || shader >= c->npipes || nslots < 0 || nslots > DFVK_MAX_BINDINGS || pushBytes > DFVK_PUSH_BYTES)
 		return -1;
+	if (c->fr[c->cur].nlazy > 0) return -1; // the copies back end a call
 	VkDescriptorSet set;
 	VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
 	                                  .descriptorPool = c->fr[c->cur].pool,
@@ -217,7 +228,12 @@ int dfvk_submit(dfvk *c, int wait) {
 	                      .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
 	vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
 	                     1, &mb, 0, NULL, 0, NULL);
+	int backs = f->nlazy > 0;
+	f->xb0 = f->nx; // the operands' copies' stamps end here
+	if (backs) backAfter(c, f);
 	VkResult r = vkEndCommandBuffer(f->xcmd);
+	VkResult rb = vkEndCommandBuffer(f->bcmd);
+	if (r == VK_SUCCESS) r = rb;
 	if (r != VK_SUCCESS) {
 		vkEndCommandBuffer(f->cmd);
 		return r;
@@ -226,7 +242,9 @@ int dfvk_submit(dfvk *c, int wait) {
 	// The copies first, on the transfer queue, signalling copied; the
 	// shaders wait for it with every stage (their timestamps too, so that
 	// the shaders' time is theirs), and its signal makes the copies' writes
-	// visible to them. The fence on the shaders' submission covers both.
+	// visible to them. The copies back, if any, wait for the shaders in
+	// turn (computed carries their writes). The fence on the last
+	// submission covers them all.
 	VkPipelineStageFlags waitAt = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
 	VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &f->cmd};
 	if (f->copies > 0) {
@@ -240,27 +258,34 @@ int dfvk_submit(dfvk *c, int wait) {
 		si.pWaitSemaphores = &f->copied;
 		si.pWaitDstStageMask = &waitAt;
 	}
-	// A failure here leaves copied signalled with no waiter: the device is
-	// lost or out of memory, and every later call fails too.
-	if ((r = vkQueueSubmit(c->queue, 1, &si, f->fence)) != VK_SUCCESS) return r;
+	if (backs) {
+		si.signalSemaphoreCount = 1;
+		si.pSignalSemaphores = &f->computed;
+	}
+	// A failure here leaves a semaphore signalled with no waiter: the
+	// device is lost or out of memory, and every later call fails too.
+	if ((r = vkQueueSubmit(c->queue, 1, &si, backs ? VK_NULL_HANDLE : f->fence)) != VK_SUCCESS) return r;
+	if (backs) {
+		VkSubmitInfo bi = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+		                   .waitSemaphoreCount = 1,
+		                   .pWaitSemaphores = &f->computed,
+		                   .pWaitDstStageMask = &waitAt,
+		                   .commandBufferCount = 1,
+		                   .pCommandBuffers = &f->bcmd};
+		if ((r = vkQueueSubmit(c->bqueue, 1, &bi, f->fence)) != VK_SUCCESS) return r;
+	}
 	f->pending = 1;
 	return wait ? dfvk_wait(c, c->cur) : 0;
 }
 
-// sumTimes adds the n timestamps from query first on (pairs: before, after)
-// to *ns, but those of the pairs listed in backs (copies back) to *backNs.
-static void sumTimes(dfvk *c, uint32_t first, int n, uint64_t mask, uint64_t *ns, const int *backs, int nback,
-                     uint64_t *backNs) {
+// sumTimes adds the n timestamps from query first on (pairs: before,
+// after) to *ns.
+static void sumTimes(dfvk *c, uint32_t first, int n, uint64_t mask, uint64_t *ns) {
 	uint64_t ts[DFVK_QUERIES];
 	if (n <= 0 || vkGetQueryPoolResults(c->dev, c->qpool, first, (uint32_t)n, sizeof ts, ts, sizeof ts[0],
 	                                    VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
 		return;
-	for (int q = 0; q < n / 2; q++) {
-		uint64_t *to = ns;
-		for (int k = 0; k < nback; k++)
-			if (backs[k] == q) to = backNs;
-		*to += (uint64_t)((double)((ts[2 * q + 1] - ts[2 * q]) & mask) * c->tsPeriod);
-	}
+	for (int q = 0; q < n / 2; q++) *ns += (uint64_t)((double)((ts[2 * q + 1] - ts[2 * q]) & mask) * c->tsPeriod);
 }
 
 int dfvk_wait(dfvk *c, int fi) {
@@ -272,8 +297,10 @@ int dfvk_wait(dfvk *c, int fi) {
 	f->pending = 0;
 	vkResetFences(c->dev, 1, &f->fence);
 	if (c->qpool && !f->qover && !f->xover) {
-		sumTimes(c, (uint32_t)(fi * DFVK_QUERIES), f->nq, c->tsMask, &c->shaderNs, f->back, f->nback, &c->copyNs);
-		sumTimes(c, xbase(fi, f->parity), f->nx, c->xtsMask, &c->copyNs, NULL, 0, NULL);
+		// The shaders, the operands' copies, the copies back (xb0 on).
+		sumTimes(c, (uint32_t)(fi * DFVK_QUERIES), f->nq, c->tsMask, &c->shaderNs);
+		sumTimes(c, xbase(fi, f->parity), f->xb0, c->xtsMask, &c->copyNs);
+		sumTimes(c, xbase(fi, f->parity) + (uint32_t)f->xb0, f->nx - f->xb0, c->btsMask, &c->copyNs);
 	}
 	return 0;
 }

@@ -28,6 +28,7 @@ typedef struct {
 	uint32_t maxGroups;  // maxComputeWorkGroupCount[0], [1] (the smaller)
 	uint64_t localHeap;  // the largest DEVICE_LOCAL memory heap, bytes
 	int transferQueue;   // the operands' copies run on a transfer-only queue (the copy engines)
+	int backQueue;       // the results' copies back run on a queue of their own (a second transfer-only one)
 } dfvk_info;
 
 // dfvk_open creates the instance and a device: the physical device whose
@@ -47,7 +48,9 @@ void *dfvk_slot(dfvk *c, int slot, uint64_t bytes, int *res);
 // last call), its operands' dfvk_copy, any number of dfvk_dispatch (each
 // waits for the ones before), dfvk_submit (runs them; with wait 0 it
 // returns at once and dfvk_wait on the frame waits for them). Each call's
-// shaders see the writes of every call before it; its operands' copies run
+// shaders see the writes of every call before it (the copies back of the
+// call before may still run beside them: no call writes a twin that a
+// running call copies back); its operands' copies run
 // on the copy queue and wait only for the copies before them, so they
 // cross the bus while the other frame's call still computes: the host may
 // fill the slots of the next call while the other frame's runs, never
@@ -64,15 +67,21 @@ int dfvk_wait(dfvk *c, int frame);
 // GPU). Returns -1 for a bad slot or size, or after a dispatch.
 int dfvk_copy(dfvk *c, int i, uint64_t bytes);
 
-// dfvk_back records, after the call's dispatches, the copy of the first
-// bytes of slot i's twin back to its mapped memory, which dfvk_slot shows
-// once the call is over: the call's results. It runs on the shaders' queue
-// after every shader before it (and before any after it), so the next
-// call's operands still cross beside it; nothing where the device has no
-// twins. Binding the mapped memory itself instead (the shaders writing
-// results across the bus, tried in 3397c92) made an NVIDIA H100's product
-// shaders 3.6× slower (kernels/README.md). At most DFVK_BACKS a call;
-// returns -1 for a bad slot or size, or past that.
+// dfvk_back records the copy of the first bytes of slot i's twin back to
+// its mapped memory, which dfvk_slot shows once the call is over: the
+// call's results; nothing where the device has no twins. The copies back
+// end a call (a dispatch after one returns -1): they run once its shaders
+// are over, as a submission of their own that waits for the shaders'
+// semaphore, on a second transfer queue where the device has one (the
+// frame's fence after them), so the next call's shaders start while they
+// cross the bus. On the shaders' queue they held the next piece of a
+// product back for as long as its results took to cross
+// (kernels/README.md, "Issue 33, twelfth session"). A device with one
+// transfer queue (or none) submits them to the shaders' queue. Binding the
+// mapped memory itself instead (the shaders writing results across the
+// bus, tried in 3397c92) made an NVIDIA H100's product shaders 3.6× slower
+// (kernels/README.md). At most DFVK_BACKS a call; returns -1 for a bad
+// slot or size, or past that.
 int dfvk_back(dfvk *c, int i, uint64_t bytes);
 #define DFVK_BACKS 8
 

@@ -53,7 +53,9 @@ typedef struct {
 typedef struct {
 	VkCommandBuffer cmd;  // the shaders
 	VkCommandBuffer xcmd; // the operands' copies
+	VkCommandBuffer bcmd; // the copies back that end the call
 	VkSemaphore copied;   // xcmd's end, which cmd waits for
+	VkSemaphore computed; // cmd's end, which bcmd waits for
 	VkDescriptorPool pool;
 	VkFence fence;
 	int pending;    // submitted and not yet waited for
@@ -64,10 +66,13 @@ typedef struct {
 	int parity;     // which of the frame's two copy ranges this call stamps
 	int copies;     // copies recorded in this call
 	int dispatched; // a shader has been recorded in this call
-	// The copies back (dfvk_back): stamped in the shaders' range, counted
-	// as copies; back[k] is the pair of the k-th (-1: not timed).
-	int back[DFVK_BACKS];
-	int nback;
+	// The copies back (dfvk_back), recorded on bcmd at submit and stamped
+	// in the frame's copy range from query xb0 on (the operands' copies
+	// before it).
+	int lazy[DFVK_BACKS];
+	uint64_t lazyBytes[DFVK_BACKS];
+	int nlazy;
+	int xb0;
 } frame;
 
 struct dfvk {
@@ -76,8 +81,10 @@ struct dfvk {
 	VkDevice dev;
 	VkQueue queue;  // compute
 	VkQueue xqueue; // the operands' copies: a transfer-only family's where the device has one, else queue
+	VkQueue bqueue; // the copies back that end a call: a second queue of xfamily where it has one, else queue
 	uint32_t family, xfamily;
 	int xdedicated; // xqueue is a transfer-only family's (the GPU's copy engines)
+	int bown;       // bqueue is xfamily's second queue, not queue
 	uint32_t memType;
 	uint32_t localBits; // memory types with DEVICE_LOCAL, as a mask
 	VkDescriptorSetLayout setLayout;
@@ -113,8 +120,9 @@ struct dfvk {
 	// resets the range the frame's next call will stamp.
 	VkQueryPool qpool;
 	int xtimed; // xqueue has timestamps
+	int btimed; // bqueue has timestamps
 	double tsPeriod; // nanoseconds a tick
-	uint64_t tsMask, xtsMask;
+	uint64_t tsMask, xtsMask, btsMask;
 	uint64_t shaderNs, copyNs;
 };
 

@@ -54,6 +54,7 @@ void dfvk_close(dfvk *c) {
 		for (int f = 0; f < DFVK_FRAMES; f++) {
 			if (c->fr[f].fence) vkDestroyFence(c->dev, c->fr[f].fence, NULL);
 			if (c->fr[f].copied) vkDestroySemaphore(c->dev, c->fr[f].copied, NULL);
+			if (c->fr[f].computed) vkDestroySemaphore(c->dev, c->fr[f].computed, NULL);
 			if (c->fr[f].pool) vkDestroyDescriptorPool(c->dev, c->fr[f].pool, NULL);
 		}
 		if (c->qpool) vkDestroyQueryPool(c->dev, c->qpool, NULL);
@@ -163,6 +164,10 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 		if ((fl & VK_QUEUE_TRANSFER_BIT) && !(fl & (VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT)) && fam[f].queueCount > 0)
 			c->xfamily = f, c->xdedicated = 1, xTsBits = fam[f].timestampValidBits;
 	}
+	// The copies back that end a call take the family's second queue where
+	// it has one (NVIDIA's has two), so that they cross beside the next
+	// call's shaders and operands; else the shaders' queue, after them.
+	c->bown = c->xdedicated && fam[c->xfamily].queueCount >= 2;
 
 	VkPhysicalDeviceProperties p;
 	vkGetPhysicalDeviceProperties(c->phys, &p);
@@ -203,15 +208,16 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 	}
 
 	info->transferQueue = c->xdedicated;
-	float prio = 1;
+	info->backQueue = c->bown;
+	float prio[2] = {1, 1};
 	VkDeviceQueueCreateInfo qci[2] = {{.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
 	                                   .queueFamilyIndex = c->family,
 	                                   .queueCount = 1,
-	                                   .pQueuePriorities = &prio},
+	                                   .pQueuePriorities = prio},
 	                                  {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
 	                                   .queueFamilyIndex = c->xfamily,
-	                                   .queueCount = 1,
-	                                   .pQueuePriorities = &prio}};
+	                                   .queueCount = c->bown ? 2 : 1,
+	                                   .pQueuePriorities = prio}};
 	VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
 	                          .queueCreateInfoCount = c->xdedicated ? 2 : 1,
 	                          .pQueueCreateInfos = qci};
@@ -223,6 +229,8 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 	vkGetDeviceQueue(c->dev, c->family, 0, &c->queue);
 	c->xqueue = c->queue;
 	if (c->xdedicated) vkGetDeviceQueue(c->dev, c->xfamily, 0, &c->xqueue);
+	c->bqueue = c->queue;
+	if (c->bown) vkGetDeviceQueue(c->dev, c->xfamily, 1, &c->bqueue);
 
 	VkDescriptorSetLayoutBinding b[DFVK_MAX_BINDINGS];
 	for (int i = 0; i < DFVK_MAX_BINDINGS; i++)
@@ -304,6 +312,8 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 	}
 	cbi.commandPool = c->xdedicated ? c->xcmdPool : c->cmdPool;
 	for (int f = 0; f < DFVK_FRAMES && r == VK_SUCCESS; f++) r = vkAllocateCommandBuffers(c->dev, &cbi, &c->fr[f].xcmd);
+	cbi.commandPool = c->bown ? c->xcmdPool : c->cmdPool;
+	for (int f = 0; f < DFVK_FRAMES && r == VK_SUCCESS; f++) r = vkAllocateCommandBuffers(c->dev, &cbi, &c->fr[f].bcmd);
 	if (r != VK_SUCCESS) {
 		dfvk_seterr(err, errlen, "vkAllocateCommandBuffers", r);
 		dfvk_close(c);
@@ -312,8 +322,9 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 	VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
 	VkSemaphoreCreateInfo sci = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
 	for (int f = 0; f < DFVK_FRAMES && r == VK_SUCCESS; f++)
-		if ((r = vkCreateFence(c->dev, &fci, NULL, &c->fr[f].fence)) == VK_SUCCESS)
-			r = vkCreateSemaphore(c->dev, &sci, NULL, &c->fr[f].copied);
+		if ((r = vkCreateFence(c->dev, &fci, NULL, &c->fr[f].fence)) == VK_SUCCESS &&
+		    (r = vkCreateSemaphore(c->dev, &sci, NULL, &c->fr[f].copied)) == VK_SUCCESS)
+			r = vkCreateSemaphore(c->dev, &sci, NULL, &c->fr[f].computed);
 	if (r != VK_SUCCESS || (r = vkCreateFence(c->dev, &fci, NULL, &c->fence)) != VK_SUCCESS) {
 		dfvk_seterr(err, errlen, "vkCreateFence", r);
 		dfvk_close(c);
@@ -331,6 +342,8 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 		c->tsMask = bestTsBits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << bestTsBits) - 1);
 		c->xtimed = xTsBits > 0;
 		c->xtsMask = xTsBits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << xTsBits) - 1);
+		c->btimed = c->bown ? c->xtimed : 1;
+		c->btsMask = c->bown ? c->xtsMask : c->tsMask;
 	}
 	// Every query starts reset: the calls reset them from then on (a copy
 	// range for the frame's next call, dfvk_begin).

@@ -123,6 +123,7 @@ func OpenDevice(prefer ...DeviceType) (*Device, error) {
 			MaxBuffer:     int(min(uint64(info.maxBuffer), 1<<30)),
 			LocalHeap:     int64(info.localHeap),
 			TransferQueue: info.transferQueue != 0,
+			BackQueue:     info.backQueue != 0,
 		},
 		groups: int(min(uint32(info.maxGroups), 65535)),
 		pipe:   pipe,
@@ -133,11 +134,15 @@ func OpenDevice(prefer ...DeviceType) (*Device, error) {
 func (d *Device) Info() Info { return d.info }
 
 // Describe is "NAME (TYPE, Vulkan X.Y.Z)", with ", copies on a transfer
-// queue" where the operands' copies have a queue of their own.
+// queue" where the operands' copies have a queue of their own, and
+// ", results back on another" where the copies back have one too.
 func (d *Device) Describe() string {
 	s := fmt.Sprintf("%s (%s, Vulkan %s", d.info.Name, d.info.Type, d.info.API)
 	if d.info.TransferQueue {
 		s += ", copies on a transfer queue"
+	}
+	if d.info.BackQueue {
+		s += ", results back on another"
 	}
 	return s + ")"
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/deltafin/deltafin/kernels"
 	"github.com/deltafin/deltafin/kernels/conformance"
 	"github.com/deltafin/deltafin/kernels/gpu"
+	"github.com/deltafin/deltafin/kernels/shaders"
 	"github.com/stretchr/testify/require"
 )
 
@@ -140,6 +141,23 @@ func TestDeviceTimes(t *testing.T) {
 	sh2, cp2, _ := b.DeviceTimes()
 	require.Greater(t, sh2, sh1)
 	require.Greater(t, cp2, cp1)
+}
+
+// TestCopiesBackEndACall: a dispatch after a copy back is refused (the
+// copies back run after the call's shaders, on a queue of their own where
+// the device has a second transfer queue, vk.c), and the call still ends
+// with its copy back.
+func TestCopiesBackEndACall(t *testing.T) {
+	device(t)
+	d := sharedDev
+	m, err := d.Slot(0, 64)
+	require.NoError(t, err)
+	require.NoError(t, d.Begin())
+	require.NoError(t, d.ToHost(0, 64))
+	err = d.Dispatch(shaders.Act, []int{0, 1}, []uint32{0, 0, 0, 0}, 1, 1)
+	require.Error(t, err, "a dispatch after the copies back")
+	require.NoError(t, d.Submit(), "the call ends with its copy back")
+	require.Len(t, m, 64)
 }
 
 // TestConformancePipelined runs the suite with streamed weights cut into
