@@ -14,8 +14,10 @@ import "errors"
 // (DMA) while the piece before runs its shaders: a call's operand copies
 // are a submission of their own, on the GPU's copy engines where it has a
 // transfer queue, and wait only for the copies before them (vk.c); its
-// results are copied back on the shaders' queue, after them, so the next
-// piece's copies do not wait behind that copy. (Results written into host
+// results are copied back once its shaders are over, a submission of its
+// own on a second transfer queue where the device has one (else on the
+// shaders' queue), so that neither the next piece's copies nor its shaders
+// wait behind that copy. (Results written into host
 // memory by the shaders themselves, with no copy back, made the products'
 // shaders 3.6× slower on an H100: kernels/README.md, "Issue 33, tenth
 // session".)

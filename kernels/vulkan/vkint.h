@@ -46,8 +46,9 @@ typedef struct {
 #define DFVK_XQUERIES 64 // timestamps of a call's copies: two a copy
 
 // A frame records and runs one call: its command buffers (the copies of
-// its operands on the transfer queue, its shaders on the compute queue),
-// the semaphore between them, its descriptor pool, fence and part of the
+// its operands on the transfer queue, its shaders on the compute queue,
+// its results' copies back on the back queue), the semaphores between
+// them, its descriptor pool, fence and part of the
 // query pool, so that the host can fill the slots of the next call while
 // the device runs this one (dfvk_submit with wait 0, dfvk_wait).
 typedef struct {
