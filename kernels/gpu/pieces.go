@@ -27,9 +27,15 @@ import (
 // product's tiles (a piece that leaves the GPU's cores idle costs more
 // than the copies it hides), and a product is at most maxPieces of them (a
 // piece's call has a fixed cost, and the first piece's copy in and the
-// last one's copy out are not hidden).
+// last one's copy out are not hidden). 256, not 512: on an H100 a
+// 12288×7168 product at 256 positions ran its four pieces of 64 positions
+// (384 workgroups each) at 0.27–0.28 of the FMA peak as a call, their
+// shaders at 0.38, against 0.25 and 0.34 for three of 96 (576 workgroups,
+// likely a second wave of a few); kernels/README.md, "Issue 33, twelfth
+// session". Only products under 8 pieces' positions change: longer ones
+// are 8 pieces either way.
 const (
-	pieceMinGroups = 512
+	pieceMinGroups = 256
 	maxPieces      = 8
 )
 

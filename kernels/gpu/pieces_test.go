@@ -14,16 +14,17 @@ func TestCutPositions(t *testing.T) {
 		rows, n, piece int
 		want           []int
 	}{
-		// 12288 rows: 192 row tiles, 3 position tiles (96) fill 512 groups.
-		{12288, 256, 0, []int{0, 96, 192, 256}},
-		{12288, 191, 0, nil},
-		{12288, 192, 0, []int{0, 96, 192}},
+		// 12288 rows: 192 row tiles, 2 position tiles (64) fill 256 groups.
+		{12288, 256, 0, []int{0, 64, 128, 192, 256}},
+		{12288, 127, 0, nil},
+		{12288, 128, 0, []int{0, 64, 128}},
+		{12288, 191, 0, []int{0, 64, 128, 191}},
 		// 16,384 positions: eight pieces of 2,048.
 		{12288, 16384, 0, []int{0, 2048, 4096, 6144, 8192, 10240, 12288, 14336, 16384}},
 		// A narrow product needs more positions to fill the GPU: 3584
-		// rows are 56 tiles, 10 position tiles (320 positions).
-		{3584, 1024, 0, []int{0, 320, 640, 960, 1024}},
-		{3584, 512, 0, nil},
+		// rows are 56 tiles, 5 position tiles (160 positions).
+		{3584, 1024, 0, []int{0, 160, 320, 480, 640, 800, 960, 1024}},
+		{3584, 319, 0, nil},
 		// Set by hand (the tests): the last position joins the piece
 		// before; a piece is at least two positions.
 		{300, 7, 2, []int{0, 2, 4, 7}},
