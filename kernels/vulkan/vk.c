@@ -222,7 +222,9 @@ int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void 
 
 int dfvk_submit(dfvk *c, int wait) {
 	frame *f = &c->fr[c->cur];
-	// What the shaders and the copies back wrote, to the host.
+	// What the shaders wrote, to the host (where there are no twins the
+	// results are the slots themselves; the copies back make theirs
+	// visible on bcmd).
 	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
 	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
 	                      .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
