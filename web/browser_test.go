@@ -106,11 +106,24 @@ func navigating(err error) bool {
 		strings.Contains(msg, "Execution context was destroyed")
 }
 
-// shot saves a screenshot of the whole page under bin/screenshots.
+// shot saves a screenshot of the whole page under bin/screenshots, once
+// the page is laid out: a page just navigated to can report no width
+// ("Cannot take screenshot with 0 width", seen once in a CI run on 2
+// cores), so that answer is a wait for layout, then another try.
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	b, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	require.NoError(t, err)
+	var b []byte
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		until(t, ctx, "the page laid out", `document.readyState === "complete" && document.documentElement.getBoundingClientRect().width > 0`)
+		var err error
+		b, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil && time.Now().Before(deadline) && (strings.Contains(err.Error(), "0 width") || navigating(err)) {
+			continue
+		}
+		require.NoError(t, err, "screenshot %s", name)
+		break
+	}
 	dir := filepath.Join("..", "bin", "screenshots")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "web-"+name+".png"), b, 0o644))
