@@ -223,6 +223,43 @@ func benchCases(shrink int) []benchCase {
 			},
 		})
 	}
+	// shared: products of m matrices over one input, each with its own key
+	// (drawn once for each slot's first key).
+	shared := func(dt kernels.DType, m, rows, cols, n int) {
+		rows = max(rows/shrink, 1)
+		data, scales := matBytes(dt, rows, cols)
+		x := benchVec(n * cols)
+		dst := make([][]float32, m)
+		for j := range dst {
+			dst[j] = make([]float32, n*rows)
+		}
+		mats := func(slot []byte) []kernels.Matrix {
+			ms, off := make([]kernels.Matrix, m), 0
+			for j := range ms {
+				ms[j], off = matAt(slot, dt, rows, cols, off)
+			}
+			return ms
+		}
+		keys := map[uint64][]uint64{}
+		out = append(out, benchCase{
+			name:  fmt.Sprintf("matmul_%s_%dx%d_t%d_shared%d_resident", dt, rows, cols, n, m),
+			bytes: m * (data + scales), flops: m * 2 * rows * cols * n, resident: true, positions: n,
+			mats: mats,
+			call: func(b kernels.Backend, slot []byte, key uint64) {
+				ms := mats(slot)
+				if keys[key] == nil {
+					keys[key] = []uint64{key}
+					for range m - 1 {
+						keys[key] = append(keys[key], kernels.NewKey())
+					}
+				}
+				for j := range ms {
+					ms[j].Key = keys[key][j]
+				}
+				kernels.MatMulShared(b, dst, ms, x, n)
+			},
+		})
+	}
 	matmul(kernels.BF16, 12288, 7168, 1, false) // KDA q/k/v/g projections
 	matmul(kernels.I8, 12288, 7168, 1, false)   // the same in the int8 spine
 	matmul(kernels.F16, 12288, 7168, 1, false)
@@ -249,6 +286,9 @@ func benchCases(shrink int) []benchCase {
 	matmul(kernels.BF16, 12288, 7168, 256, true)
 	matmul(kernels.BF16, 12288, 7168, 512, true)
 	matmul(kernels.I8, 12288, 7168, 256, true)
+	// A KDA layer's q, k, v and output-gate projections over one input
+	// (kernels.MatMulShared), resident: the input crosses once a piece.
+	shared(kernels.BF16, 4, 12288, 7168, 256)
 
 	// The fused routed expert over one span laid out as on disk
 	// (docs/MODEL.md §4.3: w1, w2, w3, each followed by its scales;

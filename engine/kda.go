@@ -136,22 +136,30 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 		vp = st.beginVerify(T)
 		src = vp.prevS
 	}
-	var raw [3][]float32
-	for i, wm := range []kernels.Matrix{w.qProj, w.kProj, w.vProj} {
-		raw[i] = mat(wm, x)
+	// The products over x as one call (kernels.MatMulShared: on a GPU, x
+	// crosses the bus once): q, k, v, the decay gate's and the output
+	// gate's first factors (or the full-rank gate) and β's logits.
+	ws := []kernels.Matrix{w.qProj, w.kProj, w.vProj, w.fA, w.bProj, w.gA}
+	if c.FullRankGate {
+		ws[5] = w.gProj
+	}
+	ys := make([][]float32, len(ws))
+	for i, wm := range ws {
+		ys[i] = make([]float32, T*wm.Rows)
+	}
+	if !stopped(ctx) {
+		kernels.MatMulShared(be, ys, ws, x, T)
 	}
 	// The conv, like the delta rule below, runs on the model's backend:
 	// a verify pass's be would hide its kernel.
-	q := shortConv(m.backend, raw[0], w.qConv, st.conv[0], P, c.ConvSize)
-	k := shortConv(m.backend, raw[1], w.kConv, st.conv[1], P, c.ConvSize)
-	v := shortConv(m.backend, raw[2], w.vConv, st.conv[2], P, c.ConvSize)
-	g := mat(w.fB, mat(w.fA, x)) // [T, P] decay-gate pre-activation
-	b := mat(w.bProj, x)         // [T, nh] beta logits
-	var gate []float32           // [T, P] output-gate pre-activation
-	if c.FullRankGate {
-		gate = mat(w.gProj, x)
-	} else {
-		gate = mat(w.gB, mat(w.gA, x))
+	q := shortConv(m.backend, ys[0], w.qConv, st.conv[0], P, c.ConvSize)
+	k := shortConv(m.backend, ys[1], w.kConv, st.conv[1], P, c.ConvSize)
+	v := shortConv(m.backend, ys[2], w.vConv, st.conv[2], P, c.ConvSize)
+	g := mat(w.fB, ys[3]) // [T, P] decay-gate pre-activation
+	b := ys[4]            // [T, nh] beta logits
+	gate := ys[5]         // [T, P] output-gate pre-activation
+	if !c.FullRankGate {
+		gate = mat(w.gB, gate)
 	}
 
 	// Per head: L2-normalise q and k, scale q by d^−½; β = σ(b̃);
@@ -200,7 +208,7 @@ func (m *Model) kdaForward(ctx context.Context, be kernels.Backend, out, x []flo
 		// Token 0 from prevS into s (out of place), the rest in place:
 		// each step is the arithmetic of a decode step. The inputs are
 		// kept for keep.
-		vp.raw, vp.q, vp.k, vp.v, vp.g, vp.b = raw, q, k, v, g, b
+		vp.raw, vp.q, vp.k, vp.v, vp.g, vp.b = [3][]float32{ys[0], ys[1], ys[2]}, q, k, v, g, b
 		kdaHeads(ctx, rule, o, q, k, v, g, b, src, st.s, T, nh, d, m.heads.workers(T*nh*d*d))
 	case c.GateLowerBound == nil && T > kdaChunkSize:
 		kdaChunked(ctx, be, o, q, k, v, g, b, st.s, T, nh, d, kdaChunkSize, m.heads)

@@ -218,6 +218,32 @@ func (s split) MatMul(dst []float32, w Matrix, x []float32, n int) {
 	be.MatMul(dst, w, x, n)
 }
 
+// MatMulShared sends the products the rule gives the GPU there as one
+// call (MatMulShared on the prefill backend: their input crosses once) and
+// runs the rest on the CPU, each as MatMul would.
+func (s split) MatMulShared(dst [][]float32, ws []Matrix, x []float32, n int) {
+	var gd [][]float32
+	var gw []Matrix
+	for j, w := range ws {
+		if s.onGPU(n, matIntensity(w), w) {
+			gd, gw = append(gd, dst[j]), append(gw, w)
+		}
+	}
+	if len(gw) > 0 {
+		done := func() {}
+		if n > 1 {
+			done = s.meter.timeCalls(true, kindMatMul, len(gw), len(gw)*n)
+		}
+		MatMulShared(s.prefill, gd, gw, x, n)
+		done()
+	}
+	for j, w := range ws {
+		if !s.onGPU(n, matIntensity(w), w) {
+			s.MatMul(dst[j], w, x, n)
+		}
+	}
+}
+
 func (s split) ExpertFFN(dst []float32, e Expert, act Activation, x []float32, n int) {
 	be, gpu := s.decode, s.onGPU(n, expertIntensity(e), e.W1, e.W2, e.W3)
 	if gpu {

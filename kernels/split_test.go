@@ -392,3 +392,54 @@ func requireOnTheCPU(t *testing.T, run func(Backend) []float32) {
 	var calls []int
 	require.Equal(t, run(cpu), run(counting{Ref(), &calls}), "a backend without a kernel")
 }
+
+// sharing is a GPU stand-in that runs products over one input as one call
+// and records how many each call took.
+type sharing struct {
+	keeping
+	shared *[]int
+}
+
+func (s sharing) MatMulShared(dst [][]float32, ws []Matrix, x []float32, n int) {
+	*s.shared = append(*s.shared, len(ws))
+	for j, w := range ws {
+		s.keeping.MatMul(dst[j], w, x, n)
+	}
+}
+
+// Products over one input: those the rule gives the GPU reach it as one
+// call, the rest run on the CPU, each with MatMul's bits; a backend that
+// cannot share runs them one by one.
+func TestMatMulSharedGoesToTheGPUAsOneCall(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(9, 10))
+	wide1, narrow, wide2 := randMatrix(rng, BF16, 64, 64), randMatrix(rng, BF16, 8, 64), randMatrix(rng, I8, 48, 64)
+	wide1.Key, narrow.Key, wide2.Key = NewKey(), NewKey(), NewKey()
+	ws := []Matrix{wide1, narrow, wide2}
+	const n = 20
+	x := randVec(rng, n*64)
+	check := func(b Backend) {
+		t.Helper()
+		dst := make([][]float32, len(ws))
+		for j, w := range ws {
+			dst[j] = make([]float32, n*w.Rows)
+		}
+		MatMulShared(b, dst, ws, x, n)
+		for j, w := range ws {
+			want := make([]float32, n*w.Rows)
+			Ref().MatMul(want, w, x, n)
+			require.Equal(t, want, dst[j], "product %d", j)
+		}
+	}
+	var gpu, cpu, shared []int
+	rule := AccelOptions{ResidentMinPositions: 3, StreamedMinPositions: 5, MinIntensity: 10} // narrow: 3.6 FLOPs a byte
+	check(Accelerate(sharing{keeping{counting{Ref(), &gpu}, true}, &shared}, counting{Ref(), &cpu}, rule))
+	require.Equal(t, []int{2}, shared, "the two wide products in one call")
+	require.Equal(t, []int{n, n}, gpu)
+	require.Equal(t, []int{n}, cpu, "the narrow one on the CPU")
+
+	var one []int
+	check(counting{Ref(), &one})
+	require.Equal(t, []int{n, n, n}, one, "one by one elsewhere")
+	require.Panics(t, func() { MatMulShared(Ref(), make([][]float32, 2), ws, x, n) }, "an output a product")
+}

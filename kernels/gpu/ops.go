@@ -94,7 +94,7 @@ func (b *Backend) matmul(dst []float32, w kernels.Matrix, x []float32, n int) (e
 	resident := w.Key != 0 && int64(len(w.Data)+len(w.Scales)) <= b.resBudget()
 	if resident {
 		if p, cuts := b.pieceCuts(w.Rows, n); cuts != nil {
-			return b.matmulPieces(p, dst, x, w, n, cuts)
+			return b.matmulShared(p, [][]float32{dst}, []kernels.Matrix{w}, x, n, cuts)
 		}
 	}
 	block := b.rowBlock(w)

@@ -1,12 +1,5 @@
 package gpu
 
-import (
-	"errors"
-
-	"github.com/deltafin/deltafin/kernels"
-	"github.com/deltafin/deltafin/kernels/shaders"
-)
-
 // A product over weights the device keeps (resident.go) moves only its
 // activations: the positions' inputs to the device and their outputs back,
 // both across the bus and through the host's copies into and out of the
@@ -84,66 +77,4 @@ func cutPositions(rows, n, piece int) []int {
 		cuts = cuts[:len(cuts)-1]
 	}
 	return append(cuts, n)
-}
-
-// matmulPieces computes dst = W·x for the n positions of x, a resident w,
-// in the pieces cuts gives (pieceCuts), alternating p's two frames and slot
-// sets. The shader is the one the whole call would take (matGrid over n).
-func (b *Backend) matmulPieces(p Pipeliner, dst, x []float32, w kernels.Matrix, n int, cuts []int) (err error) {
-	defer func() { err = errors.Join(err, settle(p)) }()
-	block := b.rowBlock(w)
-	collect := func(set, t0, t1 int) error {
-		if err := p.Wait(set); err != nil {
-			return err
-		}
-		return b.getF32(at(slotY, set), dst[t0*w.Rows:t1*w.Rows])
-	}
-	for i := 0; i+1 < len(cuts); i++ {
-		// The set's piece before (two ago) was collected when the
-		// piece after it had been submitted.
-		t0, t1, set := cuts[i], cuts[i+1], i%2
-		np := t1 - t0
-		if err := b.putF32(at(slotX, set), x[t0*w.Cols:t1*w.Cols]); err != nil {
-			return err
-		}
-		if _, err := b.slot(at(slotY, set), 4*np*w.Rows); err != nil {
-			return err
-		}
-		type blk struct{ r0, r1, data, scales int }
-		var blocks []blk
-		for r0 := 0; r0 < w.Rows; r0 += block {
-			r1 := min(w.Rows, r0+block)
-			wd, ws, err := b.weights(w, r0, r1, at(slotW1, set), at(slotS1, set))
-			if err != nil {
-				return err
-			}
-			blocks = append(blocks, blk{r0, r1, wd, ws})
-		}
-		if err := b.beginFrame(p, set); err != nil {
-			return err
-		}
-		for _, k := range blocks {
-			shader, gx, _ := b.matGrid(k.r1-k.r0, n)
-			h := tilePositions
-			if shader == shaders.MMBig {
-				h = bigPositions
-			}
-			if err := b.dispatch(shader, []int{k.data, k.scales, at(slotX, set), at(slotY, set)}, matPush(w, k.r1-k.r0, np, w.Rows, k.r0), gx, (np+h-1)/h, 1); err != nil {
-				return err
-			}
-		}
-		if err := b.dev.ToHost(at(slotY, set), 4*np*w.Rows); err != nil {
-			return err
-		}
-		if err := b.submitAsync(p); err != nil {
-			return err
-		}
-		if i > 0 {
-			if err := collect(1-set, cuts[i-1], t0); err != nil {
-				return err
-			}
-		}
-	}
-	last := len(cuts) - 2
-	return collect(last%2, cuts[last], cuts[last+1])
 }

@@ -217,3 +217,69 @@ func TestResidentProductInPiecesIsTheWholeCall(t *testing.T) {
 		}
 	}
 }
+
+// Products over one input (kernels.MatMulShared) give the bits of each
+// product alone: as one call a piece of positions (the pieces' calls
+// counted once for them all, not once a product), as one call with no
+// Pipeliner (pipelining off, as on Metal), over more products than one
+// call takes (two calls), and one by one when a matrix is not resident.
+func TestMatMulSharedIsEachProduct(t *testing.T) {
+	device(t)
+	rng := rand.New(rand.NewPCG(27, 28))
+	var ws []kernels.Matrix
+	for i, dt := range []kernels.DType{kernels.BF16, kernels.I8, kernels.MXFP4, kernels.F16, kernels.BF16, kernels.I8, kernels.MXFP4, kernels.F16, kernels.BF16} {
+		w := conformance.RandMatrix(rng, dt, 64+37*i, 256)
+		w.Key = kernels.NewKey()
+		ws = append(ws, w)
+	}
+	run := func(b *gpu.Backend, ws []kernels.Matrix, x []float32, n int) [][]float32 {
+		dst := make([][]float32, len(ws))
+		for j, w := range ws {
+			dst[j] = make([]float32, n*w.Rows)
+		}
+		kernels.MatMulShared(b, dst, ws, x, n)
+		require.NoError(t, b.Err())
+		return dst
+	}
+	for _, c := range []struct {
+		name     string
+		products int
+		n, piece int
+		chunk    int   // SetPipelineChunk
+		streamed bool  // the last matrix has no key
+		calls    int64 // pipelined calls the products took
+	}{
+		{"pieces", 3, 40, 16, 0, false, 3},
+		{"one piece", 3, 5, 16, 0, false, 1},
+		{"no pipeliner", 4, 40, 16, -1, false, 0},
+		{"two calls", 9, 40, 16, 0, false, 6},
+		{"one position", 3, 1, 16, 0, false, 0},
+		{"one not resident", 3, 40, 16, 0, true, 6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ws := append([]kernels.Matrix(nil), ws[:c.products]...)
+			if c.streamed {
+				ws[len(ws)-1].Key = 0
+			}
+			x := conformance.RandVec(rng, c.n*256)
+			each, shared := gpu.New("vulkan", sharedDev, nil), gpu.New("vulkan", sharedDev, nil)
+			each.SetPositionPiece(c.piece)
+			shared.SetPositionPiece(c.piece)
+			shared.SetPipelineChunk(c.chunk)
+			want := make([][]float32, len(ws))
+			for j, w := range ws {
+				want[j] = make([]float32, c.n*w.Rows)
+				each.MatMul(want[j], w, x, c.n)
+			}
+			require.NoError(t, each.Err())
+			got := run(shared, ws, x, c.n)
+			require.Equal(t, want, got)
+			require.Equal(t, c.calls, shared.PipelinedCalls(), "the calls the products took")
+			for j, w := range ws {
+				ref := make([]float32, c.n*w.Rows)
+				kernels.Ref().MatMul(ref, w, x, c.n)
+				conformance.RequireWithin(t, ref, got[j], conformance.MatMulTol(w, x, c.n), w.DType.String())
+			}
+		})
+	}
+}

@@ -17,8 +17,8 @@ import (
 const validationLayer = "/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"
 
 // TestCallsPassSyncValidation runs the pipelined products and groups of
-// experts, the device clock's calls, an attention and a resident expert
-// once more, in a child process, under Khronos' validation layer with its
+// experts, the device clock's calls, an attention, a resident expert, a
+// resident product in pieces and products over one input once more, in a child process, under Khronos' validation layer with its
 // synchronization checks, and fails on anything the layer reports. The
 // semaphores and barriers are what lets one call's operands cross the bus
 // (on a queue of their own) while the call before computes (vk.c): too few
@@ -44,13 +44,13 @@ func TestCallsPassSyncValidation(t *testing.T) {
 		"khronos_validation.report_flags = error,warn,info",
 		"khronos_validation.log_filename = " + logFile,
 	}, "\n")+"\n"), 0o644))
-	run := "^(TestPipelinedIsOnePiece|TestDeviceTimes|TestAttentionConformance|TestResidentExpertFFN|TestResidentProductInPiecesIsTheWholeCall)$"
+	run := "^(TestPipelinedIsOnePiece|TestDeviceTimes|TestAttentionConformance|TestResidentExpertFFN|TestResidentProductInPiecesIsTheWholeCall|TestMatMulSharedIsEachProduct)$"
 	cmd := exec.Command(os.Args[0], "-test.run", run, "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), "VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation", "VK_LAYER_SETTINGS_PATH="+settings)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "the tests under the validation layer:\n%s", out)
 	for _, name := range []string{"TestPipelinedIsOnePiece", "TestDeviceTimes", "TestAttentionConformance", "TestResidentExpertFFN",
-		"TestResidentProductInPiecesIsTheWholeCall"} {
+		"TestResidentProductInPiecesIsTheWholeCall", "TestMatMulSharedIsEachProduct"} {
 		require.Contains(t, string(out), "--- PASS: "+name, "%s ran", name)
 	}
 	raw, err := os.ReadFile(logFile)

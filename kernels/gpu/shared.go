@@ -1,0 +1,180 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/deltafin/deltafin/kernels"
+	"github.com/deltafin/deltafin/kernels/shaders"
+)
+
+// Products over one input (kernels.MatMulShared): the activations of a
+// layer's projections (the KDA's q, k, v, gate and decay over the
+// normalised hidden state) cross the bus once a piece of positions, every
+// product's dispatches run back to back on them in one call, and their
+// results come back by the copies that end it, beside the next piece's
+// shaders. Each product's outputs are the FMA chains MatMul gives, so the
+// bits are those of the products one by one. A product over resident
+// weights alone is the case of one (matmul's pieces).
+
+// sharedOut are the slots of a call's outputs, product j's the j-th: the
+// product's own (slotY), then slots no product call uses (the expert
+// FFN's intermediates, and 11 to 15, past slotTab). A call takes at most
+// len(sharedOut) products, as many as its copies back (DFVK_BACKS).
+var sharedOut = [...]int{slotY, slotG, slotU, 11, 12, 13, 14, 15}
+
+// MatMulShared computes dst[j] = ws[j]·x for the n positions of x on the
+// device, up to len(sharedOut) products a call, when every matrix is kept
+// there (a Key, within the resident budget, all of them at once) and n > 1;
+// otherwise, and for what the device cannot take, as MatMul each.
+func (b *Backend) MatMulShared(dst [][]float32, ws []kernels.Matrix, x []float32, n int) {
+	for j, w := range ws {
+		mustShape(dst[j], w, x, n)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for lo := 0; lo < len(ws); lo += len(sharedOut) {
+		hi := min(len(ws), lo+len(sharedOut))
+		if err := b.matmulSharedCall(dst[lo:hi], ws[lo:hi], x, n); err != nil {
+			b.fail(err)
+			for j := lo; j < hi; j++ {
+				b.fallback.MatMul(dst[j], ws[j], x, n)
+			}
+		}
+	}
+}
+
+// matmulSharedCall runs up to len(sharedOut) products over x: as one call
+// in pieces of positions (pieceCuts over the widest product: its tiles
+// decide how many positions fill the device) when every matrix is resident
+// together, else one by one.
+func (b *Backend) matmulSharedCall(dst [][]float32, ws []kernels.Matrix, x []float32, n int) error {
+	need, rows := int64(0), 0
+	shared := n > 1
+	for _, w := range ws {
+		need += int64(len(w.Data) + len(w.Scales))
+		rows = max(rows, w.Rows)
+		shared = shared && w.Key != 0 && b.fits(w, n)
+	}
+	if !shared || need > b.resBudget() {
+		for j, w := range ws {
+			if err := b.matmul(dst[j], w, x, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Every block resident before the first is recorded: a block copied
+	// in later could evict one a recorded dispatch binds.
+	for _, w := range ws {
+		block := b.rowBlock(w)
+		for r0 := 0; r0 < w.Rows; r0 += block {
+			if _, _, err := b.weights(w, r0, min(w.Rows, r0+block), slotW1, slotS1); err != nil {
+				return err
+			}
+		}
+	}
+	p, cuts := b.pieceCuts(rows, n)
+	if cuts == nil {
+		cuts = []int{0, n}
+	}
+	return b.matmulShared(p, dst, ws, x, n, cuts)
+}
+
+// matmulShared computes dst[j] = ws[j]·x for the n positions of x, every
+// ws[j] resident, in the pieces cuts gives (where each starts, and n),
+// each piece one call: x's piece copied in once, every product's
+// dispatches, every product's results copied back. With p, the pieces
+// alternate its two frames and slot sets, the host filling one piece's
+// inputs and collecting the results of the one before while the device
+// runs; without, each call runs alone. Each product's shader is the one
+// its whole call would take (matGrid over n).
+func (b *Backend) matmulShared(p Pipeliner, dst [][]float32, ws []kernels.Matrix, x []float32, n int, cuts []int) (err error) {
+	if len(ws) > len(sharedOut) {
+		return fmt.Errorf("%w: %d products over one input, at most %d a call", ErrLimit, len(ws), len(sharedOut))
+	}
+	defer func() { err = errors.Join(err, settle(p)) }()
+	cols := ws[0].Cols
+	collect := func(set, t0, t1 int) error {
+		if p != nil {
+			if err := p.Wait(set); err != nil {
+				return err
+			}
+		}
+		for j, w := range ws {
+			if err := b.getF32(at(sharedOut[j], set), dst[j][t0*w.Rows:t1*w.Rows]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	type blk struct{ j, r0, r1, data, scales int }
+	for i := 0; i+1 < len(cuts); i++ {
+		// With p, the set's piece before (two ago) was collected when
+		// the piece after it had been submitted.
+		t0, t1, set := cuts[i], cuts[i+1], i%2
+		if p == nil {
+			set = 0
+		}
+		np := t1 - t0
+		if err := b.putF32(at(slotX, set), x[t0*cols:t1*cols]); err != nil {
+			return err
+		}
+		var blocks []blk
+		for j, w := range ws {
+			if _, err := b.slot(at(sharedOut[j], set), 4*np*w.Rows); err != nil {
+				return err
+			}
+			block := b.rowBlock(w)
+			for r0 := 0; r0 < w.Rows; r0 += block {
+				r1 := min(w.Rows, r0+block)
+				wd, wsc, err := b.weights(w, r0, r1, at(slotW1, set), at(slotS1, set))
+				if err != nil {
+					return err
+				}
+				blocks = append(blocks, blk{j, r0, r1, wd, wsc})
+			}
+		}
+		if err := b.beginFrame(p, set); err != nil {
+			return err
+		}
+		for _, k := range blocks {
+			w := ws[k.j]
+			shader, gx, _ := b.matGrid(k.r1-k.r0, n)
+			h := tilePositions
+			if shader == shaders.MMBig {
+				h = bigPositions
+			}
+			if err := b.dispatch(shader, []int{k.data, k.scales, at(slotX, set), at(sharedOut[k.j], set)}, matPush(w, k.r1-k.r0, np, w.Rows, k.r0), gx, (np+h-1)/h, 1); err != nil {
+				return err
+			}
+		}
+		for j, w := range ws {
+			if err := b.dev.ToHost(at(sharedOut[j], set), 4*np*w.Rows); err != nil {
+				return err
+			}
+		}
+		if p == nil {
+			if err := b.dev.Submit(); err != nil {
+				return err
+			}
+			if err := collect(set, t0, t1); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := b.submitAsync(p); err != nil {
+			return err
+		}
+		if i > 0 {
+			if err := collect(1-set, cuts[i-1], t0); err != nil {
+				return err
+			}
+		}
+	}
+	if p == nil {
+		return nil
+	}
+	last := len(cuts) - 2
+	return collect(last%2, cuts[last], cuts[last+1])
+}
