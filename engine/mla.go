@@ -49,18 +49,32 @@ func (m *Model) mlaForward(ctx context.Context, be kernels.Backend, out, x []flo
 		return y
 	}
 
-	// q = q_b · RMSNorm(q_a · x), or q_proj · x: [T, nh, qk].
-	var q []float32
+	// The products over x as one call (kernels.MatMulShared: on a GPU, x
+	// crosses the bus once): q_a (or q_proj), kv_a, and the output gate.
+	ws := []kernels.Matrix{w.qProj, w.kvA}
 	if c.QLoRA > 0 {
-		cq := mat(w.qA, x)
-		rmsNormRows(cq, cq, w.qANorm, c.Eps, c.QLoRA)
-		q = mat(w.qB, cq)
-	} else {
-		q = mat(w.qProj, x)
+		ws[0] = w.qA
+	}
+	if w.gProj != nil {
+		ws = append(ws, *w.gProj)
+	}
+	ys := make([][]float32, len(ws))
+	for i, wm := range ws {
+		ys[i] = make([]float32, T*wm.Rows)
+	}
+	if !stopped(ctx) {
+		kernels.MatMulShared(be, ys, ws, x, T)
+	}
+
+	// q = q_b · RMSNorm(q_a · x), or q_proj · x: [T, nh, qk].
+	q := ys[0]
+	if c.QLoRA > 0 {
+		rmsNormRows(q, q, w.qANorm, c.Eps, c.QLoRA)
+		q = mat(w.qB, q)
 	}
 
 	// ckv = kv_a · x = [latent r | kpe rope]; kv = kv_b · RMSNorm(latent).
-	ckv := mat(w.kvA, x)
+	ckv := ys[1]
 	lat := make([]float32, T*r)
 	for t := 0; t < T; t++ {
 		rmsNorm(lat[t*r:(t+1)*r], ckv[t*(r+rope):t*(r+rope)+r], w.kvANorm, c.Eps)
@@ -98,7 +112,7 @@ func (m *Model) mlaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	// The σ is the model's backend's elementwise kernel (a verify pass's
 	// be would hide it), a worker's rows a call, the rows over the cores.
 	if w.gProj != nil {
-		g := mat(*w.gProj, x)
+		g := ys[2]
 		row := nh * dv
 		parallelHeads(T, m.heads.workers(T*row*8), func(t0, t1 int) {
 			gs := g[t0*row : t1*row]
