@@ -224,9 +224,12 @@ func (s split) MatMul(dst []float32, w Matrix, x []float32, n int) {
 func (s split) MatMulShared(dst [][]float32, ws []Matrix, x []float32, n int) {
 	var gd [][]float32
 	var gw []Matrix
+	var cpu []int
 	for j, w := range ws {
 		if s.onGPU(n, matIntensity(w), w) {
 			gd, gw = append(gd, dst[j]), append(gw, w)
+		} else {
+			cpu = append(cpu, j)
 		}
 	}
 	if len(gw) > 0 {
@@ -237,10 +240,8 @@ func (s split) MatMulShared(dst [][]float32, ws []Matrix, x []float32, n int) {
 		MatMulShared(s.prefill, gd, gw, x, n)
 		done()
 	}
-	for j, w := range ws {
-		if !s.onGPU(n, matIntensity(w), w) {
-			s.MatMul(dst[j], w, x, n)
-		}
+	for _, j := range cpu {
+		s.MatMul(dst[j], ws[j], x, n)
 	}
 }
 

@@ -17,7 +17,8 @@
 // weights into pieces, each one call, so that on a Pipeliner the host
 // copies the next piece into a second slot set while the device runs the
 // one before; pieces.go runs a product over resident weights in pieces
-// of positions the same way, the activations' copies under the shaders).
+// of positions the same way, the activations' copies under the shaders;
+// shared.go runs several such products over one input as one call a piece).
 // When the device fails (or an
 // operand exceeds its limits) the call is computed on the CPU instead, by the
 // fallback kernels.Backend, and Err reports why.
