@@ -29,3 +29,44 @@ func (b *Backend) DeviceTimes() (shaders, copies time.Duration, ok bool) {
 	defer b.mu.Unlock()
 	return c.DeviceTimes()
 }
+
+// A Span is one call on the device's own clock (Tracer): when its
+// operands' copies, its shaders and its copies back began and ended, each
+// pair zero where the call had none. Spans of calls in a row show where
+// the device sat idle between them and what held the next one back: its
+// copies in starting late (the host's turn), ending late (the bus), or
+// neither (the queues' semaphores).
+type Span struct {
+	CopiesIn, Shaders, CopiesBack [2]time.Duration
+}
+
+// A Tracer is a Clock that keeps each call's Span while Trace is on, for a
+// benchmark to read with Spans (oldest first, forgotten once read).
+type Tracer interface {
+	Trace(on bool)
+	Spans() []Span
+}
+
+// Trace turns the device's spans on or off (Tracer); false where the
+// device keeps none.
+func (b *Backend) Trace(on bool) bool {
+	t, ok := b.dev.(Tracer)
+	if !ok {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t.Trace(on)
+	return true
+}
+
+// Spans hands over the spans the device kept since Trace (Tracer).
+func (b *Backend) Spans() []Span {
+	t, ok := b.dev.(Tracer)
+	if !ok {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return t.Spans()
+}

@@ -76,6 +76,14 @@ echo "conformance exit $?" >>"$out/env.txt"
 grep -m1 'device ' "$out/conformance.txt" >>"$out/env.txt"
 tail -3 "$out/conformance.txt"
 fi
+# GOBENCH=REGEX: the package's Go benchmarks matching it (gobench.txt;
+# BenchmarkResidentPieces reports where a product's pieces leave the
+# device idle), GOBENCHTIME runs each (default 20x).
+if [ -n "${GOBENCH:-}" ]; then
+	(cd kernels/vulkan && "$bin/vulkan.test" -test.run '^$' -test.bench "$GOBENCH" -test.benchtime "${GOBENCHTIME:-20x}" -test.v) >"$out/gobench.txt" 2>&1
+	echo "gobench exit $?" >>"$out/env.txt"
+	grep -E "^Benchmark|piece " "$out/gobench.txt" | tail -24
+fi
 if [ "$phase" != slice ]; then
 
 # Speed: the default ("auto") backend with every GPU backend present beside

@@ -281,13 +281,18 @@ int dfvk_submit(dfvk *c, int wait) {
 }
 
 // sumTimes adds the n timestamps from query first on (pairs: before,
-// after) to *ns.
-static void sumTimes(dfvk *c, uint32_t first, int n, uint64_t mask, uint64_t *ns) {
+// after) to *ns, and where span is set puts the first and the last in
+// span[0] and span[1] (nanoseconds on the device's clock).
+static void sumTimes(dfvk *c, uint32_t first, int n, uint64_t mask, uint64_t *ns, uint64_t *span) {
 	uint64_t ts[DFVK_QUERIES];
 	if (n <= 0 || vkGetQueryPoolResults(c->dev, c->qpool, first, (uint32_t)n, sizeof ts, ts, sizeof ts[0],
 	                                    VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
 		return;
 	for (int q = 0; q < n / 2; q++) *ns += (uint64_t)((double)((ts[2 * q + 1] - ts[2 * q]) & mask) * c->tsPeriod);
+	if (span) {
+		span[0] = (uint64_t)((double)(ts[0] & mask) * c->tsPeriod);
+		span[1] = (uint64_t)((double)(ts[n - 1] & mask) * c->tsPeriod);
+	}
 }
 
 int dfvk_wait(dfvk *c, int fi) {
@@ -300,9 +305,12 @@ int dfvk_wait(dfvk *c, int fi) {
 	vkResetFences(c->dev, 1, &f->fence);
 	if (c->qpool && !f->qover && !f->xover) {
 		// The shaders, the operands' copies, the copies back (xb0 on).
-		sumTimes(c, (uint32_t)(fi * DFVK_QUERIES), f->nq, c->tsMask, &c->shaderNs);
-		sumTimes(c, xbase(fi, f->parity), f->xb0, c->xtsMask, &c->copyNs);
-		sumTimes(c, xbase(fi, f->parity) + (uint32_t)f->xb0, f->nx - f->xb0, c->btsMask, &c->copyNs);
+		dfvk_span sp = {0};
+		int keep = c->tracing && c->nspans < DFVK_SPANS;
+		sumTimes(c, (uint32_t)(fi * DFVK_QUERIES), f->nq, c->tsMask, &c->shaderNs, keep ? sp.sh : NULL);
+		sumTimes(c, xbase(fi, f->parity), f->xb0, c->xtsMask, &c->copyNs, keep ? sp.in : NULL);
+		sumTimes(c, xbase(fi, f->parity) + (uint32_t)f->xb0, f->nx - f->xb0, c->btsMask, &c->copyNs, keep ? sp.back : NULL);
+		if (keep) c->spans[c->nspans++] = sp;
 	}
 	return 0;
 }
@@ -315,6 +323,18 @@ static int settle(dfvk *c) {
 		if (r != 0) return r;
 	}
 	return 0;
+}
+
+void dfvk_trace(dfvk *c, int on) {
+	c->tracing = on;
+	c->nspans = 0;
+}
+
+int dfvk_spans(dfvk *c, dfvk_span *out, int max) {
+	int n = c->nspans < max ? c->nspans : max;
+	memcpy(out, c->spans, (size_t)n * sizeof *out);
+	c->nspans = 0;
+	return n;
 }
 
 int dfvk_times(dfvk *c, uint64_t *shaderNs, uint64_t *copyNs) {

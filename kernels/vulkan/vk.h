@@ -94,6 +94,23 @@ int dfvk_back(dfvk *c, int i, uint64_t bytes);
 // more than the device's busy time.
 int dfvk_times(dfvk *c, uint64_t *shaderNs, uint64_t *copyNs);
 
+// dfvk_span is one timed call on the device's clock (nanoseconds from its
+// own epoch; both 0 where the call had no such operation): the first and
+// last timestamps of its operands' copies, of its shaders and of its
+// copies back. With dfvk_trace on, dfvk_wait keeps the span of each call
+// it waits for, up to DFVK_SPANS (later ones are dropped), and dfvk_spans
+// hands them over oldest first and forgets them: where a product's pieces
+// leave the device idle between their shaders, and whether the host's
+// submission, the bus or the semaphores held the next one back, is what
+// the benchmarks read from them (the queues' clocks are the device's one
+// timer on NVIDIA and lavapipe; Vulkan promises it only within a queue).
+typedef struct {
+	uint64_t in[2], sh[2], back[2];
+} dfvk_span;
+#define DFVK_SPANS 256
+void dfvk_trace(dfvk *c, int on);
+int dfvk_spans(dfvk *c, dfvk_span *out, int max);
+
 // dfvk_upload copies bytes of data into a new device-local buffer (through a
 // host-visible staging buffer, waiting for the copy) and sets *id to a
 // buffer id that dfvk_dispatch takes like a slot (>= DFVK_SLOTS). Not

@@ -125,6 +125,9 @@ struct dfvk {
 	double tsPeriod; // nanoseconds a tick
 	uint64_t tsMask, xtsMask, btsMask;
 	uint64_t shaderNs, copyNs;
+	int tracing; // dfvk_trace: keep each waited call's span
+	int nspans;
+	dfvk_span spans[DFVK_SPANS];
 };
 
 #define MAX_SETS 64

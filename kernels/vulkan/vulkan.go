@@ -231,6 +231,31 @@ func (d *Device) DeviceTimes() (shaders, copies time.Duration, ok bool) {
 	return time.Duration(s), time.Duration(c), ok
 }
 
+var _ gpu.Tracer = (*Device)(nil)
+
+// Trace starts (on) or stops keeping each call's span on the device's
+// clock, forgetting those kept so far (dfvk_trace).
+func (d *Device) Trace(on bool) {
+	v := 0
+	if on {
+		v = 1
+	}
+	C.dfvk_trace(d.c, C.int(v))
+}
+
+// Spans hands over the spans kept since Trace or the last Spans, oldest
+// first: at most the first DFVK_SPANS calls of those.
+func (d *Device) Spans() []gpu.Span {
+	var buf [C.DFVK_SPANS]C.dfvk_span
+	n := int(C.dfvk_spans(d.c, &buf[0], C.DFVK_SPANS))
+	out := make([]gpu.Span, n)
+	pair := func(v [2]C.uint64_t) [2]time.Duration { return [2]time.Duration{time.Duration(v[0]), time.Duration(v[1])} }
+	for i, s := range buf[:n] {
+		out[i] = gpu.Span{CopiesIn: pair(s.in), Shaders: pair(s.sh), CopiesBack: pair(s.back)}
+	}
+	return out
+}
+
 // ResidentBudget is how many bytes of weights may stay on the device: three
 // quarters of its largest device-local heap; none on an integrated GPU,
 // whose heap is the host RAM the engine already holds the weights in (a copy
