@@ -249,7 +249,9 @@ func (d *Device) Spans() []gpu.Span {
 	var buf [C.DFVK_SPANS]C.dfvk_span
 	n := int(C.dfvk_spans(d.c, &buf[0], C.DFVK_SPANS))
 	out := make([]gpu.Span, n)
-	pair := func(v [2]C.uint64_t) [2]time.Duration { return [2]time.Duration{time.Duration(v[0]), time.Duration(v[1])} }
+	pair := func(v [2]C.uint64_t) [2]time.Duration {
+		return [2]time.Duration{time.Duration(v[0]), time.Duration(v[1])}
+	}
 	for i, s := range buf[:n] {
 		out[i] = gpu.Span{CopiesIn: pair(s.in), Shaders: pair(s.sh), CopiesBack: pair(s.back)}
 	}
