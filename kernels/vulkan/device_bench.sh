@@ -76,13 +76,18 @@ echo "conformance exit $?" >>"$out/env.txt"
 grep -m1 'device ' "$out/conformance.txt" >>"$out/env.txt"
 tail -3 "$out/conformance.txt"
 fi
-# GOBENCH=REGEX: the package's Go benchmarks matching it (gobench.txt;
-# BenchmarkResidentPieces reports where a product's pieces leave the
-# device idle), GOBENCHTIME runs each (default 20x).
+# GOBENCH=REGEX: the package's Go benchmarks matching it, for
+# vulkan.test and every other test binary carried as vulkan-NAME.test.gz
+# (a variant's: gobench.txt, gobench-NAME.txt; BenchmarkResidentPieces
+# reports where a product's pieces leave the device idle), GOBENCHTIME
+# runs each (default 20x).
 if [ -n "${GOBENCH:-}" ]; then
-	(cd kernels/vulkan && "$bin/vulkan.test" -test.run '^$' -test.bench "$GOBENCH" -test.benchtime "${GOBENCHTIME:-20x}" -test.v) >"$out/gobench.txt" 2>&1
-	echo "gobench exit $?" >>"$out/env.txt"
-	grep -E "^Benchmark|piece " "$out/gobench.txt" | tail -24
+	for t in "$bin"/vulkan*.test; do
+		name=$(basename "$t" .test | sed 's/^vulkan//')
+		(cd kernels/vulkan && "$t" -test.run '^$' -test.bench "$GOBENCH" -test.benchtime "${GOBENCHTIME:-20x}" -test.v) >"$out/gobench$name.txt" 2>&1
+		echo "gobench$name exit $?" >>"$out/env.txt"
+		grep -E "^Benchmark" "$out/gobench$name.txt" | tail -4
+	done
 fi
 if [ "$phase" != slice ]; then
 

@@ -79,6 +79,8 @@ func BenchmarkResidentPieces(b *testing.B) {
 				call()
 			}
 			b.StopTimer()
+			flops := 2 * float64(products*rows*cols*n)
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			if !dev.Trace(true) {
 				b.Skip("the device keeps no spans")
 			}
@@ -111,6 +113,7 @@ func BenchmarkResidentPieces(b *testing.B) {
 			b.ReportMetric(float64(gaps)/1e3, "gaps-µs")
 			b.ReportMetric(float64(end-last.Shaders[1])/1e3, "tail-µs")
 			b.ReportMetric(float64(busy)/float64(end-t0), "shaders/device")
+			b.ReportMetric(flops/busy.Seconds()/1e9, "shader-GFLOP/s")
 			b.ReportMetric(float64(len(spans)), "pieces")
 		})
 	}
