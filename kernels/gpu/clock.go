@@ -35,13 +35,14 @@ func (b *Backend) DeviceTimes() (shaders, copies time.Duration, ok bool) {
 // pair zero where the call had none. Spans of calls in a row show where
 // the device sat idle between them and what held the next one back: its
 // copies in starting late (the host's turn), ending late (the bus), or
-// neither (the queues' semaphores).
+// neither (the boundary between two calls itself: 60–100 µs on an H100,
+// kernels/README.md, "Issue 33, thirteenth session").
 type Span struct {
 	CopiesIn, Shaders, CopiesBack [2]time.Duration
 }
 
-// A Tracer is a Clock that keeps each call's Span while Trace is on, for a
-// benchmark to read with Spans (oldest first, forgotten once read).
+// A Tracer is a Device that keeps each call's Span while Trace is on, for
+// a benchmark to read with Spans (oldest first, forgotten once read).
 type Tracer interface {
 	Trace(on bool)
 	Spans() []Span
