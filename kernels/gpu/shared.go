@@ -21,14 +21,27 @@ import (
 // four products' shaders share one copy in of x and the fixed ends of a
 // piece's call (kernels/README.md, "Issue 33, thirteenth session").
 
-// sharedOut are the slots of a call's outputs, product j's the j-th: the
+// sharedMax is the products a call takes: as many as its copies back
+// (DFVK_BACKS).
+const sharedMax = 8
+
+// sharedOut is the slot of product j's outputs (j < sharedMax): the
 // product's own (slotY), then slots no product call uses (the expert
-// FFN's intermediates, and 11 to 15, past slotTab). A call takes at most
-// len(sharedOut) products, as many as its copies back (DFVK_BACKS).
-var sharedOut = [...]int{slotY, slotG, slotU, 11, 12, 13, 14, 15}
+// FFN's intermediates, and 11 to 15, past slotTab).
+func sharedOut(j int) int {
+	switch j {
+	case 0:
+		return slotY
+	case 1:
+		return slotG
+	case 2:
+		return slotU
+	}
+	return 8 + j
+}
 
 // MatMulShared computes dst[j] = ws[j]·x for the n positions of x on the
-// device, up to len(sharedOut) products a call, when every matrix is kept
+// device, up to sharedMax products a call, when every matrix is kept
 // there (a Key, within the resident budget, all of them at once) and n > 1;
 // otherwise, and for what the device cannot take, as MatMul each.
 func (b *Backend) MatMulShared(dst [][]float32, ws []kernels.Matrix, x []float32, n int) {
@@ -37,8 +50,8 @@ func (b *Backend) MatMulShared(dst [][]float32, ws []kernels.Matrix, x []float32
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for lo := 0; lo < len(ws); lo += len(sharedOut) {
-		hi := min(len(ws), lo+len(sharedOut))
+	for lo := 0; lo < len(ws); lo += sharedMax {
+		hi := min(len(ws), lo+sharedMax)
 		if err := b.matmulSharedCall(dst[lo:hi], ws[lo:hi], x, n); err != nil {
 			b.fail(err)
 			for j := lo; j < hi; j++ {
@@ -48,7 +61,7 @@ func (b *Backend) MatMulShared(dst [][]float32, ws []kernels.Matrix, x []float32
 	}
 }
 
-// matmulSharedCall runs up to len(sharedOut) products over x: as one call
+// matmulSharedCall runs up to sharedMax products over x: as one call
 // in pieces of positions (pieceCuts over the widest product: its tiles
 // decide how many positions fill the device) when every matrix is resident
 // together, else one by one.
@@ -94,8 +107,8 @@ func (b *Backend) matmulSharedCall(dst [][]float32, ws []kernels.Matrix, x []flo
 // runs; without, each call runs alone. Each product's shader is the one
 // its whole call would take (matGrid over n).
 func (b *Backend) matmulShared(p Pipeliner, dst [][]float32, ws []kernels.Matrix, x []float32, n int, cuts []int) (err error) {
-	if len(ws) > len(sharedOut) {
-		return fmt.Errorf("%w: %d products over one input, at most %d a call", ErrLimit, len(ws), len(sharedOut))
+	if len(ws) > sharedMax {
+		return fmt.Errorf("%w: %d products over one input, at most %d a call", ErrLimit, len(ws), sharedMax)
 	}
 	defer func() { err = errors.Join(err, settle(p)) }()
 	cols := ws[0].Cols
@@ -106,7 +119,7 @@ func (b *Backend) matmulShared(p Pipeliner, dst [][]float32, ws []kernels.Matrix
 			}
 		}
 		for j, w := range ws {
-			if err := b.getF32(at(sharedOut[j], set), dst[j][t0*w.Rows:t1*w.Rows]); err != nil {
+			if err := b.getF32(at(sharedOut(j), set), dst[j][t0*w.Rows:t1*w.Rows]); err != nil {
 				return err
 			}
 		}
@@ -126,7 +139,7 @@ func (b *Backend) matmulShared(p Pipeliner, dst [][]float32, ws []kernels.Matrix
 		}
 		var blocks []blk
 		for j, w := range ws {
-			if _, err := b.slot(at(sharedOut[j], set), 4*np*w.Rows); err != nil {
+			if _, err := b.slot(at(sharedOut(j), set), 4*np*w.Rows); err != nil {
 				return err
 			}
 			block := b.rowBlock(w)
@@ -149,12 +162,12 @@ func (b *Backend) matmulShared(p Pipeliner, dst [][]float32, ws []kernels.Matrix
 			if shader == shaders.MMBig {
 				h = bigPositions
 			}
-			if err := b.dispatch(shader, []int{k.data, k.scales, at(slotX, set), at(sharedOut[k.j], set)}, matPush(w, k.r1-k.r0, np, w.Rows, k.r0), gx, (np+h-1)/h, 1); err != nil {
+			if err := b.dispatch(shader, []int{k.data, k.scales, at(slotX, set), at(sharedOut(k.j), set)}, matPush(w, k.r1-k.r0, np, w.Rows, k.r0), gx, (np+h-1)/h, 1); err != nil {
 				return err
 			}
 		}
 		for j, w := range ws {
-			if err := b.dev.ToHost(at(sharedOut[j], set), 4*np*w.Rows); err != nil {
+			if err := b.dev.ToHost(at(sharedOut(j), set), 4*np*w.Rows); err != nil {
 				return err
 			}
 		}

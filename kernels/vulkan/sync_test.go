@@ -18,7 +18,8 @@ const validationLayer = "/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_vali
 
 // TestCallsPassSyncValidation runs the pipelined products and groups of
 // experts, the device clock's calls, an attention, a resident expert, a
-// resident product in pieces and products over one input once more, in a child process, under Khronos' validation layer with its
+// resident product in pieces and products over one input once more, in a
+// child process, under Khronos' validation layer with its
 // synchronization checks, and fails on anything the layer reports. The
 // semaphores and barriers are what lets one call's operands cross the bus
 // (on a queue of their own) while the call before computes (vk.c): too few
