@@ -32,12 +32,17 @@ func (b *Backend) DeviceTimes() (shaders, copies time.Duration, ok bool) {
 
 // A Span is one call on the device's own clock (Tracer): when its
 // operands' copies, its shaders and its copies back began and ended, each
-// pair zero where the call had none. Spans of calls in a row show where
-// the device sat idle between them and what held the next one back: its
-// copies in starting late (the host's turn), ending late (the bus), or
-// neither (the boundary between two calls itself: 60–100 µs on an H100,
-// kernels/README.md, "Issue 33, thirteenth session").
+// pair zero where the call had none, and Start, when the compute queue
+// took the call up (its wait for the copies in over, before its own
+// preamble: the query resets and the barrier that orders it after the
+// calls before). Spans of calls in a row show where the device sat idle
+// between them and what held the next one back: its copies in starting
+// late (the host's turn), ending late (the bus), or neither (the boundary
+// between two calls itself: 60–100 µs on an H100, kernels/README.md,
+// "Issue 33, thirteenth session"), which Start splits into the queue's
+// turn from one submission to the next and the call's preamble.
 type Span struct {
+	Start                         time.Duration
 	CopiesIn, Shaders, CopiesBack [2]time.Duration
 }
 

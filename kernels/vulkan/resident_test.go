@@ -304,9 +304,9 @@ func TestSpansFollowTheSemaphores(t *testing.T) {
 	spans := b.Spans()
 	require.Len(t, spans, n/16, "a span a piece")
 	for i, s := range spans {
-		seq := []time.Duration{s.CopiesIn[0], s.CopiesIn[1], s.Shaders[0], s.Shaders[1], s.CopiesBack[0], s.CopiesBack[1]}
+		seq := []time.Duration{s.CopiesIn[0], s.CopiesIn[1], s.Start, s.Shaders[0], s.Shaders[1], s.CopiesBack[0], s.CopiesBack[1]}
 		require.Positive(t, s.Shaders[1], "piece %d: its shaders were timed", i)
-		require.IsNonDecreasing(t, seq, "piece %d: copies in, shaders, copies back", i)
+		require.IsNonDecreasing(t, seq, "piece %d: copies in, the compute queue's start after their semaphore, shaders, copies back", i)
 		if i > 0 {
 			require.GreaterOrEqual(t, s.Shaders[0], spans[i-1].Shaders[1], "piece %d: its shaders after the piece before's", i)
 		}
@@ -315,6 +315,27 @@ func TestSpansFollowTheSemaphores(t *testing.T) {
 	b.Trace(false)
 	b.MatMul(y, w, x, n)
 	require.Empty(t, b.Spans(), "none kept with the trace off")
+
+	// Untimed calls keep no span and add no time; timed ones, after them,
+	// stamp queries the switch reset (the validation layer holds a
+	// timestamp to an unreset query, TestCallsPassSyncValidation).
+	require.NoError(t, sharedDev.Timing(false))
+	defer func() { require.NoError(t, sharedDev.Timing(true)) }()
+	sh, cp, ok := sharedDev.DeviceTimes()
+	require.True(t, ok)
+	b.Trace(true)
+	b.MatMul(y, w, x, n)
+	require.Empty(t, b.Spans(), "none kept by untimed calls")
+	sh2, cp2, _ := sharedDev.DeviceTimes()
+	require.Equal(t, [2]time.Duration{sh, cp}, [2]time.Duration{sh2, cp2}, "untimed calls add no time")
+	require.NoError(t, sharedDev.Timing(true))
+	b.MatMul(y, w, x, n)
+	spans = b.Spans()
+	b.Trace(false)
+	require.Len(t, spans, n/16, "timed again: a span a piece")
+	for i, s := range spans {
+		require.IsNonDecreasing(t, []time.Duration{s.CopiesIn[1], s.Start, s.Shaders[0], s.Shaders[1]}, "piece %d, timed again", i)
+	}
 	require.NoError(t, b.Err())
 }
 
@@ -338,54 +359,83 @@ func BenchmarkResidentPieces(b *testing.B) {
 	}
 	x := conformance.RandVec(rng, n*cols)
 	for _, products := range []int{1, 4} {
-		b.Run(fmt.Sprintf("products=%d", products), func(b *testing.B) {
-			dst := make([][]float32, products)
-			for j := range dst {
-				dst[j] = make([]float32, n*rows)
-			}
-			call := func() { kernels.MatMulShared(dev, dst, ws[:products], x, n) }
-			call() // the uploads
-			b.ResetTimer()
-			for range b.N {
-				call()
-			}
-			b.StopTimer()
-			flops := 2 * float64(products*rows*cols*n)
-			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-			if !dev.Trace(true) {
-				b.Skip("the device keeps no spans")
-			}
-			call()
-			spans := dev.Spans()
-			dev.Trace(false)
-			if err := dev.Err(); err != nil {
-				b.Fatal(err)
-			}
-			if len(spans) == 0 {
-				b.Fatal("no spans")
-			}
-			t0 := spans[0].CopiesIn[0]
-			if t0 == 0 {
-				t0 = spans[0].Shaders[0]
-			}
-			var busy, gaps time.Duration
-			for i, s := range spans {
-				busy += s.Shaders[1] - s.Shaders[0]
-				if i > 0 {
-					gaps += max(0, s.Shaders[0]-spans[i-1].Shaders[1])
-				}
-				us := func(d time.Duration) float64 { return float64(d-t0) / 1e3 }
-				b.Logf("piece %d: in %.0f–%.0f µs, shaders %.0f–%.0f, back %.0f–%.0f", i,
-					us(s.CopiesIn[0]), us(s.CopiesIn[1]), us(s.Shaders[0]), us(s.Shaders[1]), us(s.CopiesBack[0]), us(s.CopiesBack[1]))
-			}
-			last := spans[len(spans)-1]
-			end := max(last.CopiesBack[1], last.Shaders[1])
-			b.ReportMetric(float64(spans[0].Shaders[0]-t0)/1e3, "head-µs")
-			b.ReportMetric(float64(gaps)/1e3, "gaps-µs")
-			b.ReportMetric(float64(end-last.Shaders[1])/1e3, "tail-µs")
-			b.ReportMetric(float64(busy)/float64(end-t0), "shaders/device")
-			b.ReportMetric(flops/busy.Seconds()/1e9, "shader-GFLOP/s")
-			b.ReportMetric(float64(len(spans)), "pieces")
-		})
+		for _, timed := range []bool{true, false} {
+			b.Run(fmt.Sprintf("products=%d/timed=%v", products, timed), func(b *testing.B) {
+				residentPieces(b, dev, ws[:products], x, n, timed)
+			})
+		}
 	}
+}
+
+// residentPieces is one case of BenchmarkResidentPieces: ws over x's n
+// positions, the device's timestamps on or off (untimed: the call's
+// GFLOP/s alone, what the timestamps cost it the difference).
+func residentPieces(b *testing.B, dev *gpu.Backend, ws []kernels.Matrix, x []float32, n int, timed bool) {
+	rows, cols := ws[0].Rows, ws[0].Cols
+	dst := make([][]float32, len(ws))
+	for j := range dst {
+		dst[j] = make([]float32, n*rows)
+	}
+	call := func() { kernels.MatMulShared(dev, dst, ws, x, n) }
+	call() // the uploads
+	if !timed {
+		if err := sharedDev.Timing(false); err != nil {
+			b.Skip(err)
+		}
+		defer func() {
+			if err := sharedDev.Timing(true); err != nil {
+				b.Error(err)
+			}
+		}()
+	}
+	b.ResetTimer()
+	for range b.N {
+		call()
+	}
+	b.StopTimer()
+	flops := 2 * float64(len(ws)*rows*cols*n)
+	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	if !timed {
+		return
+	}
+	if !dev.Trace(true) {
+		b.Skip("the device keeps no spans")
+	}
+	call()
+	spans := dev.Spans()
+	dev.Trace(false)
+	if err := dev.Err(); err != nil {
+		b.Fatal(err)
+	}
+	if len(spans) == 0 {
+		b.Fatal("no spans")
+	}
+	t0 := spans[0].CopiesIn[0]
+	if t0 == 0 {
+		t0 = spans[0].Shaders[0]
+	}
+	// A gap is the queue's turn (from the shaders before to the
+	// moment the compute queue takes the call up) and the call's
+	// preamble (from then to its first shader).
+	var busy, gaps, queue time.Duration
+	for i, s := range spans {
+		busy += s.Shaders[1] - s.Shaders[0]
+		if i > 0 {
+			gap := max(0, s.Shaders[0]-spans[i-1].Shaders[1])
+			gaps += gap
+			queue += min(gap, max(0, s.Start-spans[i-1].Shaders[1]))
+		}
+		us := func(d time.Duration) float64 { return float64(d-t0) / 1e3 }
+		b.Logf("piece %d: in %.0f–%.0f µs, start %.0f, shaders %.0f–%.0f, back %.0f–%.0f", i,
+			us(s.CopiesIn[0]), us(s.CopiesIn[1]), us(s.Start), us(s.Shaders[0]), us(s.Shaders[1]), us(s.CopiesBack[0]), us(s.CopiesBack[1]))
+	}
+	last := spans[len(spans)-1]
+	end := max(last.CopiesBack[1], last.Shaders[1])
+	b.ReportMetric(float64(spans[0].Shaders[0]-t0)/1e3, "head-µs")
+	b.ReportMetric(float64(gaps)/1e3, "gaps-µs")
+	b.ReportMetric(float64(queue)/1e3, "gaps-queue-µs")
+	b.ReportMetric(float64(end-last.Shaders[1])/1e3, "tail-µs")
+	b.ReportMetric(float64(busy)/float64(end-t0), "shaders/device")
+	b.ReportMetric(flops/busy.Seconds()/1e9, "shader-GFLOP/s")
+	b.ReportMetric(float64(len(spans)), "pieces")
 }

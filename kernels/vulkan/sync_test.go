@@ -27,7 +27,9 @@ const validationLayer = "/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_vali
 // lavapipe never does, so the layer is what holds them to the rules here.
 // Checked: without the barrier after each dispatch it reports
 // read-after-write hazards (36 here); with the shaders' submission not
-// waiting for the copies' semaphore, a semaphore signalled twice. Debian's
+// waiting for the copies' semaphore, a semaphore signalled twice; without
+// dfvk_timing's reset when the timestamps are turned back on, a query
+// stamped unreset (TestSpansFollowTheSemaphores). Debian's
 // layer (1.3.239) did not report a shader reading a copy's write with no
 // barrier between, when both were on one queue (before the copies had a
 // submission of their own).
@@ -45,13 +47,13 @@ func TestCallsPassSyncValidation(t *testing.T) {
 		"khronos_validation.report_flags = error,warn,info",
 		"khronos_validation.log_filename = " + logFile,
 	}, "\n")+"\n"), 0o644))
-	run := "^(TestPipelinedIsOnePiece|TestDeviceTimes|TestAttentionConformance|TestResidentExpertFFN|TestResidentProductInPiecesIsTheWholeCall|TestMatMulSharedIsEachProduct)$"
+	run := "^(TestPipelinedIsOnePiece|TestDeviceTimes|TestAttentionConformance|TestResidentExpertFFN|TestResidentProductInPiecesIsTheWholeCall|TestMatMulSharedIsEachProduct|TestSpansFollowTheSemaphores)$"
 	cmd := exec.Command(os.Args[0], "-test.run", run, "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), "VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation", "VK_LAYER_SETTINGS_PATH="+settings)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "the tests under the validation layer:\n%s", out)
 	for _, name := range []string{"TestPipelinedIsOnePiece", "TestDeviceTimes", "TestAttentionConformance", "TestResidentExpertFFN",
-		"TestResidentProductInPiecesIsTheWholeCall", "TestMatMulSharedIsEachProduct"} {
+		"TestResidentProductInPiecesIsTheWholeCall", "TestMatMulSharedIsEachProduct", "TestSpansFollowTheSemaphores"} {
 		require.Contains(t, string(out), "--- PASS: "+name, "%s ran", name)
 	}
 	raw, err := os.ReadFile(logFile)

@@ -55,7 +55,7 @@ void *dfvk_slot(dfvk *c, int i, uint64_t bytes, int *res) {
 // spans its run; a copy's, its run on the copies' queue (after the copies
 // before it), whether or not shaders run beside it.
 static int stamp(dfvk *c, VkCommandBuffer cmd, uint32_t base, int *n, int *over, int limit) {
-	if (!c->qpool || *over) return -1;
+	if (!c->fr[c->cur].timed || *over) return -1;
 	if (*n + 2 > limit) {
 		*over = 1;
 		return -1;
@@ -76,7 +76,7 @@ int dfvk_copy(dfvk *c, int i, uint64_t bytes) {
 	if (!c->twins || bytes == 0) return 0;
 	VkBufferCopy cp = {.srcOffset = 0, .dstOffset = 0, .size = bytes};
 	uint32_t base = xbase(c->cur, f->parity);
-	int q = c->xtimed ? stamp(c, f->xcmd, base, &f->nx, &f->xover, DFVK_XQUERIES) : -1;
+	int q = c->xtimed ? stamp(c, f->xcmd, base, &f->nx, &f->xover, DFVK_XQUERIES - 2) : -1;
 	vkCmdCopyBuffer(f->xcmd, c->slots[i].buf, c->twin[i].buf, 1, &cp);
 	unstamp(c, f->xcmd, base, q);
 	f->copies++;
@@ -103,7 +103,7 @@ static void backAfter(dfvk *c, frame *f) {
 	for (int k = 0; k < f->nlazy; k++) {
 		int i = f->lazy[k];
 		VkBufferCopy cp = {.srcOffset = 0, .dstOffset = 0, .size = f->lazyBytes[k]};
-		int q = c->btimed ? stamp(c, f->bcmd, base, &f->nx, &f->xover, DFVK_XQUERIES) : -1;
+		int q = c->btimed ? stamp(c, f->bcmd, base, &f->nx, &f->xover, DFVK_XQUERIES - 2) : -1;
 		vkCmdCopyBuffer(f->bcmd, c->twin[i].buf, c->slots[i].buf, 1, &cp);
 		unstamp(c, f->bcmd, base, q);
 	}
@@ -141,7 +141,12 @@ int dfvk_begin(dfvk *c, int fi) {
 	f->qover = f->xover = 0;
 	f->copies = f->dispatched = f->nlazy = 0;
 	f->parity ^= 1;
-	if (c->qpool) {
+	f->timed = c->qpool && c->timing;
+	if (f->timed) {
+		// The moment the compute queue takes the call up (after its wait
+		// for the copies in), before the resets and the barrier below: in
+		// the copy range's last query, which no copy stamps.
+		vkCmdWriteTimestamp(f->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, c->qpool, startQuery(fi, f->parity));
 		// This call's shader range, and the copy range the frame's next
 		// call stamps (this one's was reset by the call before it, or at
 		// open; the host has read what the call before stamped there).
@@ -303,10 +308,14 @@ int dfvk_wait(dfvk *c, int fi) {
 	if (r != VK_SUCCESS) return r; // still pending: the device is lost or the wait failed
 	f->pending = 0;
 	vkResetFences(c->dev, 1, &f->fence);
-	if (c->qpool && !f->qover && !f->xover) {
+	if (f->timed && !f->qover && !f->xover) {
 		// The shaders, the operands' copies, the copies back (xb0 on).
 		dfvk_span sp = {0};
 		int keep = c->tracing && c->nspans < DFVK_SPANS;
+		uint64_t start;
+		if (keep && vkGetQueryPoolResults(c->dev, c->qpool, startQuery(fi, f->parity), 1, sizeof start, &start, sizeof start,
+		                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS)
+			sp.start = (uint64_t)((double)(start & c->tsMask) * c->tsPeriod);
 		sumTimes(c, (uint32_t)(fi * DFVK_QUERIES), f->nq, c->tsMask, &c->shaderNs, keep ? sp.sh : NULL);
 		sumTimes(c, xbase(fi, f->parity), f->xb0, c->xtsMask, &c->copyNs, keep ? sp.in : NULL);
 		sumTimes(c, xbase(fi, f->parity) + (uint32_t)f->xb0, f->nx - f->xb0, c->btsMask, &c->copyNs, keep ? sp.back : NULL);
@@ -328,6 +337,32 @@ static int settle(dfvk *c) {
 void dfvk_trace(dfvk *c, int on) {
 	c->tracing = on;
 	c->nspans = 0;
+}
+
+VkResult dfvk_reset_queries(dfvk *c) {
+	VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+	                               .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+	VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->ucmd};
+	VkResult r = vkResetCommandBuffer(c->ucmd, 0);
+	if (r == VK_SUCCESS && (r = vkBeginCommandBuffer(c->ucmd, &bi)) == VK_SUCCESS) {
+		vkCmdResetQueryPool(c->ucmd, c->qpool, 0, xbase(DFVK_FRAMES, 0));
+		if ((r = vkEndCommandBuffer(c->ucmd)) == VK_SUCCESS && (r = vkQueueSubmit(c->queue, 1, &si, c->fence)) == VK_SUCCESS) {
+			r = vkWaitForFences(c->dev, 1, &c->fence, VK_TRUE, UINT64_MAX);
+			vkResetFences(c->dev, 1, &c->fence);
+		}
+	}
+	return r;
+}
+
+int dfvk_timing(dfvk *c, int on) {
+	if (!c->qpool) return on ? -1 : 0;
+	if (!on == !c->timing) return 0;
+	// The untimed calls reset no copy range for the frames' next ones:
+	// every query starts reset again, once no call runs.
+	int r = settle(c);
+	if (r == VK_SUCCESS && on) r = dfvk_reset_queries(c);
+	if (r == VK_SUCCESS) c->timing = on;
+	return r;
 }
 
 int dfvk_spans(dfvk *c, dfvk_span *out, int max) {

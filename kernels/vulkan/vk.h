@@ -88,16 +88,25 @@ int dfvk_back(dfvk *c, int i, uint64_t bytes);
 // dfvk_times reports the device's time in the shaders and in the copies of
 // every timed call so far (nanoseconds, by its own timestamps around each
 // operation); 0 when the device has no timestamps. A call of more than
-// DFVK_QUERIES/2 shaders or more than DFVK_XQUERIES/2 copies is not
+// DFVK_QUERIES/2 shaders or more than DFVK_XQUERIES/2 - 1 copies is not
 // counted. The copies run on their own queue, beside the shaders of the
 // call before: each one's time is its own run, so the two may add up to
 // more than the device's busy time.
 int dfvk_times(dfvk *c, uint64_t *shaderNs, uint64_t *copyNs);
 
+// dfvk_timing turns the timestamps of the calls begun from then on on (the
+// default, where the device has them) or off, waiting for the calls still
+// running; -1 to turn them on where the device has none. An untimed call
+// adds nothing to dfvk_times and keeps no span: what the timestamps, their
+// resets and the waits they imply cost a call is the difference.
+int dfvk_timing(dfvk *c, int on);
+
 // dfvk_span is one timed call on the device's clock (nanoseconds from its
 // own epoch; both 0 where the call had no such operation): the first and
 // last timestamps of its operands' copies, of its shaders and of its
-// copies back. With dfvk_trace on, dfvk_wait keeps the span of each call
+// copies back, and start, when the compute queue took the call up (its
+// wait for the copies in over, before its query resets and its first
+// barrier). With dfvk_trace on, dfvk_wait keeps the span of each call
 // it waits for, up to DFVK_SPANS (later ones are dropped), and dfvk_spans
 // hands them over oldest first and forgets them: where a product's pieces
 // leave the device idle between their shaders, and whether the host's
@@ -106,6 +115,7 @@ int dfvk_times(dfvk *c, uint64_t *shaderNs, uint64_t *copyNs);
 // timer on NVIDIA and lavapipe; Vulkan promises it only within a queue).
 typedef struct {
 	uint64_t in[2], sh[2], back[2];
+	uint64_t start;
 } dfvk_span;
 #define DFVK_SPANS 256
 void dfvk_trace(dfvk *c, int on);

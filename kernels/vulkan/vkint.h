@@ -63,7 +63,7 @@ typedef struct {
 	int nq;         // timestamps of shaders recorded in this call
 	int qover;      // the call had more than DFVK_QUERIES: not timed
 	int nx;         // timestamps of copies recorded in this call
-	int xover;      // more than DFVK_XQUERIES: the copies not timed
+	int xover;      // more than DFVK_XQUERIES - 2: the copies not timed
 	int parity;     // which of the frame's two copy ranges this call stamps
 	int copies;     // copies recorded in this call
 	int dispatched; // a shader has been recorded in this call
@@ -74,6 +74,7 @@ typedef struct {
 	uint64_t lazyBytes[DFVK_BACKS];
 	int nlazy;
 	int xb0;
+	int timed; // the call stamps its operations (qpool and timing when it began)
 } frame;
 
 struct dfvk {
@@ -125,6 +126,7 @@ struct dfvk {
 	double tsPeriod; // nanoseconds a tick
 	uint64_t tsMask, xtsMask, btsMask;
 	uint64_t shaderNs, copyNs;
+	int timing;  // dfvk_timing: the calls begun from now on are timed
 	int tracing; // dfvk_trace: keep each waited call's span
 	int nspans;
 	dfvk_span spans[DFVK_SPANS];
@@ -135,6 +137,10 @@ struct dfvk {
 // The first query of frame f's copy range of parity p.
 static inline uint32_t xbase(int f, int p) { return (uint32_t)(DFVK_FRAMES * DFVK_QUERIES + (2 * f + p) * DFVK_XQUERIES); }
 
+// The query of the moment frame f's call of parity p began on the compute
+// queue: its copy range's last, which the copies leave unstamped.
+static inline uint32_t startQuery(int f, int p) { return xbase(f, p) + DFVK_XQUERIES - 1; }
+
 // dfvk_load resolves the entry points once; it returns NULL or why not.
 const char *dfvk_load(void) __attribute__((visibility("hidden")));
 void dfvk_seterr(char *err, int len, const char *what, int res) __attribute__((visibility("hidden")));
@@ -143,5 +149,8 @@ void dfvk_seterr(char *err, int len, const char *what, int res) __attribute__((v
 // between the compute and the transfer queue's families when shared is set.
 VkResult dfvk_new_buffer(dfvk *c, slot *s, uint64_t bytes, VkBufferUsageFlags usage, uint32_t bits, int map, int shared)
     __attribute__((visibility("hidden")));
+// dfvk_reset_queries resets every query of qpool, waiting for it; no call
+// may be running.
+VkResult dfvk_reset_queries(dfvk *c) __attribute__((visibility("hidden")));
 
 #endif

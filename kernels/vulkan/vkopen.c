@@ -347,23 +347,12 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 	}
 	// Every query starts reset: the calls reset them from then on (a copy
 	// range for the frame's next call, dfvk_begin).
-	if (c->qpool) {
-		VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-		                               .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-		VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->ucmd};
-		if ((r = vkBeginCommandBuffer(c->ucmd, &bi)) == VK_SUCCESS) {
-			vkCmdResetQueryPool(c->ucmd, c->qpool, 0, xbase(DFVK_FRAMES, 0));
-			if ((r = vkEndCommandBuffer(c->ucmd)) == VK_SUCCESS && (r = vkQueueSubmit(c->queue, 1, &si, c->fence)) == VK_SUCCESS) {
-				r = vkWaitForFences(c->dev, 1, &c->fence, VK_TRUE, UINT64_MAX);
-				vkResetFences(c->dev, 1, &c->fence);
-			}
-		}
-		if (r != VK_SUCCESS) {
-			dfvk_seterr(err, errlen, "resetting the timestamps", r);
-			dfvk_close(c);
-			return r;
-		}
+	if (c->qpool && (r = dfvk_reset_queries(c)) != VK_SUCCESS) {
+		dfvk_seterr(err, errlen, "resetting the timestamps", r);
+		dfvk_close(c);
+		return r;
 	}
+	c->timing = 1;
 	*out = c;
 	return 0;
 }

@@ -231,6 +231,21 @@ func (d *Device) DeviceTimes() (shaders, copies time.Duration, ok bool) {
 	return time.Duration(s), time.Duration(c), ok
 }
 
+// Timing turns the device's timestamps on (the default, where it has
+// them) or off for the calls begun from now on, after those still running
+// (dfvk_timing). Untimed calls add nothing to DeviceTimes and keep no
+// spans; a benchmark times a call both ways to see what the timestamps,
+// their resets and the waits they imply cost it. Not between BeginFrame
+// and its submission; an error where the device has no timestamps to turn
+// on.
+func (d *Device) Timing(on bool) error {
+	v := 0
+	if on {
+		v = 1
+	}
+	return check("turning the timestamps on or off", C.dfvk_timing(d.c, C.int(v)))
+}
+
 var _ gpu.Tracer = (*Device)(nil)
 
 // Trace starts (on) or stops keeping each call's span on the device's
@@ -253,7 +268,7 @@ func (d *Device) Spans() []gpu.Span {
 		return [2]time.Duration{time.Duration(v[0]), time.Duration(v[1])}
 	}
 	for i, s := range buf[:n] {
-		out[i] = gpu.Span{CopiesIn: pair(s.in), Shaders: pair(s.sh), CopiesBack: pair(s.back)}
+		out[i] = gpu.Span{Start: time.Duration(s.start), CopiesIn: pair(s.in), Shaders: pair(s.sh), CopiesBack: pair(s.back)}
 	}
 	return out
 }
