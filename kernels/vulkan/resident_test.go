@@ -288,9 +288,23 @@ func TestMatMulSharedIsEachProduct(t *testing.T) {
 
 // TestSpansFollowTheSemaphores: a traced product in pieces leaves one span
 // a piece, and each span is in the order its semaphores impose (operands'
-// copies, then shaders, then copies back); without the trace none is kept.
+// copies, the compute queue taking the call up, shaders, copies back);
+// without the trace none is kept, and untimed calls keep none. Both ways
+// of resetting the timestamps: by the host (a Vulkan 1.2 device, lavapipe)
+// and by each call's commands (an older one).
 func TestSpansFollowTheSemaphores(t *testing.T) {
 	device(t)
+	for _, host := range []bool{false, true} {
+		t.Run(fmt.Sprintf("host resets=%v", host), func(t *testing.T) {
+			if err := sharedDev.hostResets(host); err != nil {
+				t.Skipf("the device's timestamps: %v", err)
+			}
+			spansFollowTheSemaphores(t)
+		})
+	}
+}
+
+func spansFollowTheSemaphores(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 30))
 	w := conformance.RandMatrix(rng, kernels.BF16, 300, 256)
 	w.Key = kernels.NewKey()

@@ -147,9 +147,13 @@ int dfvk_begin(dfvk *c, int fi) {
 		// for the copies in), before the resets and the barrier below: in
 		// the copy range's last query, which no copy stamps.
 		vkCmdWriteTimestamp(f->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, c->qpool, startQuery(fi, f->parity));
+	}
+	if (f->timed && !c->hostReset) {
 		// This call's shader range, and the copy range the frame's next
 		// call stamps (this one's was reset by the call before it, or at
 		// open; the host has read what the call before stamped there).
+		// A Vulkan 1.2 device has the host reset them instead, once read
+		// (dfvk_wait): two commands fewer at the head of every call.
 		vkCmdResetQueryPool(f->cmd, c->qpool, (uint32_t)(fi * DFVK_QUERIES), DFVK_QUERIES);
 		vkCmdResetQueryPool(f->cmd, c->qpool, xbase(fi, f->parity ^ 1), DFVK_XQUERIES);
 	}
@@ -227,14 +231,21 @@ int dfvk_dispatch(dfvk *c, int shader, const int *slots, int nslots, const void 
 
 int dfvk_submit(dfvk *c, int wait) {
 	frame *f = &c->fr[c->cur];
-	// What the shaders wrote, to the host (where there are no twins the
-	// results are the slots themselves; the copies back make theirs
-	// visible on bcmd).
-	VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-	                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-	                      .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
-	vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
-	                     1, &mb, 0, NULL, 0, NULL);
+	// What the shaders wrote, to the host, where there are no twins (the
+	// results are the slots themselves). With twins the host reads only
+	// what the copies back bring, made visible by their own barrier on
+	// bcmd, so the compute queue ends the call without one (a barrier to
+	// the host stage may flush the GPU's caches; with the host's resets,
+	// 0.277–0.281 of an H100's peak against 0.269–0.270 for a resident
+	// product at 256 positions: kernels/README.md, "Issue 33, fourteenth
+	// session").
+	if (!c->twins) {
+		VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+		                      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+		                      .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+		vkCmdPipelineBarrier(f->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+		                     0, 1, &mb, 0, NULL, 0, NULL);
+	}
 	int backs = f->nlazy > 0;
 	f->xb0 = f->nx; // the operands' copies' stamps end here
 	if (backs) backAfter(c, f);
@@ -321,6 +332,11 @@ int dfvk_wait(dfvk *c, int fi) {
 		sumTimes(c, xbase(fi, f->parity) + (uint32_t)f->xb0, f->nx - f->xb0, c->btsMask, &c->copyNs, keep ? sp.back : NULL);
 		if (keep) c->spans[c->nspans++] = sp;
 	}
+	if (f->timed && c->hostReset) {
+		// Read, so reset for the frame's next calls (dfvk_begin).
+		dfvkResetQueryPool(c->dev, c->qpool, (uint32_t)(fi * DFVK_QUERIES), DFVK_QUERIES);
+		dfvkResetQueryPool(c->dev, c->qpool, xbase(fi, f->parity), DFVK_XQUERIES);
+	}
 	return 0;
 }
 
@@ -351,6 +367,16 @@ VkResult dfvk_reset_queries(dfvk *c) {
 			vkResetFences(c->dev, 1, &c->fence);
 		}
 	}
+	return r;
+}
+
+int dfvk_host_resets(dfvk *c, int on) {
+	if (!c->qpool || (on && !c->canHostReset)) return -1;
+	// The queue's resets prepare the frame's next copy range a call ahead;
+	// the host's, none: every query starts reset again, once no call runs.
+	int r = settle(c);
+	if (r == VK_SUCCESS) r = dfvk_reset_queries(c);
+	if (r == VK_SUCCESS) c->hostReset = on;
 	return r;
 }
 

@@ -101,6 +101,13 @@ int dfvk_times(dfvk *c, uint64_t *shaderNs, uint64_t *copyNs);
 // resets and the waits they imply cost a call is the difference.
 int dfvk_timing(dfvk *c, int on);
 
+// dfvk_host_resets chooses who resets the calls' timestamps: the host once
+// it has read them (on, the default on a Vulkan 1.2 device; -1 where the
+// device is older) or each call's own commands (off, as on a Vulkan 1.0 or
+// 1.1 device), after the calls still running. For the tests, which hold
+// both to the validation layer on lavapipe.
+int dfvk_host_resets(dfvk *c, int on);
+
 // dfvk_span is one timed call on the device's clock (nanoseconds from its
 // own epoch; both 0 where the call had no such operation): the first and
 // last timestamps of its operands' copies, of its shaders and of its

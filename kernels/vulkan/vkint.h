@@ -119,13 +119,17 @@ struct dfvk {
 	// host's. Frame f's shaders stamp queries f·DFVK_QUERIES onwards, its
 	// copies one of two ranges of DFVK_XQUERIES after all of those (xbase):
 	// the transfer queue cannot reset queries, so each call's compute side
-	// resets the range the frame's next call will stamp.
+	// resets the range the frame's next call will stamp; on a Vulkan 1.2
+	// device (hostReset) the host resets each call's ranges once it has
+	// read them instead.
 	VkQueryPool qpool;
 	int xtimed; // xqueue has timestamps
 	int btimed; // bqueue has timestamps
 	double tsPeriod; // nanoseconds a tick
 	uint64_t tsMask, xtsMask, btsMask;
 	uint64_t shaderNs, copyNs;
+	int hostReset; // the host resets each call's queries once read (Vulkan 1.2)
+	int canHostReset;
 	int timing;  // dfvk_timing: the calls begun from now on are timed
 	int tracing; // dfvk_trace: keep each waited call's span
 	int nspans;
@@ -133,6 +137,8 @@ struct dfvk {
 };
 
 #define MAX_SETS 64
+
+extern __attribute__((visibility("hidden"))) PFN_vkResetQueryPool dfvkResetQueryPool;
 
 // The first query of frame f's copy range of parity p.
 static inline uint32_t xbase(int f, int p) { return (uint32_t)(DFVK_FRAMES * DFVK_QUERIES + (2 * f + p) * DFVK_XQUERIES); }

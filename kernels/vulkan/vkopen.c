@@ -8,6 +8,9 @@
 DFVK_FUNCS(DFVK_DEFINE)
 
 static pthread_once_t loadOnce = PTHREAD_ONCE_INIT;
+// Optional (a Vulkan 1.2 loader's): the host's query resets, where the
+// device is 1.2 too.
+__attribute__((visibility("hidden"))) PFN_vkResetQueryPool dfvkResetQueryPool;
 static const char *loadErr;
 
 // load resolves every entry point from the loader's exported symbols (its
@@ -25,6 +28,7 @@ static void load(void) {
 		return;                                                                                                \
 	}
 	DFVK_FUNCS(DFVK_LOAD)
+	dfvkResetQueryPool = (PFN_vkResetQueryPool)dlsym(h, "vkResetQueryPool");
 }
 
 const char *dfvk_load(void) {
@@ -107,7 +111,7 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 	}
 	VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
 	                         .pApplicationName = "deltafin",
-	                         .apiVersion = VK_API_VERSION_1_0};
+	                         .apiVersion = dfvkResetQueryPool ? VK_API_VERSION_1_2 : VK_API_VERSION_1_0};
 	VkInstanceCreateInfo ici = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
 	VkResult r = vkCreateInstance(&ici, NULL, &c->inst);
 	if (r != VK_SUCCESS) {
@@ -218,7 +222,13 @@ int dfvk_open(dfvk **out, const int *prefer, int nprefer, const uint32_t *const 
 	                                   .queueFamilyIndex = c->xfamily,
 	                                   .queueCount = c->bown ? 2 : 1,
 	                                   .pQueuePriorities = prio}};
+	// Vulkan 1.2 devices reset queries from the host (hostQueryReset, a
+	// feature every 1.2 device has): no reset command on the queue.
+	VkPhysicalDeviceHostQueryResetFeatures hqr = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES,
+	                                              .hostQueryReset = VK_TRUE};
+	c->hostReset = c->canHostReset = dfvkResetQueryPool && p.apiVersion >= VK_API_VERSION_1_2;
 	VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+	                          .pNext = c->hostReset ? &hqr : NULL,
 	                          .queueCreateInfoCount = c->xdedicated ? 2 : 1,
 	                          .pQueueCreateInfos = qci};
 	if ((r = vkCreateDevice(c->phys, &dci, NULL, &c->dev)) != VK_SUCCESS) {

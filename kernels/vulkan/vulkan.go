@@ -246,6 +246,17 @@ func (d *Device) Timing(on bool) error {
 	return check("turning the timestamps on or off", C.dfvk_timing(d.c, C.int(v)))
 }
 
+// hostResets chooses who resets the calls' timestamps (dfvk_host_resets):
+// the host, as on a Vulkan 1.2 device, or the calls' own commands, as on
+// an older one; the tests run both on lavapipe.
+func (d *Device) hostResets(on bool) error {
+	v := 0
+	if on {
+		v = 1
+	}
+	return check("choosing who resets the timestamps", C.dfvk_host_resets(d.c, C.int(v)))
+}
+
 var _ gpu.Tracer = (*Device)(nil)
 
 // Trace starts (on) or stops keeping each call's span on the device's
