@@ -40,8 +40,8 @@ func (b *Backend) DeviceTimes() (shaders, copies time.Duration, ok bool) {
 // late (the host's turn), ending late (the bus), or neither (the boundary
 // between two calls itself: 60–100 µs on an H100, kernels/README.md,
 // "Issue 33, thirteenth session"), which Start splits into the queue's
-// turn from one submission to the next (most of it) and the call's
-// preamble (fourteenth session).
+// turn from one submission to the next and the call's preamble
+// (fourteenth session).
 type Span struct {
 	Start                         time.Duration
 	CopiesIn, Shaders, CopiesBack [2]time.Duration

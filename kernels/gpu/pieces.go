@@ -30,11 +30,12 @@ package gpu
 // compute queue idle 60–100 µs on an H100 though the next piece's inputs
 // are already there (the calls' spans, thirteenth session): half pieces
 // at the ends, to shorten what nothing hides, added a boundary and ran
-// slower. On the fourteenth session's H100s a boundary's 84–260 µs were
-// mostly the compute queue's turn from one submission to the next (from
-// the piece before's last shader to the moment the queue takes the call
-// up: 35–230 µs), not the call's preamble (its query resets and barrier:
-// 14–49 µs).
+// slower. On the fourteenth session's H100s a boundary whose inputs were
+// on time was 73–110 µs: the compute queue's turn from one submission to
+// the next (12–76) and the call's preamble, mostly its two query resets
+// (44–83 µs with four products, 5–38 once the host resets the queries);
+// with one product their slower hosts were late with the next piece's
+// inputs at half the boundaries.
 const (
 	pieceMinGroups = 256
 	maxPieces      = 8
