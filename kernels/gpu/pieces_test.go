@@ -35,3 +35,28 @@ func TestCutPositions(t *testing.T) {
 		require.Equal(t, c.want, cutPositions(c.rows, c.n, c.piece), "%d rows, %d positions, pieces of %d", c.rows, c.n, c.piece)
 	}
 }
+
+// pipelinerStub is a Pipeliner that is never called: inputSlot only asks
+// whether there is one.
+type pipelinerStub struct{ Pipeliner }
+
+// A piece's inputs are filled while the two pieces before it run: their
+// slot is neither of those pieces' inputs nor any slot a piece of the
+// products over one input writes (either set's outputs).
+func TestInputSlotIsFreeWhileTwoPiecesRun(t *testing.T) {
+	var p pipelinerStub
+	outs := map[int]bool{}
+	for set := range 2 {
+		for j := range sharedMax {
+			outs[at(sharedOut(j), set)] = true
+		}
+	}
+	for i := range 12 {
+		s := inputSlot(p, i)
+		require.False(t, outs[s], "piece %d's inputs in an output slot", i)
+		for back := 1; back <= min(i, 2); back++ {
+			require.NotEqual(t, inputSlot(p, i-back), s, "piece %d's inputs in piece %d's slot, still running", i, i-back)
+		}
+	}
+	require.Equal(t, slotX, inputSlot(nil, 7), "without a Pipeliner, one slot")
+}

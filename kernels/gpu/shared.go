@@ -102,16 +102,29 @@ func (b *Backend) matmulSharedCall(dst [][]float32, ws []kernels.Matrix, x []flo
 // ws[j] resident, in the pieces cuts gives (where each starts, and n),
 // each piece one call: x's piece copied in once, every product's
 // dispatches, every product's results copied back. With p, the pieces
-// alternate its two frames and slot sets, the host filling one piece's
-// inputs and collecting the results of the one before while the device
-// runs; without, each call runs alone. Each product's shader is the one
-// its whole call would take (matGrid over n).
+// alternate its two frames and slot sets, the host filling the next
+// piece's inputs and then collecting the results of the one before while
+// the device runs; without, each call runs alone. Each product's shader
+// is the one its whole call would take (matGrid over n).
+//
+// The inputs go first because the host then fills them while the device
+// still runs the piece before, rather than after its results are in: on
+// the fourteenth session's H100 hosts, collecting one 12288-row product's
+// results (3.1 MB a piece of 64 positions) and then filling the next
+// piece's inputs (1.8 MB) took about as long as a piece's shaders, and
+// the next piece's inputs were late at half the boundaries
+// (kernels/README.md, "Issue 33, fourteenth session"). So a piece's
+// inputs take the slot of the piece three before it (inputSlot), which no
+// running call binds: the two frames run the two pieces before.
 func (b *Backend) matmulShared(p Pipeliner, dst [][]float32, ws []kernels.Matrix, x []float32, n int, cuts []int) (err error) {
 	if len(ws) > sharedMax {
 		return fmt.Errorf("%w: %d products over one input, at most %d a call", ErrLimit, len(ws), sharedMax)
 	}
 	defer func() { err = errors.Join(err, settle(p)) }()
 	cols := ws[0].Cols
+	fill := func(i int) error {
+		return b.putF32(inputSlot(p, i), x[cuts[i]*cols:cuts[i+1]*cols])
+	}
 	collect := func(set, t0, t1 int) error {
 		if p != nil {
 			if err := p.Wait(set); err != nil {
@@ -126,6 +139,9 @@ func (b *Backend) matmulShared(p Pipeliner, dst [][]float32, ws []kernels.Matrix
 		return nil
 	}
 	type blk struct{ j, r0, r1, data, scales int }
+	if err := fill(0); err != nil {
+		return err
+	}
 	for i := 0; i+1 < len(cuts); i++ {
 		// With p, the set's piece before (two ago) was collected when
 		// the piece after it had been submitted.
@@ -134,9 +150,7 @@ func (b *Backend) matmulShared(p Pipeliner, dst [][]float32, ws []kernels.Matrix
 			set = 0
 		}
 		np := t1 - t0
-		if err := b.putF32(at(slotX, set), x[t0*cols:t1*cols]); err != nil {
-			return err
-		}
+		last := i+2 == len(cuts)
 		var blocks []blk
 		for j, w := range ws {
 			if _, err := b.slot(at(sharedOut(j), set), 4*np*w.Rows); err != nil {
@@ -162,7 +176,7 @@ func (b *Backend) matmulShared(p Pipeliner, dst [][]float32, ws []kernels.Matrix
 			if shader == shaders.MMBig {
 				h = bigPositions
 			}
-			if err := b.dispatch(shader, []int{k.data, k.scales, at(slotX, set), at(sharedOut(k.j), set)}, matPush(w, k.r1-k.r0, np, w.Rows, k.r0), gx, (np+h-1)/h, 1); err != nil {
+			if err := b.dispatch(shader, []int{k.data, k.scales, inputSlot(p, i), at(sharedOut(k.j), set)}, matPush(w, k.r1-k.r0, np, w.Rows, k.r0), gx, (np+h-1)/h, 1); err != nil {
 				return err
 			}
 		}
@@ -178,10 +192,20 @@ func (b *Backend) matmulShared(p Pipeliner, dst [][]float32, ws []kernels.Matrix
 			if err := collect(set, t0, t1); err != nil {
 				return err
 			}
+			if !last {
+				if err := fill(i + 1); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if err := b.submitAsync(p); err != nil {
 			return err
+		}
+		if !last {
+			if err := fill(i + 1); err != nil {
+				return err
+			}
 		}
 		if i > 0 {
 			if err := collect(1-set, cuts[i-1], t0); err != nil {
@@ -194,4 +218,21 @@ func (b *Backend) matmulShared(p Pipeliner, dst [][]float32, ws []kernels.Matrix
 	}
 	last := len(cuts) - 2
 	return collect(last%2, cuts[last], cuts[last+1])
+}
+
+// inputSlot is the slot of piece i's inputs in matmulShared: with p, three
+// in turn (set 0's and set 1's slotX, then set 0's slotTab, which no
+// product uses), so that the host fills a piece's inputs while both
+// frames still run the two pieces before it; without, one.
+func inputSlot(p Pipeliner, i int) int {
+	if p == nil {
+		return slotX
+	}
+	switch i % 3 {
+	case 0:
+		return at(slotX, 0)
+	case 1:
+		return at(slotX, 1)
+	}
+	return at(slotTab, 0)
 }

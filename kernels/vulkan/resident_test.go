@@ -251,7 +251,7 @@ func TestMatMulSharedIsEachProduct(t *testing.T) {
 		calls    int64 // pipelined calls the products took
 	}{
 		{"pieces", 3, 40, 16, 0, false, 3},
-		{"more pieces than frames", 3, 80, 16, 0, false, 5}, // each slot set used twice
+		{"more pieces than frames", 3, 80, 16, 0, false, 5}, // each slot set used twice, two input slots too
 		{"one piece", 3, 5, 16, 0, false, 1},
 		{"no pipeliner", 4, 40, 16, -1, false, 0},
 		{"two calls", 9, 40, 16, 0, false, 6},
