@@ -239,22 +239,14 @@ func (d *Device) DeviceTimes() (shaders, copies time.Duration, ok bool) {
 // and its submission; an error where the device has no timestamps to turn
 // on.
 func (d *Device) Timing(on bool) error {
-	v := 0
-	if on {
-		v = 1
-	}
-	return check("turning the timestamps on or off", C.dfvk_timing(d.c, C.int(v)))
+	return check("turning the timestamps on or off", C.dfvk_timing(d.c, cbool(on)))
 }
 
 // hostResets chooses who resets the calls' timestamps (dfvk_host_resets):
 // the host, as on a Vulkan 1.2 device, or the calls' own commands, as on
 // an older one; the tests run both on lavapipe.
 func (d *Device) hostResets(on bool) error {
-	v := 0
-	if on {
-		v = 1
-	}
-	return check("choosing who resets the timestamps", C.dfvk_host_resets(d.c, C.int(v)))
+	return check("choosing who resets the timestamps", C.dfvk_host_resets(d.c, cbool(on)))
 }
 
 var _ gpu.Tracer = (*Device)(nil)
@@ -262,11 +254,7 @@ var _ gpu.Tracer = (*Device)(nil)
 // Trace starts (on) or stops keeping each call's span on the device's
 // clock, forgetting those kept so far (dfvk_trace).
 func (d *Device) Trace(on bool) {
-	v := 0
-	if on {
-		v = 1
-	}
-	C.dfvk_trace(d.c, C.int(v))
+	C.dfvk_trace(d.c, cbool(on))
 }
 
 // Spans hands over the spans kept since Trace or the last Spans, oldest
@@ -311,3 +299,11 @@ func (d *Device) Upload(data []byte) (int, error) {
 
 // Free releases a buffer from Upload.
 func (d *Device) Free(id int) { C.dfvk_free(d.c, C.int(id)) }
+
+// cbool is on as the C side's flag.
+func cbool(on bool) C.int {
+	if on {
+		return 1
+	}
+	return 0
+}
