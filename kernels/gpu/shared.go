@@ -189,25 +189,22 @@ func (b *Backend) matmulShared(p Pipeliner, dst [][]float32, ws []kernels.Matrix
 			if err := b.dev.Submit(); err != nil {
 				return err
 			}
-			if err := collect(set, t0, t1); err != nil {
-				return err
-			}
-			if !last {
-				if err := fill(i + 1); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		if err := b.submitAsync(p); err != nil {
+		} else if err := b.submitAsync(p); err != nil {
 			return err
 		}
+		// Without p the call is over and its slot free again.
 		if !last {
 			if err := fill(i + 1); err != nil {
 				return err
 			}
 		}
-		if i > 0 {
+		// Then the results: without p this piece's, with p the one
+		// before's.
+		if p == nil {
+			if err := collect(set, t0, t1); err != nil {
+				return err
+			}
+		} else if i > 0 {
 			if err := collect(1-set, cuts[i-1], t0); err != nil {
 				return err
 			}

@@ -356,10 +356,12 @@ void dfvk_trace(dfvk *c, int on) {
 }
 
 VkResult dfvk_reset_queries(dfvk *c) {
+	VkResult r = settle(c);
+	if (r != VK_SUCCESS) return r;
 	VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
 	                               .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
 	VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->ucmd};
-	VkResult r = vkResetCommandBuffer(c->ucmd, 0);
+	r = vkResetCommandBuffer(c->ucmd, 0);
 	if (r == VK_SUCCESS && (r = vkBeginCommandBuffer(c->ucmd, &bi)) == VK_SUCCESS) {
 		vkCmdResetQueryPool(c->ucmd, c->qpool, 0, xbase(DFVK_FRAMES, 0));
 		if ((r = vkEndCommandBuffer(c->ucmd)) == VK_SUCCESS && (r = vkQueueSubmit(c->queue, 1, &si, c->fence)) == VK_SUCCESS) {
@@ -374,8 +376,7 @@ int dfvk_host_resets(dfvk *c, int on) {
 	if (!c->qpool || (on && !c->canHostReset)) return -1;
 	// The queue's resets prepare the frame's next copy range a call ahead;
 	// the host's, none: every query starts reset again, once no call runs.
-	int r = settle(c);
-	if (r == VK_SUCCESS) r = dfvk_reset_queries(c);
+	int r = dfvk_reset_queries(c);
 	if (r == VK_SUCCESS) c->hostReset = on;
 	return r;
 }
@@ -385,8 +386,7 @@ int dfvk_timing(dfvk *c, int on) {
 	if (!on == !c->timing) return 0;
 	// The untimed calls reset no copy range for the frames' next ones:
 	// every query starts reset again, once no call runs.
-	int r = settle(c);
-	if (r == VK_SUCCESS && on) r = dfvk_reset_queries(c);
+	int r = on ? dfvk_reset_queries(c) : settle(c);
 	if (r == VK_SUCCESS) c->timing = on;
 	return r;
 }

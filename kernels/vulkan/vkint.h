@@ -155,8 +155,8 @@ void dfvk_seterr(char *err, int len, const char *what, int res) __attribute__((v
 // between the compute and the transfer queue's families when shared is set.
 VkResult dfvk_new_buffer(dfvk *c, slot *s, uint64_t bytes, VkBufferUsageFlags usage, uint32_t bits, int map, int shared)
     __attribute__((visibility("hidden")));
-// dfvk_reset_queries resets every query of qpool, waiting for it; no call
-// may be running.
+// dfvk_reset_queries resets every query of qpool once the calls still
+// running are over, waiting for the reset.
 VkResult dfvk_reset_queries(dfvk *c) __attribute__((visibility("hidden")));
 
 #endif
