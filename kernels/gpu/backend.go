@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/deltafin/deltafin/kernels"
@@ -154,25 +155,62 @@ func (b *Backend) getF32(i int, v []float32) error {
 	return nil
 }
 
-// copyChunk is the bytes one goroutine of parallelCopy moves at least.
-const copyChunk = 1 << 20
+// copyChunk is the bytes one goroutine of parallelCopies moves at least.
+// 256 KiB, not the 1 MiB it was: a piece of 64 positions' inputs (1.8 MB
+// of a 7,168-column product) was then one core's copy, 7 cores' now, and
+// its 3.1 MB of results 3 cores' rather than 12 (kernels/README.md, "Issue
+// 33, fifteenth session"); a goroutine costs a microsecond or two.
+const copyChunk = 256 << 10
 
-// parallelCopy copies src into dst (as copy) on up to NumCPU goroutines:
-// one core moves 5-8 GB/s between host buffers, which made every upload of
-// an operand slower than the bus it then crosses (16-core host of the H200:
-// 15 GB/s read on one core, 100-120 on all).
-func parallelCopy(dst, src []byte) {
-	n := min(len(dst), len(src))
-	parts := min(runtime.NumCPU(), n/copyChunk)
+// A copyPair is one copy of parallelCopies: src into dst, as copy.
+type copyPair struct{ dst, src []byte }
+
+// parallelCopy copies src into dst (as copy) on up to NumCPU goroutines.
+func parallelCopy(dst, src []byte) { parallelCopies([]copyPair{{dst, src}}) }
+
+// parallelCopies makes every copy of pairs, cut into spans of at least
+// copyChunk bytes spread over up to NumCPU goroutines: one core moves 5-8
+// GB/s between host buffers, which made every upload of an operand slower
+// than the bus it then crosses (16-core host of the H200: 15 GB/s read on
+// one core, 100-120 on all). The pairs go together because a group of
+// experts' inputs and results are one small copy an expert, each too small
+// to be spread on its own.
+func parallelCopies(pairs []copyPair) { spreadCopies(pairs, copyChunk) }
+
+// spreadCopies is parallelCopies with spans of at least chunk bytes (the
+// benchmark times chunks against each other).
+func spreadCopies(pairs []copyPair, chunk int) {
+	total := 0
+	for _, c := range pairs {
+		total += min(len(c.dst), len(c.src))
+	}
+	parts := min(runtime.NumCPU(), total/chunk)
 	if parts < 2 {
-		copy(dst, src)
+		for _, c := range pairs {
+			copy(c.dst, c.src)
+		}
 		return
 	}
-	step := (n/parts + 4095) &^ 4095
+	step := max(chunk, (total/parts+4095)&^4095)
+	var spans []copyPair
+	for _, c := range pairs {
+		n := min(len(c.dst), len(c.src))
+		for lo := 0; lo < n; lo += step {
+			hi := min(n, lo+step)
+			spans = append(spans, copyPair{c.dst[lo:hi], c.src[lo:hi]})
+		}
+	}
+	// Each goroutine takes the next span until none is left: spans of
+	// pairs shorter than a step are smaller, so a fixed share would not
+	// balance.
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += step {
-		hi := min(n, lo+step)
-		wg.Go(func() { copy(dst[lo:hi], src[lo:hi]) })
+	for range min(parts, len(spans)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(spans)); i = next.Add(1) - 1 {
+				copy(spans[i].dst, spans[i].src)
+			}
+		})
 	}
 	wg.Wait()
 }

@@ -171,9 +171,11 @@ func (b *Backend) putGroup(i int, parts [][]byte, stride int) error {
 	if err != nil {
 		return err
 	}
+	pairs := make([]copyPair, len(parts))
 	for j, p := range parts {
-		parallelCopy(m[4*stride*j:], p)
+		pairs[j] = copyPair{m[4*stride*j:], p}
 	}
+	parallelCopies(pairs)
 	if stride > 0 {
 		b.pending = append(b.pending, pend{i, 4 * stride * len(parts)})
 	}
@@ -220,9 +222,11 @@ func (b *Backend) expertGroup(p Pipeliner, set int, dst [][]float32, es []kernel
 	if err != nil {
 		return nil, err
 	}
+	ins := make([]copyPair, len(es))
 	for j := range es {
-		parallelCopy(xs[4*starts[j]*dim:], f32bytes(x[j][:ns[j]*dim]))
+		ins[j] = copyPair{xs[4*starts[j]*dim:], f32bytes(x[j][:ns[j]*dim])}
 	}
+	parallelCopies(ins)
 	b.pending = append(b.pending, pend{sx, 4 * total * dim})
 	tab := make([]uint32, 1+2*len(es))
 	tab[0] = uint32(tiles)
@@ -260,9 +264,11 @@ func (b *Backend) expertGroup(p Pipeliner, set int, dst [][]float32, es []kernel
 		if err != nil {
 			return err
 		}
+		outs := make([]copyPair, len(es))
 		for j := range es {
-			parallelCopy(f32bytes(dst[j][:ns[j]*dim]), ys[4*starts[j]*dim:4*starts[j+1]*dim])
+			outs[j] = copyPair{f32bytes(dst[j][:ns[j]*dim]), ys[4*starts[j]*dim : 4*starts[j+1]*dim]}
 		}
+		parallelCopies(outs)
 		return nil
 	}
 	return &flight{set: set, collect: collect}, nil

@@ -131,11 +131,16 @@ func (b *Backend) matmulShared(p Pipeliner, dst [][]float32, ws []kernels.Matrix
 				return err
 			}
 		}
+		pairs := make([]copyPair, len(ws))
 		for j, w := range ws {
-			if err := b.getF32(at(sharedOut(j), set), dst[j][t0*w.Rows:t1*w.Rows]); err != nil {
+			d := f32bytes(dst[j][t0*w.Rows : t1*w.Rows])
+			m, err := b.slot(at(sharedOut(j), set), len(d))
+			if err != nil {
 				return err
 			}
+			pairs[j] = copyPair{d, m}
 		}
+		parallelCopies(pairs)
 		return nil
 	}
 	type blk struct{ j, r0, r1, data, scales int }
