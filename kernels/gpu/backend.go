@@ -156,11 +156,11 @@ func (b *Backend) getF32(i int, v []float32) error {
 }
 
 // copyChunk is the bytes one goroutine of parallelCopies moves at least.
-// 256 KiB, not the 1 MiB it was: a piece of 64 positions' inputs (1.8 MB
-// of a 7,168-column product) was then one core's copy, 7 cores' now, and
-// its 3.1 MB of results 3 cores' rather than 12 (kernels/README.md, "Issue
-// 33, fifteenth session"); a goroutine costs a microsecond or two.
-const copyChunk = 256 << 10
+// Not less: on an H100's host, spans of 256 KiB and 128 KiB (a piece's
+// 1.8 MB of inputs over 7 cores rather than 1) did not speed the products
+// at 256 positions, and the prompts, whose CPU work runs beside the GPU's
+// calls, ran slower (kernels/README.md, "Issue 33, twelfth session").
+const copyChunk = 1 << 20
 
 // A copyPair is one copy of parallelCopies: src into dst, as copy.
 type copyPair struct{ dst, src []byte }

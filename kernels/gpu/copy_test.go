@@ -49,25 +49,28 @@ func TestParallelCopiesIsCopy(t *testing.T) {
 
 // The host's copies into and out of the slots: a piece's inputs (64
 // positions × 7,168 columns), one product's results over them (12,288
-// rows), and a group of 48 experts' inputs of 40 positions each, one
-// copy an expert; spans of copyChunk against the 1 MiB they were. GB/s
-// as a share of this machine's memory read on all cores
-// (kernels.MemoryRead) in the same run; a copy reads and writes each
-// byte, so the share counts both. The copies cycle through 128 MiB of
-// buffers, so that they come from memory, as a slot's results written
-// by the device's DMA do, rather than from the caches.
+// rows), and a group of 48 experts' inputs of 40 positions each (1.1 MB
+// an expert), spread together or one expert after another as they were;
+// spans of copyChunk and of a quarter of it. GB/s as a share of this
+// machine's memory read on all cores (kernels.MemoryRead) in the same
+// run; a copy reads and writes each byte, so the share counts both. The
+// copies cycle through 64 MiB or more of buffers, so that they come from
+// memory, as a slot's results written by the device's DMA do, rather
+// than from the caches.
 func BenchmarkParallelCopies(b *testing.B) {
 	threads := runtime.NumCPU()
 	probe := make([]byte, 256<<20)
 	for _, c := range []struct {
 		name        string
 		pieces, per int
+		apart       bool
 	}{
-		{"inputs_64x7168", 1, 4 * 64 * 7168},
-		{"results_64x12288", 1, 4 * 64 * 12288},
-		{"experts_48x40x7168", 48, 4 * 40 * 7168},
+		{"inputs_64x7168", 1, 4 * 64 * 7168, false},
+		{"results_64x12288", 1, 4 * 64 * 12288, false},
+		{"experts_48x40x7168_together", 48, 4 * 40 * 7168, false},
+		{"experts_48x40x7168_apart", 48, 4 * 40 * 7168, true},
 	} {
-		for _, chunk := range []int{1 << 20, copyChunk} {
+		for _, chunk := range []int{copyChunk, copyChunk / 4} {
 			b.Run(fmt.Sprintf("%s/chunk=%dKiB/threads=%d", c.name, chunk>>10, threads), func(b *testing.B) {
 				size := c.pieces * c.per
 				sets := max(1, (64<<20)/size)
@@ -78,12 +81,23 @@ func BenchmarkParallelCopies(b *testing.B) {
 						lo := s*size + j*c.per
 						pairs[s] = append(pairs[s], copyPair{dst[lo : lo+c.per], src[lo : lo+c.per]})
 					}
-					spreadCopies(pairs[s], chunk)
+				}
+				run := func(ps []copyPair) {
+					if !c.apart {
+						spreadCopies(ps, chunk)
+						return
+					}
+					for _, p := range ps {
+						spreadCopies([]copyPair{p}, chunk)
+					}
+				}
+				for _, ps := range pairs {
+					run(ps)
 				}
 				b.SetBytes(int64(size))
 				i := 0
 				for b.Loop() {
-					spreadCopies(pairs[i%sets], chunk)
+					run(pairs[i%sets])
 					i++
 				}
 				copied := float64(size) * float64(b.N) / b.Elapsed().Seconds()
