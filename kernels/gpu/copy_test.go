@@ -54,12 +54,17 @@ func TestParallelCopiesIsCopy(t *testing.T) {
 // spans of copyChunk and of a quarter of it. GB/s as a share of this
 // machine's memory read on all cores (kernels.MemoryRead) in the same
 // run; a copy reads and writes each byte, so the share counts both. The
-// copies cycle through 64 MiB or more of buffers, so that they come from
-// memory, as a slot's results written by the device's DMA do, rather
-// than from the caches.
+// copies cycle through 1 GiB of buffers, so that they come from memory,
+// as a slot's results written by the device's DMA do, rather than from
+// the caches.
 func BenchmarkParallelCopies(b *testing.B) {
 	threads := runtime.NumCPU()
-	probe := make([]byte, 256<<20)
+	// 1 GiB each, above any last-level cache (480 MiB on one of our CI
+	// machines), filled: an untouched page reads as the shared zero page.
+	probe, src, dst := make([]byte, 1<<30), make([]byte, 1<<30), make([]byte, 1<<30)
+	for i := range probe {
+		probe[i], src[i] = byte(i), byte(i>>8)
+	}
 	for _, c := range []struct {
 		name        string
 		pieces, per int
@@ -73,8 +78,7 @@ func BenchmarkParallelCopies(b *testing.B) {
 		for _, chunk := range []int{copyChunk, copyChunk / 4} {
 			b.Run(fmt.Sprintf("%s/chunk=%dKiB/threads=%d", c.name, chunk>>10, threads), func(b *testing.B) {
 				size := c.pieces * c.per
-				sets := max(1, (64<<20)/size)
-				src, dst := make([]byte, sets*size), make([]byte, sets*size)
+				sets := len(src) / size
 				pairs := make([][]copyPair, sets)
 				for s := range pairs {
 					for j := range c.pieces {
