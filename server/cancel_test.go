@@ -29,9 +29,13 @@ func TestCancelLongPrompt(t *testing.T) {
 	a, _ := stream(t, ctxA, base+"/v1/completions", long)
 	defer a.Body.Close()
 	require.Equal(t, http.StatusOK, a.StatusCode)
+	// Its turn comes as it joins the empty line, before its handler
+	// reaches the engine: until the generation is counted, A's leaving
+	// could still drop it from the line (the CI machines, two cores busy
+	// with the other tests, once took that long).
 	require.Eventually(t, func() bool {
 		r := s.Queue().Running
-		return r != nil && r.PromptTokens == len(ids)
+		return r != nil && r.PromptTokens == len(ids) && s.generations.Load() == 1
 	}, waitLong, pollEvery, "the long prompt is at the engine")
 
 	// C waits in line and leaves: dropped.
