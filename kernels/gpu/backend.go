@@ -191,7 +191,7 @@ func spreadCopies(pairs []copyPair, chunk int) {
 		}
 		return
 	}
-	step := max(chunk, (total/parts+4095)&^4095)
+	step := (total/parts + 4095) &^ 4095 // at least chunk: parts ≤ total/chunk
 	var spans []copyPair
 	for _, c := range pairs {
 		n := min(len(c.dst), len(c.src))
