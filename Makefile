@@ -17,7 +17,8 @@ DARWIN_PKGS = $(filter-out $(DARWIN_CGO_ONLY),$(shell $(GO) list ./...))
 # cgo and the Vulkan loader's headers (kernels/vulkan is cgo over them).
 BUILD_APT := gcc:gcc /usr/include/vulkan/vulkan.h:libvulkan-dev
 # The tests: qemu and the arm64 cross compiler for NEON, node and npm for the
-# official clients, the shader tools, dbus-daemon (the app's tests start a
+# official clients, the shader tools (glslang, SPIRV-Cross, and clang-14, which
+# type-checks the generated MSL: kernels/shaders/mslcheck.sh), dbus-daemon (the app's tests start a
 # private session bus for the tray and notifications), and Mesa's software
 # Vulkan driver, lavapipe, which the GPU conformance tests run on, with
 # Khronos' validation layer, whose synchronization checks one of them runs
@@ -27,7 +28,7 @@ BUILD_APT := gcc:gcc /usr/include/vulkan/vulkan.h:libvulkan-dev
 # gtk-sni-tray-standalone), xdotool to open the menu and ImageMagick's import;
 # and headless Chromium, which the web page's tests (web/) drive.
 TEST_APT := qemu-aarch64:qemu-user aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu node:nodejs npm:npm \
-	glslangValidator:glslang-tools spirv-cross:spirv-cross dbus-daemon:dbus-daemon \
+	glslangValidator:glslang-tools spirv-cross:spirv-cross clang-14:clang-14 dbus-daemon:dbus-daemon \
 	/usr/share/vulkan/icd.d/lvp_icd.x86_64.json:mesa-vulkan-drivers \
 	/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json:vulkan-validationlayers \
 	Xvfb:xvfb xdotool:xdotool import:imagemagick status-notifier-watcher:haskell-status-notifier-item-utils \
@@ -89,13 +90,17 @@ engine-arm64:
 
 # The GPU kernels are GLSL compute shaders written once (kernels/shaders/*.comp),
 # compiled to SPIR-V (Vulkan) and translated to MSL (Metal); the generated files
-# are committed, and shaders-check fails when they are stale.
+# are committed, and shaders-check fails when they are stale or when the MSL
+# does not type-check under clang with a stand-in metal_stdlib (mslcheck.sh
+# says what that checks and what only a Mac can).
 shaders:
 	kernels/shaders/gen.sh kernels/shaders
 
 shaders-check:
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	kernels/shaders/gen.sh $$tmp && kernels/shaders/gen.sh --compare $$tmp kernels/shaders
+	kernels/shaders/mslcheck.sh kernels/shaders
+	kernels/shaders/mslcheck.sh --self-test kernels/shaders
 
 vet:
 	$(GO) vet ./...

@@ -7,6 +7,11 @@
 //
 // The generated files are committed; `make shaders` regenerates them with
 // gen.sh and `make shaders-check` (part of `make test`) fails when they are
-// stale. Bindings: SPIR-V binding n is Metal buffer n; the push constants
+// stale, or when the MSL does not type-check: with no Mac here, mslcheck.sh
+// parses each *.metal with clang's C++ for OpenCL front end against a
+// stand-in metal_stdlib (mslshim/), which maps Metal's address spaces onto
+// OpenCL's, so names, types, const and address spaces are checked; Metal's
+// own compiler, its limits and the results are not (kernels/metal's tests,
+// on a Mac). Bindings: SPIR-V binding n is Metal buffer n; the push constants
 // are Metal buffer 0, so every shader's storage buffers start at binding 1.
 package shaders
