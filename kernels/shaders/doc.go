@@ -10,8 +10,9 @@
 // stale, or when the MSL does not type-check: with no Mac here, mslcheck.sh
 // parses each *.metal with clang's C++ for OpenCL front end against a
 // stand-in metal_stdlib (mslshim/), which maps Metal's address spaces onto
-// OpenCL's, so names, types, const and address spaces are checked; Metal's
-// own compiler, its limits and the results are not (kernels/metal's tests,
-// on a Mac). Bindings: SPIR-V binding n is Metal buffer n; the push constants
+// OpenCL's, so names, types, const and address spaces are checked, and
+// reads each file for the kernel's attributes and Apple's threadgroup
+// limits; Metal's own compiler and the results are not checked
+// (kernels/metal's tests, on a Mac). Bindings: SPIR-V binding n is Metal buffer n; the push constants
 // are Metal buffer 0, so every shader's storage buffers start at binding 1.
 package shaders

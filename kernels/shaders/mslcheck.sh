@@ -15,10 +15,11 @@
 # float4(a, b, c, d) and vec<T, N>(x), are rewritten into OpenCL's vector
 # literals first, the one textual change.
 #
-# Not checked here: Metal's attributes beyond their names ([[buffer(n)]] and
-# the thread-position attributes are checked against the list below and each
-# buffer index used once, not by a compiler), Metal's own limits (threadgroup
-# memory, argument counts), code generation and the results. Those need a Mac:
+# Checked beside the parse, by reading the file: the kernel's attributes
+# against the list below, each buffer index used once, and Apple's limits on
+# a threadgroup (32 KiB of threadgroup memory, 1,024 threads).
+# Not checked here: Metal's own compiler (its diagnostics beyond clang's, its
+# other limits), the code it generates and the results. Those need a Mac:
 # kernels/metal's conformance tests run the same MSL there.
 set -eu
 cc=${CLANG:-clang-14}
@@ -29,6 +30,33 @@ command -v "$cc" >/dev/null || { echo "mslcheck: $cc not found (Debian's clang-1
 # attributes SPIRV-Cross emits for the GLSL built-ins the shaders use, plus
 # C++'s.
 known='buffer\([0-9]+\)|thread_position_in_grid|thread_position_in_threadgroup|threadgroup_position_in_grid|threadgroups_per_grid|threads_per_threadgroup|thread_index_in_threadgroup|maybe_unused|clang::optnone'
+
+# threadgroupBytes FILE: the bytes of the threadgroup arrays FILE's kernel
+# declares (scalars and vectors of 32-bit types, as the shaders use);
+# fails on a declaration it cannot size.
+threadgroupBytes() {
+	awk '
+	/^kernel void main0\(/ { in_main = 1 }
+	in_main && /^    threadgroup / {
+		line = $0
+		sub(/^    threadgroup /, "", line)
+		type = line; sub(/ .*/, "", type)
+		width = type; sub(/^(float|uint|int)/, "", width)
+		if (type !~ /^(float|uint|int)[234]?$/ || line !~ /^[a-z0-9]+ [A-Za-z_0-9]+(\[[0-9]+\])+;$/) {
+			print FILENAME ": threadgroup declaration not sized here: " $0 > "/dev/stderr"
+			bad = 1
+			next
+		}
+		n = 4 * (width == "" ? 1 : width)
+		rest = line
+		while (match(rest, /\[[0-9]+\]/)) {
+			n *= substr(rest, RSTART + 1, RLENGTH - 2) + 0
+			rest = substr(rest, RSTART + RLENGTH)
+		}
+		total += n
+	}
+	END { if (bad) exit 1; print total + 0 }' "$1"
+}
 
 # check FILE: 0 when FILE passes, the reasons on stderr otherwise.
 check() {
@@ -44,6 +72,20 @@ check() {
 		return 1
 	fi
 	[ "$(grep -c '^kernel void main0(' "$f")" = 1 ] || { echo "$f: not one kernel main0" >&2; return 1; }
+	# Apple's limits on a threadgroup (Apple7 and later, every Mac with
+	# Apple silicon): 32 KiB of threadgroup memory, 1,024 threads.
+	tg=$(threadgroupBytes "$f") || return 1
+	if [ "$tg" -gt 32768 ]; then
+		echo "$f: $tg bytes of threadgroup memory, over Metal's 32 KiB" >&2
+		return 1
+	fi
+	wg=$(sed -nE 's/.*gl_WorkGroupSize .*= uint3\(([0-9]+)u, ([0-9]+)u, ([0-9]+)u\);.*/\1 \2 \3/p' "$f")
+	[ -n "$wg" ] || { echo "$f: no gl_WorkGroupSize" >&2; return 1; }
+	set -- $wg
+	if [ $(($1 * $2 * $3)) -gt 1024 ]; then
+		echo "$f: $(($1 * $2 * $3)) threads a threadgroup, over Metal's 1,024" >&2
+		return 1
+	fi
 	tmp=$(mktemp --suffix .clcpp)
 	sed -E 's/\b((u?int|float|half|bool|u?short|u?char)[234])\(/(\1)(/g; s/\b(vec<[^<>()]*>)\(/(\1)(/g' "$f" >"$tmp"
 	rc=0
@@ -57,7 +99,8 @@ check() {
 if [ "${1:-}" = --self-test ]; then
 	# Each mutation of attn.metal (it has every construct the others use:
 	# threadgroup arrays passed to helpers, const device buffers, the
-	# helper templates) must fail the check.
+	# helper templates; and it takes all of Metal's 32 KiB) must fail the
+	# check.
 	src=$2/attn.metal
 	t=$(mktemp -d)
 	trap 'rm -rf "$t"' EXIT
@@ -69,17 +112,20 @@ if [ "${1:-}" = --self-test ]; then
 		's/\[\[thread_position_in_threadgroup\]\]/[[thread_position_in_warp]]/' \
 		's/\[\[buffer\(4\)\]\]/[[buffer(3)]]/' \
 		's/fma\(/fmaa(/' \
-		's/float4\(0\.0\)/float3(0.0)/'; do
+		's/float4\(0\.0\)/float3(0.0)/' \
+		's/threadgroup float4 P\[1024\];/threadgroup float4 P[1025];/' \
+		's/gl_WorkGroupSize \[\[maybe_unused\]\] = uint3\(256u/gl_WorkGroupSize [[maybe_unused]] = uint3(2048u/'; do
 		n=$((n + 1))
 		sed -E "$m" "$src" >"$t/m$n.metal"
 		if cmp -s "$src" "$t/m$n.metal"; then
 			echo "mslcheck: mutation $n ($m) changed nothing in $src" >&2
 			exit 1
 		fi
-		if check "$t/m$n.metal" 2>/dev/null; then
+		if check "$t/m$n.metal" 2>"$t/why"; then
 			echo "mslcheck: mutation $n ($m) passed the check" >&2
 			exit 1
 		fi
+		echo "mslcheck: mutation $n rejected: $(grep -m1 -E 'error|Metal|bound|attributes' "$t/why" | sed "s|$t/||")"
 	done
 	echo "mslcheck: $n mutations of attn.metal rejected"
 	exit 0
@@ -92,5 +138,5 @@ for f in "$dir"/*.metal; do
 	check "$f" || fail=1
 	n=$((n + 1))
 done
-[ $fail = 0 ] || { echo "mslcheck: MSL in $dir does not type-check (above)" >&2; exit 1; }
+[ $fail = 0 ] || { echo "mslcheck: MSL in $dir fails the check (above)" >&2; exit 1; }
 echo "mslcheck: $n MSL files type-checked with $cc (C++ for OpenCL, mslshim)"
