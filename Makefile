@@ -18,7 +18,8 @@ DARWIN_PKGS = $(filter-out $(DARWIN_CGO_ONLY),$(shell $(GO) list ./...))
 BUILD_APT := gcc:gcc /usr/include/vulkan/vulkan.h:libvulkan-dev
 # The tests: qemu and the arm64 cross compiler for NEON, node and npm for the
 # official clients, the shader tools (glslang, SPIRV-Cross, and clang-14, which
-# type-checks the generated MSL: kernels/shaders/mslcheck.sh), dbus-daemon (the app's tests start a
+# type-checks the generated MSL and the Metal glue: kernels/shaders/mslcheck.sh,
+# kernels/metal/checkobjc.sh), dbus-daemon (the app's tests start a
 # private session bus for the tray and notifications), and Mesa's software
 # Vulkan driver, lavapipe, which the GPU conformance tests run on, with
 # Khronos' validation layer, whose synchronization checks one of them runs
@@ -52,7 +53,7 @@ endef
 # npm install --no-save installs the same pinned versions from it.
 NPM_DIRS := server/testdata/node server/testdata/agents downloader/testdata/xetnode tokenizer/testdata/tiktokennode
 
-.PHONY: all build build-deps run test vet fmt-check darwin-vet info-plist unit kernels-arm64 engine-arm64 deps bench app lint clean shaders shaders-check gpu-bundle
+.PHONY: all build build-deps run test vet fmt-check darwin-vet info-plist unit kernels-arm64 engine-arm64 deps bench app lint clean shaders shaders-check metal-check gpu-bundle
 
 all: build
 
@@ -69,7 +70,7 @@ endif
 run: build
 	./$(BIN)
 
-test: deps shaders-check vet fmt-check darwin-vet info-plist unit kernels-arm64 engine-arm64
+test: deps shaders-check metal-check vet fmt-check darwin-vet info-plist unit kernels-arm64 engine-arm64
 
 # The NEON kernels, cross-compiled and run under qemu-user: the conformance
 # tests in -short mode (the K3-sized matrices take minutes emulated; amd64
@@ -101,6 +102,13 @@ shaders-check:
 	kernels/shaders/gen.sh $$tmp && kernels/shaders/gen.sh --compare $$tmp kernels/shaders
 	kernels/shaders/mslcheck.sh kernels/shaders
 	kernels/shaders/mslcheck.sh --self-test kernels/shaders
+
+# The Metal glue (kernels/metal/metal_darwin.m), never built here (no macOS
+# SDK): type-checked by clang for arm64 macOS against the declarations of the
+# Apple APIs it uses (kernels/metal/checkobjc.sh says what that finds).
+metal-check:
+	kernels/metal/checkobjc.sh
+	kernels/metal/checkobjc.sh --self-test
 
 vet:
 	$(GO) vet ./...

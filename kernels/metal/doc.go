@@ -8,13 +8,20 @@
 // pipeline states and command buffers; everything else is kernels/gpu,
 // whose arithmetic and driver logic are tested on Linux through the Vulkan
 // backend on lavapipe. THIS CODE NEEDS macOS: it is built only with darwin
-// and cgo, and it has not been compiled or run here (no macOS SDK on the
-// Linux development and CI machines). Other builds get Open returning
-// ErrUnsupported (metal_other.go, tested on Linux).
+// and cgo, and it has not been built or run here (no macOS SDK on the
+// Linux development and CI machines). What is checked here: the
+// Objective-C is type-checked by clang for arm64 macOS against macshim/,
+// the declarations of Foundation, Metal and libc it uses as Apple documents
+// them (checkobjc.sh, in make test; it found that dfmtl_upload's parameter
+// named id hid Objective-C's id type, so the file did not compile), and
+// the MSL by kernels/shaders/mslcheck.sh. The Go half (cgo) is not.
+// Other builds get Open returning ErrUnsupported (metal_other.go, tested on
+// Linux).
 //
 // The device is taken by capability, never by chip name: the system default
 // device must support the Metal 3 family (or Apple7 / Mac2), 64-thread
-// threadgroups with the shaders' threadgroup memory, and 256 MiB buffers;
+// threadgroups, the 32 KiB of threadgroup memory attn's shader takes, and
+// 256 MiB buffers;
 // the MSL is compiled with fast math off, so exp, division and square root
 // keep the precision the conformance tolerances assume. Without such a
 // device Open fails and the engine stays on the CPU kernels ("gpu" in

@@ -1,5 +1,6 @@
-// Host glue over Metal for kernels/metal (macOS only; not compiled on the
-// Linux machines this project is developed and tested on). Not thread-safe:
+// Host glue over Metal for kernels/metal (macOS only; never built on the
+// Linux machines this project is developed and tested on, where
+// checkobjc.sh type-checks it). Not thread-safe:
 // kernels/gpu serialises every call.
 #ifndef DF_METAL_H
 #define DF_METAL_H
@@ -34,10 +35,10 @@ int dfmtl_dispatch(dfmtl *c, int shader, const int *slots, int nslots, const voi
                    uint32_t gy, uint32_t local);
 int dfmtl_submit(dfmtl *c);
 // dfmtl_upload copies bytes of data into a new shared-storage buffer (on
-// unified memory the GPU reads it in place) and sets *id, which
+// unified memory the GPU reads it in place) and sets *buf, which
 // dfmtl_dispatch takes like a slot (>= DFM_SLOTS). Returns 0 or -1.
-int dfmtl_upload(dfmtl *c, const void *data, uint64_t bytes, int *id);
+int dfmtl_upload(dfmtl *c, const void *data, uint64_t bytes, int *buf);
 // dfmtl_free releases a buffer from dfmtl_upload.
-void dfmtl_free(dfmtl *c, int id);
+void dfmtl_free(dfmtl *c, int buf);
 
 #endif

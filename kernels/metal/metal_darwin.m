@@ -1,6 +1,7 @@
 // Metal host glue: device, buffers, pipeline states, command buffers.
-// macOS only, manual reference counting (no -fobjc-arc). Not compiled on
-// the Linux development machines.
+// macOS only, manual reference counting (no -fobjc-arc). Never built or run
+// on the Linux development machines; type-checked there by checkobjc.sh
+// against the declarations of the Apple APIs it uses (macshim/).
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
 
@@ -36,8 +37,9 @@ void dfmtl_close(dfmtl *c) {
 }
 
 // capable checks features, never the chip's name: a GPU family with the
-// compute features the shaders use, 64-thread threadgroups with the
-// threadgroup memory of mmtile.comp (32×65 + 32×33 floats, 12.5 KiB), and
+// compute features the shaders use, 64-thread threadgroups, the 32 KiB of
+// threadgroup memory attn.comp takes (the most of any shader; mmtile.comp
+// 13 KiB; kernels/shaders/mslcheck.sh holds every shader to 32 KiB), and
 // large buffers.
 static const char *capable(id<MTLDevice> dev) {
 	BOOL family = NO;
@@ -45,7 +47,7 @@ static const char *capable(id<MTLDevice> dev) {
 	if (!family) family = [dev supportsFamily:MTLGPUFamilyApple7] || [dev supportsFamily:MTLGPUFamilyMac2];
 	if (!family) return "the GPU supports neither the Metal 3, Apple7 nor Mac2 family";
 	if (dev.maxThreadsPerThreadgroup.width < DFM_LOCAL_SIZE) return "the GPU's threadgroups are narrower than 64 threads";
-	if (dev.maxThreadgroupMemoryLength < (32 * 65 + 32 * 33) * sizeof(float)) return "the GPU has too little threadgroup memory";
+	if (dev.maxThreadgroupMemoryLength < 32 * 1024) return "the GPU has less than 32 KiB of threadgroup memory";
 	if (dev.maxBufferLength < ((uint64_t)256 << 20)) return "the GPU's buffers are smaller than 256 MiB";
 	return NULL;
 }
@@ -132,10 +134,12 @@ int dfmtl_begin(dfmtl *c) {
 	return c->enc ? 0 : -1;
 }
 
-// lookup returns the slot or resident buffer behind an id, nil if none.
-static id<MTLBuffer> lookup(dfmtl *c, int id) {
-	if (id >= 0 && id < DFM_SLOTS) return c->bufs[id];
-	if (id >= DFM_SLOTS && id < DFM_SLOTS + c->nres) return c->res[id - DFM_SLOTS];
+// lookup returns the slot or resident buffer behind a buffer number, nil
+// if none. (No parameter is named id: it would hide Objective-C's id type
+// in the body, as it once did in dfmtl_upload, which then did not compile.)
+static id<MTLBuffer> lookup(dfmtl *c, int buf) {
+	if (buf >= 0 && buf < DFM_SLOTS) return c->bufs[buf];
+	if (buf >= DFM_SLOTS && buf < DFM_SLOTS + c->nres) return c->res[buf - DFM_SLOTS];
 	return nil;
 }
 
@@ -172,8 +176,8 @@ int dfmtl_submit(dfmtl *c) {
 	return r;
 }
 
-int dfmtl_upload(dfmtl *c, const void *data, uint64_t bytes, int *id) {
-	*id = -1;
+int dfmtl_upload(dfmtl *c, const void *data, uint64_t bytes, int *buf) {
+	*buf = -1;
 	int idx = -1;
 	for (int i = 0; i < c->nres && idx < 0; i++)
 		if (!c->res[i]) idx = i;
@@ -189,12 +193,12 @@ int dfmtl_upload(dfmtl *c, const void *data, uint64_t bytes, int *id) {
 		                        : [c->dev newBufferWithLength:16 options:MTLResourceStorageModeShared];
 	}
 	if (!c->res[idx]) return -1;
-	*id = DFM_SLOTS + idx;
+	*buf = DFM_SLOTS + idx;
 	return 0;
 }
 
-void dfmtl_free(dfmtl *c, int id) {
-	if (id < DFM_SLOTS || id >= DFM_SLOTS + c->nres) return;
-	[c->res[id - DFM_SLOTS] release];
-	c->res[id - DFM_SLOTS] = nil;
+void dfmtl_free(dfmtl *c, int buf) {
+	if (buf < DFM_SLOTS || buf >= DFM_SLOTS + c->nres) return;
+	[c->res[buf - DFM_SLOTS] release];
+	c->res[buf - DFM_SLOTS] = nil;
 }
