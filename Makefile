@@ -103,9 +103,10 @@ shaders-check:
 	kernels/shaders/mslcheck.sh kernels/shaders
 	kernels/shaders/mslcheck.sh --self-test kernels/shaders
 
-# The Metal glue (kernels/metal/metal_darwin.m), never built here (no macOS
-# SDK): type-checked by clang for arm64 macOS against the declarations of the
-# Apple APIs it uses (kernels/metal/checkobjc.sh says what that finds).
+# The Metal glue (kernels/metal: metal_darwin.m and its cgo half), never built
+# here (no macOS SDK): type-checked by clang for arm64 macOS against the
+# declarations of the Apple APIs it uses, and the cgo half translated and
+# vetted for darwin (kernels/metal/checkobjc.sh says what that finds).
 metal-check:
 	kernels/metal/checkobjc.sh
 	kernels/metal/checkobjc.sh --self-test

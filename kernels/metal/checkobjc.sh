@@ -13,8 +13,14 @@
 # wrong arguments), and a message the shim does not declare fails too. It
 # cannot find a declaration in the shim that Apple's headers do not have:
 # the shim is our reading of Apple's documentation. Warnings are errors.
-# The Go half (metal_darwin.go, cgo) is not checked: cgo would need the
-# macOS SDK's C headers to build runtime/cgo.
+#
+# The Go half (metal_darwin.go) too: go vet cannot take a darwin cgo package
+# here, since building runtime/cgo for darwin needs the SDK's libc headers.
+# So cgo itself translates the file with the same clang and shim (its
+# calls into C get their types from metal_darwin.h), and go vet checks the
+# translated package for darwin/arm64, with runtime/cgo's one type
+# (Incomplete) left out. A call that does not match metal_darwin.h, or any
+# Go error, fails.
 set -eu
 cc=${CLANG:-clang-14}
 dir=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +31,32 @@ command -v "$cc" >/dev/null || { echo "checkobjc: $cc not found (Debian's clang-
 check() {
 	"$cc" -target arm64-apple-macos13 -x objective-c -fsyntax-only -ffreestanding -nostdlibinc \
 		-fobjc-runtime=macosx-13 -Werror -Wall -Wextra -I "$dir/macshim" -I "$dir" "$1"
+}
+
+# checkgo FILE: cgo-translate FILE (a copy of metal_darwin.go) and vet it
+# with the package's other darwin files, in a package of the module (the
+# imports resolve there) that is removed afterwards.
+checkgo() {
+	pkg=$(mktemp -d "$dir/zzcgocheck.XXXXXX")
+	obj=$(mktemp -d)
+	rc=0
+	cp "$1" "$obj/metal_darwin.go"
+	if (cd "$dir" && GOOS=darwin GOARCH=arm64 CGO_ENABLED=1 \
+		CC="$cc -target arm64-apple-macos13 -ffreestanding -nostdlibinc -I$dir/macshim" \
+		go tool cgo -objdir "$obj" -importpath github.com/deltafin/deltafin/kernels/metal -- -I "$dir" "$obj/metal_darwin.go"); then
+		for f in "$obj/_cgo_gotypes.go" "$obj/metal_darwin.cgo1.go" \
+			$(cd "$dir" && GOOS=darwin GOARCH=arm64 CGO_ENABLED=1 go list -f '{{join .GoFiles " "}}' .); do
+			case $f in /*) src=$f ;; *) src=$dir/$f ;; esac
+			name=$(basename "$f" | sed 's/^_//')
+			sed -e '/^import _cgopackage "runtime\/cgo"$/d' -e 's/_cgopackage\.Incomplete/struct{}/g' \
+				-e '/^\/\/go:build /d' "$src" >"$pkg/$name"
+		done
+		(cd "$dir" && GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go vet "./$(basename "$pkg")") || rc=1
+	else
+		rc=1
+	fi
+	rm -rf "$pkg" "$obj"
+	return $rc
 }
 
 if [ "${1:-}" = --self-test ]; then
@@ -53,8 +85,30 @@ if [ "${1:-}" = --self-test ]; then
 		echo "checkobjc: mutation $n rejected: $(grep -m1 'error' "$t/why" | sed "s|$t/||")"
 	done
 	echo "checkobjc: $n mutations of metal_darwin.m rejected"
+	gsrc=$dir/metal_darwin.go
+	checkgo "$gsrc" 2>/dev/null || { echo "checkobjc: metal_darwin.go fails before any mutation" >&2; exit 1; }
+	g=0
+	for m in \
+		's/C\.dfmtl_free\(d\.c, C\.int\(id\)\)/C.dfmtl_free(d.c, C.long(id))/' \
+		's/C\.dfmtl_submit\(d\.c\)/C.dfmtl_submit(d.c, 0)/' \
+		's/C\.dfmtl_begin\(/C.dfmtl_start(/'; do
+		g=$((g + 1))
+		sed -E "$m" "$gsrc" >"$t/g$g.go"
+		if cmp -s "$gsrc" "$t/g$g.go"; then
+			echo "checkobjc: Go mutation $g ($m) changed nothing" >&2
+			exit 1
+		fi
+		if checkgo "$t/g$g.go" 2>"$t/why"; then
+			echo "checkobjc: Go mutation $g ($m) passed the check" >&2
+			exit 1
+		fi
+		echo "checkobjc: Go mutation $g rejected: $(grep -m1 -E 'error|cannot|undefined|not enough|too many|could not' "$t/why" | sed "s|$t/||")"
+	done
+	echo "checkobjc: $g mutations of metal_darwin.go rejected"
 	exit 0
 fi
 
 check "$dir/metal_darwin.m"
 echo "checkobjc: metal_darwin.m type-checked with $cc (arm64-apple-macos13, macshim)"
+checkgo "$dir/metal_darwin.go"
+echo "checkobjc: metal_darwin.go translated by cgo with the same clang and vetted for darwin/arm64"

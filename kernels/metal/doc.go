@@ -13,8 +13,9 @@
 // Objective-C is type-checked by clang for arm64 macOS against macshim/,
 // the declarations of Foundation, Metal and libc it uses as Apple documents
 // them (checkobjc.sh, in make test; it found that dfmtl_upload's parameter
-// named id hid Objective-C's id type, so the file did not compile), and
-// the MSL by kernels/shaders/mslcheck.sh. The Go half (cgo) is not.
+// named id hid Objective-C's id type, so the file did not compile), the
+// Go half translated by cgo with the same clang and vetted for
+// darwin/arm64, and the MSL by kernels/shaders/mslcheck.sh.
 // Other builds get Open returning ErrUnsupported (metal_other.go, tested on
 // Linux).
 //
