@@ -53,7 +53,7 @@ endef
 # npm install --no-save installs the same pinned versions from it.
 NPM_DIRS := server/testdata/node server/testdata/agents downloader/testdata/xetnode tokenizer/testdata/tiktokennode
 
-.PHONY: all build build-deps run test vet fmt-check darwin-vet info-plist unit kernels-arm64 engine-arm64 deps bench app lint clean shaders shaders-check metal-check gpu-bundle
+.PHONY: all build build-deps run test vet fmt-check darwin-vet info-plist unit kernels-arm64 engine-arm64 deps bench app lint clean shaders shaders-check metal-check race gpu-bundle
 
 all: build
 
@@ -70,7 +70,7 @@ endif
 run: build
 	./$(BIN)
 
-test: deps shaders-check metal-check vet fmt-check darwin-vet info-plist unit kernels-arm64 engine-arm64
+test: deps shaders-check metal-check vet fmt-check darwin-vet info-plist unit race kernels-arm64 engine-arm64
 
 # The NEON kernels, cross-compiled and run under qemu-user: the conformance
 # tests in -short mode (the K3-sized matrices take minutes emulated; amd64
@@ -133,6 +133,17 @@ info-plist:
 unit:
 	$(GO) test ./...
 	$(GO) test -tags slow -timeout 30m ./...
+
+# The race detector over the packages whose goroutines share state (the
+# server's queue and streams, the downloader, the expert store and its
+# drives, the GPU backend's copies), and the app's notifications, whose
+# NewNotifier once wrote beeep's AppName while a notification still read it.
+# Not the app's tray tests: fyne.io/systray v1.12.2 (the newest) races with
+# itself there (refresh writes menuVersion under another lock than
+# GetLayout's read).
+race:
+	$(GO) test -race -count=1 ./server/ ./downloader/ ./experts/ ./store/ ./drives/ ./kernels/gpu/
+	$(GO) test -race -count=1 -run '^TestLongAnswerNotification$$' ./app/
 
 deps: build-deps
 	$(call apt-install,$(TEST_APT))

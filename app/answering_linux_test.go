@@ -29,7 +29,7 @@ func TestBackgroundAnswerAcrossQuit(t *testing.T) {
 	cfg.NotifyAfter = time.Nanosecond
 	deps := func() Deps {
 		mi := newMirrorInstall(cfg)
-		return Deps{Downloader: mi, Notifier: NewNotifier("Deltafin"),
+		return Deps{Downloader: mi, Notifier: NewNotifier(),
 			Server: &apiServer{cfg: cfg, mi: mi, demo: os.DirFS("../testdata/k3-tiny"), log: slog.Default(), model: endless}}
 	}
 	a := New(cfg, deps(), nil)

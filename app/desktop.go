@@ -99,13 +99,17 @@ func runCmd(cmd *exec.Cmd) error {
 	return nil
 }
 
-// NewNotifier returns desktop notifications through beeep: the
-// notification centre on macOS (as the app bundle), and
+// beeep names the sender of every notification by its package variable
+// AppName, which each notification's goroutine reads (Notify, below, may
+// leave one running past its ctx). So it is set once, before any
+// goroutine, rather than by NewNotifier: writing it there raced with a
+// notification still in flight (go test -race, TestLongAnswerNotification).
+func init() { beeep.AppName = "Deltafin" }
+
+// NewNotifier returns desktop notifications through beeep, from
+// "Deltafin": the notification centre on macOS (as the app bundle), and
 // org.freedesktop.Notifications over the session bus on Linux.
-func NewNotifier(appName string) Notifier {
-	beeep.AppName = appName
-	return beeepNotifier{}
-}
+func NewNotifier() Notifier { return beeepNotifier{} }
 
 type beeepNotifier struct{}
 

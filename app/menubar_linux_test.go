@@ -48,7 +48,7 @@ func testDeps(cfg Config, power string) Deps {
 		Downloader: mi,
 		Warmer:     &countingWarmer{total: 30, step: 10 * time.Millisecond, started: make(chan struct{}, 1)},
 		Server:     &apiServer{cfg: cfg, mi: mi, demo: os.DirFS("../testdata/k3-tiny"), log: slog.Default()},
-		Notifier:   NewNotifier("Deltafin"),
+		Notifier:   NewNotifier(),
 		Idle:       &logindIdle{now: time.Now, dial: privateBus},
 		Power:      sysfsPower{root: power},
 	}
@@ -301,7 +301,7 @@ func TestWarmSwitchSurvivesRelaunch(t *testing.T) {
 func TestLongAnswerNotification(t *testing.T) {
 	desk.reset()
 	cfg := testConfig(t)
-	a := startApp(t, cfg, Deps{Notifier: NewNotifier("Deltafin")})
+	a := startApp(t, cfg, Deps{Notifier: NewNotifier()})
 	a.AnswerFinished(29*time.Second, "too quick to mention")
 	a.AnswerFinished(75*time.Second, "The capital of France is Paris, a city on the Seine with about two million people.")
 	n := desk.waitNotification(t, "Answer finished")
@@ -309,13 +309,13 @@ func TestLongAnswerNotification(t *testing.T) {
 	require.Equal(t, "The capital of France is Paris, a city on the Seine with…", n.Body)
 
 	// The CLI's path, without an App.
-	require.NoError(t, NotifyLongAnswer(t.Context(), cfg, NewNotifier("Deltafin"), 10*time.Second, "short"))
-	require.NoError(t, NotifyLongAnswer(t.Context(), cfg, NewNotifier("Deltafin"), 2*time.Minute, "Done."))
+	require.NoError(t, NotifyLongAnswer(t.Context(), cfg, NewNotifier(), 10*time.Second, "short"))
+	require.NoError(t, NotifyLongAnswer(t.Context(), cfg, NewNotifier(), 2*time.Minute, "Done."))
 	n = desk.waitNotification(t, "Answer finished")
 	require.Equal(t, "Answer finished after 2 min", n.Summary)
 	require.Equal(t, "Done.", n.Body)
 	cfg.NotifyAfter = 0
-	require.NoError(t, NotifyLongAnswer(t.Context(), cfg, NewNotifier("Deltafin"), time.Hour, "never"))
+	require.NoError(t, NotifyLongAnswer(t.Context(), cfg, NewNotifier(), time.Hour, "never"))
 	select {
 	case n := <-desk.notes:
 		require.FailNow(t, "unexpected notification", "%+v", n)

@@ -46,7 +46,7 @@ func PlatformDeps() (Deps, error) {
 		return Deps{}, fmt.Errorf("app: home directory: %w", err)
 	}
 	return Deps{
-		Notifier:  NewNotifier("Deltafin"),
+		Notifier:  NewNotifier(),
 		Idle:      NewIdleSource(),
 		Power:     NewPowerSource(),
 		Login:     NewLoginItem(exe, home, xdg.ConfigHome),

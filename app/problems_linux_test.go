@@ -46,7 +46,7 @@ func TestProblemClearsWhenTheActionWorks(t *testing.T) {
 		copyFile(t, filepath.Join("..", "testdata", "k3-tiny", name), filepath.Join(demo, name))
 	}
 	mi := newMirrorInstall(cfg)
-	a := startApp(t, cfg, Deps{Downloader: mi, Notifier: NewNotifier("Deltafin"),
+	a := startApp(t, cfg, Deps{Downloader: mi, Notifier: NewNotifier(),
 		Server: &apiServer{cfg: cfg, mi: mi, demo: os.DirFS(demo), log: slog.Default()}})
 	st := waitFor(t, a, "server problem", func(s State) bool { return s.Problem != "" })
 	require.True(t, strings.HasPrefix(st.Problem, "Server failed to start: "), st.Problem)

@@ -41,7 +41,7 @@ func trayChild() int {
 		Downloader: mi,
 		Warmer:     mi,
 		Server:     &apiServer{cfg: cfg, mi: mi, demo: os.DirFS("../testdata/k3-tiny"), log: log},
-		Notifier:   NewNotifier("Deltafin"),
+		Notifier:   NewNotifier(),
 		Idle: &logindIdle{now: time.Now, dial: func() (*dbus.Conn, error) {
 			return dbus.Connect(cfg.SessionBus)
 		}},

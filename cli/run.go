@@ -62,7 +62,7 @@ func runCmd(ctx context.Context, c *Call, demo func() (iofs.FS, error)) error {
 		}
 	}
 	if cfg.NotifyAfter > 0 {
-		r.Notify = app.NewNotifier("Deltafin")
+		r.Notify = app.NewNotifier()
 	}
 	return runPromptOr(ctx, *cfg, demo, c.Stdout, c.Stderr)
 }
