@@ -135,17 +135,14 @@ unit:
 	$(GO) test -tags slow -timeout 30m ./...
 
 # The race detector over the packages whose goroutines share state (the
-# server's queue and streams, the downloader, the expert store, the GPU
-# backend's copies), and the app's notifications, whose
+# server's queue and streams, the downloader, the expert store and its
+# drives, the GPU backend's copies), and the app's notifications, whose
 # NewNotifier once wrote beeep's AppName while a notification still read it.
 # Not the app's tray tests: fyne.io/systray v1.12.2 (the newest) races with
 # itself there (refresh writes menuVersion under another lock than
-# GetLayout's read). Not drives yet: closing a drive mid-read releases the
-# descriptor under a read in flight (internal/directio.File.ReadAt reads
-# through Fd()); holding it for the read turns that read into an error the
-# scheduler counts as a failed drive, so the fix needs both.
+# GetLayout's read).
 race:
-	$(GO) test -race -count=1 ./server/ ./downloader/ ./experts/ ./store/ ./kernels/gpu/
+	$(GO) test -race -count=1 ./server/ ./downloader/ ./experts/ ./drives/ ./internal/directio/ ./store/ ./kernels/gpu/
 	$(GO) test -race -count=1 -run '^TestLongAnswerNotification$$' ./app/
 
 deps: build-deps

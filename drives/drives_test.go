@@ -12,6 +12,7 @@ import (
 	ckpt "github.com/deltafin/deltafin/checkpoint"
 	"github.com/deltafin/deltafin/engine"
 	"github.com/deltafin/deltafin/experts"
+	"github.com/deltafin/deltafin/internal/directio"
 )
 
 // tiny is the demo model: k3-tiny, MXFP4 experts in four shards.
@@ -104,10 +105,12 @@ func TestADriveVanishingMidGenerationChangesNothing(t *testing.T) {
 	d := filled(t, m, 1)
 	toks, _, st := run(t, []experts.Drive{d}, true, func(n int) {
 		if n == 3 {
-			// Unplugged: the drive still offers its copies, but its file
-			// fails every read from now on (EBADF, as a vanished device
-			// gives EIO or ENXIO).
-			require.NoError(t, d.file.Close())
+			// Gone from under the drive: it still offers its copies, but
+			// its file now ends before them, so every read from now on
+			// fails (as a vanished device's give EIO or ENXIO). Closing
+			// the file would not do: that is how a drive is removed,
+			// which is no failure (the test below).
+			require.NoError(t, os.Truncate(filepath.Join(d.dir, dataName), 0))
 		}
 	})
 	require.Equal(t, want, toks)
@@ -134,6 +137,41 @@ func TestADriveClosedMidGenerationChangesNothing(t *testing.T) {
 	require.False(t, st.Drives[1].Failed)
 	require.Positive(t, st.Drives[1].Bytes)
 	require.Positive(t, st.Drives[0].Bytes, "the mirror served the tokens after the close")
+}
+
+// removedUnderReads is a drive removed after the store looked up its
+// copies: it offers them, and the file they lie in is closed (what
+// Close does to a drive's file while its reads are queued).
+type removedUnderReads struct {
+	*Drive
+	closed *directio.File
+}
+
+func (r removedUnderReads) Replica(id ckpt.ExpertID) (experts.Replica, bool) {
+	rep, ok := r.Drive.Replica(id)
+	rep.Source = r.closed
+	return rep, ok
+}
+
+// TestReadsQueuedForARemovedDriveGoElsewhere: every read the store queued
+// for a drive that was closed meanwhile comes back fs.ErrClosed; the
+// mirror reads them instead and the drive is not counted as failed (a
+// failure would drop it, and report it, as a broken disk).
+func TestReadsQueuedForARemovedDriveGoElsewhere(t *testing.T) {
+	t.Parallel()
+	m := tinyMirror(t)
+	want, wantLogits, _ := run(t, nil, false, nil)
+	d := filled(t, m, 1)
+	f, err := directio.OpenFile(filepath.Join(d.dir, dataName))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	toks, logits, st := run(t, []experts.Drive{removedUnderReads{d, f}}, true, nil)
+	require.Equal(t, want, toks)
+	require.Equal(t, wantLogits, logits)
+	require.False(t, st.Drives[1].Failed)
+	require.Positive(t, st.Drives[1].Reads, "the drive was asked")
+	require.Zero(t, st.Drives[1].Bytes)
+	require.Positive(t, st.Drives[0].Bytes, "the mirror read its experts")
 }
 
 // corruptAll flips one byte inside the span of every copy on d.

@@ -27,7 +27,10 @@ type Drive interface {
 	// its probe; 0 means 8.
 	Readers() int
 	// Replica says where the replica of id lies; ok is false when the
-	// drive does not hold it (yet, or any more).
+	// drive does not hold it (yet, or any more). A drive removed after
+	// the store asked fails the reads of its replicas' Source with
+	// fs.ErrClosed: the store reads those experts elsewhere, without
+	// counting the drive failed.
 	Replica(id ckpt.ExpertID) (r Replica, ok bool)
 	// Corrupt reports that bytes read from id's replica did not match its
 	// checksum: the drive stops offering it until it has been repaired.

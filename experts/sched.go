@@ -3,6 +3,7 @@ package experts
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/bits"
 	"slices"
 	"sync"
@@ -209,8 +210,11 @@ func (q *readScheduler) next(d *schedDrive) (readJob, bool) {
 }
 
 // finished records d's read of j (n bytes, err). A failed read from an
-// expert drive drops the drive and queues j again for the others; it
-// reports whether j was requeued (the caller then forgets it).
+// expert drive drops the drive and queues j again for the others; a read
+// from a replica its drive's owner closed (fs.ErrClosed: the drive was
+// removed, its later Replica answers are no) is queued again too, without
+// failing the drive, and j's expert no longer asks that drive. It reports
+// whether j was requeued (the caller then forgets it).
 func (q *readScheduler) finished(d *schedDrive, j readJob, n int64, err error, closing bool) (requeued bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -223,7 +227,11 @@ func (q *readScheduler) finished(d *schedDrive, j readJob, n int64, err error, c
 	if err == nil || d.dev == nil || closing || errors.Is(err, errDropped) {
 		return false
 	}
-	d.failed = true
+	if errors.Is(err, fs.ErrClosed) {
+		j.e.skip |= 1 << d.idx
+	} else {
+		d.failed = true
+	}
 	q.push([]readJob{j}, true)
 	if q.mirrorLast {
 		q.drives[0].wake.Broadcast()

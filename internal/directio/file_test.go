@@ -2,9 +2,13 @@ package directio_test
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -58,7 +62,70 @@ func TestFileAlignedReads(t *testing.T) {
 	require.NoError(t, f.ReadAt(t.Context(), odd, 4097))
 	require.True(t, bytes.Equal(want[4097:5097], odd), "unaligned read")
 	require.NoError(t, f.Close())
-	require.Error(t, f.ReadAt(t.Context(), buf, 0), "a closed file")
+	require.ErrorIs(t, f.ReadAt(t.Context(), buf, 0), fs.ErrClosed, "a closed file")
+	require.NoError(t, f.Close(), "a second Close")
+}
+
+// TestFileCloseWaitsForReads closes the file while readers read it in a
+// loop: every read either returns the file's bytes or fs.ErrClosed, never
+// another file's (a descriptor released under a read could be reused by
+// the files opened meanwhile) — what `go test -race` checks for the
+// descriptors themselves.
+func TestFileCloseWaitsForReads(t *testing.T) {
+	t.Parallel()
+	path, want := writeFile(t, 64*directio.Align)
+	other := filepath.Join(t.TempDir(), "other.bin")
+	require.NoError(t, os.WriteFile(other, bytes.Repeat([]byte{0xa5}, 64*directio.Align), 0o644))
+	f, err := directio.OpenFile(path)
+	require.NoError(t, err)
+	const readers = 8
+	var wg sync.WaitGroup
+	started := make(chan struct{}, readers)
+	errs := make(chan error, readers)
+	for r := range readers {
+		wg.Go(func() {
+			buf := directio.Buffer(4 * directio.Align)
+			for i := 0; ; i++ {
+				off := int64((r+i)%60) * directio.Align
+				err := f.ReadAt(t.Context(), buf, off)
+				if i == 0 {
+					started <- struct{}{}
+				}
+				if errors.Is(err, fs.ErrClosed) {
+					errs <- nil
+					return
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(want[off:off+int64(len(buf))], buf) {
+					errs <- fmt.Errorf("read at %d returned other bytes", off)
+					return
+				}
+			}
+		})
+	}
+	for range readers {
+		<-started
+	}
+	// Files opened while the readers read take the lowest free
+	// descriptors: the ones Close releases, if it releases them early.
+	var opened []*os.File
+	require.NoError(t, f.Close())
+	for range 4 {
+		o, err := os.Open(other)
+		require.NoError(t, err)
+		opened = append(opened, o)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	for _, o := range opened {
+		require.NoError(t, o.Close())
+	}
 }
 
 // TestParseMode reads back every mode's name and names a wrong one.
