@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"math"
+	"slices"
 
 	"github.com/deltafin/deltafin/kernels"
 )
@@ -41,14 +42,6 @@ func (m *Model) mlaForward(ctx context.Context, be kernels.Backend, out, x []flo
 	c := m.cfg
 	nh, nope, rope, dv, r := c.Heads, c.NoPE, c.RoPE, c.VHead, c.KVLoRA
 	qk := nope + rope
-	mat := func(wm kernels.Matrix, in []float32) []float32 {
-		y := make([]float32, T*wm.Rows)
-		if !stopped(ctx) { // once ctx ends the rest is skipped, and its error returned below
-			be.MatMul(y, wm, in, T)
-		}
-		return y
-	}
-
 	// The products over x as one call (kernels.MatMulShared: on a GPU, x
 	// crosses the bus once): q_a (or q_proj), kv_a, and the output gate.
 	ws := []kernels.Matrix{w.qProj, w.kvA}
@@ -66,43 +59,39 @@ func (m *Model) mlaForward(ctx context.Context, be kernels.Backend, out, x []flo
 		kernels.MatMulShared(be, ys, ws, x, T)
 	}
 
-	// q = q_b · RMSNorm(q_a · x), or q_proj · x: [T, nh, qk].
-	q := ys[0]
+	// The queries' latent RMSNorm(q_a · x) (or q_proj · x, the queries
+	// themselves) and the keys' and values' RMSNorm(latent), with kv_a's
+	// kpe columns beside it: [T, q_lora], [T, r], [T, r + rope].
+	q, wq := ys[0], kernels.Matrix{}
 	if c.QLoRA > 0 {
 		rmsNormRows(q, q, w.qANorm, c.Eps, c.QLoRA)
-		q = mat(w.qB, q)
+		wq = w.qB
 	}
-
-	// ckv = kv_a · x = [latent r | kpe rope]; kv = kv_b · RMSNorm(latent).
 	ckv := ys[1]
 	lat := make([]float32, T*r)
 	for t := 0; t < T; t++ {
 		rmsNorm(lat[t*r:(t+1)*r], ckv[t*(r+rope):t*(r+rope)+r], w.kvANorm, c.Eps)
 	}
-	kv := mat(w.kvB, lat) // [T, nh, nope+dv]
-
-	// Keys [nope_h | kpe] and values [v_h], appended to the cache.
-	past := len(cache.k) / (nh * qk)
-	for t := 0; t < T; t++ {
-		kpe := ckv[t*(r+rope)+r : (t+1)*(r+rope)]
-		for h := 0; h < nh; h++ {
-			kvh := kv[(t*nh+h)*(nope+dv) : (t*nh+h+1)*(nope+dv)]
-			cache.k = append(cache.k, kvh[:nope]...)
-			cache.k = append(cache.k, kpe...)
-			cache.v = append(cache.v, kvh[nope:]...)
-		}
-	}
-
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// softmax(q·k / √qk) · v per head, causal, in tiles of queries × keys
-	// with an online softmax (kernels.Attention): no T×T scores, heads ×
-	// query blocks spread over the backend's threads, ctx checked per block.
+
+	// Queries q_b · latent [T, nh, qk]; kv = kv_b · RMSNorm(latent)
+	// [T, nh, nope+dv]; the keys [nope_h | kpe] and values [v_h] appended
+	// to the cache; softmax(q·k / √qk) · v per head, causal, in tiles of
+	// queries × keys with an online softmax: no T×T scores, heads × query
+	// blocks spread over the backend's threads, ctx checked per block
+	// (kernels.LatentAttention: on a GPU all of it on the device, the
+	// latents in and kv and the outputs back).
+	past := len(cache.k) / (nh * qk)
+	cache.k = slices.Grow(cache.k, T*nh*qk)[:len(cache.k)+T*nh*qk]
+	cache.v = slices.Grow(cache.v, T*nh*dv)[:len(cache.v)+T*nh*dv]
 	attn := make([]float32, T*nh*dv)
-	err := kernels.Attention(ctx, be, kernels.Attn{
-		Dst: attn, Q: q, K: cache.k, V: cache.v,
-		T: T, Past: past, Heads: nh, QK: qk, DV: dv, Scale: float32(1 / math.Sqrt(float64(qk))),
+	err := kernels.LatentAttention(ctx, be, kernels.LatentAttn{
+		Dst: attn, QIn: q, WQ: wq, Lat: lat, WKV: w.kvB,
+		KPE: ckv, KPEStride: r + rope, KPEOff: r,
+		K: cache.k, V: cache.v, KV: make([]float32, T*nh*(nope+dv)),
+		T: T, Past: past, Heads: nh, NoPE: nope, RoPE: rope, DV: dv, Scale: float32(1 / math.Sqrt(float64(qk))),
 	})
 	if err != nil {
 		return err

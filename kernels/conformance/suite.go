@@ -38,6 +38,7 @@ func Run(t *testing.T, bs ...kernels.Backend) {
 		{"Activation", activationUlps},
 		{"ExpertsFFNIsExpertFFNOneByOne", expertsFFN},
 		{"ExpertGroupFFNIsExpertFFNOneByOne", expertGroupFFN},
+		{"LatentAttentionIsItsSteps", latentAttention},
 		{"StaysInsideItsBytes", staysInside},
 		{"BadShapesPanic", badShapes},
 	}

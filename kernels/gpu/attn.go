@@ -52,17 +52,10 @@ func (b *Backend) attention(ctx context.Context, a kernels.Attn) error {
 	if a.T == 0 {
 		return nil
 	}
-	n := a.Past + a.T
-	if a.QK > AttnMaxHead || a.DV > AttnMaxHead {
-		return fmt.Errorf("%w: attention heads of %d and %d exceed %d", ErrLimit, a.QK, a.DV, AttnMaxHead)
+	if err := b.attnLimits(a); err != nil {
+		return err
 	}
-	qb, kb, vb, db := 4*a.T*a.Heads*a.QK, 4*n*a.Heads*a.QK, 4*n*a.Heads*a.DV, 4*a.T*a.Heads*a.DV
-	if max(qb, kb, vb, db) > b.maxBuf() {
-		return fmt.Errorf("%w: attention over %d positions exceeds a %d-byte buffer", ErrLimit, n, b.maxBuf())
-	}
-	if a.Heads > b.dev.MaxGroups() {
-		return fmt.Errorf("%w: %d heads exceed %d workgroups", ErrLimit, a.Heads, b.dev.MaxGroups())
-	}
+	n, db := a.Past+a.T, 4*a.T*a.Heads*a.DV
 	for _, s := range []struct {
 		slot int
 		v    []float32
@@ -74,26 +67,59 @@ func (b *Backend) attention(ctx context.Context, a kernels.Attn) error {
 	if _, err := b.slot(slotY, db); err != nil {
 		return err
 	}
+	if err := b.runAttn(ctx, a, [4]int{slotX, slotG, slotU, slotY}, false, [][2]int{{slotY, db}}); err != nil {
+		return err
+	}
+	return b.getF32(slotY, a.Dst[:a.T*a.Heads*a.DV])
+}
+
+// attnLimits says why the device cannot take a (ErrLimit), nil when it can.
+func (b *Backend) attnLimits(a kernels.Attn) error {
+	n := a.Past + a.T
+	if a.QK > AttnMaxHead || a.DV > AttnMaxHead {
+		return fmt.Errorf("%w: attention heads of %d and %d exceed %d", ErrLimit, a.QK, a.DV, AttnMaxHead)
+	}
+	qb, kb, vb, db := 4*a.T*a.Heads*a.QK, 4*n*a.Heads*a.QK, 4*n*a.Heads*a.DV, 4*a.T*a.Heads*a.DV
+	if max(qb, kb, vb, db) > b.maxBuf() {
+		return fmt.Errorf("%w: attention over %d positions exceeds a %d-byte buffer", ErrLimit, n, b.maxBuf())
+	}
+	if a.Heads > b.dev.MaxGroups() {
+		return fmt.Errorf("%w: %d heads exceed %d workgroups", ErrLimit, a.Heads, b.dev.MaxGroups())
+	}
+	return nil
+}
+
+// runAttn dispatches a's rows over the slots of q, k, v and dst, whose
+// inputs are on the device by the first call: attnRowsPerSubmit rows a
+// call, ctx checked before each call but a first one already begun, the
+// last ending with the copies back of backs (slot, bytes).
+func (b *Backend) runAttn(ctx context.Context, a kernels.Attn, slots [4]int, begun bool, backs [][2]int) error {
 	slices := (a.DV + attnCols - 1) / attnCols
 	for r0 := 0; r0 < a.T; r0 += attnRowsPerSubmit {
-		if err := ctx.Err(); err != nil {
-			return err
+		if !begun {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := b.begin(); err != nil {
+				return err
+			}
 		}
+		begun = false
 		rows := min(attnRowsPerSubmit, a.T-r0)
-		if err := b.begin(); err != nil {
-			return err
-		}
 		push := []uint32{uint32(a.T), uint32(a.Past), uint32(a.Heads), uint32(a.QK), uint32(a.DV), f32bits(a.Scale), uint32(r0)}
-		if err := b.dispatch(shaders.Attn, []int{slotX, slotG, slotU, slotY}, push, (rows+attnRows-1)/attnRows*slices, a.Heads, 1); err != nil {
+		if err := b.dispatch(shaders.Attn, slots[:], push, (rows+attnRows-1)/attnRows*slices, a.Heads, 1); err != nil {
 			return err
 		}
-		submit := b.submit
 		if r0+rows == a.T {
-			submit = func() error { return b.submitTo(slotY, db) }
+			for _, bk := range backs {
+				if err := b.dev.ToHost(bk[0], bk[1]); err != nil {
+					return err
+				}
+			}
 		}
-		if err := submit(); err != nil {
+		if err := b.submit(); err != nil {
 			return err
 		}
 	}
-	return b.getF32(slotY, a.Dst[:a.T*a.Heads*a.DV])
+	return nil
 }

@@ -74,6 +74,9 @@ type Backend struct {
 	piped int64
 	// piece: a resident product's positions a call (SetPositionPiece).
 	piece int
+	// latents counts the latent attention calls run as one piece of work
+	// (LatentCalls).
+	latents int64
 }
 
 type pend struct{ slot, n int }

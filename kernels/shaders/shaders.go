@@ -23,11 +23,14 @@ const (
 	// MMGroup is mmtile's tiles over a group of experts, each over its own
 	// positions, in one dispatch (a prompt's experts on the GPU).
 	MMGroup = "mmgroup"
+	// MLAKV writes a latent attention's new keys and values from kv_b's
+	// outputs (kernels.LatentAttn.FillKV, on the device).
+	MLAKV = "mlakv"
 )
 
 // Names lists every shader, in a fixed order (backends index pipelines by
 // it); each call returns a new slice.
-func Names() []string { return []string{MatMul, Act, MMTile, Attn, MMBig, FMA, MMGroup} }
+func Names() []string { return []string{MatMul, Act, MMTile, Attn, MMBig, FMA, MMGroup, MLAKV} }
 
 // Bindings is how many storage buffers a shader binds (SPIR-V bindings
 // 1..n), 0 for a name this package does not hold.
@@ -41,6 +44,8 @@ func Bindings(name string) int {
 		return 1 // the lanes' sums
 	case Attn:
 		return 4 // q, k, v, dst
+	case MLAKV:
+		return 4 // kv, kpe, k, v
 	case Act:
 		return 2 // g, u
 	}

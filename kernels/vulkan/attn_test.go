@@ -63,3 +63,28 @@ func TestAttentionFallbackAndSplit(t *testing.T) {
 	conformance.Attention(t, s)
 	require.NoError(t, b.Err())
 }
+
+// Latent attention over kept weights runs on the device as one piece of
+// work, and gives the steps' bits (the suite's LatentAttentionIsItsSteps
+// checks them on every case); over weights the device does not keep, or for
+// a single row, it runs the steps. Split sends it to the device as one
+// piece where its steps would go there.
+func TestLatentAttentionRunsAsOneCall(t *testing.T) {
+	b := device(t)
+	for _, c := range conformance.LatentCases() {
+		t.Run(c.String(), func(t *testing.T) {
+			a := conformance.NewLatent(rand.New(rand.NewPCG(8, uint64(c.T))), c)
+			before := b.LatentCalls()
+			require.NoError(t, kernels.LatentAttention(t.Context(), b, a))
+			one := c.Keyed && c.T > 1
+			require.Equal(t, one, b.LatentCalls() == before+1, "ran as one call")
+			require.NoError(t, b.Err())
+		})
+	}
+	s := kernels.Split(b, kernels.Default())
+	c := conformance.LatentCases()[0]
+	a := conformance.NewLatent(rand.New(rand.NewPCG(9, 9)), c)
+	before := b.LatentCalls()
+	require.NoError(t, kernels.LatentAttention(t.Context(), s, a))
+	require.Equal(t, before+1, b.LatentCalls(), "split sent it to the device whole")
+}

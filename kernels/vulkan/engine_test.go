@@ -107,7 +107,7 @@ func TestLongPromptOnVulkan(t *testing.T) {
 				m, err := engine.Open(t.Context(), filepath.Join(td, dir), opts)
 				require.NoError(t, err)
 				r0, _ := kernels.Routes(b)
-				piped := be.PipelinedCalls()
+				piped, latents := be.PipelinedCalls(), be.LatentCalls()
 				rows[name], err = m.NewSession().Forward(t.Context(), ids, true)
 				require.NoError(t, m.Close())
 				require.NoError(t, err)
@@ -116,6 +116,9 @@ func TestLongPromptOnVulkan(t *testing.T) {
 					// Every weight is resident here: its calls in
 					// pieces are the products' pieces of positions.
 					require.Greater(t, be.PipelinedCalls(), piped, "the resident products went in pieces of positions")
+					// And each MLA layer's q_b, kv_b and attention
+					// as one piece of work on the device.
+					require.Greater(t, be.LatentCalls(), latents, "the latent attention ran on the device whole")
 				}
 				if name == "gpu-streamed" {
 					r1, _ := kernels.Routes(b)
