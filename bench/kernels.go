@@ -405,7 +405,7 @@ func Kernels(ctx context.Context, opt KernelsOptions) (KernelsReport, error) {
 	}
 	acases := attnCases(opt.Shrink)
 	if opt.MaxPositions > 0 {
-		acases = slices.DeleteFunc(acases, func(c attnCase) bool { return c.a.T > opt.MaxPositions })
+		acases = slices.DeleteFunc(acases, func(c attnCase) bool { return c.positions > opt.MaxPositions })
 	}
 	if opt.Only != "" {
 		acases = slices.DeleteFunc(acases, func(c attnCase) bool { return !strings.Contains(c.name, opt.Only) })

@@ -29,7 +29,8 @@ func TestBenchReportsEveryKernelAgainstTheMeasuredLimit(t *testing.T) {
 			require.Positive(t, k.GFLOPS, k.Name)
 			require.InDelta(t, k.GFLOPS/rep.FMAPeakGFLOPS, k.FLOPRatio, 1e-9, k.Name)
 			require.InEpsilon(t, matFLOPsPerByte(t, k.Name), k.GFLOPS/k.GBps, 1e-9, k.Name)
-		} else if strings.HasPrefix(k.Name, "attention_") || strings.HasPrefix(k.Name, "expert_ffn_") && strings.Contains(k.Name, "_t") ||
+		} else if strings.HasPrefix(k.Name, "attention_") || strings.HasPrefix(k.Name, "latent_") ||
+			strings.HasPrefix(k.Name, "expert_ffn_") && strings.Contains(k.Name, "_t") ||
 			strings.HasPrefix(k.Name, "expert_group_ffn_") {
 			require.Positive(t, k.FLOPRatio, k.Name) // the expert FFN in prefill
 		} else {
@@ -37,7 +38,7 @@ func TestBenchReportsEveryKernelAgainstTheMeasuredLimit(t *testing.T) {
 		}
 		names[k.Name] += k.Threads
 	}
-	require.Len(t, names, 27, "fifteen matrix kernels, the fused expert at one position and at 16, 24, 32, 64, 256 and 512, a prompt's group of them, a layer of them and attention at three lengths; no resident ones on a CPU backend")
+	require.Len(t, names, 33, "fifteen matrix kernels, the fused expert at one position and at 16, 24, 32, 64, 256 and 512, a prompt's group of them, a layer of them, attention at three lengths and the latent attention whole and in steps at three; no resident ones on a CPU backend")
 	all, err := kernels.Open("auto", 2)
 	require.NoError(t, err)
 	for name, threads := range names {
