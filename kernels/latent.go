@@ -19,8 +19,8 @@ import (
 // piece of work: on a GPU the queries, keys and values are made on the
 // device from the latents, where the steps one by one would send each
 // product's outputs back to the host and the attention's q, k and v over
-// again (at 256 positions of K3's 96 heads, 38 MB back instead of 109 MB
-// across the bus; kernels/README.md, "Latent attention on the device").
+// again (at 256 positions of K3's 96 heads, 40 MB across the bus instead
+// of 109 MB; kernels/README.md, "Latent attention on the device").
 // Any other backend runs the steps (LatentSteps). Either way the bits are
 // the steps' on that backend: MatMul of each product, the keys and values
 // copied, Attention.
