@@ -118,6 +118,12 @@ func (a LatentAttn) mustShape() {
 	} else {
 		bad = bad || len(a.QIn) < a.T*a.Heads*qk
 	}
+	if err := a.WKV.Validate(); err != nil {
+		panic(fmt.Sprintf("kernels: LatentAttention: kv_b: %v", err))
+	}
+	if err := a.WQ.Validate(); a.WQ.Rows > 0 && err != nil {
+		panic(fmt.Sprintf("kernels: LatentAttention: q_b: %v", err))
+	}
 	if bad {
 		panic(fmt.Sprintf("kernels: LatentAttention T %d past %d heads %d nope %d rope %d dv %d: wq [%d,%d], wkv [%d,%d], q %d, lat %d, kpe %d (stride %d at %d), k %d, v %d, kv %d, dst %d",
 			a.T, a.Past, a.Heads, a.NoPE, a.RoPE, a.DV, a.WQ.Rows, a.WQ.Cols, a.WKV.Rows, a.WKV.Cols,
@@ -128,7 +134,9 @@ func (a LatentAttn) mustShape() {
 // LatentAttention on a split backend goes to the prefill side as one piece
 // of work where each step would run there (its products by the rule's
 // onGPU, its attention by attnOnGPU): the bits are then those of the steps
-// on that side. Otherwise each step goes where the rule sends it.
+// on that side. Otherwise each step goes where the rule sends it. The
+// route meter counts a whole call as the GPU's attention, products and
+// all.
 func (s split) LatentAttention(ctx context.Context, a LatentAttn) error {
 	gpu := a.T > 1 && s.attnOnGPU(a.Attn(nil)) && s.onGPU(a.T, matIntensity(a.WKV), a.WKV) &&
 		(a.WQ.Rows == 0 || s.onGPU(a.T, matIntensity(a.WQ), a.WQ))

@@ -4,6 +4,7 @@ package vulkan
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,4 +88,14 @@ func TestLatentAttentionRunsAsOneCall(t *testing.T) {
 	before := b.LatentCalls()
 	require.NoError(t, kernels.LatentAttention(t.Context(), s, a))
 	require.Equal(t, before+1, b.LatentCalls(), "split sent it to the device whole")
+
+	// Under auto's rule 37 rows keep their attention on the CPU: the
+	// steps, each where the rule sends it, with their bits.
+	acc := kernels.Accelerate(b, kernels.Default(), kernels.DefaultAccelOptions())
+	want, got := a, a
+	want.Dst, want.K, want.V, want.KV = slices.Clone(a.Dst), slices.Clone(a.K), slices.Clone(a.V), slices.Clone(a.KV)
+	require.NoError(t, kernels.LatentSteps(t.Context(), acc, want))
+	require.NoError(t, kernels.LatentAttention(t.Context(), acc, got))
+	require.Equal(t, before+1, b.LatentCalls(), "the steps")
+	require.Equal(t, want.Dst, got.Dst)
 }
