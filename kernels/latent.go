@@ -132,18 +132,35 @@ func (a LatentAttn) mustShape() {
 }
 
 // LatentAttention on a split backend goes to the prefill side as one piece
-// of work where each step would run there (its products by the rule's
-// onGPU, its attention by attnOnGPU): the bits are then those of the steps
+// of work where latentOnGPU says so: the bits are then those of the steps
 // on that side. Otherwise each step goes where the rule sends it. The
 // route meter counts a whole call as the GPU's attention, products and
 // all.
 func (s split) LatentAttention(ctx context.Context, a LatentAttn) error {
-	gpu := a.T > 1 && s.attnOnGPU(a.Attn(nil)) && s.onGPU(a.T, matIntensity(a.WKV), a.WKV) &&
-		(a.WQ.Rows == 0 || s.onGPU(a.T, matIntensity(a.WQ), a.WQ))
 	la, ok := s.prefill.(LatentAttender)
-	if !gpu || !ok {
+	if !ok || !s.latentOnGPU(a) {
 		return LatentSteps(ctx, s, a)
 	}
 	defer s.meter.time(true, kindAttention, a.T)()
 	return la.LatentAttention(ctx, a)
+}
+
+// latentOnGPU is the split's rule for a whole latent attention: a prompt
+// whose products would both go to the GPU, and, under Accelerate's rule,
+// from StreamedMinPositions rows, for heads of AttnMinHeadWidth or wider,
+// where T·(Past+T) reaches LatentMinPositions² (AttnMinPositions² when
+// unset): only the latents and the cache cross the bus, not q, k and v.
+func (s split) latentOnGPU(a LatentAttn) bool {
+	if a.T < 2 || !s.onGPU(a.T, matIntensity(a.WKV), a.WKV) || a.WQ.Rows > 0 && !s.onGPU(a.T, matIntensity(a.WQ), a.WQ) {
+		return false
+	}
+	r := s.rule
+	if r == nil {
+		return true
+	}
+	least := r.LatentMinPositions
+	if least == 0 {
+		least = r.AttnMinPositions
+	}
+	return a.T >= r.StreamedMinPositions && a.QK()+a.DV >= r.AttnMinHeadWidth && a.T*(a.Past+a.T) >= least*least
 }

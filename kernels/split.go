@@ -35,6 +35,11 @@ type AccelOptions struct {
 	// sooner. Below it the copies of q, k and v and the call's fixed cost
 	// outweigh the shaders.
 	AttnMinPositions int
+	// LatentMinPositions is AttnMinPositions for a prompt's latent
+	// attention as one call (LatentAttention: the queries, keys and values
+	// made on the device, so only the latents and the cache cross); 0:
+	// AttnMinPositions. Below it the steps go where the rule sends each.
+	LatentMinPositions int
 	// MinIntensity: a batch runs on the GPU only where each byte of
 	// activations that crosses the bus (its fp32 input and output rows,
 	// which cross every call, resident weights or not) carries at least
@@ -84,6 +89,10 @@ type AccelOptions struct {
 //     555-607 GFLOP/s at 256 positions against the CPU's 655, 2.2-2.4
 //     TFLOP/s at 1,024 against 0.97; at 256 the call's copies and host
 //     work were 95% of it, its shaders running at 10.7 TFLOP/s);
+//   - LatentMinPositions 256 (7 Dec 2026, an H100, one lease, K3's MLA
+//     at 256 positions: q_b, kv_b and the attention as one call 3.59-3.83
+//     TFLOP/s against 1.59-1.73 for the steps under this rule, the
+//     attention on the CPU; fewer positions were not measured);
 //   - MinIntensity 256 (k3-tiny, attention on the CPU: its 128×256
 //     products, 43 FLOPs a byte, made a 1,024-token prefill 0.45 s against
 //     the CPU's 0.40 and a 16,384-token one 8.5 s against 7.3; K3's
@@ -109,7 +118,7 @@ type AccelOptions struct {
 //     against 1.68).
 func DefaultAccelOptions() AccelOptions {
 	return AccelOptions{DecodeMinBytes: 32 << 20, ResidentMinPositions: 16, StreamedMinPositions: 96, AttnMinHeadWidth: 128,
-		AttnMinPositions: 512, MinIntensity: 256, IntensityWeights: 1 << 19, ExpertGPUFixed: 14, ExpertGPUSpeedup: 7, ExpertMinPositions: 16}
+		AttnMinPositions: 512, LatentMinPositions: 256, MinIntensity: 256, IntensityWeights: 1 << 19, ExpertGPUFixed: 14, ExpertGPUSpeedup: 7, ExpertMinPositions: 16}
 }
 
 // WithBeside returns be with beside as the CPU it runs experts on while its

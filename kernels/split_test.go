@@ -443,3 +443,66 @@ func TestMatMulSharedGoesToTheGPUAsOneCall(t *testing.T) {
 	require.Equal(t, []int{n, n, n}, one, "one by one elsewhere")
 	require.Panics(t, func() { MatMulShared(Ref(), make([][]float32, 2), ws, x, n) }, "an output a product")
 }
+
+// latentAttending records the rows of each latent attention it runs whole;
+// it keeps keyed weights, as a GPU does.
+type latentAttending struct {
+	Backend
+	calls *[]int
+}
+
+func (latentAttending) KeepsResident() bool { return true }
+
+func (a latentAttending) LatentAttention(ctx context.Context, la LatentAttn) error {
+	*a.calls = append(*a.calls, la.T)
+	return LatentSteps(ctx, a.Backend, la)
+}
+
+// Accelerate's rule sends a prompt's latent attention to the GPU whole
+// where both its products would go there, from StreamedMinPositions rows,
+// for heads of AttnMinHeadWidth or wider, where T·(Past+T) reaches
+// LatentMinPositions² (AttnMinPositions² when unset); otherwise its steps
+// go where the rule sends each.
+func TestAccelerateLatentRule(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(4, 4))
+	run := func(b Backend, T, past, nope, dv int, keyed bool) {
+		const heads, rope, qlora, r = 1, 8, 16, 12
+		qk, n := nope+rope, past+T
+		vec := func(k int) []float32 {
+			v := make([]float32, k)
+			for i := range v {
+				v[i] = float32(rng.NormFloat64())
+			}
+			return v
+		}
+		mat := func(rows, cols int) Matrix {
+			m := Matrix{DType: F32, Rows: rows, Cols: cols, Data: make([]byte, 4*rows*cols)}
+			if keyed {
+				m.Key = NewKey()
+			}
+			return m
+		}
+		a := LatentAttn{T: T, Past: past, Heads: heads, NoPE: nope, RoPE: rope, DV: dv, Scale: 1,
+			WQ: mat(heads*qk, qlora), QIn: vec(T * qlora), WKV: mat(heads*(nope+dv), r), Lat: vec(T * r),
+			KPE: vec(T * (r + rope)), KPEStride: r + rope, KPEOff: r,
+			K: vec(n * heads * qk), V: vec(n * heads * dv), KV: make([]float32, T*heads*(nope+dv)), Dst: make([]float32, T*dv)}
+		require.NoError(t, LatentAttention(t.Context(), b, a))
+	}
+	var whole []int
+	gpu := latentAttending{Ref(), &whole}
+	b := Accelerate(gpu, Ref(), AccelOptions{StreamedMinPositions: 4, AttnMinHeadWidth: 64, AttnMinPositions: 16, LatentMinPositions: 8})
+	run(b, 3, 100, 40, 32, true) // too few rows
+	run(b, 9, 0, 8, 16, true)    // too narrow
+	run(b, 6, 0, 40, 16, true)   // 64 wide, but 36 < 64: the steps
+	run(b, 8, 0, 40, 16, true)   // 64 = 8²: whole
+	run(b, 5, 9, 184, 128, true) // 5·14 = 70: whole
+	run(b, 8, 0, 40, 16, false)  // streamed products go from 4 rows too
+	require.Equal(t, []int{8, 5, 8}, whole)
+
+	whole = nil
+	b = Accelerate(gpu, Ref(), AccelOptions{StreamedMinPositions: 4, ResidentMinPositions: 10, AttnMinPositions: 9})
+	run(b, 8, 0, 40, 16, true)  // the products stay on the CPU under 10 rows
+	run(b, 10, 0, 40, 16, true) // no LatentMinPositions: AttnMinPositions' 9² ≤ 100
+	require.Equal(t, []int{10}, whole)
+}
