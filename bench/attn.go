@@ -27,10 +27,9 @@ type attnCase struct {
 	name         string
 	positions    int
 	flops, bytes int
-	run          func(ctx context.Context, b kernels.Backend) error
-	// first makes the case's weights: run after it is the steady state
-	// (a GPU's copies of them made).
-	first func(ctx context.Context, b kernels.Backend) error
+	// run makes one call; its first makes the case's inputs and weights
+	// (and a GPU's copies of them), so benchAttn times the calls after it.
+	run func(ctx context.Context, b kernels.Backend) error
 }
 
 const (
@@ -53,7 +52,7 @@ func attnCases(shrink int) []attnCase {
 			positions: T,
 			flops:     attnFlops(T),
 			bytes:     4 * T * heads * (2*qk + 2*dv),
-			run:       run, first: run,
+			run:       run,
 		})
 	}
 	for _, T := range []int{256, 1024, 4096} {
@@ -91,8 +90,8 @@ func latentCases(T int) []attnCase {
 	steps := func(ctx context.Context, b kernels.Backend) error { return kernels.LatentSteps(ctx, b, inputs()) }
 	name := fmt.Sprintf("%dx(%d+%d)x%d_q%d_r%d_t%d", attnHeads, attnNoPE, attnRoPE, attnDV, latentQ, latentKV, T)
 	return []attnCase{
-		{name: "latent_attention_" + name, positions: T, flops: flops, bytes: bytes, run: whole, first: whole},
-		{name: "latent_steps_" + name, positions: T, flops: flops, bytes: bytes, run: steps, first: steps},
+		{name: "latent_attention_" + name, positions: T, flops: flops, bytes: bytes, run: whole},
+		{name: "latent_steps_" + name, positions: T, flops: flops, bytes: bytes, run: steps},
 	}
 }
 
@@ -113,7 +112,7 @@ func benchMatrix(dt kernels.DType, rows, cols int) kernels.Matrix {
 // benchAttn measures each case on b: one untimed call, then the best of
 // at least two calls and minTime.
 func benchAttn(ctx context.Context, b kernels.Backend, c attnCase, minTime time.Duration) (KernelResult, error) {
-	if err := c.first(ctx, b); err != nil {
+	if err := c.run(ctx, b); err != nil {
 		return KernelResult{}, err
 	}
 	best := time.Duration(math.MaxInt64)
